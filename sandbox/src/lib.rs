@@ -1,0 +1,1 @@
+//! zeroclaw-sandbox: confines every child process zeroclaw starts.

@@ -1,0 +1,1 @@
+//! ACP v1 methods (plus the ZeroClaw extensions): dispatch, sessions, prompt materialization, updates.

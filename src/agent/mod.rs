@@ -1,0 +1,1 @@
+//! The turn loop: conversation history, model streaming, tool calls, cancellation.

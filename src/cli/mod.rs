@@ -1,0 +1,1 @@
+//! Subcommands of the `zeroclaw` binary that are not the ACP server itself.

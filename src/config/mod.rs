@@ -1,0 +1,1 @@
+//! Typed configuration: defaults <- `<config_dir>/config.toml` <- `ZEROCLAW_*` environment overlay.

@@ -1,0 +1,13 @@
+//! zeroclaw: a hardened agent host driven over the Agent Client Protocol.
+//!
+//! Dependencies point one way: `rpc` <- `acp` -> `agent` -> {`provider`, `tools`}; `store` and
+//! `config` are used from above; every tool execution goes through the `zeroclaw-sandbox` crate.
+
+pub mod acp;
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod provider;
+pub mod rpc;
+pub mod store;
+pub mod tools;

@@ -1,0 +1,5 @@
+//! The `zeroclaw` command line.
+
+fn main() {
+    println!("zeroclaw {}", env!("CARGO_PKG_VERSION"));
+}

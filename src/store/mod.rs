@@ -1,0 +1,1 @@
+//! SQLite session store: metadata and per-turn history, off the async executor.

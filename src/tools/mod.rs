@@ -1,0 +1,1 @@
+//! Tool definitions and the registry the agent dispatches through.
