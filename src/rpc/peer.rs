@@ -1,0 +1,153 @@
+//! The outbound half of a connection: every message goes through one queue to the single
+//! writer, so messages queued in order are written in order. Outbound requests get string ids
+//! `zc-out-<n>` and wait in a pending map for the client's response or a timeout.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use super::RpcError;
+
+/// Prefix of the ids of requests we send; disjoint from any id a client uses for its own.
+pub const OUTBOUND_ID_PREFIX: &str = "zc-out-";
+
+type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>>;
+
+/// A cheap-to-clone handle for sending to the other side of one connection.
+#[derive(Clone)]
+pub struct Peer {
+    out: mpsc::Sender<String>,
+    pending: Pending,
+    next_id: Arc<AtomicU64>,
+}
+
+impl Peer {
+    /// A peer whose messages go to `out` (drained by the transport's writer).
+    pub fn new(out: mpsc::Sender<String>) -> Self {
+        Self {
+            out,
+            pending: Arc::default(),
+            next_id: Arc::default(),
+        }
+    }
+
+    /// Sends a notification; waits for room in the queue, never for the client.
+    pub async fn notify(&self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+            .await;
+    }
+
+    /// Answers a request.
+    pub async fn respond(&self, id: Value, result: Result<Value, RpcError>) {
+        let message = match result {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}),
+        };
+        self.send(message).await;
+    }
+
+    /// Sends a request to the client and waits for its answer, at most `timeout`.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
+        let id = format!(
+            "{OUTBOUND_ID_PREFIX}{}",
+            self.next_id.fetch_add(1, Ordering::Relaxed)
+        );
+        let (tx, rx) = oneshot::channel();
+        self.lock_pending().insert(id.clone(), tx);
+        let _forget = ForgetOnDrop {
+            pending: &self.pending,
+            id: &id,
+        };
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(RpcError::internal("connection closed")),
+            Err(_) => Err(RpcError::internal(format!(
+                "the client did not answer {method} within {}s",
+                timeout.as_secs()
+            ))),
+        }
+    }
+
+    /// Routes a response to the pending request with that id; unknown ids are ignored.
+    pub fn deliver(&self, id: &Value, result: Result<Value, RpcError>) -> bool {
+        let Some(key) = id.as_str() else {
+            return false;
+        };
+        match self.lock_pending().remove(key) {
+            Some(waiter) => waiter.send(result).is_ok(),
+            None => false,
+        }
+    }
+
+    async fn send(&self, message: Value) {
+        // A closed queue means the writer is gone (client hung up): nothing left to tell it.
+        let _ = self.out.send(message.to_string()).await;
+    }
+
+    fn lock_pending(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Result<Value, RpcError>>>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Removes a pending entry when its request future ends, however it ends.
+struct ForgetOnDrop<'a> {
+    pending: &'a Pending,
+    id: &'a str,
+}
+
+impl Drop for ForgetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn outbound_request_is_answered_by_its_response_only() {
+        let (tx, mut rx) = mpsc::channel(8);
+        let peer = Peer::new(tx);
+        let waiter = {
+            let peer = peer.clone();
+            tokio::spawn(async move {
+                peer.request("x/ask", json!({}), Duration::from_secs(60))
+                    .await
+            })
+        };
+        let sent: Value = serde_json::from_str(&rx.recv().await.unwrap()).unwrap();
+        assert_eq!(sent["id"], "zc-out-0");
+        assert!(!peer.deliver(&json!("zc-out-99"), Ok(json!(1))));
+        assert!(!peer.deliver(&Value::Null, Ok(json!(1))));
+        assert!(peer.deliver(&json!("zc-out-0"), Ok(json!({"ok": true}))));
+        assert_eq!(waiter.await.unwrap(), Ok(json!({"ok": true})));
+    }
+
+    #[tokio::test]
+    async fn outbound_request_times_out() {
+        let (tx, _rx) = mpsc::channel(8);
+        let peer = Peer::new(tx);
+        let answer = peer
+            .request("x/ask", json!({}), Duration::from_millis(1))
+            .await;
+        assert!(answer.unwrap_err().message.contains("did not answer"));
+        assert!(peer.lock_pending().is_empty());
+    }
+}

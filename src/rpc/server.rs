@@ -1,0 +1,126 @@
+//! The inbound loop of one connection: classifies frames, answers malformed ones, routes
+//! responses to pending outbound requests, and runs every request on its own task so a long
+//! `session/prompt` never blocks `session/cancel` or anything else. `$/cancel_request` aborts
+//! one running request, which then answers -32800.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use futures::{Stream, StreamExt};
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::codec::FrameError;
+use super::error::{INVALID_REQUEST, REQUEST_CANCELLED};
+use super::message::{Incoming, classify};
+use super::{Peer, RpcError};
+
+/// What a connection serves: the ACP methods, or anything else speaking JSON-RPC.
+pub trait Handler: Send + Sync + 'static {
+    /// Answers one request; runs on its own task.
+    fn request(
+        &self,
+        peer: Peer,
+        method: String,
+        params: Value,
+    ) -> impl Future<Output = Result<Value, RpcError>> + Send;
+
+    /// Handles one notification; awaited in arrival order, so it must not wait for long.
+    fn notification(
+        &self,
+        peer: Peer,
+        method: String,
+        params: Value,
+    ) -> impl Future<Output = ()> + Send;
+}
+
+type InFlight = Arc<Mutex<HashMap<String, CancellationToken>>>;
+
+/// Serves one connection until `incoming` ends, then waits for the requests still running.
+pub async fn serve<H, S>(mut incoming: S, peer: Peer, handler: Arc<H>)
+where
+    H: Handler,
+    S: Stream<Item = Result<String, FrameError>> + Unpin,
+{
+    let in_flight = InFlight::default();
+    let mut tasks = JoinSet::new();
+    while let Some(frame) = incoming.next().await {
+        while tasks.try_join_next().is_some() {}
+        let text = match frame {
+            Ok(text) => text,
+            Err(error) => {
+                peer.respond(Value::Null, Err(frame_error(error))).await;
+                continue;
+            }
+        };
+        match classify(&text) {
+            Err(rejected) => peer.respond(rejected.id, Err(rejected.error)).await,
+            Ok(Incoming::Response { id, result }) => {
+                if !peer.deliver(&id, result) {
+                    tracing::debug!(%id, "ignoring a response with an unknown id");
+                }
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                if method == "$/cancel_request" {
+                    cancel_in_flight(&in_flight, &params);
+                } else {
+                    handler.notification(peer.clone(), method, params).await;
+                }
+            }
+            Ok(Incoming::Request { id, method, params }) => {
+                let task = spawn_request(&handler, &peer, &in_flight, id, method, params);
+                tasks.spawn(task);
+            }
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+fn frame_error(error: FrameError) -> RpcError {
+    match error {
+        FrameError::TooLong { len, max } => RpcError::new(
+            INVALID_REQUEST,
+            format!("line of {len} bytes exceeds the limit of {max} bytes; discarded"),
+        )
+        .with_data(json!({"reason": "line_too_long", "maxLineBytes": max})),
+        FrameError::InvalidUtf8 => RpcError::parse("parse error: the line is not valid UTF-8"),
+    }
+}
+
+/// The task answering one request, registered for `$/cancel_request` while it runs.
+fn spawn_request<H: Handler>(
+    handler: &Arc<H>,
+    peer: &Peer,
+    in_flight: &InFlight,
+    id: Value,
+    method: String,
+    params: Value,
+) -> impl Future<Output = ()> + Send + 'static {
+    let key = id.to_string();
+    let token = CancellationToken::new();
+    lock(in_flight).insert(key.clone(), token.clone());
+    let (handler, peer, in_flight) = (handler.clone(), peer.clone(), in_flight.clone());
+    async move {
+        let result = tokio::select! {
+            result = handler.request(peer.clone(), method, params) => result,
+            () = token.cancelled() => Err(RpcError::new(REQUEST_CANCELLED, "request cancelled")),
+        };
+        lock(&in_flight).remove(&key);
+        peer.respond(id, result).await;
+    }
+}
+
+fn cancel_in_flight(in_flight: &InFlight, params: &Value) {
+    let Some(id) = params.get("id") else {
+        return;
+    };
+    if let Some(token) = lock(in_flight).get(&id.to_string()) {
+        token.cancel();
+    }
+}
+
+fn lock(in_flight: &InFlight) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+    in_flight.lock().unwrap_or_else(|e| e.into_inner())
+}
