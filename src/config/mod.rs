@@ -1,1 +1,247 @@
 //! Typed configuration: defaults <- `<config_dir>/config.toml` <- `ZEROCLAW_*` environment overlay.
+//!
+//! [`Config::load`] resolves the config directory, layers the sources in [`load`] (with the
+//! overlay parsed in [`env`]), deserializes into the types below and validates them. Errors
+//! name the offending key and where it came from. [`mask`] hides secrets for `config show`.
+
+mod env;
+mod load;
+pub mod mask;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use env::RESERVED_ENV_VARS;
+
+/// The config file's name inside the config directory.
+pub const CONFIG_FILE_NAME: &str = "config.toml";
+
+/// The fully resolved configuration of one zeroclaw process.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// Where `config.toml` lives (not a config key; chosen by flag, variable or default).
+    #[serde(skip)]
+    pub config_dir: PathBuf,
+    /// Daemon-level data directory; default `<config_dir>/workspace`.
+    pub workspace_dir: PathBuf,
+    pub acp: AcpConfig,
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// The effective agents: with no `[agents]` at all, the built-in `default` agent.
+    pub agents: BTreeMap<String, AgentConfig>,
+    pub sandbox: SandboxConfig,
+}
+
+/// `[acp]`: the ACP server's limits and default agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AcpConfig {
+    pub default_agent: Option<String>,
+    pub max_sessions: usize,
+    pub session_timeout_secs: u64,
+    pub max_line_bytes: usize,
+}
+
+impl Default for AcpConfig {
+    fn default() -> Self {
+        AcpConfig {
+            default_agent: None,
+            max_sessions: 10,
+            session_timeout_secs: 3600,
+            max_line_bytes: 32 * 1024 * 1024,
+        }
+    }
+}
+
+/// The wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI-compatible chat completions (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, ...).
+    #[default]
+    OpenAi,
+}
+
+/// `[providers.<name>]`: where a model API lives and how to authenticate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    #[serde(default)]
+    pub kind: ProviderKind,
+    pub base_url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_request_timeout_secs")]
+    pub request_timeout_secs: u64,
+}
+
+fn default_request_timeout_secs() -> u64 {
+    120
+}
+
+/// `[agents.<alias>]`: a model on a provider, with its prompt and loop limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    pub provider: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    #[serde(default = "default_max_tool_iterations")]
+    pub max_tool_iterations: u32,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_max_tool_iterations() -> u32 {
+    25
+}
+
+/// `[sandbox]`: which confinement backend tool executions use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// One of [`SANDBOX_BACKENDS`].
+    pub backend: String,
+    pub allow_partial: bool,
+}
+
+/// The accepted values of `sandbox.backend`.
+pub const SANDBOX_BACKENDS: &[&str] = &[
+    "auto",
+    "namespaces",
+    "bubblewrap",
+    "landlock",
+    "seatbelt",
+    "none",
+];
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            backend: "auto".to_owned(),
+            allow_partial: false,
+        }
+    }
+}
+
+/// Where a configuration value came from, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    File(PathBuf),
+    Env(String),
+    Defaults,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::File(path) => write!(f, "in {}", path.display()),
+            Source::Env(var) => write!(f, "from environment variable {var}"),
+            Source::Defaults => f.write_str("in the built-in defaults"),
+        }
+    }
+}
+
+/// Everything that can go wrong while loading or using the configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    #[error(
+        "cannot determine the config directory: pass --config-dir or set ZEROCLAW_CONFIG_DIR (HOME is not set)"
+    )]
+    NoConfigDir,
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid TOML: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("environment variable {var}: {message}")]
+    EnvVar { var: String, message: String },
+    #[error("config key `{key}` {origin}: {message}")]
+    Invalid {
+        key: String,
+        origin: Source,
+        message: String,
+    },
+    #[error("unknown provider `{0}`: add a [providers.{0}] section")]
+    UnknownProvider(String),
+    #[error("{0}")]
+    MissingApiKey(String),
+}
+
+impl Config {
+    /// `--config-dir`, else `ZEROCLAW_CONFIG_DIR`, else `~/.zeroclaw`; reads the process env overlay.
+    pub fn load(cli_config_dir: Option<&Path>) -> Result<Config, ConfigError> {
+        let config_dir = match cli_config_dir {
+            Some(dir) => dir.to_path_buf(),
+            None => default_config_dir()?,
+        };
+        let env = env::process_env()?;
+        load::load(&config_dir, env)
+    }
+
+    /// Same as [`Config::load`] with an explicit directory and environment (for tests).
+    pub fn load_with_env(
+        config_dir: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        load::load(config_dir, env.into_iter().collect())
+    }
+
+    /// `<config_dir>/config.toml`.
+    pub fn config_file(&self) -> PathBuf {
+        self.config_dir.join(CONFIG_FILE_NAME)
+    }
+
+    /// `<workspace_dir>/sessions/acp-sessions.db`.
+    pub fn store_path(&self) -> PathBuf {
+        self.workspace_dir.join("sessions").join("acp-sessions.db")
+    }
+
+    /// The API key of `provider`: `api_key`, else the variable named by `api_key_env`.
+    ///
+    /// A provider with neither configured needs no key (local servers) and gets `""`.
+    /// The error says which variable or key to set.
+    pub fn resolve_api_key(&self, provider: &str) -> Result<String, ConfigError> {
+        let cfg = self
+            .providers
+            .get(provider)
+            .ok_or_else(|| ConfigError::UnknownProvider(provider.to_owned()))?;
+        if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.is_empty()) {
+            return Ok(key.to_owned());
+        }
+        let Some(var) = cfg.api_key_env.as_deref() else {
+            return Ok(String::new());
+        };
+        match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => Ok(key),
+            _ => Err(ConfigError::MissingApiKey(format!(
+                "provider `{provider}` has no API key: set the environment variable {var}, \
+                 or set providers.{provider}.api_key in {} (or ZEROCLAW_providers__{provider}__api_key)",
+                self.config_file().display()
+            ))),
+        }
+    }
+}
+
+fn default_config_dir() -> Result<PathBuf, ConfigError> {
+    if let Some(dir) = std::env::var_os("ZEROCLAW_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    home.map(|h| PathBuf::from(h).join(".zeroclaw"))
+        .ok_or(ConfigError::NoConfigDir)
+}
+
+#[cfg(test)]
+mod tests;

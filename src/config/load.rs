@@ -1,0 +1,292 @@
+//! Layering: built-in defaults <- `config.toml` <- environment overlay, then typed
+//! deserialization and validation, with every error traced back to its source.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::{Table, Value};
+
+use super::env::{self, EnvEntry};
+use super::{
+    AcpConfig, AgentConfig, CONFIG_FILE_NAME, Config, ConfigError, ProviderConfig,
+    SANDBOX_BACKENDS, SandboxConfig, Source,
+};
+
+/// The built-in provider and agent a fresh install runs with.
+const DEFAULT_PROVIDER: &str = "openrouter";
+const DEFAULT_AGENT: &str = "default";
+const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4.6";
+
+/// The file-level shape, before paths are resolved and defaults filled in.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    workspace_dir: Option<PathBuf>,
+    #[serde(default)]
+    acp: AcpConfig,
+    #[serde(default)]
+    providers: BTreeMap<String, ProviderConfig>,
+    #[serde(default)]
+    agents: BTreeMap<String, AgentConfig>,
+    #[serde(default)]
+    sandbox: SandboxConfig,
+}
+
+/// Which source each key came from.
+struct Sources {
+    file: Option<PathBuf>,
+    env: BTreeMap<String, String>,
+}
+
+impl Sources {
+    /// The variable that set `key` (or a key below it), else the file, else the defaults.
+    fn of(&self, key: &str) -> Source {
+        if let Some(var) = self.env.get(key) {
+            return Source::Env(var.clone());
+        }
+        let below = format!("{key}.");
+        let under = self.env.iter().find(|(k, _)| k.starts_with(&below));
+        match (under, &self.file) {
+            (Some((_, var)), _) => Source::Env(var.clone()),
+            (None, Some(path)) => Source::File(path.clone()),
+            (None, None) => Source::Defaults,
+        }
+    }
+}
+
+pub(super) fn load(config_dir: &Path, vars: Vec<(String, String)>) -> Result<Config, ConfigError> {
+    let file_path = config_dir.join(CONFIG_FILE_NAME);
+    let file = read_file(&file_path)?;
+    let entries = env::overlay(vars)?;
+    let sources = Sources {
+        file: file.as_ref().map(|_| file_path.clone()),
+        env: entries
+            .iter()
+            .map(|e| (e.path.join("."), e.var.clone()))
+            .collect(),
+    };
+    let mut merged = defaults();
+    if let Some(file) = file {
+        merge(&mut merged, file);
+    }
+    for entry in entries {
+        apply(&mut merged, entry)?;
+    }
+    if !merged.contains_key("agents") {
+        merged.insert("agents".into(), Value::Table(default_agents()));
+    }
+    let raw: RawConfig = serde_path_to_error::deserialize(Value::Table(merged))
+        .map_err(|e| deserialize_error(e, &sources))?;
+    let config = resolve(config_dir, raw);
+    validate(&config, &sources)?;
+    Ok(config)
+}
+
+/// The parsed file, or `None` when it does not exist.
+fn read_file(path: &Path) -> Result<Option<Table>, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    text.parse::<Table>()
+        .map(Some)
+        .map_err(|e| ConfigError::Syntax {
+            path: path.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })
+}
+
+fn defaults() -> Table {
+    let mut provider = Table::new();
+    provider.insert("kind".into(), "openai".into());
+    provider.insert("base_url".into(), "https://openrouter.ai/api/v1".into());
+    provider.insert("api_key_env".into(), "OPENROUTER_API_KEY".into());
+    let mut providers = Table::new();
+    providers.insert(DEFAULT_PROVIDER.into(), Value::Table(provider));
+    let mut root = Table::new();
+    root.insert("providers".into(), Value::Table(providers));
+    root
+}
+
+fn default_agents() -> Table {
+    let mut agent = Table::new();
+    agent.insert("provider".into(), DEFAULT_PROVIDER.into());
+    agent.insert("model".into(), DEFAULT_MODEL.into());
+    let mut agents = Table::new();
+    agents.insert(DEFAULT_AGENT.into(), Value::Table(agent));
+    agents
+}
+
+/// Deep merge: tables merge key by key, anything else replaces.
+fn merge(base: &mut Table, over: Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Table(b)), Value::Table(o)) => merge(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+fn apply(root: &mut Table, entry: EnvEntry) -> Result<(), ConfigError> {
+    let (last, parents) = entry.path.split_last().expect("paths are never empty");
+    let mut table = root;
+    for segment in parents {
+        let slot = table
+            .entry(segment.clone())
+            .or_insert_with(|| Value::Table(Table::new()));
+        table = match slot {
+            Value::Table(t) => t,
+            _ => {
+                return Err(ConfigError::EnvVar {
+                    var: entry.var,
+                    message: format!("`{segment}` is not a table"),
+                });
+            }
+        };
+    }
+    table.insert(last.clone(), entry.value);
+    Ok(())
+}
+
+fn deserialize_error(
+    err: serde_path_to_error::Error<toml::de::Error>,
+    sources: &Sources,
+) -> ConfigError {
+    let path = err.path().to_string();
+    let message = err.inner().to_string().trim_end().to_owned();
+    let key = match unknown_field(&message) {
+        Some(field) if !path.ends_with(field) => join_key(&path, field),
+        _ => path,
+    };
+    ConfigError::Invalid {
+        origin: sources.of(&key),
+        key,
+        message,
+    }
+}
+
+/// The field named by serde's "unknown field `x`, expected ..." message.
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split('`').next()
+}
+
+fn join_key(path: &str, field: &str) -> String {
+    if path.is_empty() || path == "." {
+        field.to_owned()
+    } else {
+        format!("{path}.{field}")
+    }
+}
+
+fn resolve(config_dir: &Path, raw: RawConfig) -> Config {
+    let workspace_dir = match raw.workspace_dir {
+        Some(dir) => absolute(config_dir, expand_home(dir)),
+        None => config_dir.join("workspace"),
+    };
+    Config {
+        config_dir: config_dir.to_path_buf(),
+        workspace_dir,
+        acp: raw.acp,
+        providers: raw.providers,
+        agents: raw.agents,
+        sandbox: raw.sandbox,
+    }
+}
+
+fn expand_home(path: PathBuf) -> PathBuf {
+    let Ok(rest) = path.strip_prefix("~") else {
+        return path;
+    };
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(rest),
+        None => path,
+    }
+}
+
+fn absolute(base: &Path, path: PathBuf) -> PathBuf {
+    if path.is_absolute() {
+        path
+    } else {
+        base.join(path)
+    }
+}
+
+fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigError> {
+    let invalid = |key: String, message: String| ConfigError::Invalid {
+        origin: sources.of(&key),
+        key,
+        message,
+    };
+    let positive = [
+        ("acp.max_sessions", config.acp.max_sessions as u64),
+        ("acp.session_timeout_secs", config.acp.session_timeout_secs),
+        ("acp.max_line_bytes", config.acp.max_line_bytes as u64),
+    ];
+    for (key, value) in positive {
+        if value == 0 {
+            return Err(invalid(key.into(), "must be greater than 0".into()));
+        }
+    }
+    if !SANDBOX_BACKENDS.contains(&config.sandbox.backend.as_str()) {
+        let message = format!(
+            "unknown backend `{}`, expected one of {}",
+            config.sandbox.backend,
+            SANDBOX_BACKENDS.join(", ")
+        );
+        return Err(invalid("sandbox.backend".into(), message));
+    }
+    for (name, provider) in &config.providers {
+        validate_provider(name, provider)
+            .map_err(|(field, msg)| invalid(format!("providers.{name}.{field}"), msg))?;
+    }
+    for (alias, agent) in &config.agents {
+        validate_agent(config, agent)
+            .map_err(|(field, msg)| invalid(format!("agents.{alias}.{field}"), msg))?;
+    }
+    Ok(())
+}
+
+type FieldError = (&'static str, String);
+
+fn validate_provider(_name: &str, provider: &ProviderConfig) -> Result<(), FieldError> {
+    let url = provider.base_url.as_str();
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err((
+            "base_url",
+            format!("`{url}` is not an http:// or https:// URL"),
+        ));
+    }
+    if provider.request_timeout_secs == 0 {
+        return Err(("request_timeout_secs", "must be greater than 0".into()));
+    }
+    Ok(())
+}
+
+fn validate_agent(config: &Config, agent: &AgentConfig) -> Result<(), FieldError> {
+    if !config.providers.contains_key(&agent.provider) {
+        let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
+        let message = format!(
+            "no provider named `{}` (configured: {})",
+            agent.provider,
+            known.join(", ")
+        );
+        return Err(("provider", message));
+    }
+    if agent.model.trim().is_empty() {
+        return Err(("model", "must not be empty".into()));
+    }
+    if agent.max_tool_iterations == 0 {
+        return Err(("max_tool_iterations", "must be greater than 0".into()));
+    }
+    Ok(())
+}
