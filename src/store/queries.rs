@@ -1,0 +1,159 @@
+//! The SQL behind each store operation, run on the store thread.
+
+use std::path::PathBuf;
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::{SessionRecord, SessionSummary, StoreError, StoredEntry, now_ms};
+
+const SESSION_COLUMNS: &str =
+    "id, agent_alias, workspace_dir, mcp_servers, owner, created_at, last_activity";
+
+pub fn create_session(conn: &mut Connection, rec: &SessionRecord) -> Result<(), StoreError> {
+    let workspace = rec
+        .workspace_dir
+        .to_str()
+        .ok_or_else(|| StoreError::NonUtf8Path(rec.workspace_dir.clone()))?;
+    conn.execute(
+        &format!("INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        params![
+            rec.id,
+            rec.agent_alias,
+            workspace,
+            serde_json::to_string(&rec.mcp_servers)?,
+            rec.owner,
+            rec.created_at,
+            rec.last_activity,
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn get_session(conn: &mut Connection, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+    let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1");
+    let row = conn.query_row(&sql, [id], raw_session).optional()?;
+    row.map(RawSession::into_record).transpose()
+}
+
+pub fn history(conn: &mut Connection, id: &str) -> Result<Vec<StoredEntry>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT kind, payload FROM messages WHERE session_id = ?1 ORDER BY turn, seq",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    let mut entries = Vec::new();
+    for row in rows {
+        let (kind, payload) = row?;
+        entries.push(StoredEntry {
+            kind,
+            payload: serde_json::from_str(&payload)?,
+        });
+    }
+    Ok(entries)
+}
+
+pub fn append_turn(
+    conn: &mut Connection,
+    id: &str,
+    entries: &[StoredEntry],
+) -> Result<(), StoreError> {
+    let now = now_ms();
+    let tx = conn.transaction()?;
+    if tx.execute(
+        "UPDATE sessions SET last_activity = ?2 WHERE id = ?1",
+        params![id, now],
+    )? == 0
+    {
+        return Err(StoreError::SessionNotFound(id.to_owned()));
+    }
+    let turn: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(turn), 0) + 1 FROM messages WHERE session_id = ?1",
+        [id],
+        |r| r.get(0),
+    )?;
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO messages (session_id, turn, seq, kind, payload, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
+        for (seq, entry) in entries.iter().enumerate() {
+            let payload = serde_json::to_string(&entry.payload)?;
+            insert.execute(params![id, turn, seq as i64, entry.kind, payload, now])?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+pub fn touch(conn: &mut Connection, id: &str) -> Result<(), StoreError> {
+    let sql = "UPDATE sessions SET last_activity = ?2 WHERE id = ?1";
+    match conn.execute(sql, params![id, now_ms()])? {
+        0 => Err(StoreError::SessionNotFound(id.to_owned())),
+        _ => Ok(()),
+    }
+}
+
+pub fn list_summaries(conn: &mut Connection) -> Result<Vec<SessionSummary>, StoreError> {
+    let sql = format!(
+        "SELECT {SESSION_COLUMNS},
+            (SELECT COUNT(DISTINCT turn) FROM messages m WHERE m.session_id = s.id),
+            (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)
+         FROM sessions s ORDER BY last_activity DESC, created_at DESC, id"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([], |r| {
+        Ok((raw_session(r)?, r.get::<_, i64>(7)?, r.get::<_, i64>(8)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (raw, turns, entries) = row?;
+        out.push(SessionSummary {
+            record: raw.into_record()?,
+            turns: turns as u64,
+            entries: entries as u64,
+        });
+    }
+    Ok(out)
+}
+
+pub fn delete_session(conn: &mut Connection, id: &str) -> Result<bool, StoreError> {
+    Ok(conn.execute("DELETE FROM sessions WHERE id = ?1", [id])? > 0)
+}
+
+/// A session row before its JSON column is parsed.
+struct RawSession {
+    id: String,
+    agent_alias: String,
+    workspace_dir: String,
+    mcp_servers: String,
+    owner: Option<String>,
+    created_at: i64,
+    last_activity: i64,
+}
+
+fn raw_session(r: &Row<'_>) -> rusqlite::Result<RawSession> {
+    Ok(RawSession {
+        id: r.get(0)?,
+        agent_alias: r.get(1)?,
+        workspace_dir: r.get(2)?,
+        mcp_servers: r.get(3)?,
+        owner: r.get(4)?,
+        created_at: r.get(5)?,
+        last_activity: r.get(6)?,
+    })
+}
+
+impl RawSession {
+    fn into_record(self) -> Result<SessionRecord, StoreError> {
+        Ok(SessionRecord {
+            mcp_servers: serde_json::from_str(&self.mcp_servers)?,
+            id: self.id,
+            agent_alias: self.agent_alias,
+            workspace_dir: PathBuf::from(self.workspace_dir),
+            owner: self.owner,
+            created_at: self.created_at,
+            last_activity: self.last_activity,
+        })
+    }
+}

@@ -1,0 +1,86 @@
+//! Opening the database file: pragmas and `user_version` migrations.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::StoreError;
+
+/// Each entry migrates from version `index` to `index + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 0 -> 1: sessions and their per-turn history.
+    "CREATE TABLE sessions (
+        id            TEXT PRIMARY KEY NOT NULL,
+        agent_alias   TEXT NOT NULL,
+        workspace_dir TEXT NOT NULL,
+        mcp_servers   TEXT NOT NULL,
+        owner         TEXT,
+        created_at    INTEGER NOT NULL,
+        last_activity INTEGER NOT NULL
+    );
+    CREATE TABLE messages (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        turn       INTEGER NOT NULL,
+        seq        INTEGER NOT NULL,
+        kind       TEXT NOT NULL,
+        payload    TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, turn, seq)
+    ) WITHOUT ROWID;",
+];
+
+/// Opens (creating parent directories) and migrates the database at `path`.
+pub fn open(path: &Path) -> Result<Connection, StoreError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
+            path: parent.to_owned(),
+            source,
+        })?;
+    }
+    let open_err = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let mut conn = Connection::open(path).map_err(open_err)?;
+    configure(&conn).map_err(open_err)?;
+    migrate(&mut conn, path)?;
+    Ok(conn)
+}
+
+/// WAL (readers never block the writer), a busy timeout, and enforced foreign keys.
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(mode, "session store is not in WAL mode");
+    }
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+}
+
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let supported = MIGRATIONS.len() as i64;
+    let open_err = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(open_err)?;
+    if found > supported {
+        return Err(StoreError::TooNew {
+            path: path.to_owned(),
+            found,
+            supported,
+        });
+    }
+    for (version, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let tx = conn.transaction().map_err(open_err)?;
+        tx.execute_batch(sql).map_err(open_err)?;
+        tx.pragma_update(None, "user_version", version as i64 + 1)
+            .map_err(open_err)?;
+        tx.commit().map_err(open_err)?;
+    }
+    Ok(())
+}
+

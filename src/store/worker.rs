@@ -1,0 +1,45 @@
+//! The thread that owns the SQLite connection; async callers send it closures.
+
+use std::sync::mpsc;
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::StoreError;
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// A sender of jobs to the store thread; the thread ends when the last clone is dropped.
+#[derive(Clone)]
+pub struct Worker {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Worker {
+    pub fn spawn(mut conn: Connection) -> Result<Worker, StoreError> {
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("zeroclaw-store".into())
+            .spawn(move || {
+                for job in inbox {
+                    job(&mut conn);
+                }
+            })
+            .map_err(|_| StoreError::Closed)?;
+        Ok(Worker { jobs })
+    }
+
+    /// Runs `f` on the store thread and awaits its result without blocking the executor.
+    pub async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = reply.send(f(conn));
+        });
+        self.jobs.send(job).map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+}
