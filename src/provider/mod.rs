@@ -1,1 +1,133 @@
 //! Model providers behind one streaming trait (OpenAI-compatible chat completions first).
+//!
+//! The agent builds a [`ChatRequest`], calls [`Provider::stream`] and consumes
+//! [`ProviderEvent`]s until [`ProviderEvent::Stop`]. Dropping the stream aborts the HTTP
+//! request, which is how cancellation stops the model. [`openai`] implements the trait over
+//! [`sse`]-framed chat-completion chunks, mapped to events by [`chunk`].
+
+pub mod chunk;
+mod error;
+pub mod openai;
+mod request;
+mod retry;
+pub mod sse;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+
+pub use error::ProviderError;
+
+use crate::config::{Config, ProviderKind};
+
+/// One message of the conversation sent to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ChatMessage {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        content: Option<String>,
+        tool_calls: Vec<ToolCallRequest>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+/// A tool call the model made; `arguments` is JSON text as the model produced it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// A tool offered to the model; `parameters` is a JSON Schema object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// What a streaming model call yields, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderEvent {
+    TextDelta(String),
+    ThinkingDelta(String),
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    ToolCallArgsDelta {
+        index: usize,
+        delta: String,
+    },
+    ToolCallEnd {
+        index: usize,
+    },
+    Usage {
+        input_tokens: u64,
+        output_tokens: u64,
+    },
+    Stop(StopReason),
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    Refusal,
+}
+
+/// The events of one model call; dropping it aborts the request.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<ProviderEvent, ProviderError>> + Send>>;
+
+/// A model API. Object-safe; used as `Arc<dyn Provider>`.
+pub trait Provider: Send + Sync {
+    /// Starts a call; resolves once the response headers arrived (after any retries).
+    fn stream(
+        &self,
+        req: ChatRequest,
+    ) -> Pin<Box<dyn Future<Output = Result<EventStream, ProviderError>> + Send + '_>>;
+}
+
+/// The provider named `provider_name` in `config`.
+///
+/// A missing API key is not an error here: it is reported by the first
+/// [`Provider::stream`] call, with the variable or key to set.
+pub fn build(config: &Config, provider_name: &str) -> Result<Arc<dyn Provider>, ProviderError> {
+    let cfg = config
+        .providers
+        .get(provider_name)
+        .ok_or_else(|| ProviderError::UnknownProvider(provider_name.to_owned()))?;
+    let key = config
+        .resolve_api_key(provider_name)
+        .map_err(|e| e.to_string());
+    match cfg.kind {
+        ProviderKind::OpenAi => Ok(Arc::new(openai::OpenAiProvider::new(
+            provider_name,
+            cfg,
+            key,
+        )?)),
+    }
+}
