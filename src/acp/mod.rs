@@ -1,1 +1,28 @@
 //! ACP v1 methods (plus the ZeroClaw extensions): dispatch, sessions, prompt materialization, updates.
+//!
+//! - [`server`]: state shared by every connection (config, store, sessions, providers).
+//! - [`connection`]: one client connection; the `initialize` gate and method dispatch.
+//! - [`initialize`], [`new_session`], [`prompt`] (`session/prompt`), [`restore`]
+//!   (`session/load`, `session/resume`), [`lifecycle`] (`session/cancel|stop|close`): one file
+//!   per method family.
+//! - [`sessions`] / [`session`]: the process-wide active set and one active session's state.
+//! - [`materialize`]: prompt content blocks to text (writing base64 blobs under `uploads/`).
+//! - [`params`], [`agents`], [`updates`]: parameter aliases, agent alias resolution, and the
+//!   `session/update` sink.
+
+pub mod agents;
+pub mod connection;
+pub mod initialize;
+pub mod lifecycle;
+pub mod materialize;
+pub mod new_session;
+pub mod params;
+pub mod prompt;
+pub mod restore;
+pub mod server;
+pub mod session;
+pub mod sessions;
+pub mod updates;
+
+pub use connection::Connection;
+pub use server::Server;

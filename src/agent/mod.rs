@@ -1,1 +1,14 @@
 //! The turn loop: conversation history, model streaming, tool calls, cancellation.
+//!
+//! - [`history`]: the entries a turn produces and their views (stored rows, provider
+//!   messages, replayed `session/update`s).
+//! - [`turn`]: one prompt turn — stream the model, forward deltas, run tool calls through the
+//!   registry, loop until the model stops, the tool-round cap is hit, or the turn is cancelled.
+//! - [`step`]: one model call, collected from the provider's event stream.
+
+pub mod history;
+mod step;
+pub mod turn;
+
+pub use history::Entry;
+pub use turn::{StopReason, TurnError, TurnOutcome, TurnRequest, run_turn};

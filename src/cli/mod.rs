@@ -1,1 +1,4 @@
-//! Subcommands of the `zeroclaw` binary that are not the ACP server itself.
+//! Subcommands of the `zeroclaw` binary that are not the ACP server itself, and the `acp`
+//! entry point that wires config, runtime and the stdio transport together.
+
+pub mod acp_cmd;

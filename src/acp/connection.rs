@@ -1,0 +1,85 @@
+//! One client connection: refuses requests before `initialize` (-32600), dispatches each
+//! method to its file, and accepts the inbound ZeroClaw notifications.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+
+use super::Server;
+use super::{initialize, lifecycle, new_session, prompt, restore};
+use crate::rpc::{Handler, Peer, RpcError};
+
+pub struct Connection {
+    pub server: Arc<Server>,
+    /// The authenticated principal (the daemon will set it); `None` for stdio.
+    pub owner: Option<String>,
+    /// A connection-scoped default agent (the gateway's `?agent=`); `None` for stdio.
+    pub default_agent: Option<String>,
+    initialized: AtomicBool,
+}
+
+impl Connection {
+    pub fn new(server: Arc<Server>, owner: Option<String>, default_agent: Option<String>) -> Self {
+        Self {
+            server,
+            owner,
+            default_agent,
+            initialized: AtomicBool::new(false),
+        }
+    }
+
+    async fn dispatch(&self, peer: Peer, method: &str, params: Value) -> Result<Value, RpcError> {
+        match method {
+            "session/new" => new_session::handle(self, &params).await,
+            "session/prompt" => prompt::handle(self, peer, &params).await,
+            "session/cancel" => lifecycle::cancel_request(self, &params),
+            "session/stop" => lifecycle::stop(self, &params).await,
+            "session/close" => lifecycle::close(self, &params).await,
+            "session/load" => restore::handle(self, peer, &params, restore::Mode::Load).await,
+            "session/resume" => restore::handle(self, peer, &params, restore::Mode::Resume).await,
+            "session/update" | "session/event" => {
+                log_inbound_event(method, &params);
+                Ok(json!({}))
+            }
+            _ => Err(RpcError::method_not_found(method)),
+        }
+    }
+}
+
+impl Handler for Connection {
+    async fn request(&self, peer: Peer, method: String, params: Value) -> Result<Value, RpcError> {
+        if method == "initialize" {
+            let result = initialize::handle(self, &params);
+            self.initialized.store(true, Ordering::SeqCst);
+            return result;
+        }
+        if !self.initialized.load(Ordering::SeqCst) {
+            return Err(RpcError::invalid_request(format!(
+                "{method} before initialize: send initialize first"
+            )));
+        }
+        self.dispatch(peer, &method, params).await
+    }
+
+    async fn notification(&self, _peer: Peer, method: String, params: Value) {
+        if !self.initialized.load(Ordering::SeqCst) {
+            tracing::debug!(%method, "notification before initialize ignored");
+            return;
+        }
+        match method.as_str() {
+            "session/cancel" => lifecycle::cancel_notification(self, &params),
+            "session/update" | "session/event" => log_inbound_event(&method, &params),
+            _ => tracing::debug!(%method, "unknown notification ignored"),
+        }
+    }
+}
+
+fn log_inbound_event(method: &str, params: &Value) {
+    let session = params
+        .get("sessionId")
+        .or_else(|| params.get("session_id"))
+        .and_then(Value::as_str)
+        .unwrap_or("-");
+    tracing::info!(%method, session, "inbound client event");
+}

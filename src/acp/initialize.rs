@@ -1,0 +1,43 @@
+//! `initialize`: protocol version 1, capabilities (persistence ones only with a store), agent
+//! info, and the ZeroClaw `_meta.zeroclaw` block.
+
+use serde_json::{Value, json};
+
+use super::{Connection, agents, params};
+use crate::rpc::RpcError;
+
+pub const PROTOCOL_VERSION: u64 = 1;
+
+pub fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
+    params::object(params)?;
+    let server = &conn.server;
+    let persistent = server.store.is_some();
+    let session_capabilities = if persistent {
+        json!({"resume": {}, "close": {}})
+    } else {
+        json!({})
+    };
+    let default_model = agents::default_agent(&server.config).map(|a| a.model.clone());
+    Ok(json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "agentCapabilities": {
+            "loadSession": persistent,
+            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+            "mcpCapabilities": {"http": false, "sse": false},
+            "sessionCapabilities": session_capabilities,
+        },
+        "agentInfo": {
+            "name": "zeroclaw-acp",
+            "title": "ZeroClaw ACP",
+            "version": env!("CARGO_PKG_VERSION"),
+        },
+        "authMethods": [],
+        "_meta": {
+            "zeroclaw": {
+                "defaultModel": default_model,
+                "maxSessions": server.config.acp.max_sessions,
+                "sessionTimeoutSecs": server.config.acp.session_timeout_secs,
+            }
+        }
+    }))
+}

@@ -1,0 +1,266 @@
+//! Prompt content to model text. [`parse`] validates every part first (types, base64, the
+//! 10 MiB decoded limit) without touching the disk; [`write`] then stores blobs under
+//! `<cwd>/uploads/<sha256>.<ext>` and joins all parts with blank lines, blobs as
+//! `[Document: <path>]` or `[IMAGE: <path>]` markers.
+
+use std::path::Path;
+
+use base64::Engine;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::rpc::RpcError;
+
+/// Largest decoded blob accepted.
+pub const MAX_BLOB_BYTES: usize = 10 * 1024 * 1024;
+
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+/// One validated prompt part.
+#[derive(Debug, PartialEq)]
+pub enum Part {
+    Text(String),
+    Blob {
+        bytes: Vec<u8>,
+        ext: String,
+        image: bool,
+    },
+}
+
+/// Validates a `prompt` (a string or an array of content blocks).
+pub fn parse(prompt: Option<&Value>) -> Result<Vec<Part>, RpcError> {
+    let parts = match prompt {
+        Some(Value::String(text)) => vec![Part::Text(text.clone())],
+        Some(Value::Array(blocks)) => blocks.iter().map(parse_block).collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(invalid(
+                "prompt must be a string or an array of content blocks",
+            ));
+        }
+        None => return Err(invalid("missing prompt")),
+    };
+    let has_content = parts.iter().any(|part| match part {
+        Part::Text(text) => !text.trim().is_empty(),
+        Part::Blob { .. } => true,
+    });
+    if !has_content {
+        return Err(invalid("the prompt is empty"));
+    }
+    Ok(parts)
+}
+
+fn parse_block(block: &Value) -> Result<Part, RpcError> {
+    let Value::Object(block) = block else {
+        return Err(invalid("each prompt part must be an object"));
+    };
+    match block.get("type").map(|t| t.as_str()) {
+        None | Some(Some("text")) => Ok(Part::Text(string_field(block, "text")?.to_owned())),
+        Some(Some("resource")) => parse_resource(block.get("resource")),
+        Some(Some("resource_link")) => Ok(Part::Text(link_marker(block)?)),
+        Some(Some(kind @ ("image" | "audio"))) => Err(invalid(format!(
+            "{kind} content blocks are not supported (promptCapabilities.{kind} is false); \
+             send the file as an embedded resource"
+        ))),
+        Some(Some(other)) => Err(invalid(format!("unsupported content block type `{other}`"))),
+        Some(None) => Err(invalid("a content block's type must be a string")),
+    }
+}
+
+fn parse_resource(resource: Option<&Value>) -> Result<Part, RpcError> {
+    let Some(Value::Object(resource)) = resource else {
+        return Err(invalid("a resource block needs a resource object"));
+    };
+    if let Some(text) = resource.get("text") {
+        return match text {
+            Value::String(text) => Ok(Part::Text(text.clone())),
+            _ => Err(invalid("resource.text must be a string")),
+        };
+    }
+    let blob = string_field(resource, "blob")
+        .map_err(|_| invalid("a resource needs a text or a base64 blob"))?;
+    let bytes = decode_blob(blob)?;
+    let mime = resource.get("mimeType").and_then(Value::as_str);
+    let uri = resource.get("uri").and_then(Value::as_str).unwrap_or("");
+    let ext = extension(uri, mime);
+    let image = match mime {
+        Some(mime) => mime.starts_with("image/"),
+        None => matches!(
+            ext.as_str(),
+            "png" | "jpg" | "jpeg" | "gif" | "webp" | "bmp"
+        ),
+    };
+    Ok(Part::Blob { bytes, ext, image })
+}
+
+/// Decodes base64, refusing more than [`MAX_BLOB_BYTES`] before and after decoding.
+fn decode_blob(blob: &str) -> Result<Vec<u8>, RpcError> {
+    let too_big = || invalid(format!("blob exceeds {MAX_BLOB_BYTES} bytes decoded"));
+    let payload = blob.trim_end_matches('=').len();
+    if payload / 4 * 3 > MAX_BLOB_BYTES {
+        return Err(too_big());
+    }
+    let bytes = BASE64
+        .decode(blob)
+        .map_err(|e| invalid(format!("invalid base64 blob: {e}")))?;
+    if bytes.len() > MAX_BLOB_BYTES {
+        return Err(too_big());
+    }
+    Ok(bytes)
+}
+
+/// The file extension from the URI's last path segment, else from the MIME type, else `bin`.
+fn extension(uri: &str, mime: Option<&str>) -> String {
+    let from_uri = uri
+        .split(['?', '#'])
+        .next()
+        .and_then(|path| path.rsplit('/').next())
+        .and_then(|name| name.rsplit_once('.'))
+        .map(|(_, ext)| ext.to_ascii_lowercase())
+        .filter(|ext| {
+            (1..=10).contains(&ext.len()) && ext.bytes().all(|b| b.is_ascii_alphanumeric())
+        });
+    from_uri
+        .or_else(|| mime.and_then(mime_extension).map(str::to_owned))
+        .unwrap_or_else(|| "bin".to_owned())
+}
+
+fn mime_extension(mime: &str) -> Option<&'static str> {
+    Some(match mime.split(';').next()?.trim() {
+        "application/pdf" => "pdf",
+        "image/png" => "png",
+        "image/jpeg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "text/plain" => "txt",
+        "text/markdown" => "md",
+        "text/csv" => "csv",
+        "application/json" => "json",
+        "application/zip" => "zip",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => "docx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => "xlsx",
+        _ => return None,
+    })
+}
+
+fn link_marker(block: &Map<String, Value>) -> Result<String, RpcError> {
+    let uri = string_field(block, "uri")?;
+    let name = block.get("name").and_then(Value::as_str).unwrap_or(uri);
+    Ok(format!("[Resource: {name} ({uri})]"))
+}
+
+fn string_field<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a str, RpcError> {
+    obj.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(format!("missing string field `{name}`")))
+}
+
+fn invalid(message: impl Into<String>) -> RpcError {
+    RpcError::invalid_params(message)
+}
+
+/// Writes the blobs under `<cwd>/uploads/` and joins the parts into the prompt text.
+pub async fn write(parts: Vec<Part>, cwd: &Path) -> Result<String, RpcError> {
+    let mut texts = Vec::with_capacity(parts.len());
+    for part in parts {
+        match part {
+            Part::Text(text) => texts.push(text),
+            Part::Blob { bytes, ext, image } => {
+                let path = store_blob(cwd, &bytes, &ext).await.map_err(|e| {
+                    RpcError::internal(format!("cannot write the attachment under uploads/: {e}"))
+                })?;
+                let label = if image { "IMAGE" } else { "Document" };
+                texts.push(format!("[{label}: {}]", path.display()));
+            }
+        }
+    }
+    Ok(texts.join("\n\n"))
+}
+
+async fn store_blob(cwd: &Path, bytes: &[u8], ext: &str) -> std::io::Result<std::path::PathBuf> {
+    let dir = cwd.join("uploads");
+    tokio::fs::create_dir_all(&dir).await?;
+    let name = format!("{}.{ext}", hex::encode(Sha256::digest(bytes)));
+    let path = dir.join(&name);
+    if tokio::fs::metadata(&path).await.is_err() {
+        let partial = dir.join(format!(".{name}.partial"));
+        tokio::fs::write(&partial, bytes).await?;
+        tokio::fs::rename(&partial, &path).await?;
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn string_and_typed_or_untyped_text_parts_are_accepted() {
+        assert_eq!(
+            parse(Some(&json!("hi"))).unwrap(),
+            vec![Part::Text("hi".into())]
+        );
+        let parts = parse(Some(&json!([{"text": "a"}, {"type": "text", "text": "b"}]))).unwrap();
+        assert_eq!(parts, vec![Part::Text("a".into()), Part::Text("b".into())]);
+    }
+
+    #[test]
+    fn empty_prompts_and_media_blocks_are_invalid_params() {
+        for prompt in [
+            json!(""),
+            json!([]),
+            json!([{"text": "  "}]),
+            json!([{"type": "image", "data": "", "mimeType": "image/png"}]),
+            json!([{"type": "audio", "data": "", "mimeType": "audio/wav"}]),
+            json!(5),
+        ] {
+            assert_eq!(parse(Some(&prompt)).unwrap_err().code, -32602, "{prompt}");
+        }
+    }
+
+    #[test]
+    fn blob_limit_is_exactly_ten_mebibytes_decoded() {
+        let ok = vec![7u8; MAX_BLOB_BYTES];
+        assert_eq!(decode_blob(&b64(&ok)).unwrap().len(), MAX_BLOB_BYTES);
+        let over = vec![7u8; MAX_BLOB_BYTES + 1];
+        assert_eq!(decode_blob(&b64(&over)).unwrap_err().code, -32602);
+        assert_eq!(decode_blob("not base64!").unwrap_err().code, -32602);
+    }
+
+    #[test]
+    fn extension_comes_from_the_uri_then_the_mime_type() {
+        assert_eq!(extension("file:///tmp/Report.PDF", None), "pdf");
+        assert_eq!(extension("file:///tmp/noext", Some("image/png")), "png");
+        assert_eq!(extension("file:///tmp/x.../", Some("x/unknown")), "bin");
+        assert_eq!(extension("file:///a/b.tar.gz?x=1", None), "gz");
+    }
+
+    #[tokio::test]
+    async fn blobs_are_written_under_uploads_with_their_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompt = json!([
+            {"text": "see"},
+            {"type": "resource", "resource": {"uri": "file:///r.pdf", "mimeType": "application/pdf", "blob": b64(b"%PDF")}},
+            {"type": "resource", "resource": {"uri": "file:///p.png", "mimeType": "image/png", "blob": b64(b"png")}}
+        ]);
+        let text = write(parse(Some(&prompt)).unwrap(), dir.path())
+            .await
+            .unwrap();
+        let pdf = dir
+            .path()
+            .join("uploads")
+            .join(format!("{}.pdf", hex::encode(Sha256::digest(b"%PDF"))));
+        assert_eq!(std::fs::read(&pdf).unwrap(), b"%PDF");
+        assert!(text.starts_with("see\n\n[Document: "), "{text}");
+        assert!(text.contains(&format!("[Document: {}]", pdf.display())));
+        assert!(text.contains("[IMAGE: "));
+    }
+}

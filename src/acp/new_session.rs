@@ -1,0 +1,87 @@
+//! `session/new`: resolves the agent alias and the working directory, registers the session
+//! (in memory, and in the store when there is one), answers `{sessionId, workspaceDir}`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::session::Session;
+use super::{Connection, agents, params};
+use crate::rpc::RpcError;
+use crate::store::{SessionRecord, now_ms};
+
+pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
+    let server = &conn.server;
+    let explicit = params::opt_str(params, &["agentAlias", "agent_alias", "agent"])?;
+    let alias = agents::resolve_for_new(&server.config, explicit, conn.default_agent.as_deref())?;
+    let agent = agents::dispatchable(&server.config, &alias)?.clone();
+    let cwd = match params::opt_str(params, &["cwd", "workspaceDir", "workspace_dir"])? {
+        Some(dir) => canonical_dir(Path::new(dir))?,
+        None => server.launch_dir.clone(),
+    };
+    let mcp_servers = mcp_servers(params)?;
+    server.sessions.check_room()?;
+    let id = new_session_id()?;
+    let session = Session::new(
+        id.clone(),
+        alias.clone(),
+        agent,
+        cwd.clone(),
+        mcp_servers.clone(),
+        conn.owner.clone(),
+        Vec::new(),
+    );
+    server.sessions.insert(Arc::new(session))?;
+    if let Some(store) = &server.store {
+        let now = now_ms();
+        let record = SessionRecord {
+            id: id.clone(),
+            agent_alias: alias,
+            workspace_dir: cwd.clone(),
+            mcp_servers,
+            owner: conn.owner.clone(),
+            created_at: now,
+            last_activity: now,
+        };
+        if let Err(error) = store.create_session(record).await {
+            server.sessions.remove(&id);
+            tracing::error!(%error, "storing a new session failed");
+            return Err(RpcError::internal(format!(
+                "cannot store the session: {error}"
+            )));
+        }
+    }
+    Ok(json!({"sessionId": id, "workspaceDir": cwd}))
+}
+
+/// The canonical form of `dir`, which must exist and be a directory.
+fn canonical_dir(dir: &Path) -> Result<PathBuf, RpcError> {
+    let canonical = dir.canonicalize().map_err(|e| {
+        RpcError::invalid_params(format!("cwd {} cannot be used: {e}", dir.display()))
+    })?;
+    if !canonical.is_dir() {
+        return Err(RpcError::invalid_params(format!(
+            "cwd {} is not a directory",
+            dir.display()
+        )));
+    }
+    Ok(canonical)
+}
+
+/// `mcpServers`: accepted and kept with the session (an array; absent means none).
+fn mcp_servers(params: &Value) -> Result<Value, RpcError> {
+    match params::object(params)?.get("mcpServers") {
+        None | Some(Value::Null) => Ok(json!([])),
+        Some(list @ Value::Array(_)) => Ok(list.clone()),
+        Some(_) => Err(RpcError::invalid_params("mcpServers must be an array")),
+    }
+}
+
+/// `s-` followed by 128 random bits in hex.
+pub fn new_session_id() -> Result<String, RpcError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| RpcError::internal(format!("no randomness for a session id: {e}")))?;
+    Ok(format!("s-{}", hex::encode(bytes)))
+}

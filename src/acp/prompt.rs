@@ -1,0 +1,82 @@
+//! `session/prompt`: validates the prompt, claims the session (-32002 when busy), writes
+//! attachments, runs the turn with `session/update`s streamed to the caller, stores the turn
+//! in one transaction, then answers `{sessionId, stopReason, content}`.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::session::Session;
+use super::updates::PeerSink;
+use super::{Connection, materialize, params};
+use crate::agent::{TurnOutcome, TurnRequest, run_turn};
+use crate::rpc::error::SESSION_BUSY;
+use crate::rpc::{Peer, RpcError};
+use crate::tools::ToolContext;
+
+pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Value, RpcError> {
+    let id = params::session_id(params)?;
+    let session = conn.server.sessions.get(id)?;
+    let parts = materialize::parse(params::object(params)?.get("prompt"))?;
+    let guard = session.start_turn().map_err(|_| {
+        RpcError::new(
+            SESSION_BUSY,
+            format!("session {id} is busy with another prompt"),
+        )
+    })?;
+    let user_text = materialize::write(parts, &session.cwd).await?;
+    let request = turn_request(conn, &session, user_text)?;
+    let ctx = ToolContext {
+        session_id: session.id.clone(),
+        cwd: session.cwd.clone(),
+        updates: Arc::new(PeerSink {
+            peer,
+            session_id: session.id.clone(),
+        }),
+        cancel: guard.cancel.clone(),
+    };
+    let outcome = run_turn(request, &conn.server.tools, &ctx)
+        .await
+        .map_err(|error| {
+            tracing::warn!(session = %session.id, %error, "turn failed");
+            RpcError::internal(error.to_string())
+        })?;
+    persist(conn, &session, &outcome).await;
+    drop(guard);
+    Ok(json!({
+        "sessionId": session.id,
+        "stopReason": outcome.stop_reason.as_str(),
+        "content": outcome.content,
+    }))
+}
+
+fn turn_request(
+    conn: &Connection,
+    session: &Session,
+    user_text: String,
+) -> Result<TurnRequest, RpcError> {
+    let provider = conn
+        .server
+        .provider(&session.agent.provider)
+        .map_err(|e| RpcError::internal(e.to_string()))?;
+    Ok(TurnRequest {
+        provider,
+        model: session.agent.model.clone(),
+        system_prompt: session.agent.system_prompt.clone(),
+        prior: session.history(),
+        user_text,
+        max_tool_iterations: session.agent.max_tool_iterations,
+    })
+}
+
+/// Adds the turn to the session's history: in memory, and in the store in one transaction.
+async fn persist(conn: &Connection, session: &Session, outcome: &TurnOutcome) {
+    session.append_history(&outcome.entries);
+    let Some(store) = &conn.server.store else {
+        return;
+    };
+    let stored = outcome.entries.iter().map(|e| e.to_stored()).collect();
+    if let Err(error) = store.append_turn(&session.id, stored).await {
+        tracing::error!(session = %session.id, %error, "storing the turn failed");
+    }
+}

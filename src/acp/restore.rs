@@ -1,0 +1,92 @@
+//! `session/load` (replays the stored history as `session/update`s, then answers `{}`) and
+//! `session/resume` (no replay). Both need the store (-32000 without it), refuse a session
+//! that is already active (-32602), and re-resolve the agent if the stored one is gone.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::session::Session;
+use super::sessions::not_found;
+use super::updates::PeerSink;
+use super::{Connection, agents, params};
+use crate::agent::{Entry, history};
+use crate::rpc::error::SESSION_NOT_FOUND;
+use crate::rpc::{Peer, RpcError};
+use crate::store::Store;
+use crate::tools::UpdateSink;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Load,
+    Resume,
+}
+
+pub async fn handle(
+    conn: &Connection,
+    peer: Peer,
+    params: &Value,
+    mode: Mode,
+) -> Result<Value, RpcError> {
+    let id = params::session_id(params)?;
+    let Some(store) = &conn.server.store else {
+        return Err(RpcError::new(
+            SESSION_NOT_FOUND,
+            "sessions cannot be restored: the session store could not be opened",
+        ));
+    };
+    if conn.server.sessions.contains(id) {
+        return Err(RpcError::invalid_params(format!(
+            "session {id} is already active"
+        )));
+    }
+    let session = restore(conn, store, id).await?;
+    conn.server.sessions.insert(session.clone())?;
+    if mode == Mode::Load {
+        replay(&session, peer).await;
+    }
+    Ok(json!({}))
+}
+
+async fn restore(conn: &Connection, store: &Store, id: &str) -> Result<Arc<Session>, RpcError> {
+    let internal = |e: crate::store::StoreError| RpcError::internal(format!("session store: {e}"));
+    let record = store.get_session(id).await.map_err(internal)?;
+    let Some(record) = record.filter(|r| owned_by(conn, r.owner.as_deref())) else {
+        return Err(not_found(id));
+    };
+    conn.server.sessions.check_room()?;
+    let alias = agents::resolve_for_restore(&conn.server.config, &record.agent_alias)?;
+    let agent = agents::dispatchable(&conn.server.config, &alias)?.clone();
+    let entries: Vec<Entry> = store
+        .history(id)
+        .await
+        .map_err(internal)?
+        .iter()
+        .filter_map(Entry::from_stored)
+        .collect();
+    store.touch(id).await.map_err(internal)?;
+    Ok(Arc::new(Session::new(
+        record.id,
+        alias,
+        agent,
+        record.workspace_dir,
+        record.mcp_servers,
+        record.owner,
+        entries,
+    )))
+}
+
+/// A connection without a principal (stdio) may restore any session; others only their own.
+fn owned_by(conn: &Connection, owner: Option<&str>) -> bool {
+    conn.owner.is_none() || conn.owner.as_deref() == owner
+}
+
+async fn replay(session: &Session, peer: Peer) {
+    let sink = PeerSink {
+        peer,
+        session_id: session.id.clone(),
+    };
+    for entry in session.history().iter() {
+        sink.send(history::to_replay_update(entry)).await;
+    }
+}

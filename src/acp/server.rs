@@ -1,0 +1,73 @@
+//! State shared by every ACP connection of the process: the config, the store (or none when
+//! it could not be opened), the active sessions, the providers built so far, the tools.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::provider::{self, Provider, ProviderError};
+use crate::store::Store;
+use crate::tools::ToolRegistry;
+
+use super::sessions::Sessions;
+
+pub struct Server {
+    pub config: Config,
+    /// `None`: running in memory; load/resume/close are unavailable.
+    pub store: Option<Store>,
+    pub sessions: Arc<Sessions>,
+    pub tools: ToolRegistry,
+    /// The default `cwd` of new sessions.
+    pub launch_dir: PathBuf,
+    providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
+}
+
+impl Server {
+    /// Opens the store (falling back to memory with a notice on stderr, whatever the log
+    /// filter) and starts the idle reaper.
+    /// Must run inside a Tokio runtime.
+    pub fn start(config: Config) -> Arc<Server> {
+        let store = match Store::open(&config.store_path()) {
+            Ok(store) => Some(store),
+            Err(error) => {
+                eprintln!(
+                    "zeroclaw: running in memory: sessions will not survive a restart: {error}"
+                );
+                None
+            }
+        };
+        Self::with_store(config, store)
+    }
+
+    pub fn with_store(config: Config, store: Option<Store>) -> Arc<Server> {
+        let sessions = Arc::new(Sessions::new(
+            config.acp.max_sessions,
+            Duration::from_secs(config.acp.session_timeout_secs),
+        ));
+        sessions.spawn_reaper();
+        let launch_dir = std::env::current_dir()
+            .and_then(|d| d.canonicalize())
+            .unwrap_or_else(|_| PathBuf::from("/"));
+        Arc::new(Server {
+            config,
+            store,
+            sessions,
+            tools: ToolRegistry::builtin(),
+            launch_dir,
+            providers: Mutex::default(),
+        })
+    }
+
+    /// The provider named in the config, built once and shared.
+    pub fn provider(&self, name: &str) -> Result<Arc<dyn Provider>, ProviderError> {
+        let mut providers = self.providers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(provider) = providers.get(name) {
+            return Ok(provider.clone());
+        }
+        let provider = provider::build(&self.config, name)?;
+        providers.insert(name.to_owned(), provider.clone());
+        Ok(provider)
+    }
+}

@@ -1,0 +1,138 @@
+//! One active session: its agent, working directory, in-memory history and the slot of its
+//! running turn (busy check, cancellation, waiting for the turn to end).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::Entry;
+use crate::config::AgentConfig;
+
+pub struct Session {
+    pub id: String,
+    pub agent_alias: String,
+    pub agent: AgentConfig,
+    /// Canonical working directory: the session's file-access boundary.
+    pub cwd: PathBuf,
+    pub mcp_servers: Value,
+    pub owner: Option<String>,
+    history: Mutex<Arc<Vec<Entry>>>,
+    turn: Mutex<Option<RunningTurn>>,
+    last_activity: Mutex<Instant>,
+}
+
+struct RunningTurn {
+    cancel: CancellationToken,
+    /// Wakes when the turn's guard drops.
+    done: watch::Receiver<()>,
+}
+
+/// Held while a turn runs; dropping it frees the session for the next prompt.
+pub struct TurnGuard {
+    session: Arc<Session>,
+    pub cancel: CancellationToken,
+    _done: watch::Sender<()>,
+}
+
+/// `session/prompt` while a turn of the session runs.
+#[derive(Debug)]
+pub struct Busy;
+
+impl Session {
+    pub fn new(
+        id: String,
+        agent_alias: String,
+        agent: AgentConfig,
+        cwd: PathBuf,
+        mcp_servers: Value,
+        owner: Option<String>,
+        history: Vec<Entry>,
+    ) -> Self {
+        Self {
+            id,
+            agent_alias,
+            agent,
+            cwd,
+            mcp_servers,
+            owner,
+            history: Mutex::new(Arc::new(history)),
+            turn: Mutex::new(None),
+            last_activity: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Claims the session for a turn, or [`Busy`].
+    pub fn start_turn(self: &Arc<Self>) -> Result<TurnGuard, Busy> {
+        let mut slot = lock(&self.turn);
+        if slot.is_some() {
+            return Err(Busy);
+        }
+        let cancel = CancellationToken::new();
+        let (done_tx, done_rx) = watch::channel(());
+        *slot = Some(RunningTurn {
+            cancel: cancel.clone(),
+            done: done_rx,
+        });
+        self.touch();
+        Ok(TurnGuard {
+            session: self.clone(),
+            cancel,
+            _done: done_tx,
+        })
+    }
+
+    /// Cancels the running turn, if any; a no-op when idle.
+    pub fn cancel_turn(&self) {
+        if let Some(turn) = lock(&self.turn).as_ref() {
+            turn.cancel.cancel();
+        }
+    }
+
+    pub fn is_busy(&self) -> bool {
+        lock(&self.turn).is_some()
+    }
+
+    /// Returns once no turn is running.
+    pub async fn wait_idle(&self) {
+        loop {
+            let done = lock(&self.turn).as_ref().map(|t| t.done.clone());
+            let Some(mut done) = done else {
+                return;
+            };
+            // Errs once the guard (the sender) is dropped: the turn ended.
+            while done.changed().await.is_ok() {}
+        }
+    }
+
+    pub fn history(&self) -> Arc<Vec<Entry>> {
+        lock(&self.history).clone()
+    }
+
+    pub fn append_history(&self, entries: &[Entry]) {
+        let mut history = lock(&self.history);
+        Arc::make_mut(&mut history).extend_from_slice(entries);
+    }
+
+    pub fn touch(&self) {
+        *lock(&self.last_activity) = Instant::now();
+    }
+
+    pub fn idle_for(&self) -> std::time::Duration {
+        lock(&self.last_activity).elapsed()
+    }
+}
+
+impl Drop for TurnGuard {
+    fn drop(&mut self) {
+        self.session.touch();
+        *lock(&self.session.turn) = None;
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

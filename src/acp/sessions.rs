@@ -1,0 +1,108 @@
+//! The process-wide set of active sessions (shared by every connection): the `max_sessions`
+//! limit, lookup, removal, and the reaper that drops sessions idle past the timeout (from
+//! memory only; the store keeps them).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use super::session::Session;
+use crate::rpc::RpcError;
+use crate::rpc::error::{SESSION_LIMIT_REACHED, SESSION_NOT_FOUND};
+
+pub struct Sessions {
+    active: Mutex<HashMap<String, Arc<Session>>>,
+    max: usize,
+    idle_timeout: Duration,
+}
+
+impl Sessions {
+    pub fn new(max: usize, idle_timeout: Duration) -> Self {
+        Self {
+            active: Mutex::default(),
+            max,
+            idle_timeout,
+        }
+    }
+
+    /// Adds a session, or -32001 when `max_sessions` are active.
+    pub fn insert(&self, session: Arc<Session>) -> Result<(), RpcError> {
+        let mut active = self.lock();
+        if active.len() >= self.max {
+            return Err(RpcError::new(
+                SESSION_LIMIT_REACHED,
+                format!("session limit reached: {} sessions are active", self.max),
+            ));
+        }
+        active.insert(session.id.clone(), session);
+        Ok(())
+    }
+
+    /// -32001 if a new session could not be added now (checked before any work is done).
+    pub fn check_room(&self) -> Result<(), RpcError> {
+        if self.lock().len() >= self.max {
+            return Err(RpcError::new(
+                SESSION_LIMIT_REACHED,
+                format!("session limit reached: {} sessions are active", self.max),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The active session, or -32000.
+    pub fn get(&self, id: &str) -> Result<Arc<Session>, RpcError> {
+        let session = self.lock().get(id).cloned();
+        session.ok_or_else(|| not_found(id))
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
+    }
+
+    pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        self.lock().remove(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops sessions idle longer than the timeout; running turns keep a session alive.
+    pub fn reap_idle(&self) -> usize {
+        let mut active = self.lock();
+        let before = active.len();
+        active.retain(|_, s| s.is_busy() || s.idle_for() < self.idle_timeout);
+        before - active.len()
+    }
+
+    /// Reaps periodically until the set is dropped.
+    pub fn spawn_reaper(self: &Arc<Self>) {
+        let period = (self.idle_timeout / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        let weak: Weak<Self> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(period);
+            loop {
+                ticks.tick().await;
+                let Some(sessions) = weak.upgrade() else {
+                    return;
+                };
+                let reaped = sessions.reap_idle();
+                if reaped > 0 {
+                    tracing::info!(reaped, "idle sessions removed from memory");
+                }
+            }
+        });
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.active.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub fn not_found(id: &str) -> RpcError {
+    RpcError::new(SESSION_NOT_FOUND, format!("session not found: {id}"))
+}

@@ -1,0 +1,266 @@
+//! Conversation history: the entries a turn produces, their stored form
+//! (`store::StoredEntry` kind + payload), and the two views built from them — the provider's
+//! `ChatMessage`s for the next model call, and the `session/update`s that replay a session.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::provider::{ChatMessage, ToolCallRequest};
+use crate::store::StoredEntry;
+
+/// One history entry, stored in order within its turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "payload", rename_all = "snake_case")]
+pub enum Entry {
+    /// The user's prompt, materialized to text.
+    User { text: String },
+    /// Text the model streamed in one step.
+    Assistant { text: String },
+    /// Reasoning the model streamed in one step.
+    Thinking { text: String },
+    /// A tool call the model made; `arguments` is the JSON text as the model sent it.
+    ToolCall {
+        id: String,
+        name: String,
+        title: String,
+        kind: String,
+        #[serde(rename = "rawInput")]
+        raw_input: Value,
+        arguments: String,
+    },
+    /// The outcome of a tool call: `status` is `completed` or `failed`.
+    ToolResult {
+        id: String,
+        status: String,
+        content: String,
+    },
+    /// The full plan after a `todo_write` call (ACP plan entries).
+    Plan { entries: Value },
+}
+
+impl Entry {
+    pub fn to_stored(&self) -> StoredEntry {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        let kind = value["kind"].as_str().unwrap_or_default().to_owned();
+        StoredEntry {
+            kind,
+            payload: value["payload"].take(),
+        }
+    }
+
+    /// Reads a stored entry; `None` for kinds this version does not know.
+    pub fn from_stored(stored: &StoredEntry) -> Option<Entry> {
+        serde_json::from_value(json!({"kind": stored.kind, "payload": stored.payload})).ok()
+    }
+}
+
+/// The messages the model sees for a history: one assistant message per model step
+/// (its text and tool calls), followed by the tool results of that step.
+pub fn to_chat_messages(entries: &[Entry]) -> Vec<ChatMessage> {
+    let mut messages = Vec::new();
+    let mut step: Option<(Option<String>, Vec<ToolCallRequest>)> = None;
+    for entry in entries {
+        match entry {
+            Entry::User { text } => {
+                flush(&mut messages, &mut step);
+                messages.push(ChatMessage::User {
+                    content: text.clone(),
+                });
+            }
+            Entry::Assistant { text } => {
+                if step.as_ref().is_some_and(|(_, calls)| !calls.is_empty()) {
+                    flush(&mut messages, &mut step);
+                }
+                let (content, _) = step.get_or_insert_with(Default::default);
+                content.get_or_insert_with(String::new).push_str(text);
+            }
+            Entry::ToolCall {
+                id,
+                name,
+                arguments,
+                ..
+            } => {
+                let (_, calls) = step.get_or_insert_with(Default::default);
+                calls.push(ToolCallRequest {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                });
+            }
+            Entry::ToolResult { id, content, .. } => {
+                flush(&mut messages, &mut step);
+                messages.push(ChatMessage::Tool {
+                    tool_call_id: id.clone(),
+                    content: content.clone(),
+                });
+            }
+            Entry::Thinking { .. } | Entry::Plan { .. } => {}
+        }
+    }
+    flush(&mut messages, &mut step);
+    messages
+}
+
+fn flush(
+    messages: &mut Vec<ChatMessage>,
+    step: &mut Option<(Option<String>, Vec<ToolCallRequest>)>,
+) {
+    if let Some((content, tool_calls)) = step.take() {
+        messages.push(ChatMessage::Assistant {
+            content,
+            tool_calls,
+        });
+    }
+}
+
+/// The `update` objects of `session/update` that replay one entry.
+pub fn to_replay_update(entry: &Entry) -> Value {
+    match entry {
+        Entry::User { text } => text_chunk("user_message_chunk", text),
+        Entry::Assistant { text } => text_chunk("agent_message_chunk", text),
+        Entry::Thinking { text } => text_chunk("agent_thought_chunk", text),
+        Entry::ToolCall {
+            id,
+            name,
+            title,
+            kind,
+            raw_input,
+            ..
+        } => tool_call_announce(id, name, title, kind, raw_input),
+        Entry::ToolResult {
+            id,
+            status,
+            content,
+        } => tool_call_finish(id, None, status, content),
+        Entry::Plan { entries } => json!({"sessionUpdate": "plan", "entries": entries}),
+    }
+}
+
+/// `agent_message_chunk` / `agent_thought_chunk` / `user_message_chunk` with one text block.
+pub fn text_chunk(kind: &str, text: &str) -> Value {
+    json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+}
+
+/// The `tool_call` update announcing a call (`pending`).
+pub fn tool_call_announce(
+    id: &str,
+    name: &str,
+    title: &str,
+    kind: &str,
+    raw_input: &Value,
+) -> Value {
+    json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": id,
+        "name": name,
+        "title": title,
+        "kind": kind,
+        "status": "pending",
+        "rawInput": raw_input,
+    })
+}
+
+/// The `tool_call_update` moving a call to `in_progress`.
+pub fn tool_call_started(id: &str) -> Value {
+    json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
+}
+
+/// The final `tool_call_update` of a call: `completed` or `failed`, the result as text content.
+pub fn tool_call_finish(id: &str, name: Option<&str>, status: &str, text: &str) -> Value {
+    let mut update = json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": status,
+        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+        "rawOutput": text,
+    });
+    if let Some(name) = name {
+        update["name"] = json!(name);
+    }
+    update
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> Entry {
+        Entry::ToolCall {
+            id: id.into(),
+            name: "todo_write".into(),
+            title: "Update plan".into(),
+            kind: "think".into(),
+            raw_input: json!({"todos": []}),
+            arguments: "{\"todos\":[]}".into(),
+        }
+    }
+
+    fn result(id: &str) -> Entry {
+        Entry::ToolResult {
+            id: id.into(),
+            status: "completed".into(),
+            content: "ok".into(),
+        }
+    }
+
+    #[test]
+    fn stored_form_round_trips() {
+        for entry in [
+            Entry::User { text: "hi".into() },
+            call("c1"),
+            result("c1"),
+            Entry::Plan { entries: json!([]) },
+        ] {
+            let stored = entry.to_stored();
+            assert_eq!(Entry::from_stored(&stored), Some(entry));
+        }
+        let stored = Entry::Thinking { text: "t".into() }.to_stored();
+        assert_eq!(stored.kind, "thinking");
+        assert_eq!(stored.payload, json!({"text": "t"}));
+    }
+
+    #[test]
+    fn a_tool_step_becomes_one_assistant_message_then_the_results() {
+        let entries = vec![
+            Entry::User { text: "go".into() },
+            Entry::Thinking { text: "hm".into() },
+            Entry::Assistant {
+                text: "calling".into(),
+            },
+            call("c1"),
+            call("c2"),
+            result("c1"),
+            result("c2"),
+            Entry::Assistant {
+                text: "done".into(),
+            },
+        ];
+        let messages = to_chat_messages(&entries);
+        assert_eq!(messages.len(), 5, "{messages:?}");
+        match &messages[1] {
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                assert_eq!(content.as_deref(), Some("calling"));
+                assert_eq!(tool_calls.len(), 2);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(
+            matches!(&messages[4], ChatMessage::Assistant { content: Some(t), tool_calls } if t == "done" && tool_calls.is_empty())
+        );
+    }
+
+    #[test]
+    fn replay_uses_the_acp_update_kinds() {
+        assert_eq!(
+            to_replay_update(&Entry::User { text: "q".into() }),
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "q"}})
+        );
+        assert_eq!(to_replay_update(&call("c1"))["status"], "pending");
+        let finish = to_replay_update(&result("c1"));
+        assert_eq!(finish["sessionUpdate"], "tool_call_update");
+        assert_eq!(finish["content"][0]["content"]["text"], "ok");
+    }
+}

@@ -1,0 +1,337 @@
+//! One prompt turn: the model is streamed step by step; each step's tool calls are announced
+//! (`tool_call`, pending), executed through the registry (`in_progress`, then `completed` or
+//! `failed`), and their results go back to the model, until it stops. Cancellation ends the
+//! model stream and the running tool at once. The caller stores [`TurnOutcome::entries`].
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::history::{self, Entry};
+use super::step::{ModelToolCall, Step, stream_step};
+use crate::provider::{self, ChatMessage, ChatRequest, Provider, ProviderError, ToolSpec};
+use crate::tools::{BoxFuture, ToolContext, ToolRegistry, UpdateSink};
+
+/// Appended to the partial text of a turn the client cancelled.
+pub const CANCELLED_MARKER: &str = "\n\n[turn cancelled via client]";
+
+/// How a turn ended (the ACP `stopReason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    EndTurn,
+    MaxTokens,
+    MaxTurnRequests,
+    Refusal,
+    Cancelled,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::MaxTurnRequests => "max_turn_requests",
+            StopReason::Refusal => "refusal",
+            StopReason::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Everything one turn needs besides the tools and their context.
+pub struct TurnRequest {
+    pub provider: Arc<dyn Provider>,
+    pub model: String,
+    pub system_prompt: Option<String>,
+    /// The session's history before this turn.
+    pub prior: Arc<Vec<Entry>>,
+    /// The user's prompt, materialized to text.
+    pub user_text: String,
+    /// Tool rounds allowed; a model asking for more ends the turn with `max_turn_requests`.
+    pub max_tool_iterations: u32,
+}
+
+/// The result of a turn that was not a provider failure.
+#[derive(Debug)]
+pub struct TurnOutcome {
+    pub stop_reason: StopReason,
+    /// The text the model streamed in this turn (plus the marker when cancelled).
+    pub content: String,
+    /// This turn's history entries, starting with the user's prompt.
+    pub entries: Vec<Entry>,
+}
+
+/// A turn that failed; nothing of it is stored.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}
+
+struct Turn<'a> {
+    request: &'a TurnRequest,
+    tools: &'a ToolRegistry,
+    ctx: &'a ToolContext,
+    entries: Vec<Entry>,
+    content: String,
+}
+
+/// Runs one turn to its end.
+pub async fn run_turn(
+    request: TurnRequest,
+    tools: &ToolRegistry,
+    ctx: &ToolContext,
+) -> Result<TurnOutcome, TurnError> {
+    let mut turn = Turn {
+        entries: vec![Entry::User {
+            text: request.user_text.clone(),
+        }],
+        request: &request,
+        tools,
+        ctx,
+        content: String::new(),
+    };
+    let stop_reason = turn.run().await?;
+    if stop_reason == StopReason::Cancelled {
+        turn.content.push_str(CANCELLED_MARKER);
+    }
+    Ok(TurnOutcome {
+        stop_reason,
+        content: turn.content,
+        entries: turn.entries,
+    })
+}
+
+impl Turn<'_> {
+    async fn run(&mut self) -> Result<StopReason, TurnError> {
+        let mut rounds = 0u32;
+        loop {
+            let step = stream_step(
+                self.request.provider.as_ref(),
+                self.chat_request(),
+                self.ctx.updates.as_ref(),
+                &self.ctx.cancel,
+            )
+            .await?;
+            self.record_step_text(&step);
+            if step.cancelled {
+                return Ok(StopReason::Cancelled);
+            }
+            match step.stop {
+                Some(provider::StopReason::MaxTokens) => return Ok(StopReason::MaxTokens),
+                Some(provider::StopReason::Refusal) => return Ok(StopReason::Refusal),
+                _ => {}
+            }
+            if step.tool_calls.is_empty() {
+                return Ok(StopReason::EndTurn);
+            }
+            let calls = self.announce(&step.tool_calls).await;
+            if rounds >= self.request.max_tool_iterations {
+                self.fail_all(
+                    &calls,
+                    "not executed: the tool iteration limit of this turn was reached",
+                )
+                .await;
+                return Ok(StopReason::MaxTurnRequests);
+            }
+            rounds += 1;
+            if !self.execute_all(&calls).await {
+                return Ok(StopReason::Cancelled);
+            }
+        }
+    }
+
+    fn chat_request(&self) -> ChatRequest {
+        let mut messages = Vec::new();
+        if let Some(system) = &self.request.system_prompt {
+            messages.push(ChatMessage::System {
+                content: system.clone(),
+            });
+        }
+        let mut all = self.request.prior.as_ref().clone();
+        all.extend(self.entries.iter().cloned());
+        messages.extend(history::to_chat_messages(&all));
+        ChatRequest {
+            model: self.request.model.clone(),
+            messages,
+            tools: self
+                .tools
+                .iter()
+                .map(|tool| ToolSpec {
+                    name: tool.name().to_owned(),
+                    description: tool.description().to_owned(),
+                    parameters: tool.parameters(),
+                })
+                .collect(),
+        }
+    }
+
+    fn record_step_text(&mut self, step: &Step) {
+        if !step.thinking.is_empty() {
+            self.entries.push(Entry::Thinking {
+                text: step.thinking.clone(),
+            });
+        }
+        if !step.text.is_empty() {
+            self.entries.push(Entry::Assistant {
+                text: step.text.clone(),
+            });
+            self.content.push_str(&step.text);
+        }
+    }
+
+    /// Sends `tool_call` (pending) for each call and records them; returns the calls with
+    /// their parsed arguments.
+    async fn announce(&mut self, calls: &[ModelToolCall]) -> Vec<AnnouncedCall> {
+        let mut announced = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            let id = if call.id.is_empty() {
+                format!("call-{}-{i}", self.entries.len())
+            } else {
+                call.id.clone()
+            };
+            let args = parse_arguments(&call.arguments);
+            let (title, kind) = match self.tools.get(&call.name) {
+                Some(tool) => (tool.title(&args), tool.kind().as_str()),
+                None => (call.name.clone(), "other"),
+            };
+            let update = history::tool_call_announce(&id, &call.name, &title, kind, &args);
+            self.ctx.updates.send(update).await;
+            self.entries.push(Entry::ToolCall {
+                id: id.clone(),
+                name: call.name.clone(),
+                title,
+                kind: kind.to_owned(),
+                raw_input: args.clone(),
+                arguments: call.arguments.clone(),
+            });
+            announced.push(AnnouncedCall {
+                id,
+                name: call.name.clone(),
+                args,
+            });
+        }
+        announced
+    }
+
+    /// Executes the calls in order; `false` when the turn was cancelled meanwhile (the calls
+    /// not finished are recorded as failed).
+    async fn execute_all(&mut self, calls: &[AnnouncedCall]) -> bool {
+        for (i, call) in calls.iter().enumerate() {
+            self.ctx
+                .updates
+                .send(history::tool_call_started(&call.id))
+                .await;
+            let recorder = Arc::new(PlanRecorder::new(self.ctx.updates.clone()));
+            let result = tokio::select! {
+                biased;
+                () = self.ctx.cancel.cancelled() => None,
+                result = self.execute(call, recorder.clone()) => Some(result),
+            };
+            let Some(result) = result else {
+                self.fail_all(&calls[i..], "cancelled").await;
+                return false;
+            };
+            for entries in recorder.take() {
+                self.entries.push(Entry::Plan { entries });
+            }
+            self.finish(call, result).await;
+        }
+        true
+    }
+
+    async fn execute(
+        &self,
+        call: &AnnouncedCall,
+        recorder: Arc<PlanRecorder>,
+    ) -> Result<String, String> {
+        let Some(tool) = self.tools.get(&call.name) else {
+            return Err(format!("unknown tool: {}", call.name));
+        };
+        if let Value::String(raw) = &call.args {
+            return Err(format!("the arguments are not valid JSON: {raw}"));
+        }
+        let ctx = ToolContext {
+            session_id: self.ctx.session_id.clone(),
+            cwd: self.ctx.cwd.clone(),
+            updates: recorder,
+            cancel: self.ctx.cancel.clone(),
+        };
+        tool.execute(call.args.clone(), &ctx)
+            .await
+            .map(|o| o.text)
+            .map_err(|e| e.0)
+    }
+
+    async fn finish(&mut self, call: &AnnouncedCall, result: Result<String, String>) {
+        let (status, text) = match result {
+            Ok(text) => ("completed", text),
+            Err(text) => ("failed", text),
+        };
+        let update = history::tool_call_finish(&call.id, Some(&call.name), status, &text);
+        self.ctx.updates.send(update).await;
+        self.entries.push(Entry::ToolResult {
+            id: call.id.clone(),
+            status: status.to_owned(),
+            content: text,
+        });
+    }
+
+    async fn fail_all(&mut self, calls: &[AnnouncedCall], reason: &str) {
+        for call in calls {
+            self.finish(call, Err(reason.to_owned())).await;
+        }
+    }
+}
+
+/// Forwards a tool's updates and keeps the `plan` ones, so the history can replay them.
+struct PlanRecorder {
+    inner: Arc<dyn UpdateSink>,
+    plans: Mutex<Vec<Value>>,
+}
+
+impl PlanRecorder {
+    fn new(inner: Arc<dyn UpdateSink>) -> Self {
+        Self {
+            inner,
+            plans: Mutex::default(),
+        }
+    }
+
+    fn take(&self) -> Vec<Value> {
+        std::mem::take(&mut *self.plans.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl UpdateSink for PlanRecorder {
+    fn send(&self, update: Value) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if update["sessionUpdate"] == "plan" {
+                let entries = update["entries"].clone();
+                self.plans
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(entries);
+            }
+            self.inner.send(update).await;
+        })
+    }
+}
+
+struct AnnouncedCall {
+    id: String,
+    name: String,
+    args: Value,
+}
+
+/// The arguments as JSON; text that is not a JSON object stays a string (and fails the call).
+fn parse_arguments(arguments: &str) -> Value {
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => value,
+        _ => Value::String(arguments.to_owned()),
+    }
+}

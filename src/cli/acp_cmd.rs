@@ -1,0 +1,54 @@
+//! `zeroclaw acp`: loads the config (with the command-line overrides), starts the shared ACP
+//! server state and serves one client over stdin/stdout until end of input.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::acp::{Connection, Server};
+use crate::config::Config;
+use crate::rpc;
+
+/// Flags of `zeroclaw acp`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AcpArgs {
+    /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
+    #[arg(long)]
+    pub config_dir: Option<PathBuf>,
+    /// Maximum number of active sessions (overrides [acp].max_sessions).
+    #[arg(long)]
+    pub max_sessions: Option<usize>,
+    /// Seconds an idle session stays in memory (overrides [acp].session_timeout_secs).
+    #[arg(long)]
+    pub session_timeout: Option<u64>,
+}
+
+pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
+    let mut config = Config::load(args.config_dir.as_deref())?;
+    if let Some(max) = args.max_sessions {
+        config.acp.max_sessions = max;
+    }
+    if let Some(secs) = args.session_timeout {
+        config.acp.session_timeout_secs = secs;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(serve_stdio(config));
+    // Tasks still running (an outbound request nobody answers) must not hold the exit.
+    runtime.shutdown_background();
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn serve_stdio(config: Config) {
+    let max_line_bytes = config.acp.max_line_bytes;
+    let server = Server::start(config);
+    let connection = Arc::new(Connection::new(server, None, None));
+    rpc::stdio::run(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        max_line_bytes,
+        connection,
+    )
+    .await;
+}
