@@ -1,4 +1,7 @@
 //! Helpers shared by the integration tests; each test binary uses only some of them.
 #![allow(dead_code)]
 
+pub mod acp_client;
+pub mod acp_fixture;
+pub mod acp_schema;
 pub mod model_server;

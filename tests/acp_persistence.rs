@@ -1,0 +1,329 @@
+//! Persistence across processes: two turns, `kill -9`, restart, `session/load` replays exactly
+//! the stored history (and seeds the model with it); a turn in flight at the kill leaves
+//! nothing behind; `session/resume` restores without replay; load/resume of an active session;
+//! a store that cannot be created runs in memory and says so.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::acp_client::{AcpClient, is_response, is_update_for, prompt_params};
+use support::acp_fixture::content_text;
+use support::model_server::{
+    ModelServer, Reply, finish, reasoning, text, text_reply, tool_call_args, tool_call_start,
+};
+use tempfile::TempDir;
+
+/// One item of a turn as a user sees it, independent of how text was split into chunks.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Chunk(String, String),
+    Tool { id: Value, status: Value },
+    Plan(Value),
+}
+
+/// Merges consecutive chunks of a kind and folds each tool call into its final status.
+fn normalize(updates: &[Value]) -> Vec<Seen> {
+    let mut seen: Vec<Seen> = Vec::new();
+    for u in updates {
+        let kind = u["sessionUpdate"].as_str().unwrap_or_default().to_string();
+        match kind.as_str() {
+            "tool_call" => seen.push(Seen::Tool {
+                id: u["toolCallId"].clone(),
+                status: u["status"].clone(),
+            }),
+            "tool_call_update" => {
+                let call = seen.iter_mut().rev().find_map(|s| match s {
+                    Seen::Tool { id, status } if *id == u["toolCallId"] => Some(status),
+                    _ => None,
+                });
+                let status = call.expect("tool_call_update for an announced call");
+                if !u["status"].is_null() {
+                    *status = u["status"].clone();
+                }
+            }
+            "plan" => seen.push(Seen::Plan(u["entries"].clone())),
+            _ => {
+                let piece = u["content"]["text"].as_str().unwrap_or_default();
+                match seen.last_mut() {
+                    Some(Seen::Chunk(k, text)) if *k == kind => text.push_str(piece),
+                    _ => seen.push(Seen::Chunk(kind, piece.to_string())),
+                }
+            }
+        }
+    }
+    seen
+}
+
+fn user(text: &str) -> Seen {
+    Seen::Chunk("user_message_chunk".into(), text.into())
+}
+
+fn todo_call() -> Reply {
+    Reply::Sse(vec![
+        tool_call_start(0, "call_p", "todo_write"),
+        tool_call_args(0, r#"{"todos": [{"content": "persist", "#),
+        tool_call_args(0, r#""status": "completed", "priority": "medium"}]}"#),
+        finish("tool_calls"),
+    ])
+}
+
+fn first_turn() -> Reply {
+    Reply::Sse(vec![
+        reasoning("pondering"),
+        text("first "),
+        text("answer"),
+        finish("stop"),
+    ])
+}
+
+struct Durable {
+    model: ModelServer,
+    config: TempDir,
+    work: TempDir,
+}
+
+impl Durable {
+    fn new(script: Vec<Reply>) -> Durable {
+        Durable {
+            model: ModelServer::start_blocking(script),
+            config: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn spawn(&self) -> AcpClient {
+        let client = AcpClient::builder()
+            .model(self.model.base_url())
+            .config_dir(self.config.path())
+            .spawn();
+        let init = client.initialize();
+        assert_eq!(init["agentCapabilities"]["loadSession"], true);
+        client
+    }
+
+    /// Runs `session/load` and returns the updates it replayed for the session.
+    fn load(&self, client: &AcpClient, session: &str) -> Vec<Value> {
+        let from = client.message_count();
+        let params = json!({"sessionId": session, "cwd": self.work.path(), "mcpServers": []});
+        let id = client.send_request("session/load", params);
+        let (at, resp) = client.wait_for_from(from, |m| is_response(m) && m["id"] == id);
+        assert_eq!(resp["result"], json!({}), "{resp}");
+        let replayed: Vec<Value> = client
+            .messages_between(from, at)
+            .into_iter()
+            .filter(|m| is_update_for(m, session))
+            .map(|m| m["params"]["update"].clone())
+            .collect();
+        let later = client.messages_between(at, usize::MAX);
+        assert!(
+            !later.iter().any(|m| is_update_for(m, session)),
+            "every replayed update precedes the load response"
+        );
+        replayed
+    }
+}
+
+/// Runs the two reference turns; returns the session and what the user saw, as replay should.
+fn two_turns(fx: &Durable, client: &AcpClient) -> (String, Vec<Seen>) {
+    let session = client.new_session(fx.work.path());
+    let mut expected = Vec::new();
+    for prompt in ["turn one", "turn two"] {
+        let from = client.message_count();
+        let resp = client.prompt(&session, prompt);
+        assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+        let live: Vec<Value> = client
+            .messages_between(from, usize::MAX)
+            .into_iter()
+            .filter(|m| is_update_for(m, &session))
+            .map(|m| m["params"]["update"].clone())
+            .collect();
+        expected.push(user(prompt));
+        expected.extend(normalize(&live));
+    }
+    (session, expected)
+}
+
+#[test]
+fn load_after_kill_9_replays_exactly_the_stored_history_and_seeds_the_model() {
+    let fx = Durable::new(vec![first_turn(), todo_call(), text_reply("second answer")]);
+    let mut first = fx.spawn();
+    let (session, expected) = two_turns(&fx, &first);
+    assert!(expected.iter().any(|s| matches!(s, Seen::Plan(_))));
+    first.kill9();
+
+    let second = fx.spawn();
+    let replayed = fx.load(&second, &session);
+    assert_eq!(normalize(&replayed), expected);
+
+    fx.model.push(text_reply("third answer"));
+    let resp = second.prompt(&session, "turn three");
+    assert_eq!(resp["result"]["content"], "third answer", "{resp}");
+    let requests = fx.model.requests();
+    let context: Vec<String> = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| content_text(&m["content"]))
+        .collect();
+    let joined = context.join("\n");
+    let order = [
+        "turn one",
+        "first answer",
+        "turn two",
+        "second answer",
+        "turn three",
+    ];
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|t| {
+            joined
+                .find(t)
+                .unwrap_or_else(|| panic!("{t:?} not in {context:?}"))
+        })
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{context:?}");
+    let last = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(last.iter().any(|m| m["role"] == "tool"), "tool result kept");
+}
+
+#[test]
+fn a_turn_in_flight_at_the_kill_leaves_nothing_half_written() {
+    let stalled = Reply::Sse(vec![
+        text("partial "),
+        text("never").delayed(600_000),
+        finish("stop"),
+    ]);
+    let fx = Durable::new(vec![
+        first_turn(),
+        todo_call(),
+        text_reply("second answer"),
+        stalled,
+    ]);
+    let mut first = fx.spawn();
+    let (session, expected) = two_turns(&fx, &first);
+    first.send_request("session/prompt", prompt_params(&session, "turn three"));
+    first.wait_for(|m| {
+        is_update_for(m, &session) && m["params"]["update"]["content"]["text"] == "partial "
+    });
+    first.kill9();
+
+    let second = fx.spawn();
+    let replayed = fx.load(&second, &session);
+    assert_eq!(normalize(&replayed), expected, "only the completed turns");
+}
+
+#[test]
+fn a_cancelled_turn_is_stored_with_what_was_streamed() {
+    let stalled = Reply::Sse(vec![
+        text("Hello world"),
+        text("never").delayed(600_000),
+        finish("stop"),
+    ]);
+    let fx = Durable::new(vec![stalled]);
+    let mut first = fx.spawn();
+    let session = first.new_session(fx.work.path());
+    let id = first.send_request("session/prompt", prompt_params(&session, "go"));
+    first.wait_for(|m| is_update_for(m, &session));
+    first.notify("session/cancel", json!({"sessionId": session}));
+    assert_eq!(
+        first.wait_response(&id)["result"]["stopReason"],
+        "cancelled"
+    );
+    first.kill9();
+
+    let second = fx.spawn();
+    let replayed = normalize(&fx.load(&second, &session));
+    assert_eq!(replayed.first(), Some(&user("go")));
+    match replayed.get(1) {
+        Some(Seen::Chunk(kind, text)) => {
+            assert_eq!(kind, "agent_message_chunk");
+            assert!(text.starts_with("Hello world"), "{text:?}");
+        }
+        other => panic!("partial text not replayed: {other:?}"),
+    }
+}
+
+#[test]
+fn resume_restores_without_replay_and_active_sessions_cannot_be_loaded_again() {
+    let fx = Durable::new(vec![first_turn(), todo_call(), text_reply("second answer")]);
+    let mut first = fx.spawn();
+    let (session, _) = two_turns(&fx, &first);
+    let error = first.call_err("session/load", json!({"sessionId": session}));
+    assert_eq!(error["code"], -32602, "load of an active session: {error}");
+    let error = first.call_err("session/resume", json!({"sessionId": session}));
+    assert_eq!(
+        error["code"], -32602,
+        "resume of an active session: {error}"
+    );
+    first.kill9();
+
+    let second = fx.spawn();
+    let from = second.message_count();
+    let result = second.call("session/resume", json!({"session_id": session}));
+    assert_eq!(result, json!({}));
+    let replay: Vec<Value> = second
+        .messages_between(from, usize::MAX)
+        .into_iter()
+        .filter(|m| m["method"] == "session/update")
+        .collect();
+    assert!(replay.is_empty(), "resume replays nothing: {replay:?}");
+
+    fx.model.push(text_reply("resumed"));
+    let resp = second.prompt(&session, "after resume");
+    assert_eq!(resp["result"]["content"], "resumed", "{resp}");
+    let last = fx.model.requests().last().unwrap().to_string();
+    assert!(last.contains("first answer") && last.contains("second answer"));
+
+    // Close keeps the record: the same process can load it again.
+    second.call("session/close", json!({"sessionId": session}));
+    let replayed = fx.load(&second, &session);
+    assert!(normalize(&replayed).contains(&user("after resume")));
+}
+
+#[test]
+fn a_store_that_cannot_be_created_runs_in_memory_without_load() {
+    let config = tempfile::tempdir().unwrap();
+    let blocker = config.path().join("blocker");
+    std::fs::write(&blocker, "a file where a directory should be").unwrap();
+    let model = ModelServer::start_blocking(vec![text_reply("in memory")]);
+    let client = AcpClient::builder()
+        .model(model.base_url())
+        .config_dir(config.path())
+        .env(
+            "ZEROCLAW_workspace_dir",
+            blocker.join("ws").display().to_string(),
+        )
+        .spawn();
+    let init = client.initialize();
+    let caps = &init["agentCapabilities"];
+    assert_eq!(caps["loadSession"], false, "{init}");
+    let session_caps = &caps["sessionCapabilities"];
+    assert!(
+        session_caps["resume"].is_null() && session_caps["close"].is_null(),
+        "{init}"
+    );
+    client.wait_stderr("in memory");
+
+    let work = tempfile::tempdir().unwrap();
+    let session = client.new_session(work.path());
+    let resp = client.prompt(&session, "hi");
+    assert_eq!(resp["result"]["content"], "in memory", "{resp}");
+    for method in ["session/load", "session/resume", "session/close"] {
+        let error = client.call_err(method, json!({"sessionId": session}));
+        assert_eq!(error["code"], -32000, "{method}: {error}");
+    }
+}
+
+#[test]
+fn the_store_lives_under_the_workspace_dir() {
+    let fx = Durable::new(vec![text_reply("stored")]);
+    let mut client = fx.spawn();
+    let session = client.new_session(fx.work.path());
+    client.prompt(&session, "hi");
+    client.shutdown();
+    let db = fx.config.path().join("workspace/sessions/acp-sessions.db");
+    assert!(db.is_file(), "{} exists", db.display());
+}
