@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use zeroclaw::cli::acp_cmd::{self, AcpArgs};
+use zeroclaw::cli::config_cmd::{self, ConfigArgs};
+use zeroclaw::cli::sessions_cmd::{self, SessionsArgs};
 
 #[derive(Parser)]
 #[command(
@@ -20,6 +22,10 @@ struct Cli {
 enum Command {
     /// Serve the Agent Client Protocol on stdin/stdout.
     Acp(AcpArgs),
+    /// Show or check the resolved configuration (secrets masked).
+    Config(ConfigArgs),
+    /// List, show or delete the stored ACP sessions.
+    Sessions(SessionsArgs),
 }
 
 fn main() -> ExitCode {
@@ -30,6 +36,8 @@ fn main() -> ExitCode {
     init_logging();
     let result = match cli.command {
         Command::Acp(args) => acp_cmd::run(args),
+        Command::Config(args) => config_cmd::run(args),
+        Command::Sessions(args) => sessions_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -2,3 +2,5 @@
 //! entry point that wires config, runtime and the stdio transport together.
 
 pub mod acp_cmd;
+pub mod config_cmd;
+pub mod sessions_cmd;

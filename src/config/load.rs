@@ -162,7 +162,14 @@ fn deserialize_error(
     sources: &Sources,
 ) -> ConfigError {
     let path = err.path().to_string();
-    let message = err.inner().to_string().trim_end().to_owned();
+    // The toml error appends "in `table`" on a second line; the key says that better.
+    let full = err.inner().to_string();
+    let message = full
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_end()
+        .to_owned();
     let key = match unknown_field(&message) {
         Some(field) if !path.ends_with(field) => join_key(&path, field),
         _ => path,

@@ -83,4 +83,3 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     }
     Ok(())
 }
-

@@ -1,0 +1,100 @@
+//! `zeroclaw config show | check`: the resolved configuration with secrets masked, and its
+//! validation.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::config::mask::mask_secrets;
+use crate::config::{Config, ConfigError};
+
+/// `zeroclaw config ...`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConfigArgs {
+    /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
+    #[arg(long, global = true)]
+    pub config_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: ConfigCommand,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum ConfigCommand {
+    /// Print the resolved configuration (defaults, file and environment) with secrets masked.
+    Show,
+    /// Validate the configuration; exits non-zero with the error when it is invalid.
+    Check,
+}
+
+pub fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
+    let loaded = Config::load(args.config_dir.as_deref());
+    match args.command {
+        ConfigCommand::Show => show(loaded?),
+        ConfigCommand::Check => Ok(check(loaded)),
+    }
+}
+
+fn show(config: Config) -> anyhow::Result<ExitCode> {
+    let mut tree = toml::Value::try_from(&config)?;
+    mask_secrets(&mut tree);
+    println!("# zeroclaw configuration, resolved from the built-in defaults,");
+    println!(
+        "# {} ({}),",
+        config.config_file().display(),
+        file_state(&config)
+    );
+    println!("# and the ZEROCLAW_* environment. Secrets are shown as \"***\".");
+    println!();
+    print!("{}", toml::to_string_pretty(&tree)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(loaded: Result<Config, ConfigError>) -> ExitCode {
+    let config = match loaded {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for warning in warnings(&config) {
+        println!("warning: {warning}");
+    }
+    println!(
+        "OK: {} ({}; {} agent(s), {} provider(s))",
+        config.config_file().display(),
+        file_state(&config),
+        config.agents.len(),
+        config.providers.len()
+    );
+    ExitCode::SUCCESS
+}
+
+fn file_state(config: &Config) -> &'static str {
+    if config.config_file().exists() {
+        "found"
+    } else {
+        "not found, defaults"
+    }
+}
+
+/// Things that do not stop the server from starting but will fail a session or a prompt.
+fn warnings(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(alias) = &config.acp.default_agent {
+        match config.agents.get(alias) {
+            None => out.push(format!(
+                "acp.default_agent `{alias}` is not a configured agent"
+            )),
+            Some(agent) if !agent.enabled => {
+                out.push(format!("acp.default_agent `{alias}` is disabled"));
+            }
+            Some(_) => {}
+        }
+    }
+    for (alias, agent) in config.agents.iter().filter(|(_, a)| a.enabled) {
+        if let Err(e) = config.resolve_api_key(&agent.provider) {
+            out.push(format!("agent `{alias}`: {e}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,252 @@
+//! `zeroclaw sessions list | show ID | delete ID`: the persisted ACP sessions, read from the
+//! same SQLite store `zeroclaw acp` writes.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::store::{SessionSummary, Store, StoredEntry};
+
+/// `zeroclaw sessions ...`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SessionsArgs {
+    /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
+    #[arg(long, global = true)]
+    pub config_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum SessionsCommand {
+    /// List stored sessions, most recently active first.
+    List,
+    /// Show one session's metadata and a summary of its history.
+    Show { id: String },
+    /// Delete one session and its history.
+    Delete { id: String },
+}
+
+pub fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
+    let config = Config::load(args.config_dir.as_deref())?;
+    let path = config.store_path();
+    if !path.exists() {
+        return Ok(no_store(&args.command, &path));
+    }
+    let store = Store::open(&path)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        match args.command {
+            SessionsCommand::List => list(&store).await,
+            SessionsCommand::Show { id } => show(&store, &id).await,
+            SessionsCommand::Delete { id } => delete(&store, &id).await,
+        }
+    })
+}
+
+/// Without a database there is nothing to list, show or delete (and nothing is created).
+fn no_store(command: &SessionsCommand, path: &std::path::Path) -> ExitCode {
+    match command {
+        SessionsCommand::List => {
+            println!("no sessions (no session store at {})", path.display());
+            ExitCode::SUCCESS
+        }
+        SessionsCommand::Show { id } | SessionsCommand::Delete { id } => {
+            eprintln!(
+                "error: session `{id}` not found (no session store at {})",
+                path.display()
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn list(store: &Store) -> anyhow::Result<ExitCode> {
+    let sessions = store.list_summaries().await?;
+    if sessions.is_empty() {
+        println!("no sessions in {}", store.path().display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let header = [
+        "ID",
+        "AGENT",
+        "WORKSPACE",
+        "CREATED",
+        "LAST ACTIVITY",
+        "TURNS",
+    ];
+    let rows: Vec<[String; 6]> = sessions.iter().map(row).collect();
+    print_table(&header, &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn row(s: &SessionSummary) -> [String; 6] {
+    let r = &s.record;
+    [
+        r.id.clone(),
+        r.agent_alias.clone(),
+        r.workspace_dir.display().to_string(),
+        format_time(r.created_at),
+        format_time(r.last_activity),
+        s.turns.to_string(),
+    ]
+}
+
+fn print_table(header: &[&str; 6], rows: &[[String; 6]]) {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+async fn show(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
+    let Some(rec) = store.get_session(id).await? else {
+        eprintln!(
+            "error: session `{id}` not found in {}",
+            store.path().display()
+        );
+        return Ok(ExitCode::FAILURE);
+    };
+    let history = store.history(id).await.context("reading the history")?;
+    println!("id:            {}", rec.id);
+    println!("agent:         {}", rec.agent_alias);
+    println!("workspace:     {}", rec.workspace_dir.display());
+    println!("owner:         {}", rec.owner.as_deref().unwrap_or("-"));
+    println!("created:       {}", format_time(rec.created_at));
+    println!("last activity: {}", format_time(rec.last_activity));
+    println!("mcp servers:   {}", mcp_names(&rec.mcp_servers));
+    println!("history:       {} entries", history.len());
+    for (i, entry) in history.iter().enumerate() {
+        println!("  {:>4}  {:<12} {}", i + 1, entry.kind, summary(entry));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn delete(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
+    if store.delete_session(id).await? {
+        println!("deleted session {id}");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "error: session `{id}` not found in {}",
+            store.path().display()
+        );
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+fn mcp_names(servers: &Value) -> String {
+    let names: Vec<&str> = servers
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s["name"].as_str()).collect())
+        .unwrap_or_default();
+    if names.is_empty() {
+        "-".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// One line about an entry: its text, its tool call, its result, or its plan size.
+fn summary(entry: &StoredEntry) -> String {
+    let p = &entry.payload;
+    let text = if let Some(text) = p["text"].as_str() {
+        text.to_owned()
+    } else if let Some(name) = p["name"].as_str() {
+        format!("{name} {}", p["arguments"].as_str().unwrap_or_default())
+    } else if let Some(status) = p["status"].as_str() {
+        format!("{status}: {}", p["content"].as_str().unwrap_or_default())
+    } else if let Some(entries) = p["entries"].as_array() {
+        format!("{} plan entries", entries.len())
+    } else {
+        p.to_string()
+    };
+    one_line(&text, 100)
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        flat.chars().take(max).collect::<String>() + "…"
+    } else {
+        flat
+    }
+}
+
+/// Unix milliseconds as `YYYY-MM-DD HH:MM:SS UTC`.
+fn format_time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    let (h, min, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{min:02}:{s:02} UTC")
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn times_format_as_utc_dates() {
+        assert_eq!(format_time(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(format_time(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(format_time(1_700_000_000_123), "2023-11-14 22:13:20 UTC");
+    }
+
+    #[test]
+    fn summaries_pick_the_telling_field() {
+        let e = |kind: &str, payload: Value| StoredEntry {
+            kind: kind.into(),
+            payload,
+        };
+        assert_eq!(
+            summary(&e("user", json!({"text": "hi\nthere"}))),
+            "hi there"
+        );
+        assert_eq!(
+            summary(&e(
+                "tool_call",
+                json!({"name": "todo_write", "arguments": "{}"})
+            )),
+            "todo_write {}"
+        );
+        assert_eq!(
+            summary(&e("plan", json!({"entries": [1, 2]}))),
+            "2 plan entries"
+        );
+    }
+}

@@ -1,0 +1,179 @@
+//! `zeroclaw config show | check` and `--version` on the real binary.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs the binary with a clean `ZEROCLAW_*` environment pointing at `config_dir`.
+fn zeroclaw(config_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
+    cmd.args(args).env_remove("OPENROUTER_API_KEY");
+    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("ZEROCLAW_")) {
+        cmd.env_remove(name);
+    }
+    cmd.env("ZEROCLAW_CONFIG_DIR", config_dir);
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("run zeroclaw")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn version_prints_the_package_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = zeroclaw(dir.path(), &["--version"], &[]);
+    assert!(out.status.success());
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("zeroclaw {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn show_prints_the_resolved_config_as_toml_with_secrets_masked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[providers.local]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key = \"sk-file-secret\"\n\
+         [agents.coder]\nprovider = \"local\"\nmodel = \"m1\"\n",
+    )
+    .unwrap();
+    let env = [
+        ("ZEROCLAW_providers__openrouter__api_key", "sk-env-secret"),
+        ("ZEROCLAW_acp__max_sessions", "7"),
+    ];
+    let out = zeroclaw(dir.path(), &["config", "show"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        !text.contains("sk-file-secret") && !text.contains("sk-env-secret"),
+        "{text}"
+    );
+    let shown: toml::Table = text.parse().expect("config show prints TOML");
+    assert_eq!(shown["acp"]["max_sessions"].as_integer(), Some(7));
+    assert_eq!(shown["providers"]["local"]["api_key"].as_str(), Some("***"));
+    assert_eq!(
+        shown["providers"]["openrouter"]["api_key"].as_str(),
+        Some("***")
+    );
+    assert_eq!(shown["agents"]["coder"]["model"].as_str(), Some("m1"));
+    assert!(
+        shown["agents"].get("default").is_none(),
+        "configured agents replace the default"
+    );
+    let workspace = dir.path().join("workspace");
+    assert_eq!(shown["workspace_dir"].as_str(), workspace.to_str());
+}
+
+#[test]
+fn show_with_no_file_shows_the_built_in_default_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = zeroclaw(dir.path(), &["config", "show"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: toml::Table = stdout(&out).parse().unwrap();
+    let agent = &shown["agents"]["default"];
+    assert_eq!(agent["model"].as_str(), Some("anthropic/claude-sonnet-4.6"));
+    assert_eq!(agent["provider"].as_str(), Some("openrouter"));
+    let provider = &shown["providers"]["openrouter"];
+    assert_eq!(
+        provider["base_url"].as_str(),
+        Some("https://openrouter.ai/api/v1")
+    );
+    assert_eq!(provider["api_key_env"].as_str(), Some("OPENROUTER_API_KEY"));
+}
+
+#[test]
+fn check_accepts_a_valid_config_and_warns_about_a_missing_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = zeroclaw(dir.path(), &["config", "check"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("OK"), "{text}");
+    assert!(
+        text.contains("OPENROUTER_API_KEY"),
+        "the missing key is named: {text}"
+    );
+    let out = zeroclaw(
+        dir.path(),
+        &["config", "check"],
+        &[("OPENROUTER_API_KEY", "sk-x")],
+    );
+    assert!(!stdout(&out).contains("warning"), "{}", stdout(&out));
+}
+
+#[test]
+fn check_fails_on_an_unknown_file_key_naming_key_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[acp]\nmax_sesions = 3\n").unwrap();
+    let out = zeroclaw(dir.path(), &["config", "check"], &[]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("acp.max_sesions") && err.contains("config.toml"),
+        "{err}"
+    );
+    assert!(!stdout(&out).contains("OK"));
+}
+
+#[test]
+fn check_fails_on_an_ill_typed_variable_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("ZEROCLAW_acp__session_timeout_secs", "soon")];
+    let out = zeroclaw(dir.path(), &["config", "check", "--config-dir"], &[]);
+    assert!(!out.status.success(), "--config-dir needs a value");
+    let dir_arg = dir.path().to_str().unwrap();
+    let out = zeroclaw(
+        dir.path(),
+        &["config", "--config-dir", dir_arg, "check"],
+        &env,
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("acp.session_timeout_secs"), "{err}");
+    assert!(err.contains("ZEROCLAW_acp__session_timeout_secs"), "{err}");
+}
+
+#[test]
+fn check_fails_when_an_agent_names_a_missing_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("ZEROCLAW_agents__a__provider", "nowhere"),
+        ("ZEROCLAW_agents__a__model", "m"),
+    ];
+    let out = zeroclaw(dir.path(), &["config", "check"], &env);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("agents.a.provider") && err.contains("nowhere"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_config_dir_flag_beats_the_variable() {
+    let flagged = tempfile::tempdir().unwrap();
+    let ignored = tempfile::tempdir().unwrap();
+    std::fs::write(
+        flagged.path().join("config.toml"),
+        "[acp]\nmax_sessions = 4\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ignored.path().join("config.toml"),
+        "[acp]\nmax_sessions = 9\n",
+    )
+    .unwrap();
+    let dir_arg = flagged.path().to_str().unwrap();
+    let out = zeroclaw(
+        ignored.path(),
+        &["config", "show", "--config-dir", dir_arg],
+        &[],
+    );
+    let shown: toml::Table = stdout(&out).parse().unwrap();
+    assert_eq!(shown["acp"]["max_sessions"].as_integer(), Some(4));
+}

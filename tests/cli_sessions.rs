@@ -1,0 +1,172 @@
+//! `zeroclaw sessions list | show | delete` on the real binary, against a real store file
+//! written through the store API at the configured location.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::json;
+use zeroclaw::config::Config;
+use zeroclaw::store::{SessionRecord, Store, StoredEntry};
+
+fn zeroclaw(config_dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
+    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("ZEROCLAW_")) {
+        cmd.env_remove(name);
+    }
+    cmd.args(args).arg("--config-dir").arg(config_dir);
+    cmd.output().expect("run zeroclaw")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn store_path(config_dir: &Path) -> PathBuf {
+    let env = std::iter::empty::<(String, String)>();
+    Config::load_with_env(config_dir, env).unwrap().store_path()
+}
+
+fn entry(kind: &str, payload: serde_json::Value) -> StoredEntry {
+    StoredEntry {
+        kind: kind.into(),
+        payload,
+    }
+}
+
+/// Two sessions: `sess-old` with one turn, `sess-new` (more recent) with two.
+async fn seed(config_dir: &Path) {
+    let store = Store::open(&store_path(config_dir)).unwrap();
+    for (id, alias, at) in [
+        ("sess-old", "coder", 1_700_000_000_000),
+        ("sess-new", "writer", 1_700_000_100_000),
+    ] {
+        store
+            .create_session(SessionRecord {
+                id: id.into(),
+                agent_alias: alias.into(),
+                workspace_dir: PathBuf::from(format!("/projects/{id}")),
+                mcp_servers: json!([{"name": "fs-server", "command": "x", "args": [], "env": []}]),
+                owner: None,
+                created_at: at,
+                last_activity: at,
+            })
+            .await
+            .unwrap();
+    }
+    let turn = |n: u32| {
+        vec![
+            entry("user", json!({"text": format!("question {n}")})),
+            entry(
+                "tool_call",
+                json!({"id": "c1", "name": "todo_write", "arguments": "{\"todos\":[]}"}),
+            ),
+            entry("assistant", json!({"text": format!("answer {n}")})),
+        ]
+    };
+    store.append_turn("sess-old", turn(1)).await.unwrap();
+    store.append_turn("sess-new", turn(1)).await.unwrap();
+    store.append_turn("sess-new", turn(2)).await.unwrap();
+}
+
+#[tokio::test]
+async fn list_shows_every_session_with_agent_workspace_times_and_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path()).await;
+    let out = zeroclaw(dir.path(), &["sessions", "list"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("ID") && lines[0].contains("TURNS"),
+        "{stdout}"
+    );
+    assert_eq!(lines.len(), 3, "{stdout}");
+    let cells = |line: &str| {
+        line.split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let (first, second) = (cells(lines[1]), cells(lines[2]));
+    assert_eq!(first[0], "sess-new", "most recently active first: {stdout}");
+    assert_eq!(first[1], "writer");
+    assert_eq!(first[2], "/projects/sess-new");
+    assert_eq!(first.last().unwrap(), "2");
+    assert_eq!(second[0], "sess-old");
+    assert_eq!(second.last().unwrap(), "1");
+    assert!(
+        lines[2].contains("2023-11-14 22:13:20 UTC"),
+        "created time shown: {stdout}"
+    );
+}
+
+#[tokio::test]
+async fn show_prints_metadata_and_a_history_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path()).await;
+    let out = zeroclaw(dir.path(), &["sessions", "show", "sess-new"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for expected in [
+        "sess-new",
+        "writer",
+        "/projects/sess-new",
+        "fs-server",
+        "6 entries",
+        "question 1",
+        "todo_write",
+        "answer 2",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+    assert!(stdout.find("question 2").unwrap() < stdout.find("answer 2").unwrap());
+}
+
+#[tokio::test]
+async fn delete_removes_the_session_and_only_it() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path()).await;
+    let out = zeroclaw(dir.path(), &["sessions", "delete", "sess-old"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let store = Store::open(&store_path(dir.path())).unwrap();
+    assert!(store.get_session("sess-old").await.unwrap().is_none());
+    assert!(store.history("sess-old").await.unwrap().is_empty());
+    assert_eq!(store.history("sess-new").await.unwrap().len(), 6);
+    let again = zeroclaw(dir.path(), &["sessions", "delete", "sess-old"]);
+    assert!(!again.status.success());
+    assert!(
+        text(&again.stderr).contains("sess-old"),
+        "{}",
+        text(&again.stderr)
+    );
+}
+
+#[tokio::test]
+async fn show_of_an_unknown_id_fails_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path()).await;
+    let out = zeroclaw(dir.path(), &["sessions", "show", "no-such-session"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("no-such-session"));
+}
+
+#[test]
+fn without_a_store_list_is_empty_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = zeroclaw(dir.path(), &["sessions", "list"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("no sessions"));
+    assert!(!store_path(dir.path()).exists());
+    assert!(
+        !zeroclaw(dir.path(), &["sessions", "delete", "x"])
+            .status
+            .success()
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing was created"
+    );
+}
