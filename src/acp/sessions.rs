@@ -25,9 +25,15 @@ impl Sessions {
         }
     }
 
-    /// Adds a session, or -32001 when `max_sessions` are active.
+    /// Adds a session: -32602 if it is already active, -32001 when `max_sessions` are.
     pub fn insert(&self, session: Arc<Session>) -> Result<(), RpcError> {
         let mut active = self.lock();
+        if active.contains_key(&session.id) {
+            return Err(RpcError::invalid_params(format!(
+                "session {} is already active",
+                session.id
+            )));
+        }
         if active.len() >= self.max {
             return Err(RpcError::new(
                 SESSION_LIMIT_REACHED,

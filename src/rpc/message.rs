@@ -65,12 +65,14 @@ fn reject_null(message: &str) -> Box<Rejected> {
     })
 }
 
-/// The `id` member: absent, or a string, number or null. Other types are invalid.
+/// The `id` member: absent, or a string, an integer or null. Other types are invalid, and so
+/// are fractional or out-of-range numbers, which could not be echoed back exactly.
 fn read_id(obj: &Map<String, Value>) -> Result<Option<Value>, Box<Rejected>> {
     match obj.get("id") {
         None => Ok(None),
-        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => Ok(Some(id.clone())),
-        Some(_) => Err(reject_null("\"id\" must be a string, a number or null")),
+        Some(id @ (Value::String(_) | Value::Null)) => Ok(Some(id.clone())),
+        Some(id @ Value::Number(n)) if !n.is_f64() => Ok(Some(id.clone())),
+        Some(_) => Err(reject_null("\"id\" must be a string or an integer")),
     }
 }
 
@@ -88,11 +90,15 @@ fn classify_call(
     let Some(method) = method.as_str() else {
         return Err(reject("\"method\" must be a string"));
     };
+    // `"params": null` is read as absent: lenient, and harmless.
     let params = match obj.get("params") {
-        None => Value::Null,
+        None | Some(Value::Null) => Value::Null,
         Some(p @ (Value::Object(_) | Value::Array(_))) => p.clone(),
         Some(_) => return Err(reject("\"params\" must be an object or an array")),
     };
+    if id == Some(Value::Null) {
+        return Err(reject("a request's \"id\" must not be null"));
+    }
     let method = method.to_owned();
     Ok(match id {
         Some(id) => Incoming::Request { id, method, params },
@@ -168,12 +174,24 @@ mod tests {
             (Value::Null, INVALID_REQUEST)
         );
         assert_eq!(
+            rejected_code(r#"{"jsonrpc":"2.0","id":1e-28,"method":"m"}"#),
+            (Value::Null, INVALID_REQUEST)
+        );
+        assert_eq!(
+            rejected_code(r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"m"}"#),
+            (Value::Null, INVALID_REQUEST)
+        );
+        assert_eq!(
             rejected_code(r#"{"jsonrpc":"2.0","id":3,"method":5}"#),
             (json!(3), INVALID_REQUEST)
         );
         assert_eq!(
             rejected_code(r#"{"jsonrpc":"2.0","id":3,"method":"m","params":"x"}"#),
             (json!(3), INVALID_REQUEST)
+        );
+        assert_eq!(
+            rejected_code(r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#),
+            (Value::Null, INVALID_REQUEST)
         );
         assert_eq!(
             rejected_code(r#"{"jsonrpc":"2.0","id":3}"#),
