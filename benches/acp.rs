@@ -1,0 +1,390 @@
+//! Benchmarks of `zeroclaw acp` (run: `cargo bench --bench acp`), each printed next to a
+//! baseline measured in the same run:
+//! - cold start: spawn to the `initialize` response (median of 25), vs spawning `/bin/true`;
+//! - one turn round trip over 500 turns, vs the same requests sent straight to the model server;
+//! - `session/load` of that 500-turn session in a fresh process (full replay);
+//! - added latency per streamed chunk, model server to client, over 1,000 chunks, vs a direct
+//!   SSE reader of the same server.
+//!
+//! Goals (reported, not asserted): cold start ≤ 5 ms, turn ratio ≤ 10×, load ≤ 50 ms.
+
+#[allow(dead_code)]
+#[path = "../tests/support/model_server.rs"]
+mod model_server;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use model_server::{ModelServer, text_reply};
+use serde_json::{Value, json};
+
+const COLD_RUNS: usize = 25;
+const TURNS: usize = 500;
+const CHUNKS: usize = 1_000;
+const CHUNK_GAP: Duration = Duration::from_micros(500);
+
+fn main() {
+    let config = tempfile::tempdir().expect("config dir");
+    let work = tempfile::tempdir().expect("workspace");
+    println!(
+        "zeroclaw acp benchmarks ({})",
+        env!("CARGO_BIN_EXE_zeroclaw")
+    );
+    cold_start(config.path());
+    let session = turns_and_load(config.path(), work.path());
+    println!("  (session {session})");
+    chunk_latency(work.path());
+}
+
+/// A `zeroclaw acp` process driven line by line from this thread.
+struct Acp {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Acp {
+    fn spawn(config_dir: &Path, base_url: &str) -> Acp {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+            .arg("acp")
+            .env("ZEROCLAW_CONFIG_DIR", config_dir)
+            .env("ZEROCLAW_providers__local__kind", "openai")
+            .env("ZEROCLAW_providers__local__base_url", base_url)
+            .env("ZEROCLAW_providers__local__api_key", "bench")
+            .env("ZEROCLAW_agents__coder__provider", "local")
+            .env("ZEROCLAW_agents__coder__model", "m")
+            .env_remove("ZEROCLAW_LOG")
+            .current_dir(config_dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn zeroclaw acp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Acp {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut line = serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+        .unwrap();
+        line.push(b'\n');
+        self.stdin.write_all(&line).expect("write request");
+        self.stdin.flush().unwrap();
+        id
+    }
+
+    fn read_message(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.stdout.read_line(&mut line).expect("read stdout");
+        assert!(n > 0, "zeroclaw acp closed stdout");
+        serde_json::from_str(&line).expect("JSON line")
+    }
+
+    /// Reads until the response to `id`; calls `on_update` for every notification before it.
+    fn response(&mut self, id: u64, mut on_update: impl FnMut(&Value)) -> Value {
+        loop {
+            let msg = self.read_message();
+            if msg.get("method").is_some() {
+                on_update(&msg);
+            } else if msg["id"] == id {
+                assert!(msg.get("error").is_none(), "request failed: {msg}");
+                return msg["result"].clone();
+            }
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params);
+        self.response(id, |_| {})
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn cold_start(config_dir: &Path) {
+    // One warm-up run creates the store and pulls the binary into the page cache.
+    Acp::spawn(config_dir, "http://127.0.0.1:9/v1").finish();
+    let mut zeroclaw = Vec::new();
+    let mut baseline = Vec::new();
+    for _ in 0..COLD_RUNS {
+        let start = Instant::now();
+        let mut acp = Acp::spawn(config_dir, "http://127.0.0.1:9/v1");
+        acp.call("initialize", json!({"protocolVersion": 1}));
+        zeroclaw.push(start.elapsed());
+        acp.finish();
+
+        let start = Instant::now();
+        Command::new("/bin/true").status().expect("/bin/true");
+        baseline.push(start.elapsed());
+    }
+    let (z, b) = (median(&mut zeroclaw), median(&mut baseline));
+    println!(
+        "cold start (spawn -> initialize response), median of {COLD_RUNS}: {:.2} ms \
+         | baseline spawn+exit of /bin/true: {:.2} ms | ratio {:.1}x | goal <= 5 ms",
+        ms(z),
+        ms(b),
+        z.as_secs_f64() / b.as_secs_f64()
+    );
+}
+
+/// 500 one-turn round trips through zeroclaw vs straight to the model server, then
+/// `session/load` of the resulting session in a fresh process.
+fn turns_and_load(config_dir: &Path, work: &Path) -> String {
+    let reply = "The quick brown fox jumps over the lazy dog.";
+    let script = (0..2 * TURNS).map(|_| text_reply(reply)).collect();
+    let model = ModelServer::start_blocking(script);
+
+    let mut direct = Vec::new();
+    let mut http = DirectHttp::connect(&model.base_url());
+    for n in 0..TURNS {
+        let body = json!({"model": "m", "stream": true,
+            "messages": [{"role": "user", "content": format!("turn {n}")}]});
+        let start = Instant::now();
+        http.post_sse(&body);
+        direct.push(start.elapsed());
+    }
+
+    let mut acp = Acp::spawn(config_dir, &model.base_url());
+    acp.call("initialize", json!({"protocolVersion": 1}));
+    let created = acp.call("session/new", json!({"cwd": work, "mcpServers": []}));
+    let session = created["sessionId"].as_str().unwrap().to_string();
+    let mut turns = Vec::new();
+    for n in 0..TURNS {
+        let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": format!("turn {n}")}]});
+        let start = Instant::now();
+        let result = acp.call("session/prompt", params);
+        turns.push(start.elapsed());
+        assert_eq!(result["stopReason"], "end_turn");
+    }
+    acp.finish();
+    let (z, d) = (median(&mut turns), median(&mut direct));
+    println!(
+        "turn round trip, median of {TURNS}: {:.3} ms | model server alone: {:.3} ms \
+         | ratio {:.1}x | goal <= 10x (last turn carries {} history messages)",
+        ms(z),
+        ms(d),
+        z.as_secs_f64() / d.as_secs_f64(),
+        2 * TURNS - 1
+    );
+
+    let mut fresh = Acp::spawn(config_dir, &model.base_url());
+    fresh.call("initialize", json!({"protocolVersion": 1}));
+    let start = Instant::now();
+    let id = fresh.send("session/load", json!({"sessionId": session}));
+    let mut replayed = 0usize;
+    fresh.response(id, |_| replayed += 1);
+    let load = start.elapsed();
+    fresh.finish();
+    println!(
+        "session/load of the {TURNS}-turn session in a fresh process: {:.2} ms \
+         ({replayed} updates replayed) | goal <= 50 ms",
+        ms(load)
+    );
+    session
+}
+
+/// A keep-alive HTTP/1.1 client for the loopback model server (chunked SSE responses).
+struct DirectHttp {
+    stream: TcpStream,
+    path: String,
+    host: String,
+}
+
+impl DirectHttp {
+    fn connect(base_url: &str) -> DirectHttp {
+        let rest = base_url.strip_prefix("http://").unwrap();
+        let (host, prefix) = rest.split_once('/').unwrap();
+        let stream = TcpStream::connect(host).expect("connect model server");
+        stream.set_nodelay(true).unwrap();
+        DirectHttp {
+            stream,
+            path: format!("/{prefix}/chat/completions"),
+            host: host.to_string(),
+        }
+    }
+
+    /// Posts `body` and reads the whole SSE response (up to the final empty chunk).
+    fn post_sse(&mut self, body: &Value) {
+        let body = serde_json::to_vec(body).unwrap();
+        let head = format!(
+            "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+             authorization: Bearer bench\r\ncontent-length: {}\r\n\r\n",
+            self.path,
+            self.host,
+            body.len()
+        );
+        self.stream.write_all(head.as_bytes()).unwrap();
+        self.stream.write_all(&body).unwrap();
+        let mut received = Vec::new();
+        let mut piece = [0u8; 16 * 1024];
+        while !received.ends_with(b"0\r\n\r\n") {
+            let n = self.stream.read(&mut piece).expect("read model server");
+            assert!(n > 0, "model server closed the connection");
+            received.extend_from_slice(&piece[..n]);
+        }
+    }
+}
+
+/// Added latency per chunk: a paced SSE server stamps each chunk's send time; zeroclaw's
+/// `agent_message_chunk` arrival is compared with it, and so is a direct SSE reader's.
+fn chunk_latency(work: &Path) {
+    let epoch = Instant::now();
+    let direct = {
+        let server = PacedSse::start(epoch);
+        let mut stream = TcpStream::connect(&server.addr).unwrap();
+        stream
+            .write_all(b"POST /v1/chat/completions HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}")
+            .unwrap();
+        let mut arrivals = vec![Duration::ZERO; CHUNKS];
+        let reader = BufReader::new(stream);
+        for line in reader.lines() {
+            let line = line.unwrap();
+            if let Some(i) = line
+                .strip_prefix("data: ")
+                .and_then(|d| serde_json::from_str::<Value>(d).ok())
+                .and_then(|v| chunk_index(&v["choices"][0]["delta"]["content"]))
+            {
+                arrivals[i] = epoch.elapsed();
+            }
+        }
+        latencies(&server.finish(), &arrivals)
+    };
+
+    let config = tempfile::tempdir().unwrap();
+    let server = PacedSse::start(epoch);
+    let mut acp = Acp::spawn(config.path(), &format!("http://{}/v1", server.addr));
+    acp.call("initialize", json!({"protocolVersion": 1}));
+    let created = acp.call("session/new", json!({"cwd": work, "mcpServers": []}));
+    let session = created["sessionId"].as_str().unwrap().to_string();
+    let id = acp.send(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": "stream"}),
+    );
+    let mut arrivals = vec![Duration::ZERO; CHUNKS];
+    acp.response(id, |m| {
+        let text = &m["params"]["update"]["content"]["text"];
+        for piece in text.as_str().unwrap_or_default().split(',') {
+            if let Ok(i) = piece.trim().parse::<usize>() {
+                arrivals[i.min(CHUNKS - 1)] = epoch.elapsed();
+            }
+        }
+    });
+    acp.finish();
+    let through = latencies(&server.finish(), &arrivals);
+    let (mut d, mut z) = (direct, through);
+    let (dm, zm) = (median(&mut d), median(&mut z));
+    let p99 = z[z.len() * 99 / 100];
+    println!(
+        "streamed chunk latency over {CHUNKS} chunks: via zeroclaw median {:.1} us (p99 {:.1} us) \
+         | direct SSE reader {:.1} us | added per chunk {:.1} us",
+        dm_us(zm),
+        dm_us(p99),
+        dm_us(dm),
+        dm_us(zm.saturating_sub(dm))
+    );
+}
+
+fn dm_us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn chunk_index(content: &Value) -> Option<usize> {
+    content.as_str()?.trim_end_matches(',').parse().ok()
+}
+
+fn latencies(sent: &[Duration], arrived: &[Duration]) -> Vec<Duration> {
+    sent.iter()
+        .zip(arrived)
+        .map(|(s, a)| a.saturating_sub(*s))
+        .collect()
+}
+
+/// A one-shot SSE server sending `CHUNKS` text deltas `"<i>,"`, `CHUNK_GAP` apart, recording
+/// when each was written (as offsets from a shared epoch).
+struct PacedSse {
+    addr: String,
+    thread: std::thread::JoinHandle<Vec<Duration>>,
+}
+
+impl PacedSse {
+    fn start(epoch: Instant) -> PacedSse {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let thread = std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            socket.set_nodelay(true).unwrap();
+            read_request(&mut socket);
+            socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
+                .unwrap();
+            let mut sent = Vec::with_capacity(CHUNKS);
+            for i in 0..CHUNKS {
+                std::thread::sleep(CHUNK_GAP);
+                let chunk = json!({"choices": [{"index": 0, "delta": {"content": format!("{i},")}, "finish_reason": null}]});
+                socket
+                    .write_all(format!("data: {chunk}\n\n").as_bytes())
+                    .unwrap();
+                sent.push(epoch.elapsed());
+            }
+            let done = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+            let _ = socket.write_all(format!("data: {done}\n\ndata: [DONE]\n\n").as_bytes());
+            sent
+        });
+        PacedSse { addr, thread }
+    }
+
+    fn finish(self) -> Vec<Duration> {
+        self.thread.join().expect("paced SSE server")
+    }
+}
+
+/// Reads an HTTP request head and its `content-length` body.
+fn read_request(socket: &mut TcpStream) {
+    let mut data = Vec::new();
+    let mut piece = [0u8; 8192];
+    loop {
+        let n = socket.read(&mut piece).unwrap();
+        if n == 0 {
+            return;
+        }
+        data.extend_from_slice(&piece[..n]);
+        let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&data[..end]).to_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        if data.len() >= end + 4 + length {
+            return;
+        }
+    }
+}
