@@ -21,6 +21,8 @@ pub struct EnvEntry {
     pub var: String,
     pub path: Vec<String>,
     pub value: toml::Value,
+    /// The variable's text as given, for string keys whose value parsed as another scalar.
+    pub literal: String,
 }
 
 /// The `ZEROCLAW_*` variables of this process; a non-UTF-8 one is an error naming it.
@@ -52,6 +54,7 @@ pub fn overlay(vars: Vec<(String, String)>) -> Result<Vec<EnvEntry>, ConfigError
         let path = key_path(&var, tail)?;
         entries.push(EnvEntry {
             value: scalar(&value),
+            literal: value,
             path,
             var,
         });

@@ -1,7 +1,7 @@
 //! Layering: built-in defaults <- `config.toml` <- environment overlay, then typed
 //! deserialization and validation, with every error traced back to its source.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -36,19 +36,20 @@ struct RawConfig {
 /// Which source each key came from.
 struct Sources {
     file: Option<PathBuf>,
-    env: BTreeMap<String, String>,
+    /// Keys set by the environment, by dotted path.
+    env: BTreeMap<String, EnvEntry>,
 }
 
 impl Sources {
     /// The variable that set `key` (or a key below it), else the file, else the defaults.
     fn of(&self, key: &str) -> Source {
-        if let Some(var) = self.env.get(key) {
-            return Source::Env(var.clone());
+        if let Some(entry) = self.env.get(key) {
+            return Source::Env(entry.var.clone());
         }
         let below = format!("{key}.");
         let under = self.env.iter().find(|(k, _)| k.starts_with(&below));
         match (under, &self.file) {
-            (Some((_, var)), _) => Source::Env(var.clone()),
+            (Some((_, entry)), _) => Source::Env(entry.var.clone()),
             (None, Some(path)) => Source::File(path.clone()),
             (None, None) => Source::Defaults,
         }
@@ -63,7 +64,7 @@ pub(super) fn load(config_dir: &Path, vars: Vec<(String, String)>) -> Result<Con
         file: file.as_ref().map(|_| file_path.clone()),
         env: entries
             .iter()
-            .map(|e| (e.path.join("."), e.var.clone()))
+            .map(|e| (e.path.join("."), e.clone()))
             .collect(),
     };
     let mut merged = defaults();
@@ -76,11 +77,37 @@ pub(super) fn load(config_dir: &Path, vars: Vec<(String, String)>) -> Result<Con
     if !merged.contains_key("agents") {
         merged.insert("agents".into(), Value::Table(default_agents()));
     }
-    let raw: RawConfig = serde_path_to_error::deserialize(Value::Table(merged))
-        .map_err(|e| deserialize_error(e, &sources))?;
+    let raw = deserialize(merged, &sources)?;
     let config = resolve(config_dir, raw);
     validate(&config, &sources)?;
     Ok(config)
+}
+
+/// Deserializes the merged tree. A variable whose text parsed as a number or boolean where a
+/// string is expected (a model called `4`, a numeric key) is taken literally and retried.
+fn deserialize(mut tree: Table, sources: &Sources) -> Result<RawConfig, ConfigError> {
+    let mut taken_literally = BTreeSet::new();
+    loop {
+        let err = match serde_path_to_error::deserialize(Value::Table(tree.clone())) {
+            Ok(raw) => return Ok(raw),
+            Err(err) => err,
+        };
+        let key = err.path().to_string();
+        let wants_string = err.inner().to_string().contains("expected a string");
+        match sources.env.get(&key) {
+            Some(entry) if wants_string && taken_literally.insert(key) => {
+                let value = Value::String(entry.literal.clone());
+                apply(
+                    &mut tree,
+                    EnvEntry {
+                        value,
+                        ..entry.clone()
+                    },
+                )?;
+            }
+            _ => return Err(deserialize_error(err, sources)),
+        }
+    }
 }
 
 /// The parsed file, or `None` when it does not exist.

@@ -64,7 +64,9 @@ pub enum ProviderKind {
 }
 
 /// `[providers.<name>]`: where a model API lives and how to authenticate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `Debug` masks `api_key`, so logging a config never leaks it.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     #[serde(default)]
@@ -76,6 +78,18 @@ pub struct ProviderConfig {
     pub api_key_env: Option<String>,
     #[serde(default = "default_request_timeout_secs")]
     pub request_timeout_secs: u64,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| mask::MASK))
+            .field("api_key_env", &self.api_key_env)
+            .field("request_timeout_secs", &self.request_timeout_secs)
+            .finish()
+    }
 }
 
 fn default_request_timeout_secs() -> u64 {

@@ -196,3 +196,38 @@ fn default_provider_without_key_says_which_variable_to_set() {
     let msg = cfg.resolve_api_key("openrouter").unwrap_err().to_string();
     assert!(msg.contains("ZEROCLAW_UNIT_TEST_UNSET_VAR_91"), "{msg}");
 }
+
+#[test]
+fn env_values_for_string_keys_are_taken_literally_when_they_parse_as_numbers() {
+    let env = [
+        ("ZEROCLAW_providers__p__base_url", "http://127.0.0.1:1/v1"),
+        ("ZEROCLAW_providers__p__api_key", "12345"),
+        ("ZEROCLAW_agents__a__provider", "p"),
+        ("ZEROCLAW_agents__a__model", "4"),
+        ("ZEROCLAW_agents__a__system_prompt", "true"),
+    ];
+    let cfg = load(None, &env).1.unwrap();
+    assert_eq!(cfg.providers["p"].api_key.as_deref(), Some("12345"));
+    assert_eq!(cfg.agents["a"].model, "4");
+    assert_eq!(cfg.agents["a"].system_prompt.as_deref(), Some("true"));
+}
+
+#[test]
+fn a_number_in_the_file_where_a_string_belongs_is_still_an_error() {
+    let msg = err(
+        Some("[agents.a]\nprovider = \"openrouter\"\nmodel = 4\n"),
+        &[],
+    );
+    assert!(msg.contains("agents.a.model"), "{msg}");
+}
+
+#[test]
+fn debug_output_never_contains_the_api_key() {
+    let env = [("ZEROCLAW_providers__openrouter__api_key", "sk-debug-secret")];
+    let cfg = load(None, &env).1.unwrap();
+    let text = format!("{cfg:?}");
+    assert!(
+        !text.contains("sk-debug-secret") && text.contains("***"),
+        "{text}"
+    );
+}
