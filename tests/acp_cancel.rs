@@ -82,6 +82,10 @@ fn cancel_notification_during_a_stream_answers_cancelled_with_the_partial_text()
     fx.client
         .notify("session/cancel", json!({"sessionId": fx.session}));
     assert_cancelled_with_partial_text(&fx, &prompt_id);
+    assert!(
+        fx.model.wait_aborted(1),
+        "cancel hangs up on the model stream"
+    );
     assert_session_usable_afterwards(&fx);
 }
 
@@ -120,6 +124,10 @@ fn cancel_request_for_an_in_flight_prompt_answers_request_cancelled() {
         .notify("$/cancel_request", json!({"id": prompt_id}));
     let resp = fx.client.wait_response(&prompt_id);
     assert_eq!(resp["error"]["code"], -32800, "{resp}");
+    assert!(
+        fx.model.wait_aborted(1),
+        "the cancelled request stops the model"
+    );
 }
 
 #[test]
@@ -180,6 +188,10 @@ fn close_cancels_the_running_turn_and_deactivates_the_session() {
     assert_eq!(result, json!({}));
     let prompt = fx.client.wait_response(&prompt_id);
     assert_eq!(prompt["result"]["stopReason"], "cancelled", "{prompt}");
+    assert!(
+        fx.model.wait_aborted(1),
+        "close hangs up on the model stream"
+    );
     let error = fx
         .client
         .call_err("session/prompt", prompt_params(&fx.session, "more"));
@@ -228,4 +240,37 @@ fn the_session_limit_from_the_environment() {
     client.new_session(work.path());
     let error = client.call_err("session/new", json!({"cwd": work.path(), "mcpServers": []}));
     assert_eq!(error["code"], -32001);
+}
+
+#[test]
+fn idle_sessions_are_reaped_from_memory_but_kept_in_the_store() {
+    let client = AcpClient::builder()
+        .model("http://127.0.0.1:9/v1")
+        .arg("--max-sessions")
+        .arg("1")
+        .arg("--session-timeout")
+        .arg("1")
+        .spawn();
+    client.initialize();
+    let work = tempfile::tempdir().unwrap();
+    let first = client.new_session(work.path());
+    // The slot frees once the idle session is reaped (hang-guarded, no timing assertion).
+    let second = loop {
+        let resp = client.request("session/new", json!({"cwd": work.path(), "mcpServers": []}));
+        match resp.get("result") {
+            Some(result) => break result["sessionId"].as_str().unwrap().to_string(),
+            None => assert_eq!(resp["error"]["code"], -32001, "{resp}"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_ne!(first, second);
+    let error = client.call_err("session/prompt", prompt_params(&first, "still there?"));
+    assert_eq!(error["code"], -32000, "a reaped session is not active");
+    client.call("session/close", json!({"sessionId": second}));
+    let result = client.call("session/resume", json!({"sessionId": first}));
+    assert_eq!(
+        result,
+        json!({}),
+        "the reaped session is still in the store"
+    );
 }

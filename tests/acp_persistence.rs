@@ -327,3 +327,67 @@ fn the_store_lives_under_the_workspace_dir() {
     let db = fx.config.path().join("workspace/sessions/acp-sessions.db");
     assert!(db.is_file(), "{} exists", db.display());
 }
+
+fn two_agent_config(base_url: &str, a_enabled: bool, default: &str) -> String {
+    format!(
+        r#"[acp]
+default_agent = "{default}"
+
+[providers.local]
+kind = "openai"
+base_url = "{base_url}"
+api_key = "test"
+
+[agents.a]
+provider = "local"
+model = "model-a"
+enabled = {a_enabled}
+
+[agents.b]
+provider = "local"
+model = "model-b"
+"#
+    )
+}
+
+#[test]
+fn restore_falls_back_when_the_stored_agent_is_no_longer_dispatchable() {
+    let model = ModelServer::start_blocking(vec![text_reply("from a"), text_reply("from b")]);
+    let config = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let spawn = |a_enabled| {
+        let toml = two_agent_config(
+            &model.base_url(),
+            a_enabled,
+            if a_enabled { "a" } else { "b" },
+        );
+        let client = AcpClient::builder()
+            .config_dir(config.path())
+            .config_toml(toml)
+            .spawn();
+        client.initialize();
+        client
+    };
+    let mut first = spawn(true);
+    let created = first.call(
+        "session/new",
+        json!({"cwd": work.path(), "mcpServers": [], "agentAlias": "a"}),
+    );
+    let session = created["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(first.prompt(&session, "one")["result"]["content"], "from a");
+    first.kill9();
+
+    let second = spawn(false);
+    let result = second.call("session/load", json!({"session_id": session}));
+    assert_eq!(result, json!({}));
+    assert_eq!(
+        second.prompt(&session, "two")["result"]["content"],
+        "from b"
+    );
+    let models: Vec<Value> = model
+        .requests()
+        .iter()
+        .map(|r| r["model"].clone())
+        .collect();
+    assert_eq!(models, vec![json!("model-a"), json!("model-b")]);
+}

@@ -667,3 +667,46 @@ pub fn memory_kib(pid: u32) -> Option<(u64, u64)> {
     };
     Some((field("VmHWM:")?, field("VmRSS:")?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared() -> Shared {
+        Shared {
+            inbox: Mutex::new(Inbox::default()),
+            changed: Condvar::new(),
+            stdin: Mutex::new(None),
+        }
+    }
+
+    #[test]
+    fn stray_stdout_text_and_schema_violations_are_recorded() {
+        let shared = shared();
+        handle_line(&shared, b"Starting zeroclaw...\n");
+        handle_line(
+            &shared,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}\n",
+        );
+        handle_line(&shared, b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"Parse error\"}}\n");
+        let inbox = shared.lock();
+        assert_eq!(inbox.violations.len(), 2, "{:?}", inbox.violations);
+        assert_eq!(inbox.messages.len(), 2);
+    }
+
+    #[test]
+    fn permission_requests_are_answered_by_policy() {
+        let request = json!({"jsonrpc": "2.0", "id": "zc-out-0", "method": "session/request_permission", "params": {}});
+        let allow = permission_answer(&request, Some(&Permission::Select("allow-once".into())));
+        assert_eq!(
+            allow.unwrap()["result"]["outcome"],
+            json!({"outcome": "selected", "optionId": "allow-once"})
+        );
+        let cancel = permission_answer(&request, Some(&Permission::Cancel)).unwrap();
+        assert_eq!(cancel["id"], "zc-out-0");
+        assert_eq!(cancel["result"]["outcome"]["outcome"], "cancelled");
+        assert!(permission_answer(&request, Some(&Permission::Ignore)).is_none());
+        let update = json!({"jsonrpc": "2.0", "method": "session/update", "params": {}});
+        assert!(permission_answer(&update, Some(&Permission::Cancel)).is_none());
+    }
+}
