@@ -274,3 +274,23 @@ fn idle_sessions_are_reaped_from_memory_but_kept_in_the_store() {
         "the reaped session is still in the store"
     );
 }
+
+#[test]
+fn a_stalled_turn_blocks_neither_other_sessions_nor_other_requests() {
+    let fx = Fixture::start(vec![stalling_stream(), text_reply("other session")]);
+    let prompt_id = start_stalled_turn(&fx);
+    let other = fx.client.new_session(fx.work.path());
+    let resp = fx.client.prompt(&other, "meanwhile");
+    assert_eq!(resp["result"]["content"], "other session", "{resp}");
+    assert_eq!(fx.client.initialize()["protocolVersion"], 1);
+    assert!(
+        fx.client
+            .messages()
+            .iter()
+            .all(|m| !(is_response(m) && m["id"] == prompt_id)),
+        "the stalled turn is still running"
+    );
+    fx.client
+        .notify("session/cancel", json!({"sessionId": fx.session}));
+    assert_cancelled_with_partial_text(&fx, &prompt_id);
+}
