@@ -405,3 +405,28 @@ fn the_blocking_server_serves_plain_tests() {
         .unwrap();
     assert_eq!(events[0], ProviderEvent::TextDelta("pushed".into()));
 }
+
+#[tokio::test]
+async fn a_server_that_ignores_stream_true_is_read_as_one_completion() {
+    let completion = json!({
+        "id": "x", "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "whole answer"}}],
+        "usage": {"prompt_tokens": 2, "completion_tokens": 2},
+    });
+    let server = ModelServer::start(vec![Reply::Status(200, completion.to_string())]).await;
+    let events = run(&*local_provider(&server.base_url(), &[]))
+        .await
+        .unwrap();
+    assert_eq!(
+        events,
+        vec![
+            ProviderEvent::TextDelta("whole answer".into()),
+            ProviderEvent::Usage {
+                input_tokens: 2,
+                output_tokens: 2
+            },
+            ProviderEvent::Stop(StopReason::EndTurn),
+        ]
+    );
+}

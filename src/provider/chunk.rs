@@ -69,10 +69,11 @@ impl ChunkMapper {
         events: &mut Vec<ProviderEvent>,
     ) -> Result<(), ChunkError> {
         let delta = choice.get("delta").unwrap_or(&Value::Null);
-        for key in ["reasoning", "reasoning_content"] {
-            if let Some(text) = non_empty_str(delta.get(key)) {
-                events.push(ProviderEvent::ThinkingDelta(text.to_owned()));
-            }
+        // Servers name it one way or the other; some send both with the same text.
+        let reasoning = non_empty_str(delta.get("reasoning"))
+            .or_else(|| non_empty_str(delta.get("reasoning_content")));
+        if let Some(text) = reasoning {
+            events.push(ProviderEvent::ThinkingDelta(text.to_owned()));
         }
         if let Some(text) = non_empty_str(delta.get("content")) {
             events.push(ProviderEvent::TextDelta(text.to_owned()));
@@ -120,6 +121,34 @@ impl ChunkMapper {
         }
         Ok(())
     }
+}
+
+/// The events of a whole, non-streamed completion (a server that ignored `stream: true`):
+/// its message is read as one delta, then the finish reason and usage, then `Stop`.
+pub fn map_completion(body: &str) -> Result<Vec<ProviderEvent>, ChunkError> {
+    let mut completion: Value = serde_json::from_str(body)
+        .map_err(|e| ChunkError::Invalid(format!("{e}: {}", short(body))))?;
+    if let Some(choice) = completion.pointer_mut("/choices/0") {
+        let mut message = choice
+            .get_mut("message")
+            .map(Value::take)
+            .unwrap_or_default();
+        let mut has_calls = false;
+        if let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) {
+            for (index, call) in calls.iter_mut().enumerate() {
+                call["index"] = Value::from(index);
+            }
+            has_calls = !calls.is_empty();
+        }
+        choice["delta"] = message;
+        if !choice["finish_reason"].is_string() {
+            choice["finish_reason"] = Value::from(if has_calls { "tool_calls" } else { "stop" });
+        }
+    }
+    let mut mapper = ChunkMapper::new();
+    let mut events = mapper.map(&completion.to_string())?;
+    events.extend(mapper.finish());
+    Ok(events)
 }
 
 fn stop_reason(reason: &str) -> StopReason {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 
-use super::chunk::{ChunkError, ChunkMapper};
+use super::chunk::{self, ChunkError, ChunkMapper};
 use super::error::excerpt;
 use super::sse::SseDecoder;
 use super::{ChatRequest, EventStream, Provider, ProviderError, ProviderEvent, request, retry};
@@ -21,6 +21,8 @@ use crate::config::ProviderConfig;
 /// How much of an error body is read, and how much of it is shown.
 const ERROR_BODY_READ: usize = 64 * 1024;
 const ERROR_BODY_SHOWN: usize = 300;
+/// The largest non-streamed completion accepted.
+const COMPLETION_BODY_MAX: usize = 16 * 1024 * 1024;
 
 /// A configured OpenAI-compatible endpoint.
 pub struct OpenAiProvider {
@@ -114,6 +116,9 @@ impl Provider for OpenAiProvider {
             let key = self.key.clone().map_err(ProviderError::MissingApiKey)?;
             let body = request::body(&req);
             let response = retry::with_backoff(|| self.open(&body, &key)).await?;
+            if is_json(&response) {
+                return self.whole_completion(response).await;
+            }
             let state = BodyState {
                 provider: self.name.clone(),
                 idle_timeout: self.timeout,
@@ -125,6 +130,33 @@ impl Provider for OpenAiProvider {
             };
             Ok(Box::pin(futures::stream::unfold(state, BodyState::next)) as EventStream)
         })
+    }
+}
+
+impl OpenAiProvider {
+    /// A server that ignored `stream: true` and sent one JSON completion.
+    async fn whole_completion(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<EventStream, ProviderError> {
+        let body = read_prefix(response, COMPLETION_BODY_MAX, self.timeout).await;
+        let events = chunk::map_completion(&body).map_err(|e| chunk_error(&self.name, e))?;
+        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+    }
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    let content_type = response.headers().get(reqwest::header::CONTENT_TYPE);
+    content_type
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+fn chunk_error(provider: &str, e: ChunkError) -> ProviderError {
+    let provider = provider.to_owned();
+    match e {
+        ChunkError::Invalid(message) => ProviderError::Protocol { provider, message },
+        ChunkError::Model(message) => ProviderError::Model { provider, message },
     }
 }
 
@@ -179,14 +211,7 @@ impl BodyState {
         }
         match self.mapper.map(data) {
             Ok(events) => self.queue.extend(events.into_iter().map(Ok)),
-            Err(ChunkError::Invalid(message)) => self.push_err(ProviderError::Protocol {
-                provider: self.provider.clone(),
-                message,
-            }),
-            Err(ChunkError::Model(message)) => self.push_err(ProviderError::Model {
-                provider: self.provider.clone(),
-                message,
-            }),
+            Err(e) => self.push_err(chunk_error(&self.provider, e)),
         }
     }
 

@@ -172,3 +172,58 @@ fn no_finish_reason_means_no_stop() {
         .unwrap();
     assert_eq!(mapper.finish(), None);
 }
+
+#[test]
+fn reasoning_sent_under_both_names_is_not_doubled() {
+    let mut mapper = ChunkMapper::new();
+    let chunk = delta(json!({"reasoning": "r", "reasoning_content": "r"}));
+    let got = mapper.map(&chunk.to_string()).unwrap();
+    assert_eq!(got, vec![ProviderEvent::ThinkingDelta("r".into())]);
+}
+
+#[test]
+fn a_non_streamed_completion_maps_to_the_same_events() {
+    let body = json!({
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "calling", "reasoning_content": "why",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{}"}},
+                {"id": "c2", "type": "function", "function": {"name": "b", "arguments": "{\"x\":1}"}},
+            ],
+        }}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4},
+    });
+    let got = map_completion(&body.to_string()).unwrap();
+    assert_eq!(
+        got,
+        vec![
+            ProviderEvent::ThinkingDelta("why".into()),
+            ProviderEvent::TextDelta("calling".into()),
+            ProviderEvent::ToolCallStart {
+                index: 0,
+                id: "c1".into(),
+                name: "a".into()
+            },
+            ProviderEvent::ToolCallArgsDelta {
+                index: 0,
+                delta: "{}".into()
+            },
+            ProviderEvent::ToolCallStart {
+                index: 1,
+                id: "c2".into(),
+                name: "b".into()
+            },
+            ProviderEvent::ToolCallArgsDelta {
+                index: 1,
+                delta: "{\"x\":1}".into()
+            },
+            ProviderEvent::ToolCallEnd { index: 0 },
+            ProviderEvent::ToolCallEnd { index: 1 },
+            ProviderEvent::Usage {
+                input_tokens: 3,
+                output_tokens: 4
+            },
+            ProviderEvent::Stop(StopReason::ToolUse),
+        ]
+    );
+}
