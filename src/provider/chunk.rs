@@ -4,7 +4,7 @@
 //! when a `finish_reason` arrives; [`ChunkMapper::finish`] yields the final `Stop` once the
 //! stream is over (usage arrives in a chunk after the finish reason).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -14,6 +14,10 @@ use super::{ProviderEvent, StopReason};
 #[derive(Debug, Default)]
 pub struct ChunkMapper {
     open_calls: BTreeSet<usize>,
+    /// Every call started so far, by id, and the last one started: for servers that omit
+    /// `index` on tool-call deltas.
+    call_ids: BTreeMap<String, usize>,
+    last_call: Option<usize>,
     stop: Option<StopReason>,
     done: bool,
 }
@@ -99,11 +103,7 @@ impl ChunkMapper {
         call: &Value,
         events: &mut Vec<ProviderEvent>,
     ) -> Result<(), ChunkError> {
-        let index = call
-            .get("index")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| ChunkError::Invalid("tool call without an index".to_owned()))?
-            as usize;
+        let index = self.call_index(call)?;
         let function = call.get("function").unwrap_or(&Value::Null);
         if self.open_calls.insert(index) {
             let id = non_empty_str(call.get("id"))
@@ -111,6 +111,8 @@ impl ChunkMapper {
             let name = non_empty_str(function.get("name"))
                 .unwrap_or_default()
                 .to_owned();
+            self.call_ids.insert(id.clone(), index);
+            self.last_call = Some(index);
             events.push(ProviderEvent::ToolCallStart { index, id, name });
         }
         if let Some(piece) = non_empty_str(function.get("arguments")) {
@@ -149,6 +151,26 @@ pub fn map_completion(body: &str) -> Result<Vec<ProviderEvent>, ChunkError> {
     let mut events = mapper.map(&completion.to_string())?;
     events.extend(mapper.finish());
     Ok(events)
+}
+
+impl ChunkMapper {
+    /// The call's `index`; without one (some servers omit it), the index of the call with the
+    /// same id, a new index for a new id, or else the call started last.
+    fn call_index(&self, call: &Value) -> Result<usize, ChunkError> {
+        if let Some(index) = call.get("index").and_then(Value::as_u64) {
+            return Ok(index as usize);
+        }
+        match non_empty_str(call.get("id")) {
+            Some(id) => Ok(self
+                .call_ids
+                .get(id)
+                .copied()
+                .unwrap_or_else(|| self.call_ids.values().max().map_or(0, |max| max + 1))),
+            None => self
+                .last_call
+                .ok_or_else(|| ChunkError::Invalid("tool call without an index or id".to_owned())),
+        }
+    }
 }
 
 fn stop_reason(reason: &str) -> StopReason {

@@ -227,3 +227,64 @@ fn a_non_streamed_completion_maps_to_the_same_events() {
         ]
     );
 }
+
+#[test]
+fn calls_without_an_index_are_told_apart_by_id() {
+    let call = |id: Option<&str>, name: Option<&str>, args: &str| {
+        let mut c = json!({"type": "function", "function": {"arguments": args}});
+        if let Some(id) = id {
+            c["id"] = json!(id);
+        }
+        if let Some(name) = name {
+            c["function"]["name"] = json!(name);
+        }
+        delta(json!({"tool_calls": [c]}))
+    };
+    let input = sse(&[
+        call(Some("g1"), Some("a"), "{\"x\":"),
+        call(None, None, "1}"),
+        call(Some("g2"), Some("b"), "{}"),
+        finish("tool_calls"),
+    ]);
+    let got = events(&input, 3);
+    assert_eq!(
+        got,
+        vec![
+            ProviderEvent::ToolCallStart {
+                index: 0,
+                id: "g1".into(),
+                name: "a".into()
+            },
+            ProviderEvent::ToolCallArgsDelta {
+                index: 0,
+                delta: "{\"x\":".into()
+            },
+            ProviderEvent::ToolCallArgsDelta {
+                index: 0,
+                delta: "1}".into()
+            },
+            ProviderEvent::ToolCallStart {
+                index: 1,
+                id: "g2".into(),
+                name: "b".into()
+            },
+            ProviderEvent::ToolCallArgsDelta {
+                index: 1,
+                delta: "{}".into()
+            },
+            ProviderEvent::ToolCallEnd { index: 0 },
+            ProviderEvent::ToolCallEnd { index: 1 },
+            ProviderEvent::Stop(StopReason::ToolUse),
+        ]
+    );
+}
+
+#[test]
+fn a_first_call_with_neither_index_nor_id_is_invalid() {
+    let mut mapper = ChunkMapper::new();
+    let chunk = delta(json!({"tool_calls": [{"function": {"name": "a"}}]}));
+    assert!(matches!(
+        mapper.map(&chunk.to_string()),
+        Err(ChunkError::Invalid(_))
+    ));
+}
