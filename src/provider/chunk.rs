@@ -123,6 +123,24 @@ impl ChunkMapper {
         }
         Ok(())
     }
+
+    /// The call's `index`; without one (some servers omit it), the index of the call with the
+    /// same id, a new index for a new id, or else the call started last.
+    fn call_index(&self, call: &Value) -> Result<usize, ChunkError> {
+        if let Some(index) = call.get("index").and_then(Value::as_u64) {
+            return Ok(index as usize);
+        }
+        match non_empty_str(call.get("id")) {
+            Some(id) => Ok(self
+                .call_ids
+                .get(id)
+                .copied()
+                .unwrap_or_else(|| self.call_ids.values().max().map_or(0, |max| max + 1))),
+            None => self
+                .last_call
+                .ok_or_else(|| ChunkError::Invalid("tool call without an index or id".to_owned())),
+        }
+    }
 }
 
 /// The events of a whole, non-streamed completion (a server that ignored `stream: true`):
@@ -151,26 +169,6 @@ pub fn map_completion(body: &str) -> Result<Vec<ProviderEvent>, ChunkError> {
     let mut events = mapper.map(&completion.to_string())?;
     events.extend(mapper.finish());
     Ok(events)
-}
-
-impl ChunkMapper {
-    /// The call's `index`; without one (some servers omit it), the index of the call with the
-    /// same id, a new index for a new id, or else the call started last.
-    fn call_index(&self, call: &Value) -> Result<usize, ChunkError> {
-        if let Some(index) = call.get("index").and_then(Value::as_u64) {
-            return Ok(index as usize);
-        }
-        match non_empty_str(call.get("id")) {
-            Some(id) => Ok(self
-                .call_ids
-                .get(id)
-                .copied()
-                .unwrap_or_else(|| self.call_ids.values().max().map_or(0, |max| max + 1))),
-            None => self
-                .last_call
-                .ok_or_else(|| ChunkError::Invalid("tool call without an index or id".to_owned())),
-        }
-    }
 }
 
 fn stop_reason(reason: &str) -> StopReason {
