@@ -430,3 +430,47 @@ async fn a_server_that_ignores_stream_true_is_read_as_one_completion() {
         ]
     );
 }
+
+fn too_many_requests(retry_after: &str) -> Reply {
+    Reply::Http {
+        status: 429,
+        headers: vec![("retry-after".into(), retry_after.into())],
+        body: "rate limited".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_short_retry_after_is_honoured_and_retried() {
+    let server =
+        ModelServer::start(vec![too_many_requests("1"), text_reply("after the pause")]).await;
+    let events = run(&*local_provider(&server.base_url(), &[]))
+        .await
+        .unwrap();
+    assert_eq!(
+        events[0],
+        ProviderEvent::TextDelta("after the pause".into())
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_retry_after_longer_than_the_cap_fails_at_once() {
+    let long = (provider::MAX_RETRY_AFTER_SECS + 1).to_string();
+    let server = ModelServer::start(vec![too_many_requests(&long), text_reply("unused")]).await;
+    let err = run(&*local_provider(&server.base_url(), &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProviderError::Http {
+                status: 429,
+                retry_after_secs: Some(_),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("rate limited"), "{err}");
+    assert_eq!(server.requests().len(), 1);
+}

@@ -20,6 +20,8 @@ pub enum ProviderError {
         provider: String,
         status: u16,
         excerpt: String,
+        /// The server's `Retry-After`, in seconds, when it sent one.
+        retry_after_secs: Option<u64>,
     },
     #[error("provider `{provider}`: the response stream broke: {message}")]
     Stream { provider: String, message: String },
@@ -30,11 +32,32 @@ pub enum ProviderError {
     Model { provider: String, message: String },
 }
 
+/// The longest `Retry-After` the provider waits for; a longer one fails the call at once.
+pub const MAX_RETRY_AFTER_SECS: u64 = 10;
+
 impl ProviderError {
-    /// Whether trying again (before any token arrived) may succeed: 429, 5xx, connect errors.
+    /// How long the server asked to wait before trying again.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            ProviderError::Http {
+                retry_after_secs, ..
+            } => retry_after_secs.map(std::time::Duration::from_secs),
+            _ => None,
+        }
+    }
+
+    /// Whether trying again (before any token arrived) may succeed: 429, 5xx, connect errors,
+    /// unless the server asked for a longer pause than [`MAX_RETRY_AFTER_SECS`].
     pub fn is_retryable(&self) -> bool {
         match self {
-            ProviderError::Http { status, .. } => *status == 429 || *status >= 500,
+            ProviderError::Http {
+                status,
+                retry_after_secs,
+                ..
+            } => {
+                let soon = retry_after_secs.is_none_or(|s| s <= MAX_RETRY_AFTER_SECS);
+                (*status == 429 || *status >= 500) && soon
+            }
             ProviderError::Connect { .. } => true,
             _ => false,
         }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 
-pub use error::ProviderError;
+pub use error::{MAX_RETRY_AFTER_SECS, ProviderError};
 
 use crate::config::{Config, ProviderKind};
 

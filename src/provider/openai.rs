@@ -84,11 +84,17 @@ impl OpenAiProvider {
 
     async fn http_error(&self, response: reqwest::Response, key: &str) -> ProviderError {
         let status = response.status().as_u16();
+        let retry_after_secs = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok());
         let body = read_prefix(response, ERROR_BODY_READ, self.timeout).await;
         ProviderError::Http {
             provider: self.name.clone(),
             status,
             excerpt: excerpt(&body, key, ERROR_BODY_SHOWN),
+            retry_after_secs,
         }
     }
 

@@ -25,6 +25,12 @@ pub enum Reply {
     Sse(Vec<Chunk>),
     /// An HTTP error with this body.
     Status(u16, String),
+    /// Any status with extra headers (e.g. `Retry-After`) and a body.
+    Http {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
     /// Raw body pieces sent as they are (each after its delay), for framing tests.
     Raw(Vec<(u64, Vec<u8>)>),
     /// Never answers; waits until the client gives up.
@@ -364,10 +370,12 @@ enum Outcome {
 
 async fn respond(socket: &mut TcpStream, reply: Reply) -> Outcome {
     match reply {
-        Reply::Status(code, body) => match send_status(socket, code, &body).await {
-            Ok(()) => Outcome::Answered,
-            Err(_) => Outcome::Aborted,
-        },
+        Reply::Status(code, body) => answered(send_status(socket, code, &[], &body).await),
+        Reply::Http {
+            status,
+            headers,
+            body,
+        } => answered(send_status(socket, status, &headers, &body).await),
         Reply::Sse(chunks) => {
             let mut pieces: Vec<(u64, Vec<u8>)> = chunks
                 .into_iter()
@@ -385,9 +393,25 @@ async fn respond(socket: &mut TcpStream, reply: Reply) -> Outcome {
     }
 }
 
-async fn send_status(socket: &mut TcpStream, code: u16, body: &str) -> std::io::Result<()> {
+fn answered(sent: std::io::Result<()>) -> Outcome {
+    match sent {
+        Ok(()) => Outcome::Answered,
+        Err(_) => Outcome::Aborted,
+    }
+}
+
+async fn send_status(
+    socket: &mut TcpStream,
+    code: u16,
+    headers: &[(String, String)],
+    body: &str,
+) -> std::io::Result<()> {
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     let head = format!(
-        "HTTP/1.1 {code} Scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        "HTTP/1.1 {code} Scripted\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\n\r\n",
         body.len()
     );
     socket.write_all(head.as_bytes()).await?;
