@@ -105,6 +105,16 @@ impl OpenAiProvider {
         }
     }
 
+    /// A server that ignored `stream: true` and sent one JSON completion.
+    async fn whole_completion(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<EventStream, ProviderError> {
+        let body = read_prefix(response, COMPLETION_BODY_MAX, self.timeout).await;
+        let events = chunk::map_completion(&body).map_err(|e| chunk_error(&self.name, e))?;
+        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+    }
+
     fn timed_out(&self) -> ProviderError {
         ProviderError::Timeout {
             provider: self.name.clone(),
@@ -136,18 +146,6 @@ impl Provider for OpenAiProvider {
             };
             Ok(Box::pin(futures::stream::unfold(state, BodyState::next)) as EventStream)
         })
-    }
-}
-
-impl OpenAiProvider {
-    /// A server that ignored `stream: true` and sent one JSON completion.
-    async fn whole_completion(
-        &self,
-        response: reqwest::Response,
-    ) -> Result<EventStream, ProviderError> {
-        let body = read_prefix(response, COMPLETION_BODY_MAX, self.timeout).await;
-        let events = chunk::map_completion(&body).map_err(|e| chunk_error(&self.name, e))?;
-        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
     }
 }
 
