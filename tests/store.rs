@@ -2,8 +2,11 @@
 //! migration and unwritable locations.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+#[path = "support/read_only_dir.rs"]
+mod read_only_dir;
+
+use read_only_dir::ReadOnlyDir;
 use serde_json::json;
 use zeroclaw::store::{SessionRecord, Store, StoreError, StoredEntry};
 
@@ -240,61 +243,4 @@ fn a_read_only_directory_is_an_error() {
     assert!(err.to_string().contains("acp-sessions.db"), "{err}");
     let leftovers = std::fs::read_dir(&ro.path).unwrap().count();
     assert_eq!(leftovers, 0);
-}
-
-/// A directory nobody can write to, even root: mode 0555, plus the immutable attribute when
-/// the permission bits are not enough (CAP_DAC_OVERRIDE). Restored on drop.
-struct ReadOnlyDir {
-    path: PathBuf,
-    immutable: bool,
-}
-
-impl ReadOnlyDir {
-    fn new(path: &Path) -> Option<ReadOnlyDir> {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::create_dir(path).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o555)).unwrap();
-        let mut dir = ReadOnlyDir {
-            path: path.to_owned(),
-            immutable: false,
-        };
-        if dir.writable() {
-            dir.immutable = chattr(path, "+i");
-        }
-        if dir.writable() {
-            let reason = "cannot make a directory read-only for this user (chattr +i unavailable)";
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true: {reason}"
-            );
-            eprintln!("SKIPPED: {reason}");
-            return None;
-        }
-        Some(dir)
-    }
-
-    fn writable(&self) -> bool {
-        let probe = self.path.join(".probe");
-        let ok = std::fs::write(&probe, b"").is_ok();
-        let _ = std::fs::remove_file(&probe);
-        ok
-    }
-}
-
-impl Drop for ReadOnlyDir {
-    fn drop(&mut self) {
-        use std::os::unix::fs::PermissionsExt;
-        if self.immutable {
-            chattr(&self.path, "-i");
-        }
-        let _ = std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o755));
-    }
-}
-
-fn chattr(path: &Path, flag: &str) -> bool {
-    Command::new("chattr")
-        .arg(flag)
-        .arg(path)
-        .status()
-        .is_ok_and(|s| s.success())
 }

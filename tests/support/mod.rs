@@ -5,3 +5,4 @@ pub mod acp_client;
 pub mod acp_fixture;
 pub mod acp_schema;
 pub mod model_server;
+pub mod read_only_dir;
