@@ -73,7 +73,7 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("corrupt JSON in the session store: {0}")]
     Json(#[from] serde_json::Error),
-    #[error("the session store thread has stopped")]
+    #[error("the session store did not answer (its thread stopped or the operation panicked)")]
     Closed,
 }
 

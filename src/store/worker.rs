@@ -22,7 +22,12 @@ impl Worker {
             .name("zeroclaw-store".into())
             .spawn(move || {
                 for job in inbox {
-                    job(&mut conn);
+                    // A panicking job loses its answer (the caller sees `Closed`), not the store;
+                    // its open transaction, if any, rolls back as it unwinds.
+                    let run = std::panic::AssertUnwindSafe(|| job(&mut conn));
+                    if std::panic::catch_unwind(run).is_err() {
+                        tracing::error!("a session store operation panicked");
+                    }
                 }
             })
             .map_err(|_| StoreError::Closed)?;
@@ -41,5 +46,23 @@ impl Worker {
         });
         self.jobs.send(job).map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_job_does_not_stop_the_store_thread() {
+        let worker = Worker::spawn(Connection::open_in_memory().unwrap()).unwrap();
+        let lost = worker
+            .run(|_| -> Result<(), StoreError> { panic!("boom") })
+            .await;
+        assert!(matches!(lost, Err(StoreError::Closed)));
+        let answer = worker
+            .run(|c| Ok(c.query_row("SELECT 41 + 1", [], |r| r.get::<_, i64>(0))?))
+            .await;
+        assert_eq!(answer.unwrap(), 42);
     }
 }
