@@ -74,9 +74,7 @@ pub(super) fn load(config_dir: &Path, vars: Vec<(String, String)>) -> Result<Con
     for entry in entries {
         apply(&mut merged, entry)?;
     }
-    if !merged.contains_key("agents") {
-        merged.insert("agents".into(), Value::Table(default_agents()));
-    }
+    add_default_agent(&mut merged);
     let raw = deserialize(merged, &sources)?;
     let config = resolve(config_dir, raw);
     validate(&config, &sources)?;
@@ -142,13 +140,34 @@ fn defaults() -> Table {
     root
 }
 
-fn default_agents() -> Table {
+fn default_agent() -> Table {
     let mut agent = Table::new();
     agent.insert("provider".into(), DEFAULT_PROVIDER.into());
     agent.insert("model".into(), DEFAULT_MODEL.into());
-    let mut agents = Table::new();
-    agents.insert(DEFAULT_AGENT.into(), Value::Table(agent));
-    agents
+    agent
+}
+
+/// With no (or an empty) `[agents]`, the built-in `default` agent. A configured agent named `default`
+/// takes the built-in's provider and model unless it sets them, so one variable
+/// (`ZEROCLAW_agents__default__model=…`) can change just the model.
+fn add_default_agent(root: &mut Table) {
+    let agents = root
+        .entry("agents")
+        .or_insert_with(|| Value::Table(Table::new()));
+    let Some(agents) = agents.as_table_mut() else {
+        return; // ill-typed: deserialization reports it
+    };
+    if !agents.is_empty() && !agents.contains_key(DEFAULT_AGENT) {
+        return;
+    }
+    let slot = agents
+        .entry(DEFAULT_AGENT)
+        .or_insert_with(|| Value::Table(Table::new()));
+    if let Value::Table(configured) = slot {
+        let mut agent = default_agent();
+        merge(&mut agent, std::mem::take(configured));
+        *configured = agent;
+    }
 }
 
 /// Deep merge: tables merge key by key, anything else replaces.

@@ -231,3 +231,26 @@ fn debug_output_never_contains_the_api_key() {
         "{text}"
     );
 }
+
+#[test]
+fn an_agent_named_default_inherits_the_built_in_provider_and_model() {
+    let cfg = load(None, &[("ZEROCLAW_agents__default__model", "openai/gpt-5")])
+        .1
+        .unwrap();
+    assert_eq!(cfg.agents.len(), 1);
+    assert_eq!(cfg.agents["default"].model, "openai/gpt-5");
+    assert_eq!(cfg.agents["default"].provider, "openrouter");
+    let toml = "[providers.l]\nbase_url = \"http://l/v1\"\n[agents.default]\nprovider = \"l\"\n";
+    let cfg = load(Some(toml), &[]).1.unwrap();
+    assert_eq!(cfg.agents["default"].provider, "l");
+    assert_eq!(cfg.agents["default"].model, "anthropic/claude-sonnet-4.6");
+}
+
+#[test]
+fn agents_with_other_names_get_nothing_from_the_built_in() {
+    let msg = err(None, &[("ZEROCLAW_agents__mine__model", "m")]);
+    assert!(
+        msg.contains("agents.mine") && msg.contains("provider"),
+        "{msg}"
+    );
+}
