@@ -254,6 +254,8 @@ async fn accept_loop(listener: TcpListener, state: Arc<Mutex<State>>, stop: Canc
             _ = stop.cancelled() => return,
             accepted = listener.accept() => {
                 let Ok((socket, _)) = accepted else { continue };
+                // Small SSE frames must not wait for Nagle + delayed ACK (~40 ms each).
+                let _ = socket.set_nodelay(true);
                 let (state, stop) = (state.clone(), stop.clone());
                 tokio::spawn(async move {
                     tokio::select! {
