@@ -132,6 +132,7 @@ fn cold_start(config_dir: &Path) {
     Acp::spawn(config_dir, "http://127.0.0.1:9/v1").finish();
     let mut zeroclaw = Vec::new();
     let mut baseline = Vec::new();
+    let mut version = Vec::new();
     for _ in 0..COLD_RUNS {
         let start = Instant::now();
         let mut acp = Acp::spawn(config_dir, "http://127.0.0.1:9/v1");
@@ -142,14 +143,24 @@ fn cold_start(config_dir: &Path) {
         let start = Instant::now();
         Command::new("/bin/true").status().expect("/bin/true");
         baseline.push(start.elapsed());
+
+        let start = Instant::now();
+        Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .expect("zeroclaw --version");
+        version.push(start.elapsed());
     }
     let (z, b) = (median(&mut zeroclaw), median(&mut baseline));
     println!(
         "cold start (spawn -> initialize response), median of {COLD_RUNS}: {:.2} ms \
-         | baseline spawn+exit of /bin/true: {:.2} ms | ratio {:.1}x | goal <= 5 ms",
+         | baseline spawn+exit of /bin/true: {:.2} ms | ratio {:.1}x \
+         | (zeroclaw --version: {:.2} ms) | goal <= 5 ms",
         ms(z),
         ms(b),
-        z.as_secs_f64() / b.as_secs_f64()
+        z.as_secs_f64() / b.as_secs_f64(),
+        ms(median(&mut version))
     );
 }
 
