@@ -10,6 +10,7 @@ use crate::config::Config;
 use crate::provider::{self, Provider, ProviderError};
 use crate::store::Store;
 use crate::tools::ToolRegistry;
+use std::path::Path;
 
 use super::sessions::Sessions;
 
@@ -25,19 +26,10 @@ pub struct Server {
 }
 
 impl Server {
-    /// Opens the store (falling back to memory with a notice on stderr, whatever the log
-    /// filter) and starts the idle reaper.
-    /// Must run inside a Tokio runtime.
+    /// Opens the store (falling back to memory) and starts the idle reaper. Must run inside a
+    /// Tokio runtime.
     pub fn start(config: Config) -> Arc<Server> {
-        let store = match Store::open(&config.store_path()) {
-            Ok(store) => Some(store),
-            Err(error) => {
-                eprintln!(
-                    "zeroclaw: running in memory: sessions will not survive a restart: {error}"
-                );
-                None
-            }
-        };
+        let store = open_store(&config.store_path());
         Self::with_store(config, store)
     }
 
@@ -69,5 +61,16 @@ impl Server {
         let provider = provider::build(&self.config, name)?;
         providers.insert(name.to_owned(), provider.clone());
         Ok(provider)
+    }
+}
+
+/// The store at `path`, or `None` with a notice on stderr (whatever the log filter says).
+pub fn open_store(path: &Path) -> Option<Store> {
+    match Store::open(path) {
+        Ok(store) => Some(store),
+        Err(error) => {
+            eprintln!("zeroclaw: running in memory: sessions will not survive a restart: {error}");
+            None
+        }
     }
 }

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::acp::{Connection, Server};
+use crate::acp::{Connection, Server, server};
 use crate::config::Config;
 use crate::rpc;
+use crate::store::Store;
 
 /// Flags of `zeroclaw acp`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -31,18 +32,24 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     if let Some(secs) = args.session_timeout {
         config.acp.session_timeout_secs = secs;
     }
+    // Opening SQLite overlaps with building the runtime: cold start is a product figure.
+    let store_path = config.store_path();
+    let opening = std::thread::spawn(move || server::open_store(&store_path));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(serve_stdio(config));
+    let store = opening
+        .join()
+        .map_err(|_| anyhow::anyhow!("opening the session store panicked"))?;
+    runtime.block_on(serve_stdio(config, store));
     // Tasks still running (an outbound request nobody answers) must not hold the exit.
     runtime.shutdown_background();
     Ok(ExitCode::SUCCESS)
 }
 
-async fn serve_stdio(config: Config) {
+async fn serve_stdio(config: Config, store: Option<Store>) {
     let max_line_bytes = config.acp.max_line_bytes;
-    let server = Server::start(config);
+    let server = Server::with_store(config, store);
     let connection = Arc::new(Connection::new(server, None, None));
     rpc::stdio::run(
         tokio::io::stdin(),
