@@ -221,3 +221,55 @@ fn session_ids_are_distinct_and_unguessable_and_mcp_servers_are_accepted() {
     ids.dedup();
     assert_eq!(ids.len(), 20);
 }
+
+#[test]
+fn the_config_dir_flag_wins_over_the_environment_variable() {
+    let flagged = tempfile::tempdir().unwrap();
+    std::fs::write(
+        flagged.path().join("config.toml"),
+        "[acp]\nmax_sessions = 4\nsession_timeout_secs = 44\n",
+    )
+    .unwrap();
+    let client = AcpClient::builder()
+        .config_toml("[acp]\nmax_sessions = 7\n")
+        .arg("--config-dir")
+        .arg(flagged.path().display().to_string())
+        .spawn();
+    let meta = &client.initialize()["_meta"]["zeroclaw"];
+    assert_eq!(meta["maxSessions"], 4, "{meta}");
+    assert_eq!(meta["sessionTimeoutSecs"], 44, "{meta}");
+}
+
+#[test]
+fn an_invalid_configuration_fails_at_startup_naming_its_source() {
+    let cases: [(&str, Option<(&str, &str)>, &str); 3] = [
+        (
+            "",
+            Some(("ZEROCLAW_acp__max_sessions", "lots")),
+            "ZEROCLAW_acp__max_sessions",
+        ),
+        (
+            "",
+            Some(("ZEROCLAW_acp__no_such_key", "1")),
+            "ZEROCLAW_acp__no_such_key",
+        ),
+        ("[acp]\nno_such_key = 1\n", None, "no_such_key"),
+    ];
+    for (toml, env, named) in cases {
+        let mut builder = AcpClient::builder().config_toml(toml);
+        if let Some((k, v)) = env {
+            builder = builder.env(k, v);
+        }
+        let mut client = builder.spawn();
+        client.close_stdin();
+        let status = client.wait_exit();
+        assert!(!status.success(), "{named}: started anyway");
+        client.wait_eof();
+        assert!(
+            client.messages().is_empty(),
+            "nothing on stdout: {:?}",
+            client.messages()
+        );
+        client.wait_stderr(named);
+    }
+}
