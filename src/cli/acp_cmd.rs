@@ -51,11 +51,5 @@ async fn serve_stdio(config: Config, store: Option<Store>) {
     let max_line_bytes = config.acp.max_line_bytes;
     let server = Server::with_store(config, store);
     let connection = Arc::new(Connection::new(server, None, None));
-    rpc::stdio::run(
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        max_line_bytes,
-        connection,
-    )
-    .await;
+    rpc::stdio::run_process_stdio(max_line_bytes, connection).await;
 }
