@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 use support::acp_client::{AcpClient, is_response, memory_kib};
+use support::model_server::{ModelServer, text_reply};
 
 const LINES: usize = 10_500;
 const MEMORY_LIMIT_KIB: u64 = 200 * 1024;
@@ -448,6 +449,43 @@ fn ten_thousand_hostile_lines_leave_the_server_alive_and_bounded() {
         "peak RSS {peak} KiB exceeds {MEMORY_LIMIT_KIB} KiB"
     );
     client.assert_valid();
+}
+
+#[test]
+fn hostile_lines_between_real_turns_do_not_disturb_a_live_session() {
+    let base = seed();
+    let seed = base.rotate_left(17) | 1;
+    println!("live-session robustness seed: {seed} (replay with ZC_ROBUST_SEED={base})");
+    let model = ModelServer::start_blocking(vec![]);
+    let client = AcpClient::builder().model(model.base_url()).spawn();
+    client.initialize();
+    let work = tempfile::tempdir().unwrap();
+    let session = client.new_session(work.path());
+    let mut generator = Generator {
+        rng: Rng(seed),
+        next_id: 0,
+        cwd: work.path().display().to_string(),
+    };
+    let mut pending = Vec::new();
+    for n in 0..2_000 {
+        if n % 100 == 0 {
+            let reply = format!("reply {n}");
+            model.push(text_reply(&reply));
+            let resp = client.prompt(&session, &format!("prompt {n}"));
+            assert_eq!(resp["result"]["content"], reply.as_str(), "{resp}");
+        }
+        let (line, decided) = generator.line();
+        let expect = decided.unwrap_or_else(|| classify(&line));
+        exercise(&client, &line, &expect, n, &mut pending);
+    }
+    check_answers(&client, &pending);
+    assert_eq!(
+        model.requests().len(),
+        20,
+        "garbage never reached the model"
+    );
+    let history = model.requests().last().unwrap().to_string();
+    assert!(history.contains("prompt 0") && history.contains("reply 1800"));
 }
 
 /// A syntactically valid request padded to 40 MiB: over the default 32 MiB line limit.
