@@ -242,7 +242,13 @@ fn the_config_dir_flag_wins_over_the_environment_variable() {
 
 #[test]
 fn an_invalid_configuration_fails_at_startup_naming_its_source() {
-    let cases: [(&str, Option<(&str, &str)>, &str); 3] = [
+    // (config.toml, one env variable, what the error must name)
+    type Case = (
+        &'static str,
+        Option<(&'static str, &'static str)>,
+        &'static str,
+    );
+    let cases: [Case; 3] = [
         (
             "",
             Some(("ZEROCLAW_acp__max_sessions", "lots")),
