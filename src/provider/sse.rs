@@ -30,15 +30,21 @@ impl SseDecoder {
     }
 
     /// Consumes `bytes` and returns the data of every event they completed.
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, SseError> {
+    pub fn feed(&mut self, mut bytes: &[u8]) -> Result<Vec<String>, SseError> {
         let mut events = Vec::new();
-        for &byte in bytes {
-            let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
-            match byte {
-                b'\n' if after_cr => {}
-                b'\n' | b'\r' => self.end_line(&mut events)?,
-                _ => self.push(byte)?,
+        while let Some((&first, rest)) = bytes.split_first() {
+            if std::mem::take(&mut self.after_cr) && first == b'\n' {
+                bytes = rest; // the LF of a CRLF split from its CR
+                continue;
             }
+            let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                self.push(bytes)?;
+                break;
+            };
+            self.push(&bytes[..end])?;
+            self.after_cr = bytes[end] == b'\r';
+            self.end_line(&mut events)?;
+            bytes = &bytes[end + 1..];
         }
         Ok(events)
     }
@@ -52,11 +58,11 @@ impl SseDecoder {
         Ok(events.pop().or_else(|| self.data.take()))
     }
 
-    fn push(&mut self, byte: u8) -> Result<(), SseError> {
-        if self.line.len() >= MAX_LINE_BYTES {
+    fn push(&mut self, piece: &[u8]) -> Result<(), SseError> {
+        if self.line.len() + piece.len() > MAX_LINE_BYTES {
             return Err(SseError::LineTooLong);
         }
-        self.line.push(byte);
+        self.line.extend_from_slice(piece);
         Ok(())
     }
 
@@ -139,6 +145,14 @@ mod tests {
     #[test]
     fn a_blank_line_without_data_dispatches_nothing() {
         decode_every_split("\n\n\r\n: c\n\n", &[]);
+    }
+
+    #[test]
+    fn an_endless_line_is_refused() {
+        let mut decoder = SseDecoder::new();
+        let piece = vec![b'x'; 1024 * 1024];
+        let result = (0..=16).try_for_each(|_| decoder.feed(&piece).map(drop));
+        assert_eq!(result, Err(SseError::LineTooLong));
     }
 
     #[test]
