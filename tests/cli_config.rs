@@ -177,3 +177,27 @@ fn the_config_dir_flag_beats_the_variable() {
     let shown: toml::Table = stdout(&out).parse().unwrap();
     assert_eq!(shown["acp"]["max_sessions"].as_integer(), Some(4));
 }
+
+#[test]
+fn without_flag_or_variable_the_config_dir_is_dot_zeroclaw_in_home() {
+    let home = tempfile::tempdir().unwrap();
+    let dot = home.path().join(".zeroclaw");
+    std::fs::create_dir(&dot).unwrap();
+    std::fs::write(dot.join("config.toml"), "[acp]\nmax_sessions = 5\n").unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
+    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("ZEROCLAW_")) {
+        cmd.env_remove(name);
+    }
+    let out = cmd
+        .args(["config", "show"])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: toml::Table = stdout(&out).parse().unwrap();
+    assert_eq!(shown["acp"]["max_sessions"].as_integer(), Some(5));
+    assert_eq!(
+        shown["workspace_dir"].as_str(),
+        dot.join("workspace").to_str()
+    );
+}
