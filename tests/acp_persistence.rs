@@ -7,7 +7,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::acp_client::{AcpClient, is_response, is_update_for, prompt_params};
-use support::acp_fixture::content_text;
+use support::acp_fixture::{assert_tool_calls_well_formed, content_text};
 use support::model_server::{
     ModelServer, Reply, finish, reasoning, text, text_reply, tool_call_args, tool_call_start,
 };
@@ -154,6 +154,7 @@ fn load_after_kill_9_replays_exactly_the_stored_history_and_seeds_the_model() {
     let second = fx.spawn();
     let replayed = fx.load(&second, &session);
     assert_eq!(normalize(&replayed), expected);
+    assert_eq!(assert_tool_calls_well_formed(&replayed).len(), 1);
 
     fx.model.push(text_reply("third answer"));
     let resp = second.prompt(&session, "turn three");

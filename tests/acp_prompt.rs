@@ -6,7 +6,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::acp_client::{AcpClient, agent_text, chunk_text, is_response};
-use support::acp_fixture::{Fixture, last_content};
+use support::acp_fixture::{Fixture, assert_tool_calls_well_formed, last_content};
 use support::model_server::{
     Reply, finish, reasoning, text, text_reply, tool_call_args, tool_call_start,
 };
@@ -156,6 +156,7 @@ fn a_tool_call_split_across_chunks_runs_todo_write_and_loops_back_to_the_model()
     assert_eq!(result["content"], "planned");
 
     let updates = fx.updates();
+    assert_eq!(assert_tool_calls_well_formed(&updates).len(), 1);
     let kinds: Vec<&str> = updates
         .iter()
         .map(|u| u["sessionUpdate"].as_str().unwrap())
@@ -242,6 +243,8 @@ fn a_failing_tool_is_reported_failed_and_the_model_sees_the_error() {
     assert_eq!(result_of(&resp)["stopReason"], "end_turn");
     assert_eq!(result_of(&resp)["content"], "recovered");
     let updates = fx.updates();
+    let calls = assert_tool_calls_well_formed(&updates);
+    assert!(calls.iter().all(|(_, s)| s == "failed"), "{calls:?}");
     let finals: Vec<&Value> = updates
         .iter()
         .filter(|u| u["sessionUpdate"] == "tool_call_update")
@@ -274,6 +277,12 @@ fn max_tool_iterations_ends_the_turn_with_max_turn_requests() {
     });
     let resp = fx.prompt("loop forever");
     assert_eq!(result_of(&resp)["stopReason"], "max_turn_requests");
+    let calls = assert_tool_calls_well_formed(&fx.updates());
+    let completed = calls.iter().filter(|(_, s)| s == "completed").count();
+    assert_eq!(
+        completed, 2,
+        "exactly the capped number of rounds ran: {calls:?}"
+    );
     let calls = fx.model.requests().len();
     assert!(
         (2..=3).contains(&calls),

@@ -79,3 +79,48 @@ pub fn content_text(content: &Value) -> String {
         _ => String::new(),
     }
 }
+
+/// Contract §3: every `tool_call` is announced once as `pending`, only announced ids get
+/// `tool_call_update`s, and each call ends with exactly one `completed` or `failed` as its last
+/// status. Returns the ids with their final status, in announcement order.
+pub fn assert_tool_calls_well_formed(updates: &[Value]) -> Vec<(Value, String)> {
+    let mut calls: Vec<(Value, Vec<String>)> = Vec::new();
+    for u in updates {
+        match u["sessionUpdate"].as_str() {
+            Some("tool_call") => {
+                assert_eq!(u["status"], "pending", "announced as pending: {u}");
+                let seen = calls.iter().any(|(id, _)| *id == u["toolCallId"]);
+                assert!(!seen, "announced twice: {u}");
+                calls.push((u["toolCallId"].clone(), Vec::new()));
+            }
+            Some("tool_call_update") => {
+                let entry = calls.iter_mut().find(|(id, _)| *id == u["toolCallId"]);
+                let (_, statuses) =
+                    entry.unwrap_or_else(|| panic!("update for an unannounced call: {u}"));
+                if let Some(status) = u["status"].as_str() {
+                    statuses.push(status.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    calls
+        .into_iter()
+        .map(|(id, statuses)| {
+            let finals = statuses
+                .iter()
+                .filter(|s| *s == "completed" || *s == "failed");
+            assert_eq!(
+                finals.count(),
+                1,
+                "call {id} has one final status: {statuses:?}"
+            );
+            let last = statuses.last().cloned().unwrap_or_default();
+            assert!(
+                last == "completed" || last == "failed",
+                "call {id} ends final: {statuses:?}"
+            );
+            (id, last)
+        })
+        .collect()
+}
