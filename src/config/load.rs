@@ -8,9 +8,10 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use super::env::{self, EnvEntry};
+use super::validate;
 use super::{
-    AcpConfig, AgentConfig, CONFIG_FILE_NAME, Config, ConfigError, ProviderConfig,
-    SANDBOX_BACKENDS, SandboxConfig, Source,
+    AcpConfig, AgentConfig, CONFIG_FILE_NAME, Config, ConfigError, ProviderConfig, SandboxConfig,
+    Source,
 };
 
 /// The built-in provider and agent a fresh install runs with.
@@ -34,7 +35,7 @@ struct RawConfig {
 }
 
 /// Which source each key came from.
-struct Sources {
+pub(super) struct Sources {
     file: Option<PathBuf>,
     /// Keys set by the environment, by dotted path.
     env: BTreeMap<String, EnvEntry>,
@@ -42,7 +43,7 @@ struct Sources {
 
 impl Sources {
     /// The variable that set `key` (or a key below it), else the file, else the defaults.
-    fn of(&self, key: &str) -> Source {
+    pub(super) fn of(&self, key: &str) -> Source {
         if let Some(entry) = self.env.get(key) {
             return Source::Env(entry.var.clone());
         }
@@ -77,7 +78,7 @@ pub(super) fn load(config_dir: &Path, vars: Vec<(String, String)>) -> Result<Con
     add_default_agent(&mut merged);
     let raw = deserialize(merged, &sources)?;
     let config = resolve(config_dir, raw);
-    validate(&config, &sources)?;
+    validate::validate(&config, &sources)?;
     Ok(config)
 }
 
@@ -272,74 +273,4 @@ fn absolute(base: &Path, path: PathBuf) -> PathBuf {
     } else {
         base.join(path)
     }
-}
-
-fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigError> {
-    let invalid = |key: String, message: String| ConfigError::Invalid {
-        origin: sources.of(&key),
-        key,
-        message,
-    };
-    let positive = [
-        ("acp.max_sessions", config.acp.max_sessions as u64),
-        ("acp.session_timeout_secs", config.acp.session_timeout_secs),
-        ("acp.max_line_bytes", config.acp.max_line_bytes as u64),
-    ];
-    for (key, value) in positive {
-        if value == 0 {
-            return Err(invalid(key.into(), "must be greater than 0".into()));
-        }
-    }
-    if !SANDBOX_BACKENDS.contains(&config.sandbox.backend.as_str()) {
-        let message = format!(
-            "unknown backend `{}`, expected one of {}",
-            config.sandbox.backend,
-            SANDBOX_BACKENDS.join(", ")
-        );
-        return Err(invalid("sandbox.backend".into(), message));
-    }
-    for (name, provider) in &config.providers {
-        validate_provider(name, provider)
-            .map_err(|(field, msg)| invalid(format!("providers.{name}.{field}"), msg))?;
-    }
-    for (alias, agent) in &config.agents {
-        validate_agent(config, agent)
-            .map_err(|(field, msg)| invalid(format!("agents.{alias}.{field}"), msg))?;
-    }
-    Ok(())
-}
-
-type FieldError = (&'static str, String);
-
-fn validate_provider(_name: &str, provider: &ProviderConfig) -> Result<(), FieldError> {
-    let url = provider.base_url.as_str();
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err((
-            "base_url",
-            format!("`{url}` is not an http:// or https:// URL"),
-        ));
-    }
-    if provider.request_timeout_secs == 0 {
-        return Err(("request_timeout_secs", "must be greater than 0".into()));
-    }
-    Ok(())
-}
-
-fn validate_agent(config: &Config, agent: &AgentConfig) -> Result<(), FieldError> {
-    if !config.providers.contains_key(&agent.provider) {
-        let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
-        let message = format!(
-            "no provider named `{}` (configured: {})",
-            agent.provider,
-            known.join(", ")
-        );
-        return Err(("provider", message));
-    }
-    if agent.model.trim().is_empty() {
-        return Err(("model", "must not be empty".into()));
-    }
-    if agent.max_tool_iterations == 0 {
-        return Err(("max_tool_iterations", "must be greater than 0".into()));
-    }
-    Ok(())
 }

@@ -7,6 +7,7 @@
 mod env;
 mod load;
 pub mod mask;
+mod validate;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,75 @@
+//! Checks that need the whole configuration: positive limits, a known sandbox backend, usable
+//! provider URLs, and agents that name an existing provider.
+
+use super::load::Sources;
+use super::{AgentConfig, Config, ConfigError, ProviderConfig, SANDBOX_BACKENDS};
+
+pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigError> {
+    let invalid = |key: String, message: String| ConfigError::Invalid {
+        origin: sources.of(&key),
+        key,
+        message,
+    };
+    let positive = [
+        ("acp.max_sessions", config.acp.max_sessions as u64),
+        ("acp.session_timeout_secs", config.acp.session_timeout_secs),
+        ("acp.max_line_bytes", config.acp.max_line_bytes as u64),
+    ];
+    for (key, value) in positive {
+        if value == 0 {
+            return Err(invalid(key.into(), "must be greater than 0".into()));
+        }
+    }
+    if !SANDBOX_BACKENDS.contains(&config.sandbox.backend.as_str()) {
+        let message = format!(
+            "unknown backend `{}`, expected one of {}",
+            config.sandbox.backend,
+            SANDBOX_BACKENDS.join(", ")
+        );
+        return Err(invalid("sandbox.backend".into(), message));
+    }
+    for (name, provider) in &config.providers {
+        validate_provider(name, provider)
+            .map_err(|(field, msg)| invalid(format!("providers.{name}.{field}"), msg))?;
+    }
+    for (alias, agent) in &config.agents {
+        validate_agent(config, agent)
+            .map_err(|(field, msg)| invalid(format!("agents.{alias}.{field}"), msg))?;
+    }
+    Ok(())
+}
+
+type FieldError = (&'static str, String);
+
+fn validate_provider(_name: &str, provider: &ProviderConfig) -> Result<(), FieldError> {
+    let url = provider.base_url.as_str();
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err((
+            "base_url",
+            format!("`{url}` is not an http:// or https:// URL"),
+        ));
+    }
+    if provider.request_timeout_secs == 0 {
+        return Err(("request_timeout_secs", "must be greater than 0".into()));
+    }
+    Ok(())
+}
+
+fn validate_agent(config: &Config, agent: &AgentConfig) -> Result<(), FieldError> {
+    if !config.providers.contains_key(&agent.provider) {
+        let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
+        let message = format!(
+            "no provider named `{}` (configured: {})",
+            agent.provider,
+            known.join(", ")
+        );
+        return Err(("provider", message));
+    }
+    if agent.model.trim().is_empty() {
+        return Err(("model", "must not be empty".into()));
+    }
+    if agent.max_tool_iterations == 0 {
+        return Err(("max_tool_iterations", "must be greater than 0".into()));
+    }
+    Ok(())
+}
