@@ -1,8 +1,9 @@
 //! Typed configuration: defaults <- `<config_dir>/config.toml` <- `ZEROCLAW_*` environment overlay.
 //!
 //! [`Config::load`] resolves the config directory, layers the sources in [`load`] (with the
-//! overlay parsed in [`env`]), deserializes into the types below and validates them. Errors
-//! name the offending key and where it came from. [`mask`] hides secrets for `config show`.
+//! overlay parsed in [`env`]), deserializes into the types below and checks them in
+//! [`validate`]. Errors name the offending key and where it came from. [`mask`] hides secrets
+//! for `config show`.
 
 mod env;
 mod load;
