@@ -56,7 +56,7 @@ impl Entry {
 
 /// The messages the model sees for a history: one assistant message per model step
 /// (its text and tool calls), followed by the tool results of that step.
-pub fn to_chat_messages(entries: &[Entry]) -> Vec<ChatMessage> {
+pub fn to_chat_messages<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<ChatMessage> {
     let mut messages = Vec::new();
     let mut step: Option<(Option<String>, Vec<ToolCallRequest>)> = None;
     for entry in entries {

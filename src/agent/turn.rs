@@ -147,9 +147,8 @@ impl Turn<'_> {
                 content: system.clone(),
             });
         }
-        let mut all = self.request.prior.as_ref().clone();
-        all.extend(self.entries.iter().cloned());
-        messages.extend(history::to_chat_messages(&all));
+        let history = self.request.prior.iter().chain(&self.entries);
+        messages.extend(history::to_chat_messages(history));
         ChatRequest {
             model: self.request.model.clone(),
             messages,
