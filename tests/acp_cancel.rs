@@ -294,3 +294,36 @@ fn a_stalled_turn_blocks_neither_other_sessions_nor_other_requests() {
         .notify("session/cancel", json!({"sessionId": fx.session}));
     assert_cancelled_with_partial_text(&fx, &prompt_id);
 }
+
+#[test]
+fn ten_sessions_stream_at_once_without_cross_talk() {
+    let replies: Vec<Reply> = (0..10)
+        .map(|k| {
+            let pieces = (0..5).map(|p| text(&format!("r{k}p{p} ")).delayed(5));
+            Reply::Sse(pieces.chain([finish("stop")]).collect())
+        })
+        .collect();
+    let fx = Fixture::start_with(replies, |b| b.arg("--max-sessions").arg("10"));
+    let mut sessions = vec![fx.session.clone()];
+    sessions.extend((1..10).map(|_| fx.client.new_session(fx.work.path())));
+    let ids: Vec<Value> = sessions
+        .iter()
+        .map(|s| {
+            fx.client
+                .send_request("session/prompt", prompt_params(s, "race"))
+        })
+        .collect();
+    let mut used = Vec::new();
+    for (session, id) in sessions.iter().zip(&ids) {
+        let resp = fx.client.wait_response(id);
+        let content = resp["result"]["content"].as_str().unwrap().to_string();
+        assert_eq!(agent_text(&fx.client.updates_for(session)), content);
+        let k = &content[1..content.find('p').unwrap()];
+        let whole: String = (0..5).map(|p| format!("r{k}p{p} ")).collect();
+        assert_eq!(content, whole, "one reply per session, no foreign chunks");
+        used.push(k.to_string());
+    }
+    used.sort();
+    used.dedup();
+    assert_eq!(used.len(), 10, "every reply went to exactly one session");
+}
