@@ -11,6 +11,7 @@ use support::acp_fixture::{assert_tool_calls_well_formed, content_text};
 use support::model_server::{
     ModelServer, Reply, finish, reasoning, text, text_reply, tool_call_args, tool_call_start,
 };
+use support::read_only_dir::ReadOnlyDir;
 use tempfile::TempDir;
 
 /// One item of a turn as a user sees it, independent of how text was split into chunks.
@@ -316,6 +317,32 @@ fn a_store_that_cannot_be_created_runs_in_memory_without_load() {
         let error = client.call_err(method, json!({"sessionId": session}));
         assert_eq!(error["code"], -32000, "{method}: {error}");
     }
+}
+
+#[test]
+fn a_read_only_sessions_directory_runs_in_memory_without_load() {
+    let config = tempfile::tempdir().unwrap();
+    let workspace = config.path().join("ws");
+    let Some(locked) = ReadOnlyDir::new(&workspace.join("sessions")) else {
+        return; // printed SKIPPED (a failure with CI=true)
+    };
+    let client = AcpClient::builder()
+        .model("http://127.0.0.1:9/v1")
+        .config_dir(config.path())
+        .env("ZEROCLAW_workspace_dir", workspace.display().to_string())
+        .spawn();
+    let init = client.initialize();
+    assert_eq!(init["agentCapabilities"]["loadSession"], false, "{init}");
+    client.wait_stderr("in memory");
+    let work = tempfile::tempdir().unwrap();
+    let session = client.new_session(work.path());
+    let error = client.call_err("session/load", json!({"sessionId": session}));
+    assert_eq!(error["code"], -32000);
+    assert_eq!(
+        std::fs::read_dir(&locked.path).unwrap().count(),
+        0,
+        "nothing written"
+    );
 }
 
 #[test]
