@@ -9,6 +9,7 @@ use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
 
 use crate::rpc::RpcError;
 
@@ -180,15 +181,38 @@ pub async fn write(parts: Vec<Part>, cwd: &Path) -> Result<String, RpcError> {
     Ok(texts.join("\n\n"))
 }
 
+/// Writes `bytes` to `<cwd>/uploads/<sha256>.<ext>` (kept if already there). Symlinks are
+/// never followed: `uploads` must be a real directory and the file is created fresh, then
+/// renamed into place.
 async fn store_blob(cwd: &Path, bytes: &[u8], ext: &str) -> std::io::Result<std::path::PathBuf> {
     let dir = cwd.join("uploads");
     tokio::fs::create_dir_all(&dir).await?;
+    if !tokio::fs::symlink_metadata(&dir).await?.is_dir() {
+        return Err(std::io::Error::other(
+            "uploads is not a directory (a symlink?)",
+        ));
+    }
     let name = format!("{}.{ext}", hex::encode(Sha256::digest(bytes)));
     let path = dir.join(&name);
-    if tokio::fs::metadata(&path).await.is_err() {
-        let partial = dir.join(format!(".{name}.partial"));
-        tokio::fs::write(&partial, bytes).await?;
-        tokio::fs::rename(&partial, &path).await?;
+    if tokio::fs::symlink_metadata(&path).await.is_ok() {
+        return Ok(path);
+    }
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let partial = dir.join(format!(".{name}.{}.partial", hex::encode(nonce)));
+    let mut file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&partial)
+        .await?;
+    let written = async {
+        file.write_all(bytes).await?;
+        file.flush().await?;
+        tokio::fs::rename(&partial, &path).await
+    };
+    if let Err(error) = written.await {
+        let _ = tokio::fs::remove_file(&partial).await;
+        return Err(error);
     }
     Ok(path)
 }
@@ -262,5 +286,20 @@ mod tests {
         assert!(text.starts_with("see\n\n[Document: "), "{text}");
         assert!(text.contains(&format!("[Document: {}]", pdf.display())));
         assert!(text.contains("[IMAGE: "));
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_symlinked_uploads_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("uploads")).unwrap();
+        let prompt =
+            json!([{"type": "resource", "resource": {"uri": "file:///r.pdf", "blob": b64(b"x")}}]);
+        let error = write(parse(Some(&prompt)).unwrap(), dir.path())
+            .await
+            .unwrap_err();
+        assert_eq!(error.code, -32603);
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
 }

@@ -136,3 +136,61 @@ impl Drop for TurnGuard {
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> Arc<Session> {
+        let agent = AgentConfig {
+            enabled: true,
+            provider: "p".into(),
+            model: "m".into(),
+            system_prompt: None,
+            max_tool_iterations: 1,
+        };
+        Arc::new(Session::new(
+            "s-1".into(),
+            "a".into(),
+            agent,
+            PathBuf::from("/"),
+            Value::Null,
+            None,
+            Vec::new(),
+        ))
+    }
+
+    #[tokio::test]
+    async fn one_turn_at_a_time_and_cancel_reaches_it() {
+        let session = session();
+        let guard = session.start_turn().unwrap();
+        assert!(
+            session.start_turn().is_err(),
+            "a second turn must be refused"
+        );
+        session.cancel_turn();
+        assert!(guard.cancel.is_cancelled());
+        drop(guard);
+        assert!(!session.is_busy());
+        let again = session.start_turn().unwrap();
+        assert!(
+            !again.cancel.is_cancelled(),
+            "a new turn gets a fresh token"
+        );
+    }
+
+    #[tokio::test]
+    async fn wait_idle_returns_when_the_turn_ends() {
+        let session = session();
+        session.wait_idle().await;
+        let guard = session.start_turn().unwrap();
+        let waiter = tokio::spawn({
+            let session = session.clone();
+            async move { session.wait_idle().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        drop(guard);
+        waiter.await.unwrap();
+    }
+}

@@ -112,3 +112,55 @@ impl Sessions {
 pub fn not_found(id: &str) -> RpcError {
     RpcError::new(SESSION_NOT_FOUND, format!("session not found: {id}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AgentConfig;
+
+    fn session(id: &str) -> Arc<Session> {
+        let agent = AgentConfig {
+            enabled: true,
+            provider: "p".into(),
+            model: "m".into(),
+            system_prompt: None,
+            max_tool_iterations: 1,
+        };
+        Arc::new(Session::new(
+            id.into(),
+            "a".into(),
+            agent,
+            "/".into(),
+            serde_json::Value::Null,
+            None,
+            Vec::new(),
+        ))
+    }
+
+    #[test]
+    fn the_limit_counts_active_sessions_and_ids_are_unique() {
+        let sessions = Sessions::new(2, Duration::from_secs(60));
+        sessions.insert(session("a")).unwrap();
+        assert_eq!(sessions.insert(session("a")).unwrap_err().code, -32602);
+        sessions.insert(session("b")).unwrap();
+        assert_eq!(sessions.insert(session("c")).unwrap_err().code, -32001);
+        assert_eq!(sessions.check_room().unwrap_err().code, -32001);
+        sessions.remove("a");
+        sessions.insert(session("c")).unwrap();
+        assert_eq!(sessions.get("a").err().map(|e| e.code), Some(-32000));
+    }
+
+    #[test]
+    fn reaping_spares_running_turns_and_recent_sessions() {
+        let sessions = Sessions::new(10, Duration::ZERO);
+        let busy = session("busy");
+        let _turn = busy.start_turn().unwrap();
+        sessions.insert(busy).unwrap();
+        sessions.insert(session("idle")).unwrap();
+        assert_eq!(sessions.reap_idle(), 1);
+        assert!(sessions.contains("busy"));
+        let fresh = Sessions::new(10, Duration::from_secs(3600));
+        fresh.insert(session("new")).unwrap();
+        assert_eq!(fresh.reap_idle(), 0);
+    }
+}
