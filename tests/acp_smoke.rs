@@ -26,8 +26,13 @@ struct Acp {
 
 impl Acp {
     fn spawn(config_dir: &std::path::Path, model: &ModelServer) -> Acp {
+        Acp::spawn_with(config_dir, model, &[])
+    }
+
+    fn spawn_with(config_dir: &std::path::Path, model: &ModelServer, args: &[&str]) -> Acp {
         let mut child = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
             .arg("acp")
+            .args(args)
             .env("ZEROCLAW_CONFIG_DIR", config_dir)
             .env("ZEROCLAW_providers__local__kind", "openai")
             .env("ZEROCLAW_providers__local__base_url", model.base_url())
@@ -290,4 +295,28 @@ fn a_provider_error_fails_the_prompt_with_the_provider_and_status() {
         "{message}"
     );
     assert!(!message.contains("test-key"), "{message}");
+}
+
+#[test]
+fn an_idle_session_is_reaped_from_memory_but_can_be_loaded_again() {
+    let model = ModelServer::start_blocking(vec![]);
+    let config = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut acp = Acp::spawn_with(config.path(), &model, &["--session-timeout", "1"]);
+    let session = acp.new_session(work.path());
+    // Poll with a cancel request (a no-op while the session is active) until it is gone; the
+    // loop bound is a deadlock guard, not a timing assertion.
+    let mut reaped = false;
+    for _ in 0..300 {
+        let (_, response) = acp.call("session/cancel", json!({"sessionId": session}));
+        if response["error"]["code"] == -32000 {
+            reaped = true;
+            break;
+        }
+        assert_eq!(response["result"], json!({}), "{response}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(reaped, "the idle session was never reaped");
+    let (_, response) = acp.call("session/resume", json!({"sessionId": session}));
+    assert_eq!(response["result"], json!({}), "{response}");
 }
