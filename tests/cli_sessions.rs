@@ -170,3 +170,44 @@ fn without_a_store_list_is_empty_and_nothing_is_created() {
         "nothing was created"
     );
 }
+
+#[tokio::test]
+async fn the_cli_reads_and_deletes_while_a_server_keeps_writing() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path()).await;
+    let store = Store::open(&store_path(dir.path())).unwrap();
+    let cli_done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (store, cli_done) = (store.clone(), cli_done.clone());
+        tokio::spawn(async move {
+            let mut turns = 0;
+            while !cli_done.load(Ordering::SeqCst) || turns == 0 {
+                let turn = vec![entry("user", json!({"text": format!("busy {turns}")}))];
+                store.append_turn("sess-new", turn).await.unwrap();
+                turns += 1;
+            }
+            turns
+        })
+    };
+    let dir_path = dir.path().to_owned();
+    let cli = tokio::task::spawn_blocking(move || {
+        let listed = (0..5)
+            .map(|_| zeroclaw(&dir_path, &["sessions", "list"]))
+            .all(|o| o.status.success());
+        let deleted = zeroclaw(&dir_path, &["sessions", "delete", "sess-old"]);
+        cli_done.store(true, Ordering::SeqCst);
+        (listed, deleted)
+    });
+    let (listed, deleted) = cli.await.unwrap();
+    let turns = writer.await.unwrap();
+    assert!(
+        listed,
+        "every list succeeded while the store was being written"
+    );
+    assert!(deleted.status.success(), "{}", text(&deleted.stderr));
+    assert!(store.get_session("sess-old").await.unwrap().is_none());
+    assert_eq!(store.history("sess-new").await.unwrap().len(), 6 + turns);
+}
