@@ -51,7 +51,9 @@ impl Handler for Connection {
     async fn request(&self, peer: Peer, method: String, params: Value) -> Result<Value, RpcError> {
         if method == "initialize" {
             let result = initialize::handle(self, &params);
-            self.initialized.store(true, Ordering::SeqCst);
+            if result.is_ok() {
+                self.initialized.store(true, Ordering::SeqCst);
+            }
             return result;
         }
         if !self.initialized.load(Ordering::SeqCst) {
