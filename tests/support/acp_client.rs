@@ -2,38 +2,26 @@
 //! NDJSON JSON-RPC over its stdio, and checks that every line it writes is JSON-RPC that is
 //! valid against the ACP v1 schema (see `acp_schema`).
 //!
-//! A reader thread collects every stdout line; helpers send requests, notifications and raw
+//! A reader thread (`acp_inbox`) collects and checks every stdout line; helpers send requests, notifications and raw
 //! bytes, wait for messages, answer `session/request_permission`, and kill the process. Waits
 //! carry a generous hang guard (not a timing assertion): a test that would hang fails instead,
 //! printing the server's stderr.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::acp_schema::{SentRequest, check_message};
+pub use super::acp_inbox::Permission;
+use super::acp_inbox::{Inbox, Shared, spawn_reader, spawn_stderr_collector};
 
 /// How long a wait may block before the test is declared hung.
 pub const HANG_GUARD: Duration = Duration::from_secs(90);
-
-/// How the client answers `session/request_permission` requests from the server.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Permission {
-    /// Select the option with this id.
-    Select(String),
-    /// Answer `{"outcome": {"outcome": "cancelled"}}`.
-    Cancel,
-    /// Never answer.
-    Ignore,
-}
 
 /// Spawn options for [`AcpClient`].
 pub struct Builder {
@@ -134,35 +122,6 @@ fn scrub_env(cmd: &mut Command) {
     }
 }
 
-#[derive(Default)]
-struct Inbox {
-    messages: Vec<Value>,
-    /// Method of every request we sent, keyed by the id's JSON text.
-    sent: HashMap<String, String>,
-    violations: Vec<String>,
-    eof: bool,
-    permission: Option<Permission>,
-}
-
-struct Shared {
-    inbox: Mutex<Inbox>,
-    changed: Condvar,
-    stdin: Mutex<Option<ChildStdin>>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Inbox> {
-        self.inbox.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn write_line(&self, bytes: &[u8]) -> std::io::Result<()> {
-        let mut stdin = self.stdin.lock().unwrap_or_else(|e| e.into_inner());
-        let pipe = stdin.as_mut().ok_or(std::io::ErrorKind::BrokenPipe)?;
-        pipe.write_all(bytes)?;
-        pipe.flush()
-    }
-}
-
 /// A running `zeroclaw acp` process and the client side of its connection.
 pub struct AcpClient {
     child: Child,
@@ -197,14 +156,7 @@ impl AcpClient {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn zeroclaw acp");
-        let shared = Arc::new(Shared {
-            inbox: Mutex::new(Inbox {
-                permission: Some(Permission::Select("allow-once".into())),
-                ..Inbox::default()
-            }),
-            changed: Condvar::new(),
-            stdin: Mutex::new(child.stdin.take()),
-        });
+        let shared = Arc::new(Shared::new(child.stdin.take()));
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let stdout = child.stdout.take().expect("stdout");
         let err_pipe = child.stderr.take().expect("stderr");
@@ -575,86 +527,6 @@ pub fn chunk_text(updates: &[Value], kind: &str) -> String {
         .collect()
 }
 
-fn spawn_reader(stdout: impl Read + Send + 'static, shared: Arc<Shared>) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => handle_line(&shared, &line),
-            }
-        }
-        shared.lock().eof = true;
-        shared.changed.notify_all();
-    })
-}
-
-fn handle_line(shared: &Shared, line: &[u8]) {
-    let text = line.strip_suffix(b"\n").unwrap_or(line);
-    let parsed = std::str::from_utf8(text)
-        .map_err(|e| format!("stdout line is not UTF-8: {e}"))
-        .and_then(|s| serde_json::from_str::<Value>(s).map_err(|e| format!("not JSON: {e}")));
-    let mut inbox = shared.lock();
-    match parsed {
-        Err(e) => {
-            let shown = String::from_utf8_lossy(&text[..text.len().min(300)]).into_owned();
-            inbox
-                .violations
-                .push(format!("stdout carries only JSON-RPC: {e}: {shown:?}"));
-        }
-        Ok(msg) => {
-            let checked = check_message(&msg, |id| match inbox.sent.get(&id.to_string()) {
-                Some(method) => SentRequest::Method(method.clone()),
-                None => SentRequest::Unknown,
-            });
-            if let Err(e) = checked {
-                inbox.violations.push(format!("{e}\n  message: {msg}"));
-            }
-            let answer = permission_answer(&msg, inbox.permission.as_ref());
-            inbox.messages.push(msg);
-            drop(inbox);
-            if let Some(answer) = answer {
-                let mut bytes = serde_json::to_vec(&answer).expect("serialize");
-                bytes.push(b'\n');
-                let _ = shared.write_line(&bytes);
-            }
-        }
-    }
-    shared.changed.notify_all();
-}
-
-fn permission_answer(msg: &Value, policy: Option<&Permission>) -> Option<Value> {
-    if msg["method"] != "session/request_permission" {
-        return None;
-    }
-    let id = msg.get("id")?;
-    let outcome = match policy? {
-        Permission::Select(option) => json!({"outcome": "selected", "optionId": option}),
-        Permission::Cancel => json!({"outcome": "cancelled"}),
-        Permission::Ignore => return None,
-    };
-    Some(json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}))
-}
-
-fn spawn_stderr_collector(
-    mut pipe: impl Read + Send + 'static,
-    sink: Arc<Mutex<Vec<u8>>>,
-) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .extend_from_slice(&buf[..n]);
-        }
-    })
-}
-
 /// Peak and current resident memory of a process, in KiB (`VmHWM`, `VmRSS`).
 pub fn memory_kib(pid: u32) -> Option<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -666,47 +538,4 @@ pub fn memory_kib(pid: u32) -> Option<(u64, u64)> {
             .and_then(|v| v.parse::<u64>().ok())
     };
     Some((field("VmHWM:")?, field("VmRSS:")?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shared() -> Shared {
-        Shared {
-            inbox: Mutex::new(Inbox::default()),
-            changed: Condvar::new(),
-            stdin: Mutex::new(None),
-        }
-    }
-
-    #[test]
-    fn stray_stdout_text_and_schema_violations_are_recorded() {
-        let shared = shared();
-        handle_line(&shared, b"Starting zeroclaw...\n");
-        handle_line(
-            &shared,
-            b"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}\n",
-        );
-        handle_line(&shared, b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"Parse error\"}}\n");
-        let inbox = shared.lock();
-        assert_eq!(inbox.violations.len(), 2, "{:?}", inbox.violations);
-        assert_eq!(inbox.messages.len(), 2);
-    }
-
-    #[test]
-    fn permission_requests_are_answered_by_policy() {
-        let request = json!({"jsonrpc": "2.0", "id": "zc-out-0", "method": "session/request_permission", "params": {}});
-        let allow = permission_answer(&request, Some(&Permission::Select("allow-once".into())));
-        assert_eq!(
-            allow.unwrap()["result"]["outcome"],
-            json!({"outcome": "selected", "optionId": "allow-once"})
-        );
-        let cancel = permission_answer(&request, Some(&Permission::Cancel)).unwrap();
-        assert_eq!(cancel["id"], "zc-out-0");
-        assert_eq!(cancel["result"]["outcome"]["outcome"], "cancelled");
-        assert!(permission_answer(&request, Some(&Permission::Ignore)).is_none());
-        let update = json!({"jsonrpc": "2.0", "method": "session/update", "params": {}});
-        assert!(permission_answer(&update, Some(&Permission::Cancel)).is_none());
-    }
 }

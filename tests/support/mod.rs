@@ -3,6 +3,7 @@
 
 pub mod acp_client;
 pub mod acp_fixture;
+pub mod acp_inbox;
 pub mod acp_schema;
 pub mod model_server;
 pub mod read_only_dir;
