@@ -419,3 +419,44 @@ fn restore_falls_back_when_the_stored_agent_is_no_longer_dispatchable() {
         .collect();
     assert_eq!(models, vec![json!("model-a"), json!("model-b")]);
 }
+
+/// Runs `zeroclaw sessions <args>` on the config dir; returns stdout.
+fn sessions_cli(config: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        .arg("sessions")
+        .args(args)
+        .arg("--config-dir")
+        .arg(config)
+        .env_remove("ZEROCLAW_CONFIG_DIR")
+        .output()
+        .expect("run zeroclaw sessions");
+    assert!(out.status.success(), "sessions {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn sessions_made_over_acp_are_kept_with_their_mcp_servers_and_deletable() {
+    let fx = Durable::new(vec![text_reply("kept")]);
+    let mut client = fx.spawn();
+    let mcp = json!([{"name": "fsmcp", "command": "/bin/true", "args": [], "env": []}]);
+    let created = client.call(
+        "session/new",
+        json!({"cwd": fx.work.path(), "mcpServers": mcp}),
+    );
+    let session = created["sessionId"].as_str().unwrap().to_string();
+    client.prompt(&session, "remember me");
+    client.shutdown();
+
+    let list = sessions_cli(fx.config.path(), &["list"]);
+    assert!(list.contains(&session) && list.contains("coder"), "{list}");
+    let show = sessions_cli(fx.config.path(), &["show", &session]);
+    assert!(
+        show.contains("fsmcp"),
+        "mcpServers kept with the session: {show}"
+    );
+    sessions_cli(fx.config.path(), &["delete", &session]);
+
+    let fresh = fx.spawn();
+    let error = fresh.call_err("session/load", json!({"sessionId": session}));
+    assert_eq!(error["code"], -32000, "a deleted session is gone: {error}");
+}
