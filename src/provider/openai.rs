@@ -58,17 +58,14 @@ impl OpenAiProvider {
         })
     }
 
-    async fn open(
-        &self,
-        body: &serde_json::Value,
-        key: &str,
-    ) -> Result<reqwest::Response, ProviderError> {
+    async fn open(&self, body: &Bytes, key: &str) -> Result<reqwest::Response, ProviderError> {
         let mut request = self
             .client
             .post(&self.url)
-            .header("accept", "text/event-stream")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header("x-title", "zeroclaw")
-            .json(body);
+            .body(body.clone());
         if !key.is_empty() {
             request = request.bearer_auth(key);
         }
@@ -130,7 +127,7 @@ impl Provider for OpenAiProvider {
     ) -> Pin<Box<dyn Future<Output = Result<EventStream, ProviderError>> + Send + '_>> {
         Box::pin(async move {
             let key = self.key.clone().map_err(ProviderError::MissingApiKey)?;
-            let body = request::body(&req);
+            let body = Bytes::from(request::body(&req));
             let response = retry::with_backoff(|| self.open(&body, &key)).await?;
             if is_json(&response) {
                 return self.whole_completion(response).await;

@@ -1,62 +1,146 @@
-//! The JSON body of an OpenAI-compatible streaming chat-completions request.
+//! The JSON body of an OpenAI-compatible streaming chat-completions request, serialized
+//! straight from the request (no intermediate JSON tree: long histories are sent every turn).
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{ChatMessage, ChatRequest, ToolCallRequest, ToolSpec};
 
 /// `stream: true` with usage reporting; tools in the OpenAI function format.
-pub fn body(req: &ChatRequest) -> Value {
-    let mut body = json!({
-        "model": req.model,
-        "messages": req.messages.iter().map(message).collect::<Vec<_>>(),
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if !req.tools.is_empty() {
-        body["tools"] = req.tools.iter().map(tool).collect();
-    }
-    body
+pub fn body(req: &ChatRequest) -> Vec<u8> {
+    let body = Body {
+        model: &req.model,
+        messages: req.messages.iter().map(Message::from).collect(),
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        tools: req.tools.iter().map(Tool::from).collect(),
+    };
+    serde_json::to_vec(&body).expect("a request body always serializes")
 }
 
-fn message(m: &ChatMessage) -> Value {
-    match m {
-        ChatMessage::System { content } => json!({"role": "system", "content": content}),
-        ChatMessage::User { content } => json!({"role": "user", "content": content}),
-        ChatMessage::Assistant {
-            content,
-            tool_calls,
-        } => {
-            let mut m = json!({"role": "assistant", "content": content});
-            if !tool_calls.is_empty() {
-                m["tool_calls"] = tool_calls.iter().map(tool_call).collect();
-            }
-            m
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<Message<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum Message<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+impl<'a> From<&'a ChatMessage> for Message<'a> {
+    fn from(m: &'a ChatMessage) -> Self {
+        match m {
+            ChatMessage::System { content } => Message::System { content },
+            ChatMessage::User { content } => Message::User { content },
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => Message::Assistant {
+                content: content.as_deref(),
+                tool_calls: tool_calls.iter().map(ToolCall::from).collect(),
+            },
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+            } => Message::Tool {
+                tool_call_id,
+                content,
+            },
         }
-        ChatMessage::Tool {
-            tool_call_id,
-            content,
-        } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
     }
 }
 
-fn tool_call(c: &ToolCallRequest) -> Value {
-    json!({
-        "id": c.id,
-        "type": "function",
-        "function": {"name": c.name, "arguments": c.arguments},
-    })
+#[derive(Serialize)]
+struct ToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionCall<'a>,
 }
 
-fn tool(t: &ToolSpec) -> Value {
-    json!({
-        "type": "function",
-        "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-    })
+#[derive(Serialize)]
+struct FunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> From<&'a ToolCallRequest> for ToolCall<'a> {
+    fn from(c: &'a ToolCallRequest) -> Self {
+        ToolCall {
+            id: &c.id,
+            kind: "function",
+            function: FunctionCall {
+                name: &c.name,
+                arguments: &c.arguments,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionSpec<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionSpec<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> From<&'a ToolSpec> for Tool<'a> {
+    fn from(t: &'a ToolSpec) -> Self {
+        Tool {
+            kind: "function",
+            function: FunctionSpec {
+                name: &t.name,
+                description: &t.description,
+                parameters: &t.parameters,
+            },
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    fn parsed(req: &ChatRequest) -> Value {
+        serde_json::from_slice(&body(req)).unwrap()
+    }
 
     #[test]
     fn messages_and_tools_use_the_openai_shapes() {
@@ -92,7 +176,7 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
         };
-        let body = body(&req);
+        let body = parsed(&req);
         assert_eq!(body["stream"], true);
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert_eq!(
@@ -123,6 +207,6 @@ mod tests {
             messages: vec![],
             tools: vec![],
         };
-        assert!(body(&req).get("tools").is_none());
+        assert!(parsed(&req).get("tools").is_none());
     }
 }
