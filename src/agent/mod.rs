@@ -5,9 +5,13 @@
 //! - [`turn`]: one prompt turn — stream the model, forward deltas, run tool calls through the
 //!   registry, loop until the model stops, the tool-round cap is hit, or the turn is cancelled.
 //! - [`step`]: one model call, collected from the provider's event stream.
+//! - `recorder`: keeps the `plan` updates a tool emits, for the history.
 
 pub mod history;
+mod recorder;
 mod step;
+#[cfg(test)]
+mod tests;
 pub mod turn;
 
 pub use history::Entry;

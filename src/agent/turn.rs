@@ -3,14 +3,15 @@
 //! `failed`), and their results go back to the model, until it stops. Cancellation ends the
 //! model stream and the running tool at once. The caller stores [`TurnOutcome::entries`].
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::history::{self, Entry};
+use super::recorder::PlanRecorder;
 use super::step::{ModelToolCall, Step, stream_step};
 use crate::provider::{self, ChatMessage, ChatRequest, Provider, ProviderError, ToolSpec};
-use crate::tools::{BoxFuture, ToolContext, ToolRegistry, UpdateSink};
+use crate::tools::{ToolContext, ToolRegistry};
 
 /// Appended to the partial text of a turn the client cancelled.
 pub const CANCELLED_MARKER: &str = "\n\n[turn cancelled via client]";
@@ -279,40 +280,6 @@ impl Turn<'_> {
         for call in calls {
             self.finish(call, Err(reason.to_owned())).await;
         }
-    }
-}
-
-/// Forwards a tool's updates and keeps the `plan` ones, so the history can replay them.
-struct PlanRecorder {
-    inner: Arc<dyn UpdateSink>,
-    plans: Mutex<Vec<Value>>,
-}
-
-impl PlanRecorder {
-    fn new(inner: Arc<dyn UpdateSink>) -> Self {
-        Self {
-            inner,
-            plans: Mutex::default(),
-        }
-    }
-
-    fn take(&self) -> Vec<Value> {
-        std::mem::take(&mut *self.plans.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-impl UpdateSink for PlanRecorder {
-    fn send(&self, update: Value) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            if update["sessionUpdate"] == "plan" {
-                let entries = update["entries"].clone();
-                self.plans
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(entries);
-            }
-            self.inner.send(update).await;
-        })
     }
 }
 
