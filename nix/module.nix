@@ -1,0 +1,144 @@
+# NixOS module `services.zeroclaw`: the socket-activated zeroclaw daemon.
+#
+# The units come from the package (systemd.packages: packaging/systemd/*, the same files the
+# Debian package ships); this module only adds drop-ins: the listen addresses, the secrets
+# file, and the workspace paths the service may write. The hardening stays in one place.
+# Evaluated offline against a stub of lib/pkgs by nix/tests/eval-module.nix.
+{
+  config,
+  lib,
+  pkgs,
+  ...
+}:
+
+let
+  cfg = config.services.zeroclaw;
+  settingsFormat = pkgs.formats.toml { };
+  defaultUnixSocket = "/run/zeroclaw/acp.sock";
+  # The daemon serves the sockets systemd passes in; [gateway] listen names the same addresses
+  # so that `zeroclaw-acp-bridge --config-dir /etc/zeroclaw` finds them.
+  gatewayListen = [ "unix:${cfg.listen.unix}" ] ++ builtins.map (a: "tcp:${a}") cfg.listen.tcp;
+  settings = lib.recursiveUpdate { gateway.listen = gatewayListen; } cfg.settings;
+  configFile = settingsFormat.generate "zeroclaw-config.toml" settings;
+
+  # ProtectHome=yes hides these trees entirely; workspaces inside them are bind-mounted into
+  # an empty tmpfs instead (ProtectHome=tmpfs + BindPaths=).
+  hiddenByProtectHome = path: lib.any (top: lib.hasPrefix top path) [ "/home/" "/root/" "/run/user/" ];
+  homeWorkspaces = lib.filter hiddenByProtectHome cfg.workspacePaths;
+in
+{
+  options.services.zeroclaw = {
+    enable = lib.mkEnableOption "the zeroclaw agent host daemon, socket-activated on ${defaultUnixSocket}";
+
+    package = lib.mkOption {
+      type = lib.types.package;
+      default = pkgs.zeroclaw;
+      defaultText = lib.literalExpression "pkgs.zeroclaw (the flake's overlay), or the flake's own package";
+      description = "The zeroclaw package; its lib/systemd/system units are used as they are.";
+    };
+
+    settings = lib.mkOption {
+      inherit (settingsFormat) type;
+      default = { };
+      example = lib.literalExpression ''
+        {
+          acp.max_sessions = 20;
+          providers.local = { kind = "openai"; base_url = "http://127.0.0.1:11434/v1"; };
+          agents.coder = { provider = "local"; model = "qwen3-coder"; };
+        }
+      '';
+      description = ''
+        zeroclaw configuration, written to /etc/zeroclaw/config.toml (world-readable in the
+        Nix store: put secrets in `environmentFile`). Keys: docs/configuration.md.
+        `gateway.listen` defaults to the addresses of `listen`.
+      '';
+    };
+
+    environmentFile = lib.mkOption {
+      type = lib.types.nullOr lib.types.path;
+      default = null;
+      example = "/run/secrets/zeroclaw.env";
+      description = ''
+        File of VARIABLE=value lines read by systemd (as root) for the service: provider API
+        keys such as OPENROUTER_API_KEY, or ZEROCLAW_* overrides. Kept out of the store.
+      '';
+    };
+
+    listen = {
+      unix = lib.mkOption {
+        type = lib.types.str;
+        default = defaultUnixSocket;
+        description = "Path of the Unix socket (zeroclaw.socket, file descriptor name `acp`).";
+      };
+      tcp = lib.mkOption {
+        type = lib.types.listOf lib.types.str;
+        default = [ ];
+        example = [ "127.0.0.1:42617" ];
+        description = ''
+          TCP listen addresses (zeroclaw-tcp.socket, file descriptor name `acp-tcp`); empty
+          leaves TCP off. Every TCP connection needs a bearer token.
+        '';
+      };
+    };
+
+    workspacePaths = lib.mkOption {
+      type = lib.types.listOf lib.types.str;
+      default = [ ];
+      example = [
+        "/srv/agents"
+        "/home/alice/src"
+      ];
+      description = ''
+        Directories sessions may work in besides /var/lib/zeroclaw: opened for writing
+        (ReadWritePaths=); those under /home, /root or /run/user are bind-mounted into an
+        otherwise empty home (ProtectHome=tmpfs). The user `zeroclaw` needs write access to
+        them (a group or an ACL).
+      '';
+    };
+  };
+
+  config = lib.mkIf cfg.enable {
+    systemd.packages = [ cfg.package ];
+    systemd.tmpfiles.packages = [ cfg.package ];
+    environment.systemPackages = [ cfg.package ];
+    environment.etc."zeroclaw/config.toml".source = configFile;
+
+    users.users.zeroclaw = {
+      isSystemUser = true;
+      group = "zeroclaw";
+      home = "/var/lib/zeroclaw";
+      description = "zeroclaw agent host";
+    };
+    users.groups.zeroclaw = { };
+
+    systemd.sockets.zeroclaw = {
+      overrideStrategy = "asDropin";
+      wantedBy = [ "sockets.target" ];
+      socketConfig = lib.mkIf (cfg.listen.unix != defaultUnixSocket) {
+        ListenStream = [
+          ""
+          cfg.listen.unix
+        ];
+      };
+    };
+
+    systemd.sockets.zeroclaw-tcp = lib.mkIf (cfg.listen.tcp != [ ]) {
+      overrideStrategy = "asDropin";
+      wantedBy = [ "sockets.target" ];
+      socketConfig.ListenStream = [ "" ] ++ cfg.listen.tcp;
+    };
+
+    systemd.services.zeroclaw = {
+      overrideStrategy = "asDropin";
+      restartTriggers = [ configFile ];
+      serviceConfig = lib.mkMerge [
+        (lib.mkIf (cfg.environmentFile != null) { EnvironmentFile = cfg.environmentFile; })
+        (lib.mkIf (cfg.workspacePaths != [ ]) { ReadWritePaths = cfg.workspacePaths; })
+        (lib.mkIf (homeWorkspaces != [ ]) {
+          ProtectHome = "tmpfs";
+          BindPaths = homeWorkspaces;
+        })
+      ];
+    };
+  };
+}
