@@ -1,11 +1,14 @@
-//! The `zeroclaw` command line: `acp` (the ACP server on stdio), `config`, `sessions`.
+//! The `zeroclaw` command line: `acp` (the ACP server on stdio), `config`, `sessions`,
+//! `sandbox run`, `doctor`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use zeroclaw::cli::acp_cmd::{self, AcpArgs};
 use zeroclaw::cli::config_cmd::{self, ConfigArgs};
 use zeroclaw::cli::sessions_cmd::{self, SessionsArgs};
+use zeroclaw::cli::{doctor, sandbox};
 
 #[derive(Parser)]
 #[command(
@@ -26,11 +29,23 @@ enum Command {
     Config(ConfigArgs),
     /// List, show or delete the stored ACP sessions.
     Sessions(SessionsArgs),
+    /// Run a command confined exactly as a supervised session's shell tool would.
+    #[command(subcommand)]
+    Sandbox(sandbox::SandboxCommand),
+    /// Print the sandbox capability report; non-zero when the configured sandbox cannot apply.
+    Doctor {
+        #[command(flatten)]
+        args: doctor::DoctorArgs,
+        /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
+        #[arg(long)]
+        config_dir: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
-    // Sandbox helper hook: the re-executed confined helper must branch off here, before
-    // argument parsing, logging or any runtime thread exists.
+    // First statement: the re-executed confined helper branches off here, before argument
+    // parsing, logging or any runtime thread exists.
+    zeroclaw_sandbox::helper::run_if_helper();
 
     let cli = Cli::parse();
     init_logging();
@@ -38,6 +53,10 @@ fn main() -> ExitCode {
         Command::Acp(args) => acp_cmd::run(args),
         Command::Config(args) => config_cmd::run(args),
         Command::Sessions(args) => sessions_cmd::run(args),
+        Command::Sandbox(sandbox::SandboxCommand::Run(args)) => sandbox_settings(None)
+            .map(|(backend, partial)| sandbox::run_with(args, backend, partial)),
+        Command::Doctor { args, config_dir } => sandbox_settings(config_dir.as_deref())
+            .map(|(backend, partial)| doctor::run_with(args, backend, partial)),
     };
     match result {
         Ok(code) => code,
@@ -57,4 +76,17 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
+}
+
+/// The configured `[sandbox] backend` and `allow_partial` (command-line flags override them).
+fn sandbox_settings(
+    config_dir: Option<&std::path::Path>,
+) -> anyhow::Result<(zeroclaw_sandbox::BackendChoice, bool)> {
+    let config = zeroclaw::config::Config::load(config_dir)?;
+    let backend = config
+        .sandbox
+        .backend
+        .parse()
+        .map_err(|e| anyhow::anyhow!("[sandbox] backend: {e}"))?;
+    Ok((backend, config.sandbox.allow_partial))
 }

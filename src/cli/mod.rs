@@ -1,6 +1,8 @@
-//! Subcommands of the `zeroclaw` binary that are not the ACP server itself, and the `acp`
-//! entry point that wires config, runtime and the stdio transport together.
+//! Subcommands of the `zeroclaw` binary, and the `acp` entry point that wires config, runtime
+//! and the stdio transport together.
 
 pub mod acp_cmd;
 pub mod config_cmd;
+pub mod doctor;
+pub mod sandbox;
 pub mod sessions_cmd;

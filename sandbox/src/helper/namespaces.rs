@@ -1,0 +1,135 @@
+//! The namespace backends' process tree: the helper unshares user, mount, pid, ipc, uts (and
+//! net) namespaces, forks the pid namespace's init, which builds the new root and forks the
+//! command; when the init exits the kernel kills everything left in the namespace. The
+//! bubblewrap backend execs bwrap instead, which runs our inner stage.
+
+use nix::sched::CloneFlags;
+use nix::unistd::Pid;
+
+use super::{exec, mounts, reaper, send, shell_code};
+use crate::error::{SetupError, Stage};
+use crate::plan::Plan;
+use crate::protocol::{Enforcement, Message};
+
+/// Namespace names for the enforcement report.
+pub fn names(net: bool) -> Vec<String> {
+    let mut v = vec!["user", "mount", "pid", "ipc", "uts"];
+    if net {
+        v.push("net");
+    }
+    v.into_iter().map(String::from).collect()
+}
+
+/// Helper side of the namespace backend: returns the command's shell exit code.
+pub fn run(plan: &Plan) -> Result<i32, SetupError> {
+    mounts::create_placeholders(&plan.placeholders)?;
+    enter(plan.unshare_net)?;
+    reaper::become_subreaper()?;
+    let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
+    match init {
+        Some(pid) => {
+            let code = reaper::supervise_child(Pid::from_raw(pid), false);
+            mounts::scrub(&plan.scrub);
+            Ok(code)
+        }
+        None => super::sys_exit(match init_main(plan) {
+            Ok(code) => code,
+            Err(e) => {
+                send(&Message::Failed(e));
+                super::SETUP_FAILED
+            }
+        }),
+    }
+}
+
+/// pid 1 of the new namespace: root, /proc, /dev, then the command as its child.
+fn init_main(plan: &Plan) -> Result<i32, SetupError> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
+    let _ = nix::unistd::sethostname("zeroclaw");
+    // The mount namespace is the init's own: pivot_root would otherwise move the helper's
+    // root too, and the helper must keep seeing the host /proc to kill the tree.
+    nix::sched::unshare(CloneFlags::CLONE_NEWNS)
+        .map_err(|e| SetupError::os(Stage::Namespaces, "unshare(CLONE_NEWNS)", &e.into()))?;
+    mounts::build_root(&plan.mounts, plan.limits.file_size_bytes)?;
+    let enforcement = Enforcement {
+        namespaces: names(plan.unshare_net),
+        private_tmp: true,
+        protected_paths: true,
+        ..Enforcement::default()
+    };
+    let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
+    match child {
+        None => super::finish(exec::confine_and_exec(plan, enforcement)),
+        Some(pid) => {
+            let exit = reaper::reap_until(Pid::from_raw(pid));
+            send(&Message::Exited(exit));
+            Ok(shell_code(exit))
+        }
+    }
+}
+
+/// unshare (user, pid, ipc, uts, net) + uid/gid maps that keep the caller's ids.
+fn enter(net: bool) -> Result<(), SetupError> {
+    let uid = nix::unistd::geteuid().as_raw();
+    let gid = nix::unistd::getegid().as_raw();
+    let mut flags = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWUTS;
+    if net {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    nix::sched::unshare(flags).map_err(|e| {
+        SetupError::os(Stage::Namespaces, format!("unshare({flags:?})"), &e.into()).hint(
+            "unprivileged user namespaces are blocked (sysctl kernel.unprivileged_userns_clone=1, \
+             kernel.apparmor_restrict_unprivileged_userns=0, or a container policy); \
+             or choose backend = \"bubblewrap\" / \"landlock\"",
+        )
+    })?;
+    write_proc("/proc/self/setgroups", "deny")?;
+    write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1\n"))?;
+    write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1\n"))
+}
+
+fn write_proc(path: &str, value: &str) -> Result<(), SetupError> {
+    std::fs::write(path, value)
+        .map_err(|e| SetupError::os(Stage::Namespaces, format!("write({path}, {value:?})"), &e))
+}
+
+/// Bubblewrap backend: exec bwrap, which runs our inner stage (Landlock, seccomp, caps,
+/// rlimits) inside its namespaces. The plan for the inner stage travels in a memfd on fd 3.
+pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
+    use std::os::fd::AsRawFd;
+    mounts::create_placeholders(&plan.placeholders)?;
+    let bwrap = plan
+        .bwrap
+        .clone()
+        .ok_or_else(|| SetupError::new(Stage::Bubblewrap, "no bwrap executable in the plan"))?;
+    let helper = std::fs::read_link("/proc/self/exe")
+        .map_err(|e| SetupError::os(Stage::Bubblewrap, "readlink(/proc/self/exe)", &e))?;
+    let json = serde_json::to_vec(plan)
+        .map_err(|e| SetupError::new(Stage::Bubblewrap, format!("encode plan: {e}")))?;
+    let memfd = crate::sys::memfd_with(&json)
+        .map_err(|e| SetupError::os(Stage::Bubblewrap, "memfd_create(plan)", &e))?;
+    let io = |e: std::io::Error| SetupError::os(Stage::Bubblewrap, "dup2(plan/report fd)", &e);
+    crate::sys::dup_onto(memfd.as_raw_fd(), super::PLAN_FD).map_err(io)?;
+    crate::sys::dup_onto(super::REPORT_FD, super::REPORT_FD).map_err(io)?;
+    let mut outer = plan.clone();
+    outer.mounts = mounts::bwrap_binds(&plan.mounts)?;
+    let args = crate::bubblewrap::args(&outer, &helper);
+    reaper::become_subreaper()?;
+    let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Bubblewrap, "fork()", &e))?;
+    let Some(pid) = child else {
+        let err = exec::exec_path(&bwrap, &args, &[]);
+        return Err(SetupError::os(
+            Stage::Bubblewrap,
+            format!("execve({})", bwrap.display()),
+            &err,
+        ));
+    };
+    drop(memfd);
+    let code = reaper::supervise_child(Pid::from_raw(pid), false);
+    mounts::scrub(&plan.scrub);
+    Ok(code)
+}
