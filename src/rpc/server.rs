@@ -124,3 +124,73 @@ fn cancel_in_flight(in_flight: &InFlight, params: &Value) {
 fn lock(in_flight: &InFlight) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
     in_flight.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rpc::stdio;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    /// `slow` never finishes on its own; `echo` answers its params; notifications are dropped.
+    struct TestHandler;
+
+    impl Handler for TestHandler {
+        async fn request(
+            &self,
+            _peer: Peer,
+            method: String,
+            params: Value,
+        ) -> Result<Value, RpcError> {
+            match method.as_str() {
+                "slow" => std::future::pending().await,
+                "echo" => Ok(params),
+                _ => Err(RpcError::method_not_found(&method)),
+            }
+        }
+
+        async fn notification(&self, _peer: Peer, _method: String, _params: Value) {}
+    }
+
+    #[tokio::test]
+    async fn requests_run_concurrently_and_cancel_request_answers_the_slow_one() {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (server_read, server_write) = tokio::io::split(server);
+        let serving = tokio::spawn(stdio::run(
+            server_read,
+            server_write,
+            1024,
+            Arc::new(TestHandler),
+        ));
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut lines = BufReader::new(client_read).lines();
+        let input = concat!(
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"slow\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"method\":\"note\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"echo\",\"params\":{\"x\":1}}\n",
+        );
+        client_write.write_all(input.as_bytes()).await.unwrap();
+        let first: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(
+            first,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"x": 1}})
+        );
+        client_write
+            .write_all(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"id\":1}}\n",
+            )
+            .await
+            .unwrap();
+        let second: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(second["id"], 1);
+        assert_eq!(second["error"]["code"], REQUEST_CANCELLED);
+        client_write.shutdown().await.unwrap();
+        serving.await.unwrap();
+        assert_eq!(
+            lines.next_line().await.unwrap(),
+            None,
+            "nothing else was written"
+        );
+    }
+}
