@@ -11,6 +11,7 @@
 #   6. systemd-sysusers (dry run, then into a scratch root) and systemd-tmpfiles --create there
 #   7. config.example.toml and the module's settings through `zeroclaw config check`
 #   8. cargo deb, then the package's file list, control data and maintainer scripts
+#   9. shellcheck on this script, packaging/tests/*.sh and the maintainer scripts
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,7 @@ install_missing() {
   command -v systemd-analyze >/dev/null || need+=(systemd)
   command -v nix-instantiate >/dev/null || need+=(nix-bin)
   command -v dpkg-deb >/dev/null || need+=(dpkg)
+  command -v shellcheck >/dev/null || need+=(shellcheck)
   if [ "${#need[@]}" -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
@@ -123,7 +125,9 @@ systemd-sysusers --root="$root" "$PWD/packaging/sysusers.d/zeroclaw.conf" >/dev/
 uid=$(awk -F: '$1 == "zeroclaw" { print $3 }' "$root/etc/passwd")
 home=$(awk -F: '$1 == "zeroclaw" { print $6 }' "$root/etc/passwd")
 gid=$(awk -F: '$1 == "zeroclaw" { print $3 }' "$root/etc/group")
-[ -n "$uid" ] && [ -n "$gid" ] && [ "$uid" -lt 1000 ] || fail "sysusers made no system user zeroclaw (uid=$uid gid=$gid)"
+if [ -z "$uid" ] || [ -z "$gid" ] || [ "$uid" -ge 1000 ]; then
+  fail "sysusers made no system user zeroclaw (uid=$uid gid=$gid)"
+fi
 [ "$home" = /var/lib/zeroclaw ] || fail "zeroclaw's home is $home"
 ok "systemd-sysusers --root: system user zeroclaw ($uid:$gid)"
 systemd-tmpfiles --create --root="$root" "$PWD/packaging/tmpfiles.d/zeroclaw.conf" || fail "systemd-tmpfiles --create"
@@ -214,6 +218,11 @@ done
 grep -q 'systemd-sysusers.*zeroclaw.conf' "$work/deb-control/postinst" || fail "postinst does not create the user"
 grep -q 'deb-systemd-helper enable zeroclaw.socket' "$work/deb-control/postinst" || fail "postinst does not enable zeroclaw.socket"
 ok "control: conffiles, maintainer scripts (sysusers, tmpfiles, units enabled)"
+
+step "9. shellcheck"
+shellcheck packaging/check.sh packaging/tests/*.sh packaging/debian/postinst packaging/debian/postrm ||
+  fail "shellcheck"
+ok "shellcheck"
 
 rm -rf "$work"
 printf '\npackaging: %d passed, 0 failed\n' "$passed"
