@@ -4,7 +4,8 @@
 # Exits non-zero on the first failure. Scratch files live in target/packaging-check/.
 #
 #   1. nix-instantiate --parse on every .nix file
-#   2. the NixOS module evaluated against a stub of lib/pkgs (nix/tests/eval-module.nix)
+#   2. the NixOS module evaluated against a stub of lib/pkgs (nix/tests/eval-module.nix), and
+#      the Nix package's install step run into a scratch $out (nix/tests/eval-package.nix)
 #   3. systemd-analyze verify on the packaged units (ExecStart pointed at the built binary)
 #   4. systemd-analyze security --offline=true --threshold=30 on the packaged service
 #   5. the same two on the packaged units plus the module's drop-ins
@@ -93,7 +94,33 @@ render_units "$work/units"
 quiet_or_fail "systemd-analyze verify packaging/systemd/*" systemd-analyze verify "$work"/units/*
 exposure "systemd-analyze security zeroclaw.service" "$work/units/zeroclaw.service"
 
-step "5. packaged units plus the module's drop-ins"
+step "5a. the Nix package's install step (postInstall) into a scratch \$out"
+nix-instantiate --eval --strict --json nix/tests/eval-package.nix >"$work/package.json" ||
+  fail "nix-instantiate --eval --strict nix/tests/eval-package.nix"
+# nixpkgs' substituteInPlace --replace-fail: a pattern that does not occur fails the build.
+substituteInPlace() {
+  local file=$1
+  shift
+  while [ "$#" -gt 0 ]; do
+    [ "$1" = --replace-fail ] || fail "substituteInPlace: $1 is not emulated here"
+    grep -qF -- "$2" "$file" || fail "substituteInPlace: '$2' is not in $file: the Nix build would fail"
+    python3 -c 'import sys; p, a, b = sys.argv[1:]; t = open(p).read(); open(p, "w").write(t.replace(a, b))' "$file" "$2" "$3"
+    shift 3
+  done
+}
+out=$work/nix-out
+post_install=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["postInstall"])' "$work/package.json")
+(eval "$post_install") || fail "the package's postInstall"
+install -Dm755 "$bin" "$out/bin/zeroclaw"
+grep -qx "ExecStart=$out/bin/zeroclaw daemon" "$out/lib/systemd/system/zeroclaw.service" ||
+  fail "the Nix package's zeroclaw.service does not start $out/bin/zeroclaw"
+quiet_or_fail "systemd-analyze verify on the Nix package's units" systemd-analyze verify "$out"/lib/systemd/system/*
+for f in lib/sysusers.d/zeroclaw.conf lib/tmpfiles.d/zeroclaw.conf share/doc/zeroclaw/config.example.toml; do
+  [ -f "$out/$f" ] || fail "the Nix package lacks $f"
+done
+ok "the Nix package installs the units (ExecStart into \$out), sysusers.d, tmpfiles.d, the example"
+
+step "5b. packaged units plus the module's drop-ins"
 render_units "$work/nixos"
 python3 - "$work/module.json" "$work/nixos" <<'EOF'
 import json, os, sys
