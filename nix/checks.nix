@@ -31,5 +31,5 @@ in
   tests = zeroclaw.overrideAttrs { doCheck = true; };
 }
 // lib.optionalAttrs pkgs.stdenv.isLinux {
-  vm = pkgs.testers.runNixOSTest (import ./tests/vm.nix { inherit self; });
+  vm = pkgs.testers.runNixOSTest (import ./tests/vm.nix { inherit self pkgs; });
 }

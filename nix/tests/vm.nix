@@ -4,9 +4,8 @@
 #
 # Run on a Linux machine with KVM and network access to nixpkgs:  nix build .#checks.x86_64-linux.vm
 # It has never run where it was written (no nixpkgs, no KVM there); see packaging/README.md.
-{ self }:
+{ self, pkgs }:
 
-{ pkgs, ... }:
 let
   # An OpenAI-compatible /chat/completions that replays scripted SSE: a tool call when the
   # user asks to "escape", a closing text after a tool result, else a greeting.
