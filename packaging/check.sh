@@ -4,8 +4,9 @@
 # Exits non-zero on the first failure. Scratch files live in target/packaging-check/.
 #
 #   1. nix-instantiate --parse on every .nix file
-#   2. the NixOS module evaluated against a stub of lib/pkgs (nix/tests/eval-module.nix), and
-#      the Nix package's install step run into a scratch $out (nix/tests/eval-package.nix)
+#   2. the NixOS module evaluated against a stub of lib/pkgs (nix/tests/eval-module.nix), the
+#      flake's outputs against a stub nixpkgs (eval-flake.nix), and the Nix package's install
+#      step run into a scratch $out (eval-package.nix)
 #   3. systemd-analyze verify on the packaged units (ExecStart pointed at the built binary)
 #   4. systemd-analyze security --offline=true --threshold=30 on the packaged service
 #   5. the same two on the packaged units plus the module's drop-ins
@@ -74,6 +75,11 @@ nix-instantiate --eval --strict --json nix/tests/eval-module.nix >"$work/module.
 python3 -c 'import json, sys; [print("ok: module:", p) for p in json.load(open(sys.argv[1]))["passed"]]' \
   "$work/module.json"
 ok "module evaluates"
+nix-instantiate --eval --strict --json nix/tests/eval-flake.nix >"$work/flake.json" ||
+  fail "nix-instantiate --eval --strict nix/tests/eval-flake.nix"
+python3 -c 'import json, sys; [print("ok: flake:", p) for p in json.load(open(sys.argv[1]))["passed"]]' \
+  "$work/flake.json"
+ok "flake outputs evaluate against the nixpkgs stub"
 
 step "build the binaries the units and the package point at"
 cargo build --release --locked --bins

@@ -7,24 +7,7 @@
 # path exists) and hands `postInstall` to packaging/check.sh, which runs it into a scratch
 # $out and verifies the installed units (ExecStart pointing into that $out).
 let
-  stub = import ./stub-lib.nix;
-  lib = stub.lib // {
-    importTOML = path: builtins.fromTOML (builtins.readFile path);
-    licenses.asl20 = "Apache-2.0";
-    platforms = {
-      linux = [ "x86_64-linux" ];
-      darwin = [ "aarch64-darwin" ];
-    };
-    fileset = {
-      unions = paths: paths;
-      toSource =
-        { root, fileset }:
-        assert builtins.all builtins.pathExists fileset || throw "a package source path does not exist";
-        {
-          inherit root fileset;
-        };
-    };
-  };
+  lib = import ./stub-nixpkgs/lib.nix;
   tool = name: { outPath = "/usr/bin-stub/${name}"; };
   args = import ../package.nix {
     inherit lib;
