@@ -11,7 +11,7 @@ mod support;
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use support::acp_client::{AcpClient, is_response, memory_kib};
 use support::model_server::{ModelServer, text_reply};
 
@@ -90,7 +90,7 @@ fn is_int(v: &Value) -> bool {
     v.as_i64().is_some() || v.as_u64().is_some()
 }
 
-/// Builds the hostile lines; `ids` hands out unique request ids.
+/// Builds the hostile lines; `id()` hands out unique request ids.
 struct Generator {
     rng: Rng,
     next_id: u64,
@@ -298,9 +298,8 @@ impl Generator {
             }
             4 => return serde_json::to_vec(&json!([req])).unwrap(),
             _ => {
-                let mut extra = Map::new();
-                extra.insert("method".into(), json!(format!("m/{}", self.rng.next())));
-                obj.extend(extra);
+                let unknown = format!("m/{}", self.rng.next());
+                obj.insert("method".into(), json!(unknown));
             }
         }
         serde_json::to_vec(&req).unwrap()
