@@ -7,6 +7,7 @@ pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod gateway;
 pub mod provider;
 pub mod rpc;
 pub mod store;

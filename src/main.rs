@@ -1,5 +1,5 @@
-//! The `zeroclaw` command line: `acp` (the ACP server on stdio), `config`, `sessions`,
-//! `sandbox run`, `doctor`.
+//! The `zeroclaw` command line: `acp` (the ACP server on stdio), `daemon` (ACP over
+//! WebSocket), `token`, `config`, `sessions`, `sandbox run`, `doctor`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,7 +8,9 @@ use clap::{Parser, Subcommand};
 use zeroclaw::cli::acp_cmd::{self, AcpArgs};
 use zeroclaw::cli::config_cmd::{self, ConfigArgs};
 use zeroclaw::cli::sessions_cmd::{self, SessionsArgs};
+use zeroclaw::cli::token_cmd::{self, TokenArgs};
 use zeroclaw::cli::{doctor, sandbox};
+use zeroclaw::gateway::daemon::{self, DaemonArgs};
 
 #[derive(Parser)]
 #[command(
@@ -25,6 +27,10 @@ struct Cli {
 enum Command {
     /// Serve the Agent Client Protocol on stdin/stdout.
     Acp(AcpArgs),
+    /// Serve ACP over WebSocket (`/acp`) on Unix and TCP sockets, for many clients.
+    Daemon(DaemonArgs),
+    /// Create, list or revoke the daemon's bearer tokens.
+    Token(TokenArgs),
     /// Show or check the resolved configuration (secrets masked).
     Config(ConfigArgs),
     /// List, show or delete the stored ACP sessions.
@@ -51,6 +57,8 @@ fn main() -> ExitCode {
     init_logging();
     let result = match cli.command {
         Command::Acp(args) => acp_cmd::run(args),
+        Command::Daemon(args) => daemon::run(args),
+        Command::Token(args) => token_cmd::run(args),
         Command::Config(args) => config_cmd::run(args),
         Command::Sessions(args) => sessions_cmd::run(args),
         Command::Sandbox(sandbox::SandboxCommand::Run(args)) => sandbox_settings(None)

@@ -7,12 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 
 use super::Server;
+use super::session::Session;
+use super::sessions::not_found;
 use super::{initialize, lifecycle, new_session, prompt, restore};
 use crate::rpc::{Handler, Peer, RpcError};
 
 pub struct Connection {
     pub server: Arc<Server>,
-    /// The authenticated principal (the daemon will set it); `None` for stdio.
+    /// The authenticated principal (`uid:<n>`, `token:<name>`); `None` for stdio.
     pub owner: Option<String>,
     /// A connection-scoped default agent (the gateway's `?agent=`); `None` for stdio.
     pub default_agent: Option<String>,
@@ -26,6 +28,23 @@ impl Connection {
             owner,
             default_agent,
             initialized: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a session owned by `owner` belongs to this connection's principal. stdio (no
+    /// principal: the local user) sees every session; a daemon principal only its own.
+    pub fn owns(&self, owner: Option<&str>) -> bool {
+        self.owner.is_none() || self.owner.as_deref() == owner
+    }
+
+    /// The active session `id` if it belongs to this connection's principal; -32000 otherwise,
+    /// exactly as if it did not exist.
+    pub fn session(&self, id: &str) -> Result<Arc<Session>, RpcError> {
+        let session = self.server.sessions.get(id)?;
+        if self.owns(session.owner.as_deref()) {
+            Ok(session)
+        } else {
+            Err(not_found(id))
         }
     }
 

@@ -11,13 +11,14 @@ pub const PROTOCOL_VERSION: u64 = 1;
 pub fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
     params::object(params)?;
     let server = &conn.server;
+    let config = server.config();
     let persistent = server.store.is_some();
     let session_capabilities = if persistent {
         json!({"resume": {}, "close": {}})
     } else {
         json!({})
     };
-    let default_model = agents::default_agent(&server.config).map(|a| a.model.clone());
+    let default_model = agents::default_agent(&config).map(|a| a.model.clone());
     Ok(json!({
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
@@ -35,8 +36,8 @@ pub fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
         "_meta": {
             "zeroclaw": {
                 "defaultModel": default_model,
-                "maxSessions": server.config.acp.max_sessions,
-                "sessionTimeoutSecs": server.config.acp.session_timeout_secs,
+                "maxSessions": config.acp.max_sessions,
+                "sessionTimeoutSecs": config.acp.session_timeout_secs,
             }
         }
     }))

@@ -13,7 +13,7 @@ pub fn cancel_notification(conn: &Connection, params: &Value) {
     let Ok(id) = params::session_id(params) else {
         return;
     };
-    if let Ok(session) = conn.server.sessions.get(id) {
+    if let Ok(session) = conn.session(id) {
         session.cancel_turn();
     }
 }
@@ -21,14 +21,14 @@ pub fn cancel_notification(conn: &Connection, params: &Value) {
 /// `session/cancel` as a request: `{}`; a no-op when the session is idle.
 pub fn cancel_request(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
     let id = params::session_id(params)?;
-    conn.server.sessions.get(id)?.cancel_turn();
+    conn.session(id)?.cancel_turn();
     Ok(json!({}))
 }
 
 /// `session/stop`: lets the running turn finish, then deactivates the session.
 pub async fn stop(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
     let id = params::session_id(params)?;
-    let session = conn.server.sessions.get(id)?;
+    let session = conn.session(id)?;
     session.wait_idle().await;
     conn.server.sessions.remove(id);
     Ok(json!({"sessionId": id, "stopped": true}))
@@ -43,7 +43,7 @@ pub async fn close(conn: &Connection, params: &Value) -> Result<Value, RpcError>
             "session/close is unavailable: the session store could not be opened",
         ));
     }
-    let session = conn.server.sessions.get(id)?;
+    let session = conn.session(id)?;
     session.cancel_turn();
     session.wait_idle().await;
     conn.server.sessions.remove(id);

@@ -13,9 +13,10 @@ use crate::store::{SessionRecord, now_ms};
 
 pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
     let server = &conn.server;
+    let config = server.config();
     let explicit = params::opt_str(params, &["agentAlias", "agent_alias", "agent"])?;
-    let alias = agents::resolve_for_new(&server.config, explicit, conn.default_agent.as_deref())?;
-    let agent = agents::dispatchable(&server.config, &alias)?.clone();
+    let alias = agents::resolve_for_new(&config, explicit, conn.default_agent.as_deref())?;
+    let agent = agents::dispatchable(&config, &alias)?.clone();
     let cwd = match params::opt_str(params, &["cwd", "workspaceDir", "workspace_dir"])? {
         Some(dir) => canonical_dir(Path::new(dir))?,
         None => server.launch_dir.clone(),

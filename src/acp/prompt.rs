@@ -16,7 +16,7 @@ use crate::tools::ToolContext;
 
 pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Value, RpcError> {
     let id = params::session_id(params)?;
-    let session = conn.server.sessions.get(id)?;
+    let session = conn.session(id)?;
     let parts = materialize::parse(params::object(params)?.get("prompt"))?;
     let guard = session.start_turn().map_err(|_| {
         RpcError::new(

@@ -36,6 +36,7 @@ pub async fn handle(
         ));
     };
     if conn.server.sessions.contains(id) {
+        conn.session(id)?; // another principal's active session is not found, not busy
         return Err(RpcError::invalid_params(format!(
             "session {id} is already active"
         )));
@@ -55,8 +56,9 @@ async fn restore(conn: &Connection, store: &Store, id: &str) -> Result<Arc<Sessi
         return Err(not_found(id));
     };
     conn.server.sessions.check_room()?;
-    let alias = agents::resolve_for_restore(&conn.server.config, &record.agent_alias)?;
-    let agent = agents::dispatchable(&conn.server.config, &alias)?.clone();
+    let config = conn.server.config();
+    let alias = agents::resolve_for_restore(&config, &record.agent_alias)?;
+    let agent = agents::dispatchable(&config, &alias)?.clone();
     let entries: Vec<Entry> = store
         .history(id)
         .await
@@ -78,7 +80,7 @@ async fn restore(conn: &Connection, store: &Store, id: &str) -> Result<Arc<Sessi
 
 /// A connection without a principal (stdio) may restore any session; others only their own.
 fn owned_by(conn: &Connection, owner: Option<&str>) -> bool {
-    conn.owner.is_none() || conn.owner.as_deref() == owner
+    conn.owns(owner)
 }
 
 async fn replay(session: &Session, peer: Peer) {

@@ -1,9 +1,10 @@
-//! State shared by every ACP connection of the process: the config, the store (or none when
-//! it could not be opened), the active sessions, the providers built so far, the tools.
+//! State shared by every ACP connection of the process: the config (replaced as a whole by a
+//! daemon reload), the store (or none when it could not be opened), the active sessions, the
+//! providers built so far, the tools.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use crate::config::Config;
@@ -15,7 +16,8 @@ use std::path::Path;
 use super::sessions::Sessions;
 
 pub struct Server {
-    pub config: Config,
+    /// Read through [`Server::config`]; a reload swaps it for the turns that start afterwards.
+    config: RwLock<Arc<Config>>,
     /// `None`: running in memory; load/resume/close are unavailable.
     pub store: Option<Store>,
     pub sessions: Arc<Sessions>,
@@ -43,7 +45,7 @@ impl Server {
             .and_then(|d| d.canonicalize())
             .unwrap_or_else(|_| PathBuf::from("/"));
         Arc::new(Server {
-            config,
+            config: RwLock::new(Arc::new(config)),
             store,
             sessions,
             tools: ToolRegistry::builtin(),
@@ -52,13 +54,30 @@ impl Server {
         })
     }
 
+    /// The configuration as of now.
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces agents, providers and policy for what starts from now on (running turns keep
+    /// what they started with); providers are rebuilt on next use. The session limits stay.
+    pub fn reload(&self, config: Config) {
+        let mut providers = self.providers.lock().unwrap_or_else(|e| e.into_inner());
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        providers.clear();
+    }
+
     /// The provider named in the config, built once and shared.
     pub fn provider(&self, name: &str) -> Result<Arc<dyn Provider>, ProviderError> {
+        let config = self.config();
         let mut providers = self.providers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(provider) = providers.get(name) {
             return Ok(provider.clone());
         }
-        let provider = provider::build(&self.config, name)?;
+        let provider = provider::build(&config, name)?;
         providers.insert(name.to_owned(), provider.clone());
         Ok(provider)
     }

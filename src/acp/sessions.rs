@@ -69,6 +69,16 @@ impl Sessions {
         self.lock().remove(id)
     }
 
+    /// A snapshot of every active session (shutdown cancels their turns).
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.lock().values().cloned().collect()
+    }
+
+    /// How many sessions are running a turn.
+    pub fn busy(&self) -> usize {
+        self.lock().values().filter(|s| s.is_busy()).count()
+    }
+
     pub fn len(&self) -> usize {
         self.lock().len()
     }

@@ -1,8 +1,9 @@
-//! Subcommands of the `zeroclaw` binary, and the `acp` entry point that wires config, runtime
-//! and the stdio transport together.
+//! Subcommands of the `zeroclaw` binary (`daemon` lives in `gateway::daemon`), and the `acp`
+//! entry point that wires config, runtime and the stdio transport together.
 
 pub mod acp_cmd;
 pub mod config_cmd;
 pub mod doctor;
 pub mod sandbox;
 pub mod sessions_cmd;
+pub mod token_cmd;

@@ -1,5 +1,5 @@
 //! The `ZEROCLAW_<path>` environment overlay: which variables are config keys, their paths, and
-//! their values parsed as TOML scalars.
+//! their values parsed as TOML scalars or arrays.
 
 use super::ConfigError;
 
@@ -89,14 +89,15 @@ fn key_path(var: &str, tail: &str) -> Result<Vec<String>, ConfigError> {
         .collect())
 }
 
-/// A TOML scalar (integer, float, boolean, quoted string, datetime), else the raw string.
+/// A TOML scalar (integer, float, boolean, quoted string, datetime) or array
+/// (`["unix:/run/z.sock", "tcp:127.0.0.1:1"]`), else the raw string. Tables are not values.
 fn scalar(raw: &str) -> toml::Value {
     let parsed = format!("v = {raw}")
         .parse::<toml::Table>()
         .ok()
         .and_then(|mut t| t.remove("v"));
     match parsed {
-        Some(v) if !matches!(v, toml::Value::Table(_) | toml::Value::Array(_)) => v,
+        Some(v) if !matches!(v, toml::Value::Table(_)) => v,
         _ => toml::Value::String(raw.to_owned()),
     }
 }
@@ -129,8 +130,25 @@ mod tests {
             toml::Value::String("http://127.0.0.1:1/v1".into())
         );
         assert_eq!(
+            one("ZEROCLAW_x", "{a = 1}").value,
+            toml::Value::String("{a = 1}".into())
+        );
+    }
+
+    #[test]
+    fn arrays_parse_as_toml_arrays() {
+        let e = one(
+            "ZEROCLAW_gateway__listen",
+            r#"["unix:/run/z.sock", "tcp:[::1]:9"]"#,
+        );
+        assert_eq!(e.path, ["gateway", "listen"]);
+        assert_eq!(
+            e.value,
+            toml::Value::Array(vec!["unix:/run/z.sock".into(), "tcp:[::1]:9".into()])
+        );
+        assert_eq!(
             one("ZEROCLAW_x", "[1, 2]").value,
-            toml::Value::String("[1, 2]".into())
+            toml::Value::Array(vec![1.into(), 2.into()])
         );
     }
 

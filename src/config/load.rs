@@ -10,8 +10,8 @@ use toml::{Table, Value};
 use super::env::{self, EnvEntry};
 use super::validate;
 use super::{
-    AcpConfig, AgentConfig, CONFIG_FILE_NAME, Config, ConfigError, ProviderConfig, SandboxConfig,
-    Source,
+    AcpConfig, AgentConfig, CONFIG_FILE_NAME, Config, ConfigError, GatewayConfig, ProviderConfig,
+    SandboxConfig, Source,
 };
 
 /// The built-in provider and agent a fresh install runs with.
@@ -32,6 +32,8 @@ struct RawConfig {
     agents: BTreeMap<String, AgentConfig>,
     #[serde(default)]
     sandbox: SandboxConfig,
+    #[serde(default)]
+    gateway: GatewayConfig,
 }
 
 /// Which source each key came from.
@@ -254,7 +256,19 @@ fn resolve(config_dir: &Path, raw: RawConfig) -> Config {
         providers: raw.providers,
         agents: raw.agents,
         sandbox: raw.sandbox,
+        gateway: resolve_gateway(config_dir, raw.gateway),
     }
+}
+
+/// Relative `unix:` paths are relative to the config directory (like `workspace_dir`).
+fn resolve_gateway(config_dir: &Path, mut gateway: GatewayConfig) -> GatewayConfig {
+    for address in &mut gateway.listen {
+        if let Some(path) = address.strip_prefix("unix:") {
+            let path = absolute(config_dir, expand_home(PathBuf::from(path)));
+            *address = format!("unix:{}", path.display());
+        }
+    }
+    gateway
 }
 
 fn expand_home(path: PathBuf) -> PathBuf {

@@ -33,6 +33,47 @@ pub struct Config {
     /// The effective agents: with no `[agents]` at all, the built-in `default` agent.
     pub agents: BTreeMap<String, AgentConfig>,
     pub sandbox: SandboxConfig,
+    pub gateway: GatewayConfig,
+}
+
+/// `[gateway]`: where `zeroclaw daemon` listens and how it admits clients.
+///
+/// `listen` entries are `"unix:PATH"` (a relative path is relative to the config directory) or
+/// `"tcp:HOST:PORT"`; see `crate::gateway::listen`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayConfig {
+    pub listen: Vec<String>,
+    pub require_auth: bool,
+    pub allowed_uids: Vec<u32>,
+    pub allowed_gids: Vec<u32>,
+    pub max_connections: usize,
+    pub max_frame_bytes: usize,
+    pub idle_timeout_secs: u64,
+    pub shutdown_grace_secs: u64,
+}
+
+/// The default Unix socket's name inside the config directory.
+pub const DEFAULT_SOCKET_NAME: &str = "zeroclaw.sock";
+/// The default TCP address of the gateway.
+pub const DEFAULT_TCP_LISTEN: &str = "tcp:127.0.0.1:42617";
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            listen: vec![
+                format!("unix:{DEFAULT_SOCKET_NAME}"),
+                DEFAULT_TCP_LISTEN.to_owned(),
+            ],
+            require_auth: true,
+            allowed_uids: Vec::new(),
+            allowed_gids: Vec::new(),
+            max_connections: 1024,
+            max_frame_bytes: AcpConfig::default().max_line_bytes,
+            idle_timeout_secs: 120,
+            shutdown_grace_secs: 30,
+        }
+    }
 }
 
 /// `[acp]`: the ACP server's limits and default agent.

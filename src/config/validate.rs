@@ -1,5 +1,5 @@
-//! Checks that need the whole configuration: positive limits, a known sandbox backend, usable
-//! provider URLs, and agents that name an existing provider.
+//! Checks that need the whole configuration: positive limits, a known sandbox backend, parsable
+//! gateway addresses, usable provider URLs, and agents that name an existing provider.
 
 use super::load::Sources;
 use super::{AgentConfig, Config, ConfigError, ProviderConfig, SANDBOX_BACKENDS};
@@ -14,6 +14,18 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
         ("acp.max_sessions", config.acp.max_sessions as u64),
         ("acp.session_timeout_secs", config.acp.session_timeout_secs),
         ("acp.max_line_bytes", config.acp.max_line_bytes as u64),
+        (
+            "gateway.max_connections",
+            config.gateway.max_connections as u64,
+        ),
+        (
+            "gateway.max_frame_bytes",
+            config.gateway.max_frame_bytes as u64,
+        ),
+        (
+            "gateway.idle_timeout_secs",
+            config.gateway.idle_timeout_secs,
+        ),
     ];
     for (key, value) in positive {
         if value == 0 {
@@ -27,6 +39,11 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
             SANDBOX_BACKENDS.join(", ")
         );
         return Err(invalid("sandbox.backend".into(), message));
+    }
+    for (i, address) in config.gateway.listen.iter().enumerate() {
+        if let Err(message) = crate::gateway::listen::Address::parse(address) {
+            return Err(invalid(format!("gateway.listen[{i}]"), message));
+        }
     }
     for (name, provider) in &config.providers {
         validate_provider(name, provider)

@@ -1,0 +1,189 @@
+//! Who is connecting, decided before any WebSocket upgrade: a bearer token (from
+//! `Authorization: Bearer`, a `Sec-WebSocket-Protocol` entry `bearer.<token>`, or `?token=`),
+//! else the Unix socket's peer credentials (`SO_PEERCRED`: the daemon's uid, root, or an allowed
+//! uid/gid), else — only with `require_auth = false` on a loopback TCP connection — `local`.
+//! Anything else is refused with a plain 401.
+
+use std::net::SocketAddr;
+
+use axum::extract::connect_info::Connected;
+use axum::http::HeaderMap;
+use axum::http::header::{AUTHORIZATION, SEC_WEBSOCKET_PROTOCOL};
+use axum::serve::IncomingStream;
+
+use super::tokens::Tokens;
+use crate::config::GatewayConfig;
+
+/// The subprotocol echoed when a client offers it.
+pub const SUBPROTOCOL: &str = "zeroclaw.acp.v1";
+/// Prefix of the `Sec-WebSocket-Protocol` entry carrying a token.
+const PROTOCOL_TOKEN_PREFIX: &str = "bearer.";
+
+/// What the transport knows about the other end, captured when the connection is accepted.
+#[derive(Debug, Clone)]
+pub enum PeerInfo {
+    /// `loopback`: the connection arrived on a loopback address.
+    Tcp { remote: SocketAddr, loopback: bool },
+    /// `(uid, gid)` from `SO_PEERCRED`, when the kernel gave them.
+    Unix { cred: Option<(u32, u32)> },
+}
+
+impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for PeerInfo {
+    fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+        let loopback = stream
+            .io()
+            .local_addr()
+            .map(|a| a.ip().is_loopback())
+            .unwrap_or(false);
+        PeerInfo::Tcp {
+            remote: *stream.remote_addr(),
+            loopback,
+        }
+    }
+}
+
+impl Connected<IncomingStream<'_, tokio::net::UnixListener>> for PeerInfo {
+    fn connect_info(stream: IncomingStream<'_, tokio::net::UnixListener>) -> Self {
+        let cred = stream.io().peer_cred().ok().map(|c| (c.uid(), c.gid()));
+        PeerInfo::Unix { cred }
+    }
+}
+
+/// The policy the daemon admits clients with.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub require_auth: bool,
+    pub allowed_uids: Vec<u32>,
+    pub allowed_gids: Vec<u32>,
+    pub daemon_uid: u32,
+}
+
+impl Policy {
+    pub fn new(gateway: &GatewayConfig) -> Policy {
+        Policy {
+            require_auth: gateway.require_auth,
+            allowed_uids: gateway.allowed_uids.clone(),
+            allowed_gids: gateway.allowed_gids.clone(),
+            daemon_uid: nix::unistd::geteuid().as_raw(),
+        }
+    }
+
+    fn admits_unix(&self, uid: u32, gid: u32) -> bool {
+        uid == self.daemon_uid
+            || uid == 0
+            || self.allowed_uids.contains(&uid)
+            || self.allowed_gids.contains(&gid)
+    }
+}
+
+/// The principal of an admitted connection (`uid:<n>`, `token:<name>`, `local`), or `None`.
+pub fn admit(
+    peer: &PeerInfo,
+    headers: &HeaderMap,
+    query_token: Option<&str>,
+    policy: &Policy,
+    tokens: &Tokens,
+) -> Option<String> {
+    if let Some(token) = presented_token(headers, query_token) {
+        // A presented token is judged on its own: a wrong or revoked one is refused even where
+        // peer credentials would have admitted the connection.
+        return tokens.verify(&token).map(|name| format!("token:{name}"));
+    }
+    match peer {
+        PeerInfo::Unix {
+            cred: Some((uid, gid)),
+        } if policy.admits_unix(*uid, *gid) => Some(format!("uid:{uid}")),
+        PeerInfo::Tcp { loopback: true, .. } if !policy.require_auth => Some("local".into()),
+        _ => None,
+    }
+}
+
+/// The first token found in the header, the subprotocol list, then the query.
+fn presented_token(headers: &HeaderMap, query_token: Option<&str>) -> Option<String> {
+    let bearer = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, token) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        });
+    let protocol = headers
+        .get_all(SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|p| p.trim().strip_prefix(PROTOCOL_TOKEN_PREFIX));
+    bearer
+        .or(protocol)
+        .or(query_token)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn policy(require_auth: bool) -> Policy {
+        Policy {
+            require_auth,
+            allowed_uids: vec![1234],
+            allowed_gids: vec![77],
+            daemon_uid: 1000,
+        }
+    }
+
+    #[test]
+    fn token_positions_in_order() {
+        let mut h = HeaderMap::new();
+        assert_eq!(presented_token(&h, Some("q")).as_deref(), Some("q"));
+        h.insert(
+            SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("zeroclaw.acp.v1, bearer.p"),
+        );
+        assert_eq!(presented_token(&h, Some("q")).as_deref(), Some("p"));
+        h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer a"));
+        assert_eq!(presented_token(&h, Some("q")).as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn peers_without_a_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = Tokens::in_dir(dir.path());
+        let h = HeaderMap::new();
+        let unix = |uid, gid| PeerInfo::Unix {
+            cred: Some((uid, gid)),
+        };
+        let tcp = |loopback| PeerInfo::Tcp {
+            remote: "127.0.0.1:1".parse().unwrap(),
+            loopback,
+        };
+        let p = policy(true);
+        assert_eq!(
+            admit(&unix(1000, 5), &h, None, &p, &tokens).as_deref(),
+            Some("uid:1000")
+        );
+        assert_eq!(
+            admit(&unix(0, 0), &h, None, &p, &tokens).as_deref(),
+            Some("uid:0")
+        );
+        assert_eq!(
+            admit(&unix(1234, 5), &h, None, &p, &tokens).as_deref(),
+            Some("uid:1234")
+        );
+        assert_eq!(
+            admit(&unix(9, 77), &h, None, &p, &tokens).as_deref(),
+            Some("uid:9")
+        );
+        assert_eq!(admit(&unix(9, 9), &h, None, &p, &tokens), None);
+        assert_eq!(admit(&tcp(true), &h, None, &p, &tokens), None);
+        let open = policy(false);
+        assert_eq!(
+            admit(&tcp(true), &h, None, &open, &tokens).as_deref(),
+            Some("local")
+        );
+        assert_eq!(admit(&tcp(false), &h, None, &open, &tokens), None);
+        assert_eq!(admit(&unix(1000, 5), &h, Some("bad"), &p, &tokens), None);
+    }
+}

@@ -1,0 +1,246 @@
+//! `zeroclaw daemon`: loads the config, takes activated sockets (or binds the configured
+//! ones), opens the store, self-tests the sandbox, says `READY=1`, and serves `/acp` and
+//! `/health` on every listener. SIGHUP reloads the config (a bad one is logged and the old one
+//! kept); SIGTERM/SIGINT (or `--idle-exit`) drain: stop accepting and reading, let running
+//! turns finish within `shutdown_grace_secs`, cancel the rest (persisted as cancelled), exit 0.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::get;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::auth::PeerInfo;
+use super::listen::{self, Listener};
+use super::{Gateway, health, systemd, ws};
+use crate::acp::{Server, server};
+use crate::config::{Config, SandboxConfig};
+use crate::store::Store;
+
+/// How long the drain waits for cancelled turns and closing connections after the grace.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
+const POLL: Duration = Duration::from_millis(100);
+
+/// Flags of `zeroclaw daemon`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DaemonArgs {
+    /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
+    #[arg(long)]
+    pub config_dir: Option<PathBuf>,
+    /// Exit (cleanly) after this many seconds with no connection and no running turn; for
+    /// socket-activated setups, where systemd starts the daemon again on the next connection.
+    #[arg(long, value_name = "SECS")]
+    pub idle_exit: Option<u64>,
+}
+
+pub fn run(args: DaemonArgs) -> anyhow::Result<std::process::ExitCode> {
+    let config = Config::load(args.config_dir.as_deref())?;
+    let activated = systemd::take_activated()?;
+    let listeners = if activated.is_empty() {
+        listen::bind_all(&config.gateway.listen)?
+    } else {
+        activated
+    };
+    let store_path = config.store_path();
+    let opening = std::thread::spawn(move || server::open_store(&store_path));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let store = opening
+        .join()
+        .map_err(|_| anyhow::anyhow!("opening the session store panicked"))?;
+    let sockets: Vec<(PathBuf, bool)> = listeners.iter().filter_map(unix_socket).collect();
+    let result = runtime.block_on(serve(config, store, listeners, args));
+    listen::remove_owned(&sockets);
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result.map(|()| std::process::ExitCode::SUCCESS)
+}
+
+fn unix_socket(listener: &Listener) -> Option<(PathBuf, bool)> {
+    match listener {
+        Listener::Unix { path, owned, .. } => Some((path.clone(), *owned)),
+        Listener::Tcp(_) => None,
+    }
+}
+
+async fn serve(
+    config: Config,
+    store: Option<Store>,
+    listeners: Vec<Listener>,
+    args: DaemonArgs,
+) -> anyhow::Result<()> {
+    sandbox_self_test(&config.sandbox)?;
+    let gateway_config = config.gateway.clone();
+    let server = Server::with_store(config, store);
+    let gateway = Arc::new(Gateway::new(server, &gateway_config));
+    let stop_accepting = CancellationToken::new();
+    let mut serving = JoinSet::new();
+    for listener in listeners {
+        let address = listener.describe();
+        spawn_listener(&mut serving, listener, router(&gateway), &stop_accepting)?;
+        eprintln!("zeroclaw: listening on {address}");
+        tracing::info!(%address, "listening");
+    }
+    systemd::ready();
+    systemd::status(&status_line(&gateway));
+    systemd::spawn_watchdog();
+    run_until_stopped(&gateway, args.config_dir.as_deref(), args.idle_exit).await?;
+    systemd::stopping();
+    stop_accepting.cancel();
+    drain(&gateway, gateway_config.shutdown_grace_secs).await;
+    let _ = tokio::time::timeout(CLOSE_WAIT, async {
+        while serving.join_next().await.is_some() {}
+    })
+    .await;
+    Ok(())
+}
+
+fn router(gateway: &Arc<Gateway>) -> Router {
+    Router::new()
+        .route("/acp", get(ws::acp))
+        .route("/health", get(health::health))
+        .with_state(gateway.clone())
+}
+
+fn spawn_listener(
+    serving: &mut JoinSet<()>,
+    listener: Listener,
+    app: Router,
+    stop: &CancellationToken,
+) -> anyhow::Result<()> {
+    let stop = stop.clone().cancelled_owned();
+    match listener {
+        Listener::Tcp(std_listener) => {
+            let listener = tokio::net::TcpListener::from_std(std_listener)?;
+            let service = app.into_make_service_with_connect_info::<PeerInfo>();
+            serving.spawn(async move {
+                let served = axum::serve(listener, service).with_graceful_shutdown(stop);
+                if let Err(error) = served.await {
+                    tracing::error!(%error, "a TCP listener failed");
+                }
+            });
+        }
+        Listener::Unix { listener, .. } => {
+            let listener = tokio::net::UnixListener::from_std(listener)?;
+            let service = app.into_make_service_with_connect_info::<PeerInfo>();
+            serving.spawn(async move {
+                let served = axum::serve(listener, service).with_graceful_shutdown(stop);
+                if let Err(error) = served.await {
+                    tracing::error!(%error, "a Unix listener failed");
+                }
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Confines `true` with the configured backend, so a daemon that cannot confine tools never
+/// reports ready.
+// TODO(sandbox): run `true` through `zeroclaw_sandbox`'s launcher with `config.backend` once
+// the crate exposes it; until then this only names the backend.
+fn sandbox_self_test(config: &SandboxConfig) -> anyhow::Result<()> {
+    tracing::info!(backend = %config.backend, "sandbox self-test (not yet wired to the sandbox crate)");
+    Ok(())
+}
+
+fn status_line(gateway: &Gateway) -> String {
+    format!(
+        "backend={} sessions={} busy={} connections={}",
+        gateway.server.config().sandbox.backend,
+        gateway.server.sessions.len(),
+        gateway.server.sessions.busy(),
+        gateway.open_connections()
+    )
+}
+
+/// Serves until SIGTERM/SIGINT, or until idle for `idle_exit` seconds; SIGHUP reloads.
+async fn run_until_stopped(
+    gateway: &Gateway,
+    config_dir: Option<&Path>,
+    idle_exit: Option<u64>,
+) -> anyhow::Result<()> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    let mut idle_since = Instant::now();
+    let mut last_status = status_line(gateway);
+    loop {
+        tokio::select! {
+            _ = term.recv() => return stopped("SIGTERM"),
+            _ = int.recv() => return stopped("SIGINT"),
+            _ = hup.recv() => reload(gateway, config_dir),
+            _ = ticks.tick() => {
+                let status = status_line(gateway);
+                if status != last_status {
+                    systemd::status(&status);
+                    last_status = status;
+                }
+                if gateway.open_connections() > 0 || gateway.server.sessions.busy() > 0 {
+                    idle_since = Instant::now();
+                }
+                if idle_exit.is_some_and(|secs| idle_since.elapsed() >= Duration::from_secs(secs)) {
+                    return stopped("idle past --idle-exit");
+                }
+            }
+        }
+    }
+}
+
+fn stopped(why: &str) -> anyhow::Result<()> {
+    tracing::info!("{why}: shutting down");
+    Ok(())
+}
+
+/// Re-reads the config: agents, providers and admission policy change for what starts next;
+/// listeners, limits and the store stay. A bad config is logged and the old one kept.
+fn reload(gateway: &Gateway, config_dir: Option<&Path>) {
+    match Config::load(config_dir) {
+        Ok(config) => {
+            if config.gateway.listen != gateway.server.config().gateway.listen {
+                tracing::warn!("gateway.listen changed: restart the daemon to apply it");
+            }
+            gateway.set_policy(&config.gateway);
+            gateway.server.reload(config);
+            eprintln!("zeroclaw: configuration reloaded");
+            systemd::status(&format!("reloaded; {}", status_line(gateway)));
+        }
+        Err(error) => {
+            eprintln!("zeroclaw: reload failed, keeping the previous configuration: {error}");
+            tracing::error!(%error, "reload failed; keeping the previous configuration");
+        }
+    }
+}
+
+/// Stops every connection's reader, waits up to `grace_secs` for running turns, cancels what
+/// is left and waits for those turns to be persisted and the connections to close.
+async fn drain(gateway: &Gateway, grace_secs: u64) {
+    gateway.closing.cancel();
+    let sessions = &gateway.server.sessions;
+    let deadline = Instant::now() + Duration::from_secs(grace_secs);
+    while sessions.busy() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(POLL).await;
+    }
+    let running = sessions.busy();
+    if running > 0 {
+        tracing::warn!(running, "grace period over: cancelling the running turns");
+        for session in sessions.all() {
+            session.cancel_turn();
+        }
+    }
+    let closed = async {
+        for session in sessions.all() {
+            session.wait_idle().await;
+        }
+        while gateway.open_connections() > 0 {
+            tokio::time::sleep(POLL).await;
+        }
+    };
+    if tokio::time::timeout(CLOSE_WAIT, closed).await.is_err() {
+        tracing::warn!("connections still open after the drain; exiting anyway");
+    }
+}

@@ -1,0 +1,191 @@
+//! Listening addresses: parsing `unix:PATH` / `tcp:HOST:PORT`, binding them (replacing a stale
+//! Unix socket, mode 0660), taking over systemd-activated sockets (told apart by their socket
+//! type, not their name), and removing on exit only the Unix sockets this process created.
+
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// Mode of a Unix socket the daemon binds: owner and group may connect.
+const SOCKET_MODE: u32 = 0o660;
+
+/// One `[gateway].listen` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Address {
+    Unix(PathBuf),
+    /// `HOST:PORT` as written (`[::1]:42617` for IPv6).
+    Tcp(String),
+}
+
+impl Address {
+    pub fn parse(text: &str) -> Result<Address, String> {
+        if let Some(path) = text.strip_prefix("unix:") {
+            if path.is_empty() {
+                return Err("`unix:` needs a socket path".into());
+            }
+            return Ok(Address::Unix(PathBuf::from(path)));
+        }
+        if let Some(host_port) = text.strip_prefix("tcp:") {
+            let port = host_port.rsplit_once(':').map(|(_, p)| p.parse::<u16>());
+            return match port {
+                Some(Ok(_)) => Ok(Address::Tcp(host_port.to_owned())),
+                _ => Err(format!("`{text}` is not tcp:HOST:PORT")),
+            };
+        }
+        Err(format!("`{text}` is neither unix:PATH nor tcp:HOST:PORT"))
+    }
+}
+
+/// A listening socket ready to serve.
+#[derive(Debug)]
+pub enum Listener {
+    /// `owned`: created by this process, so removed on exit (never an activated one).
+    Unix {
+        listener: UnixListener,
+        path: PathBuf,
+        owned: bool,
+    },
+    Tcp(TcpListener),
+}
+
+impl Listener {
+    /// `unix:PATH` or `tcp:IP:PORT` (the bound port, also when 0 was asked for).
+    pub fn describe(&self) -> String {
+        match self {
+            Listener::Unix { path, .. } => format!("unix:{}", path.display()),
+            Listener::Tcp(l) => match l.local_addr() {
+                Ok(addr) => format!("tcp:{addr}"),
+                Err(_) => "tcp:?".into(),
+            },
+        }
+    }
+}
+
+/// Binds every address; a stale socket file at a Unix path is replaced.
+pub fn bind_all(addresses: &[String]) -> anyhow::Result<Vec<Listener>> {
+    let mut listeners = Vec::new();
+    for text in addresses {
+        let address = Address::parse(text).map_err(anyhow::Error::msg)?;
+        let listener = match address {
+            Address::Unix(path) => bind_unix(&path)?,
+            Address::Tcp(host_port) => bind_tcp(&host_port)?,
+        };
+        listeners.push(listener);
+    }
+    Ok(listeners)
+}
+
+fn bind_tcp(host_port: &str) -> anyhow::Result<Listener> {
+    let addrs: Vec<SocketAddr> = host_port
+        .to_socket_addrs()
+        .with_context(|| format!("resolving tcp:{host_port}"))?
+        .collect();
+    let listener =
+        TcpListener::bind(&addrs[..]).with_context(|| format!("binding tcp:{host_port}"))?;
+    listener.set_nonblocking(true)?;
+    Ok(Listener::Tcp(listener))
+}
+
+fn bind_unix(path: &Path) -> anyhow::Result<Listener> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    remove_stale_socket(path)?;
+    let listener =
+        UnixListener::bind(path).with_context(|| format!("binding unix:{}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))
+        .with_context(|| format!("setting the mode of {}", path.display()))?;
+    listener.set_nonblocking(true)?;
+    Ok(Listener::Unix {
+        listener,
+        path: path.to_owned(),
+        owned: true,
+    })
+}
+
+/// Removes a socket file left by a previous run; refuses to touch anything that is not a socket.
+fn remove_stale_socket(path: &Path) -> anyhow::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path)
+            .with_context(|| format!("removing the stale socket {}", path.display())),
+        Ok(_) => anyhow::bail!("{} exists and is not a socket", path.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("inspecting {}", path.display())),
+    }
+}
+
+/// An activated socket, whatever its name: Unix when `getsockname` says `AF_UNIX`, else TCP.
+pub fn from_activated(fd: OwnedFd) -> anyhow::Result<Listener> {
+    let unix = UnixListener::from(fd);
+    let listener = match unix.local_addr() {
+        Ok(addr) => {
+            let path = addr
+                .as_pathname()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from("(unnamed)"));
+            unix.set_nonblocking(true)?;
+            Listener::Unix {
+                listener: unix,
+                path,
+                owned: false,
+            }
+        }
+        Err(_) => {
+            let tcp = TcpListener::from(OwnedFd::from(unix));
+            tcp.local_addr()
+                .context("an activated socket is neither a Unix nor a TCP socket")?;
+            tcp.set_nonblocking(true)?;
+            Listener::Tcp(tcp)
+        }
+    };
+    Ok(listener)
+}
+
+/// Removes the Unix socket files this process created (never activated ones).
+pub fn remove_owned(listeners: &[(PathBuf, bool)]) {
+    for (path, owned) in listeners {
+        if *owned {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse() {
+        assert_eq!(
+            Address::parse("unix:/run/z.sock"),
+            Ok(Address::Unix("/run/z.sock".into()))
+        );
+        assert_eq!(
+            Address::parse("tcp:[::1]:42617"),
+            Ok(Address::Tcp("[::1]:42617".into()))
+        );
+        assert!(Address::parse("tcp:localhost").is_err());
+        assert!(Address::parse("unix:").is_err());
+        assert!(Address::parse("http://x").is_err());
+    }
+
+    #[test]
+    fn a_stale_socket_is_replaced_and_a_regular_file_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("z.sock");
+        drop(UnixListener::bind(&path).unwrap());
+        let bound = bind_unix(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, SOCKET_MODE);
+        drop(bound);
+        let file = dir.path().join("plain");
+        std::fs::write(&file, "x").unwrap();
+        assert!(bind_unix(&file).is_err());
+        assert_eq!(std::fs::read(&file).unwrap(), b"x");
+    }
+}

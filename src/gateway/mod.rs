@@ -1,0 +1,99 @@
+//! The daemon's gateway: ACP over WebSocket on Unix and TCP listeners, sharing one
+//! [`acp::Server`](crate::acp::Server) (sessions, store, providers) between every connection.
+//!
+//! - [`listen`]: addresses, binding, activated sockets, socket-file cleanup.
+//! - [`auth`]: principals from tokens and peer credentials, checked before the upgrade.
+//! - [`tokens`]: the hashed token file behind `zeroclaw token`.
+//! - [`ws`]: `GET /acp`, frames <-> the JSON-RPC loop; [`health`]: `GET /health`.
+//! - [`systemd`]: socket activation, `sd_notify`, the watchdog.
+//! - [`daemon`]: `zeroclaw daemon` — start-up, signals (SIGTERM drain, SIGHUP reload), idle exit.
+//! - [`bridge`]: `zeroclaw-acp-bridge`, stdio ACP relayed to a daemon.
+
+pub mod auth;
+pub mod bridge;
+pub mod daemon;
+pub mod health;
+pub mod listen;
+pub mod systemd;
+pub mod tokens;
+pub mod ws;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::Server;
+use crate::config::GatewayConfig;
+use auth::Policy;
+use tokens::Tokens;
+
+/// State shared by every gateway request.
+pub struct Gateway {
+    pub server: Arc<Server>,
+    pub tokens: Tokens,
+    policy: RwLock<Policy>,
+    pub max_frame_bytes: usize,
+    pub idle_timeout: Duration,
+    pub max_connections: usize,
+    /// Open WebSocket connections.
+    pub connections: Arc<AtomicUsize>,
+    /// Cancelled when the daemon stops: every connection stops reading.
+    pub closing: CancellationToken,
+}
+
+impl Gateway {
+    pub fn new(server: Arc<Server>, gateway: &GatewayConfig) -> Gateway {
+        let config_dir = server.config().config_dir.clone();
+        Gateway {
+            tokens: Tokens::in_dir(&config_dir),
+            policy: RwLock::new(Policy::new(gateway)),
+            max_frame_bytes: gateway.max_frame_bytes,
+            idle_timeout: Duration::from_secs(gateway.idle_timeout_secs),
+            max_connections: gateway.max_connections,
+            connections: Arc::default(),
+            closing: CancellationToken::new(),
+            server,
+        }
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.policy
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// A reload changes who is admitted from now on (open connections stay).
+    pub fn set_policy(&self, gateway: &GatewayConfig) {
+        *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Policy::new(gateway);
+    }
+
+    /// A connection slot, or `None` at `max_connections`.
+    pub fn claim_connection(&self) -> Option<ConnectionSlot> {
+        let claimed = self
+            .connections
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max_connections).then_some(n + 1)
+            });
+        claimed.ok().map(|_| ConnectionSlot {
+            connections: self.connections.clone(),
+        })
+    }
+
+    pub fn open_connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// One open connection, counted until dropped.
+pub struct ConnectionSlot {
+    connections: Arc<AtomicUsize>,
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}

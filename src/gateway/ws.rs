@@ -1,0 +1,204 @@
+//! `GET /acp`: authentication before the upgrade (plain 401), the connection limit (503), then
+//! one JSON-RPC message per WebSocket text frame (binary frames accepted when UTF-8) served by
+//! the same [`rpc::serve`] loop as stdio. Frames over `max_frame_bytes` get a JSON-RPC error;
+//! the daemon pings every half `idle_timeout_secs` and drops a peer silent for the whole of it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{
+    Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
+};
+use axum::extract::{ConnectInfo, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt, Stream, StreamExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::auth::{self, PeerInfo, SUBPROTOCOL};
+use super::{ConnectionSlot, Gateway};
+use crate::acp::Connection;
+use crate::rpc::codec::FrameError;
+use crate::rpc::{self, Peer};
+
+/// Outgoing messages waiting for the socket writer; senders wait when it is full.
+const OUTGOING_QUEUE: usize = 1024;
+
+pub async fn acp(
+    State(gateway): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<PeerInfo>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    let policy = gateway.policy();
+    let token = query.get("token").map(String::as_str);
+    let Some(principal) = auth::admit(&peer, &headers, token, &policy, &gateway.tokens) else {
+        tracing::info!(?peer, "connection refused: not authenticated");
+        return unauthorized();
+    };
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let Some(slot) = gateway.claim_connection() else {
+        tracing::warn!(?peer, "connection refused: max_connections reached");
+        return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response();
+    };
+    let agent = query
+        .get("agent")
+        .map(|a| a.trim())
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned);
+    let limit = gateway.max_frame_bytes;
+    // The socket accepts somewhat more than the limit so an oversize frame is answered.
+    let socket_limit = limit.saturating_mul(2).max(limit.saturating_add(1 << 20));
+    tracing::info!(?peer, %principal, "connection admitted");
+    upgrade
+        .protocols([SUBPROTOCOL])
+        .max_message_size(socket_limit)
+        .max_frame_size(socket_limit)
+        .on_upgrade(move |socket| serve_socket(gateway, socket, principal, agent, slot))
+}
+
+fn unauthorized() -> Response {
+    let mut response = (StatusCode::UNAUTHORIZED, "unauthorized\n").into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+async fn serve_socket(
+    gateway: Arc<Gateway>,
+    socket: WebSocket,
+    principal: String,
+    agent: Option<String>,
+    _slot: ConnectionSlot,
+) {
+    let (sink, stream) = socket.split();
+    let (tx, rx) = mpsc::channel(OUTGOING_QUEUE);
+    let writer = tokio::spawn(write_frames(sink, rx, gateway.idle_timeout / 2));
+    let incoming = read_frames(
+        stream,
+        gateway.max_frame_bytes,
+        gateway.idle_timeout,
+        gateway.closing.clone(),
+    );
+    let connection = Arc::new(Connection::new(
+        gateway.server.clone(),
+        Some(principal),
+        agent,
+    ));
+    rpc::serve(Box::pin(incoming), Peer::new(tx), connection).await;
+    let _ = writer.await;
+}
+
+struct Reader {
+    stream: SplitStream<WebSocket>,
+    max: usize,
+    idle_timeout: Duration,
+    closing: CancellationToken,
+}
+
+/// The text of each data frame, until the peer closes, goes silent, errs, or the daemon stops.
+fn read_frames(
+    stream: SplitStream<WebSocket>,
+    max: usize,
+    idle_timeout: Duration,
+    closing: CancellationToken,
+) -> impl Stream<Item = Result<String, FrameError>> + Send {
+    let reader = Reader {
+        stream,
+        max,
+        idle_timeout,
+        closing,
+    };
+    futures::stream::unfold(reader, |mut reader| async move {
+        let frame = reader.next_frame().await?;
+        Some((frame, reader))
+    })
+}
+
+impl Reader {
+    async fn next_frame(&mut self) -> Option<Result<String, FrameError>> {
+        loop {
+            let received = tokio::select! {
+                biased;
+                () = self.closing.cancelled() => return None,
+                received = tokio::time::timeout(self.idle_timeout, self.stream.next()) => received,
+            };
+            let message = match received {
+                Err(_) => {
+                    tracing::info!("closing a connection silent past idle_timeout_secs");
+                    return None;
+                }
+                Ok(None) => return None,
+                Ok(Some(Err(error))) => {
+                    tracing::info!(%error, "connection ended by a WebSocket error");
+                    return None;
+                }
+                Ok(Some(Ok(message))) => message,
+            };
+            let text = match message {
+                Message::Text(text) => Ok(text.as_str().to_owned()),
+                Message::Binary(bytes) => {
+                    String::from_utf8(bytes.to_vec()).map_err(|_| FrameError::InvalidUtf8)
+                }
+                Message::Ping(_) | Message::Pong(_) => continue,
+                Message::Close(_) => return None,
+            };
+            return Some(text.and_then(|t| self.within_limit(t)));
+        }
+    }
+
+    fn within_limit(&self, text: String) -> Result<String, FrameError> {
+        if text.len() > self.max {
+            return Err(FrameError::TooLong {
+                len: text.len(),
+                max: self.max,
+            });
+        }
+        Ok(text)
+    }
+}
+
+/// Writes queued messages (flushing once per burst) and a ping every `ping_every`; sends a close
+/// frame once every sender is gone.
+async fn write_frames(
+    mut sink: SplitSink<WebSocket, Message>,
+    mut rx: mpsc::Receiver<String>,
+    ping_every: Duration,
+) {
+    let mut ping = tokio::time::interval(ping_every.max(Duration::from_millis(100)));
+    ping.tick().await;
+    loop {
+        let sent = tokio::select! {
+            line = rx.recv() => match line {
+                Some(line) => write_burst(&mut sink, line, &mut rx).await,
+                None => break,
+            },
+            _ = ping.tick() => sink.send(Message::Ping(Default::default())).await,
+        };
+        if let Err(error) = sent {
+            tracing::info!(%error, "writing to the client failed; dropping output");
+            return;
+        }
+    }
+    let _ = sink.send(Message::Close(None)).await;
+}
+
+async fn write_burst(
+    sink: &mut SplitSink<WebSocket, Message>,
+    first: String,
+    rx: &mut mpsc::Receiver<String>,
+) -> Result<(), axum::Error> {
+    sink.feed(Message::Text(first.into())).await?;
+    while let Ok(line) = rx.try_recv() {
+        sink.feed(Message::Text(line.into())).await?;
+    }
+    sink.flush().await
+}
