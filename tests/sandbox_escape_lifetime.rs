@@ -15,6 +15,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
+use sandbox_support::backend::selftest;
 use sandbox_support::judge::{
     assert_escaped, assert_not_escaped, confined, control, defaults, marked,
 };
@@ -117,6 +118,30 @@ fn python_daemon(w: &World, b: Backend) {
     must_not_survive(w, b, &marker, &script);
 }
 per_backend!(python_daemon);
+
+/// A detached process that keeps changing its pid (fork, parent exits, child carries on), to
+/// slip between the passes of a clean-up that walks the tree. It stops by itself after 20 s,
+/// so even an escape leaves nothing behind for long.
+const HOPPER: &str = r#"
+import os, sys, time
+end = time.time() + 20
+os.setsid()
+while time.time() < end:
+    if os.fork() > 0:
+        os._exit(0)
+    with open("hb", "a") as f:
+        f.write("hop\n")
+"#;
+
+fn pid_hopping_daemon(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let script = format!(
+        "{} >/dev/null 2>&1 </dev/null & {STARTED}",
+        py(HOPPER, std::slice::from_ref(&marker))
+    );
+    must_not_survive(w, b, &marker, &script);
+}
+per_backend!(pid_hopping_daemon);
 
 /// `--timeout` ends a command that spins, and takes its detached descendants with it.
 fn timeout_kills_detached_tree(w: &World, b: Backend) {
@@ -240,6 +265,33 @@ fn fork_bomb(w: &World, b: Backend) {
 }
 per_backend!(fork_bomb);
 
+/// The same bounded fork bomb after trying to move itself to the root cgroup of every
+/// hierarchy (v1 `pids`, v2 unified): the process limit must still hold.
+fn fork_bomb_after_leaving_the_cgroup(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let n = Limits::default().processes + 256;
+    let leave = "for f in /sys/fs/cgroup/pids/cgroup.procs /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/unified/cgroup.procs; \
+                 do echo $$ > $f 2>/dev/null && echo moved to $f; done; cat /proc/self/cgroup";
+    let script = format!(
+        "{leave}; exec {}",
+        py(FORKER, &[n.to_string(), marker.clone()])
+    );
+    let run = confined(w, b, defaults, &script);
+    assert!(
+        run.stdout.contains("forked"),
+        "the forker never reported\n{run}"
+    );
+    assert_not_escaped(&run);
+    let left = survivors_after_grace(&marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: fork bomb children {left:?} survive\n{run}"
+    );
+    assert_escaped(&control(w, &script));
+}
+per_backend!(fork_bomb_after_leaving_the_cgroup);
+
 /// Writing past the file-size limit fails; the file stays within it. `dd seek` makes the
 /// write sparse, so the control costs no disk.
 fn file_size_limit(w: &World, b: Backend) {
@@ -310,21 +362,25 @@ fn tmpfs_bounded(w: &World, b: Backend) {
 }
 per_backend!(tmpfs_bounded);
 
-/// An output flood twice the output limit is cut at the limit.
+/// An output flood on stdout and stderr, each twice the output limit: together they are cut at
+/// the limit.
 fn output_flood(w: &World, b: Backend) {
     let limit = Limits::default().output_bytes as usize;
-    let script = format!("head -c {} /dev/zero | tr '\\0' x", 2 * limit);
+    let script = format!(
+        "head -c {0} /dev/zero | tr '\\0' x & head -c {0} /dev/zero | tr '\\0' y >&2; wait",
+        2 * limit
+    );
     let run = confined(w, b, defaults, &script);
     assert!(!run.timed_out, "the flood did not end\n{run}");
     let slack = 64 << 10;
+    let total = run.stdout.len() + run.stderr.len();
     assert!(
-        run.stdout.len() <= limit + slack,
-        "ESCAPE: {} bytes of output passed the {limit}-byte cap\n{run}",
-        run.stdout.len()
+        total <= limit + slack,
+        "ESCAPE: {total} bytes of stdout+stderr passed the {limit}-byte cap\n{run}"
     );
     let control = control(w, &script);
     assert!(
-        control.stdout.len() >= 2 * limit,
+        control.stdout.len() >= 2 * limit && control.stderr.len() >= 2 * limit,
         "positive control failed\n{control}"
     );
 }
@@ -383,6 +439,12 @@ const KILL_SUPERVISORS: &str = "pp=$PPID; gp=$(awk '{print $4}' /proc/$pp/stat);
     [ \"$gp\" -gt 1 ] && kill -9 $gp; [ \"$pp\" -gt 1 ] && kill -9 $pp; echo killed $pp $gp";
 
 fn survive_by_killing_the_supervisor(w: &World, b: Backend) {
+    if selftest() {
+        eprintln!(
+            "SKIP under ZC_ESCAPE_SELFTEST: unconfined, the script would signal the test itself"
+        );
+        return;
+    }
     let marker = unique("zcmark");
     let _reaper = Reaper(marker.clone());
     let script = format!(
@@ -423,3 +485,46 @@ fn launcher_siginterrupted(w: &World, b: Backend) {
     launcher_killed(w, b, "INT");
 }
 per_backend!(launcher_siginterrupted);
+
+/// Every catchable signal, then SIGKILL, sent to the command's supervisor (the helper, pid 1
+/// of the namespace or the reaper): whatever the helper does on a signal, the tree must end
+/// with the command's launcher, and nothing may be left running.
+fn signal_the_supervisor(w: &World, b: Backend) {
+    if selftest() {
+        eprintln!(
+            "SKIP under ZC_ESCAPE_SELFTEST: unconfined, the script would signal the test itself"
+        );
+        return;
+    }
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let script = format!(
+        "echo {ATTEMPT}; setsid sh -c '{}' >/dev/null 2>&1 </dev/null & {STARTED}; \
+         for s in TERM INT HUP USR1 USR2 QUIT ALRM PIPE KILL; do kill -s $s $PPID; done; \
+         sleep 1; echo done # {marker}",
+        heartbeat(&marker)
+    );
+    w.write(&w.ws.join("c.sh"), &script);
+    let run = w
+        .confined(b)
+        .deadline(Duration::from_secs(30))
+        .run(&["/bin/sh", "./c.sh"]);
+    run.assert_reached("started");
+    assert!(
+        !run.timed_out,
+        "the launcher hung after its helper was signalled\n{run}"
+    );
+    let left = survivors_after_grace(&marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: {left:?} outlived the command after its supervisor was signalled\n{run}"
+    );
+    let _ = fs::remove_file(w.ws.join("hb"));
+    w.write(&w.ws.join("b.sh"), "/bin/sh ./c.sh; echo b-done\n");
+    let control = w.plain().run(&["/bin/sh", "./b.sh"]);
+    assert!(
+        eventually_some(&marker),
+        "positive control failed: nothing survived\n{control}"
+    );
+}
+per_backend!(signal_the_supervisor);

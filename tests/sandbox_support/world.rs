@@ -41,7 +41,7 @@ pub const SECRET_VARS: [&str; 5] = [
     "ANTHROPIC_API_KEY",
     "AWS_SECRET_ACCESS_KEY",
     "GITHUB_TOKEN",
-    "ZEROCLAW_providers__openrouter__api_key",
+    "ZEROCLAW_ACP_BRIDGE_TOKEN",
 ];
 
 /// One test's workspace and surroundings.
@@ -86,7 +86,14 @@ impl World {
             fs::create_dir_all(dir).expect("mkdir");
         }
         for rel in HOME_SECRETS {
-            self.write(&self.home.join(rel), &self.secret(rel));
+            // TOML files stay valid TOML (a comment): `zeroclaw` itself loads
+            // `$HOME/.zeroclaw/config.toml`, and must not fail on it before confining anything.
+            let text = if rel.ends_with(".toml") {
+                format!("# {}\n", self.secret(rel))
+            } else {
+                self.secret(rel)
+            };
+            self.write(&self.home.join(rel), &text);
         }
         self.write(&self.other_ws.join("notes.txt"), &self.secret("other-ws"));
         self.write(&self.outside.join("target.txt"), &self.secret("outside"));
@@ -142,6 +149,7 @@ pub struct Shell<'w> {
     envs: Vec<(String, String)>,
     deadline: Duration,
     real_home: bool,
+    workspace: Option<PathBuf>,
 }
 
 impl<'w> Shell<'w> {
@@ -153,6 +161,7 @@ impl<'w> Shell<'w> {
             envs: Vec::new(),
             deadline: Duration::from_secs(120),
             real_home: false,
+            workspace: None,
         }
     }
 
@@ -169,6 +178,12 @@ impl<'w> Shell<'w> {
 
     pub fn allow_write(self, path: &Path) -> Self {
         self.flag("--allow-write", path)
+    }
+
+    /// Another `--workspace` than the world's (another session of the same world).
+    pub fn workspace(mut self, dir: &Path) -> Self {
+        self.workspace = Some(dir.to_owned());
+        self
     }
 
     /// `zeroclaw sandbox run --timeout SECS` (ignored by the plain control).
@@ -225,7 +240,13 @@ impl<'w> Shell<'w> {
                 [zeroclaw(), "sandbox", "run", "--backend", backend.name()].map(OsString::from),
             );
             argv.push("--workspace".into());
-            argv.push(self.world.ws.clone().into());
+            argv.push(
+                self.workspace
+                    .as_ref()
+                    .unwrap_or(&self.world.ws)
+                    .clone()
+                    .into(),
+            );
             argv.extend(self.flags.iter().cloned());
             argv.push("--".into());
         }
