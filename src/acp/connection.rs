@@ -1,8 +1,9 @@
 //! One client connection: refuses requests before `initialize` (-32600), dispatches each
 //! method to its file, and accepts the inbound ZeroClaw notifications.
 
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -19,6 +20,8 @@ pub struct Connection {
     /// A connection-scoped default agent (the gateway's `?agent=`); `None` for stdio.
     pub default_agent: Option<String>,
     initialized: AtomicBool,
+    /// Sessions this connection made, loaded or resumed; detached when it closes.
+    held: Mutex<HashSet<String>>,
 }
 
 impl Connection {
@@ -28,7 +31,17 @@ impl Connection {
             owner,
             default_agent,
             initialized: AtomicBool::new(false),
+            held: Mutex::default(),
         }
+    }
+
+    /// Records that this connection holds session `id` (it was attached to it).
+    pub fn hold(&self, id: &str) {
+        self.lock_held().insert(id.to_owned());
+    }
+
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether a session owned by `owner` belongs to this connection's principal. stdio (no
@@ -62,6 +75,16 @@ impl Connection {
                 Ok(json!({}))
             }
             _ => Err(RpcError::method_not_found(method)),
+        }
+    }
+}
+
+impl Drop for Connection {
+    /// The client is gone: its sessions stay active (running turns finish and are stored) and
+    /// may be loaded from another connection of the same principal.
+    fn drop(&mut self) {
+        for id in self.lock_held().drain() {
+            self.server.sessions.detach(&id);
         }
     }
 }

@@ -34,6 +34,7 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
         Vec::new(),
     );
     server.sessions.insert(Arc::new(session))?;
+    conn.hold(&id);
     if let Some(store) = &server.store {
         let now = now_ms();
         let record = SessionRecord {

@@ -1,6 +1,7 @@
 //! `session/load` (replays the stored history as `session/update`s, then answers `{}`) and
 //! `session/resume` (no replay). Both need the store (-32000 without it), refuse a session
-//! that is already active (-32602), and re-resolve the agent if the stored one is gone.
+//! that an open connection holds (-32602), take over one left active by a closed connection of
+//! the same principal, and re-resolve the agent if the stored one is gone.
 
 use std::sync::Arc;
 
@@ -35,18 +36,31 @@ pub async fn handle(
             "sessions cannot be restored: the session store could not be opened",
         ));
     };
-    if conn.server.sessions.contains(id) {
-        conn.session(id)?; // another principal's active session is not found, not busy
-        return Err(RpcError::invalid_params(format!(
-            "session {id} is already active"
-        )));
-    }
-    let session = restore(conn, store, id).await?;
-    conn.server.sessions.insert(session.clone())?;
+    let session = if conn.server.sessions.contains(id) {
+        take_over(conn, id)?
+    } else {
+        let session = restore(conn, store, id).await?;
+        conn.server.sessions.insert(session.clone())?;
+        session
+    };
+    conn.hold(id);
     if mode == Mode::Load {
         replay(&session, peer).await;
     }
     Ok(json!({}))
+}
+
+/// An active session: another principal's is not found; one detached from a closed connection
+/// of this principal is attached here; one held by an open connection is -32602.
+fn take_over(conn: &Connection, id: &str) -> Result<Arc<Session>, RpcError> {
+    let session = conn.session(id)?;
+    if !conn.server.sessions.attach(id) {
+        return Err(RpcError::invalid_params(format!(
+            "session {id} is already active"
+        )));
+    }
+    session.touch();
+    Ok(session)
 }
 
 async fn restore(conn: &Connection, store: &Store, id: &str) -> Result<Arc<Session>, RpcError> {

@@ -1,8 +1,10 @@
 //! The process-wide set of active sessions (shared by every connection): the `max_sessions`
 //! limit, lookup, removal, and the reaper that drops sessions idle past the timeout (from
-//! memory only; the store keeps them).
+//! memory only; the store keeps them). A session is *attached* to the connection that made,
+//! loaded or resumed it; when that connection closes it is detached and another connection of
+//! the same principal may take it over.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -12,6 +14,8 @@ use crate::rpc::error::{SESSION_LIMIT_REACHED, SESSION_NOT_FOUND};
 
 pub struct Sessions {
     active: Mutex<HashMap<String, Arc<Session>>>,
+    /// Ids of active sessions held by an open connection (locked after `active`).
+    attached: Mutex<HashSet<String>>,
     max: usize,
     idle_timeout: Duration,
 }
@@ -20,12 +24,14 @@ impl Sessions {
     pub fn new(max: usize, idle_timeout: Duration) -> Self {
         Self {
             active: Mutex::default(),
+            attached: Mutex::default(),
             max,
             idle_timeout,
         }
     }
 
-    /// Adds a session: -32602 if it is already active, -32001 when `max_sessions` are.
+    /// Adds a session, attached to the calling connection: -32602 if it is already active,
+    /// -32001 when `max_sessions` are.
     pub fn insert(&self, session: Arc<Session>) -> Result<(), RpcError> {
         let mut active = self.lock();
         if active.contains_key(&session.id) {
@@ -40,6 +46,7 @@ impl Sessions {
                 format!("session limit reached: {} sessions are active", self.max),
             ));
         }
+        self.lock_attached().insert(session.id.clone());
         active.insert(session.id.clone(), session);
         Ok(())
     }
@@ -66,7 +73,21 @@ impl Sessions {
     }
 
     pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
-        self.lock().remove(id)
+        let mut active = self.lock();
+        self.lock_attached().remove(id);
+        active.remove(id)
+    }
+
+    /// Attaches an active, detached session to the calling connection; `false` if it is not
+    /// active or another open connection holds it.
+    pub fn attach(&self, id: &str) -> bool {
+        let active = self.lock();
+        active.contains_key(id) && self.lock_attached().insert(id.to_owned())
+    }
+
+    /// The holding connection closed: the session stays active, free to be attached again.
+    pub fn detach(&self, id: &str) {
+        self.lock_attached().remove(id);
     }
 
     /// A snapshot of every active session (shutdown cancels their turns).
@@ -92,6 +113,7 @@ impl Sessions {
         let mut active = self.lock();
         let before = active.len();
         active.retain(|_, s| s.is_busy() || s.idle_for() < self.idle_timeout);
+        self.lock_attached().retain(|id| active.contains_key(id));
         before - active.len()
     }
 
@@ -116,6 +138,10 @@ impl Sessions {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
         self.active.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_attached(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.attached.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

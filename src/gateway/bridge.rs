@@ -55,7 +55,11 @@ pub fn run(args: BridgeArgs) -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return fail(&format!("cannot start: {error}")),
     };
-    match runtime.block_on(bridge(args)) {
+    let result = runtime.block_on(bridge(args));
+    // The stdin reader is a blocking read that never returns while the editor stays quiet:
+    // do not wait for it.
+    runtime.shutdown_background();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(&format!("{error:#}")),
     }

@@ -18,8 +18,9 @@ use super::auth::PeerInfo;
 use super::listen::{self, Listener};
 use super::{Gateway, health, systemd, ws};
 use crate::acp::{Server, server};
-use crate::config::{Config, SandboxConfig};
+use crate::config::Config;
 use crate::store::Store;
+use zeroclaw_sandbox::{BackendChoice, Profile, Sandbox};
 
 /// How long the drain waits for cancelled turns and closing connections after the grace.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
@@ -73,10 +74,10 @@ async fn serve(
     listeners: Vec<Listener>,
     args: DaemonArgs,
 ) -> anyhow::Result<()> {
-    sandbox_self_test(&config.sandbox)?;
+    let backend = sandbox_self_test(&config).await?;
     let gateway_config = config.gateway.clone();
     let server = Server::with_store(config, store);
-    let gateway = Arc::new(Gateway::new(server, &gateway_config));
+    let gateway = Arc::new(Gateway::new(server, &gateway_config, backend));
     let stop_accepting = CancellationToken::new();
     let mut serving = JoinSet::new();
     for listener in listeners {
@@ -138,19 +139,37 @@ fn spawn_listener(
     Ok(())
 }
 
-/// Confines `true` with the configured backend, so a daemon that cannot confine tools never
-/// reports ready.
-// TODO(sandbox): run `true` through `zeroclaw_sandbox`'s launcher with `config.backend` once
-// the crate exposes it; until then this only names the backend.
-fn sandbox_self_test(config: &SandboxConfig) -> anyhow::Result<()> {
-    tracing::info!(backend = %config.backend, "sandbox self-test (not yet wired to the sandbox crate)");
-    Ok(())
+/// Runs `true` confined with the configured backend under the workspace profile, so a daemon
+/// that cannot confine tools never reports ready. Returns the backend in use.
+async fn sandbox_self_test(config: &Config) -> anyhow::Result<String> {
+    let choice: BackendChoice = config
+        .sandbox
+        .backend
+        .parse()
+        .map_err(|e| anyhow::anyhow!("[sandbox] backend: {e}"))?;
+    let sandbox = Sandbox::new(choice, config.sandbox.allow_partial)
+        .map_err(|e| anyhow::anyhow!("sandbox self-test: backend `{choice}` unusable: {e}"))?;
+    std::fs::create_dir_all(&config.workspace_dir)?;
+    let profile = Profile::for_workspace(&config.workspace_dir);
+    let outcome = sandbox
+        .run(&profile, ["true"], std::future::pending())
+        .await
+        .map_err(|e| anyhow::anyhow!("sandbox self-test: running `true` confined failed: {e}"))?;
+    if outcome.shell_code() != 0 {
+        anyhow::bail!(
+            "sandbox self-test: `true` exited with {} under backend {}",
+            outcome.shell_code(),
+            sandbox.backend()
+        );
+    }
+    tracing::info!(backend = %sandbox.backend(), "sandbox self-test passed");
+    Ok(sandbox.backend().name().to_owned())
 }
 
 fn status_line(gateway: &Gateway) -> String {
     format!(
         "backend={} sessions={} busy={} connections={}",
-        gateway.server.config().sandbox.backend,
+        gateway.backend,
         gateway.server.sessions.len(),
         gateway.server.sessions.busy(),
         gateway.open_connections()

@@ -19,7 +19,7 @@ pub fn snapshot(gateway: &Gateway) -> Value {
     json!({
         "status": "ok",
         "version": env!("CARGO_PKG_VERSION"),
-        "sandbox": {"backend": gateway.server.config().sandbox.backend},
+        "sandbox": {"backend": gateway.backend},
         "sessions": {"active": sessions.len(), "busy": sessions.busy()},
         "connections": gateway.connections.load(Ordering::SeqCst),
     })

@@ -41,10 +41,12 @@ pub struct Gateway {
     pub connections: Arc<AtomicUsize>,
     /// Cancelled when the daemon stops: every connection stops reading.
     pub closing: CancellationToken,
+    /// The sandbox backend the self-test ran with (`namespaces`, `landlock`, ...).
+    pub backend: String,
 }
 
 impl Gateway {
-    pub fn new(server: Arc<Server>, gateway: &GatewayConfig) -> Gateway {
+    pub fn new(server: Arc<Server>, gateway: &GatewayConfig, backend: String) -> Gateway {
         let config_dir = server.config().config_dir.clone();
         Gateway {
             tokens: Tokens::in_dir(&config_dir),
@@ -54,6 +56,7 @@ impl Gateway {
             max_connections: gateway.max_connections,
             connections: Arc::default(),
             closing: CancellationToken::new(),
+            backend,
             server,
         }
     }
