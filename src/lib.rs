@@ -8,6 +8,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod gateway;
+pub mod policy;
 pub mod provider;
 pub mod rpc;
 pub mod store;

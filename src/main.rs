@@ -51,7 +51,7 @@ enum Command {
 fn main() -> ExitCode {
     // First statement: the re-executed confined helper branches off here, before argument
     // parsing, logging or any runtime thread exists.
-    zeroclaw_sandbox::helper::run_if_helper();
+    zeroclaw_sandbox::helper::run_if_helper_with(zeroclaw::tools::ops::OPS);
 
     let cli = Cli::parse();
     init_logging();

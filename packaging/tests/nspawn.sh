@@ -13,7 +13,9 @@
 #   packaging/tests/nspawn.sh daemon
 #       zeroclaw.socket and zeroclaw.service as packaged, ExecStart=<repo>/target/release/zeroclaw:
 #       nothing runs before the first connection, GET /health activates the daemon (Type=notify:
-#       active means READY=1 arrived), STATUS= is set, the socket survives a restart and a stop.
+#       active means READY=1 arrived), STATUS= is set, the socket survives a restart and a stop;
+#       then one session through zeroclaw-acp-bridge against a loopback model, whose shell
+#       tool call tries to read /etc/shadow and write /etc (packaging/tests/session.py).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d /var/tmp/zc-nspawn.XXXXXX)
@@ -134,6 +136,32 @@ daemon() {
   in_ct systemctl stop zeroclaw.service
   in_ct test -S /run/zeroclaw/acp.sock && health >/dev/null && echo "socket kept across a stop; reactivated"
   in_ct systemd-analyze security --threshold=30 zeroclaw.service | tail -n 1
+  session
+}
+
+# A session through zeroclaw-acp-bridge, a loopback model and an escape attempt (session.py).
+session() {
+  local bridge=$repo/target/release/zeroclaw-acp-bridge
+  [ -x "$bridge" ] || { echo "no $bridge: session not run"; return; }
+  in_ct install -d -o zeroclaw -g zeroclaw -m 0700 /srv/work
+  in_ct tee /etc/zeroclaw/config.toml >/dev/null <<'EOF'
+[providers.mock]
+kind = "openai"
+base_url = "http://127.0.0.1:8080/v1"
+
+[agents.default]
+provider = "mock"
+model = "scripted"
+EOF
+  in_ct mkdir -p /etc/systemd/system/zeroclaw.service.d
+  printf '[Service]\nReadWritePaths=/srv/work\n' | in_ct tee /etc/systemd/system/zeroclaw.service.d/workspace.conf >/dev/null
+  in_ct systemctl daemon-reload
+  in_ct systemctl restart zeroclaw.service
+  in_ct python3 "$repo/packaging/tests/session.py" "$bridge" /run/zeroclaw/acp.sock /srv/work || {
+    in_ct journalctl -u zeroclaw.service --no-pager | tail -n 30
+    echo "FAILED: the session" >&2
+    exit 1
+  }
 }
 
 mode=${1:-}

@@ -8,7 +8,7 @@
 //! - [`sessions`] / [`session`]: the process-wide active set and one active session's state.
 //! - [`materialize`]: prompt content blocks to text (writing base64 blobs under `uploads/`).
 //! - [`params`], [`agents`], [`updates`]: parameter aliases, agent alias resolution, and the
-//!   `session/update` sink.
+//!   `session/update` sink; [`permission`]: `session/request_permission` and a turn's tool env.
 
 pub mod agents;
 pub mod connection;
@@ -17,6 +17,7 @@ pub mod lifecycle;
 pub mod materialize;
 pub mod new_session;
 pub mod params;
+pub mod permission;
 pub mod prompt;
 pub mod restore;
 pub mod server;

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::session::Session;
 use super::updates::PeerSink;
-use super::{Connection, materialize, params};
+use super::{Connection, materialize, params, permission};
 use crate::agent::{TurnOutcome, TurnRequest, run_turn};
 use crate::rpc::error::SESSION_BUSY;
 use crate::rpc::{Peer, RpcError};
@@ -30,10 +30,12 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         session_id: session.id.clone(),
         cwd: session.cwd.clone(),
         updates: Arc::new(PeerSink {
-            peer,
+            peer: peer.clone(),
             session_id: session.id.clone(),
         }),
         cancel: guard.cancel.clone(),
+        call_id: String::new(),
+        env: permission::tool_env(conn, &session, peer),
     };
     let outcome = run_turn(request, &conn.server.tools, &ctx)
         .await

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Entry;
 use crate::config::AgentConfig;
+use crate::policy::Approvals;
 
 pub struct Session {
     pub id: String,
@@ -20,6 +21,8 @@ pub struct Session {
     pub cwd: PathBuf,
     pub mcp_servers: Value,
     pub owner: Option<String>,
+    /// "Always allow" answers, restored from the history's tool results.
+    pub approvals: Approvals,
     history: Mutex<Arc<Vec<Entry>>>,
     turn: Mutex<Option<RunningTurn>>,
     last_activity: Mutex<Instant>,
@@ -59,6 +62,7 @@ impl Session {
             cwd,
             mcp_servers,
             owner,
+            approvals: Approvals::restored(allowed_always(&history)),
             history: Mutex::new(Arc::new(history)),
             turn: Mutex::new(None),
             last_activity: Mutex::new(Instant::now()),
@@ -133,6 +137,19 @@ impl Drop for TurnGuard {
     }
 }
 
+/// The tools the user answered "Always allow" for in a stored history.
+fn allowed_always(history: &[Entry]) -> Vec<String> {
+    let mut tools = Vec::new();
+    for entry in history {
+        if let Entry::ToolResult { extra, .. } = entry
+            && let Some(list) = extra["_meta"]["zeroclaw"]["allowAlways"].as_array()
+        {
+            tools.extend(list.iter().filter_map(|t| t.as_str().map(str::to_owned)));
+        }
+    }
+    tools
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -148,6 +165,7 @@ mod tests {
             model: "m".into(),
             system_prompt: None,
             max_tool_iterations: 1,
+            autonomy: None,
         };
         Arc::new(Session::new(
             "s-1".into(),

@@ -161,6 +161,7 @@ mod tests {
             model: "m".into(),
             system_prompt: None,
             max_tool_iterations: 1,
+            autonomy: None,
         };
         Arc::new(Session::new(
             id.into(),

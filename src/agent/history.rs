@@ -27,12 +27,18 @@ pub enum Entry {
         #[serde(rename = "rawInput")]
         raw_input: Value,
         arguments: String,
+        /// ACP `locations` announced with the call (null when none).
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        locations: Value,
     },
-    /// The outcome of a tool call: `status` is `completed` or `failed`.
+    /// The outcome of a tool call: `status` is `completed` or `failed`; `extra` holds what
+    /// the final update carried besides the text (locations, diff, resource, `_meta`).
     ToolResult {
         id: String,
         status: String,
         content: String,
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        extra: Value,
     },
     /// The full plan after a `todo_write` call (ACP plan entries).
     Plan { entries: Value },
@@ -125,13 +131,21 @@ pub fn to_replay_update(entry: &Entry) -> Value {
             title,
             kind,
             raw_input,
+            locations,
             ..
-        } => tool_call_announce(id, name, title, kind, raw_input),
+        } => {
+            let mut update = tool_call_announce(id, name, title, kind, raw_input);
+            if !locations.is_null() {
+                update["locations"] = locations.clone();
+            }
+            update
+        }
         Entry::ToolResult {
             id,
             status,
             content,
-        } => tool_call_finish(id, None, status, content),
+            extra,
+        } => tool_call_finish(id, None, status, content, extra),
         Entry::Plan { entries } => json!({"sessionUpdate": "plan", "entries": entries}),
     }
 }
@@ -165,8 +179,15 @@ pub fn tool_call_started(id: &str) -> Value {
     json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
 }
 
-/// The final `tool_call_update` of a call: `completed` or `failed`, the result as text content.
-pub fn tool_call_finish(id: &str, name: Option<&str>, status: &str, text: &str) -> Value {
+/// The final `tool_call_update` of a call: `completed` or `failed`, the result as text content,
+/// then `extra`'s `content` items appended and its other keys set.
+pub fn tool_call_finish(
+    id: &str,
+    name: Option<&str>,
+    status: &str,
+    text: &str,
+    extra: &Value,
+) -> Value {
     let mut update = json!({
         "sessionUpdate": "tool_call_update",
         "toolCallId": id,
@@ -176,6 +197,16 @@ pub fn tool_call_finish(id: &str, name: Option<&str>, status: &str, text: &str) 
     });
     if let Some(name) = name {
         update["name"] = json!(name);
+    }
+    if let Value::Object(extra) = extra {
+        for (key, value) in extra {
+            match (key.as_str(), value, update["content"].as_array_mut()) {
+                ("content", Value::Array(items), Some(content)) => {
+                    content.extend(items.iter().cloned())
+                }
+                _ => update[key] = value.clone(),
+            }
+        }
     }
     update
 }
@@ -192,6 +223,7 @@ mod tests {
             kind: "think".into(),
             raw_input: json!({"todos": []}),
             arguments: "{\"todos\":[]}".into(),
+            locations: Value::Null,
         }
     }
 
@@ -200,6 +232,7 @@ mod tests {
             id: id.into(),
             status: "completed".into(),
             content: "ok".into(),
+            extra: Value::Null,
         }
     }
 

@@ -111,6 +111,8 @@ impl Harness {
                 cwd: "/".into(),
                 updates: sink.clone(),
                 cancel: CancellationToken::new(),
+                call_id: String::new(),
+                env: Arc::default(),
             },
             sink,
             tools,

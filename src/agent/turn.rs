@@ -11,7 +11,7 @@ use super::history::{self, Entry};
 use super::recorder::PlanRecorder;
 use super::step::{ModelToolCall, Step, stream_step};
 use crate::provider::{self, ChatMessage, ChatRequest, Provider, ProviderError, ToolSpec};
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
 
 /// Appended to the partial text of a turn the client cancelled.
 pub const CANCELLED_MARKER: &str = "\n\n[turn cancelled via client]";
@@ -190,11 +190,18 @@ impl Turn<'_> {
                 call.id.clone()
             };
             let args = parse_arguments(&call.arguments);
-            let (title, kind) = match self.tools.get(&call.name) {
-                Some(tool) => (tool.title(&args), tool.kind().as_str()),
-                None => (call.name.clone(), "other"),
+            let (title, kind, locations) = match self.tools.get(&call.name) {
+                Some(tool) => (
+                    tool.title(&args),
+                    tool.kind().as_str(),
+                    tool.locations(&args, &self.ctx.cwd),
+                ),
+                None => (call.name.clone(), "other", Value::Null),
             };
-            let update = history::tool_call_announce(&id, &call.name, &title, kind, &args);
+            let mut update = history::tool_call_announce(&id, &call.name, &title, kind, &args);
+            if !locations.is_null() {
+                update["locations"] = locations.clone();
+            }
             self.ctx.updates.send(update).await;
             self.entries.push(Entry::ToolCall {
                 id: id.clone(),
@@ -203,6 +210,7 @@ impl Turn<'_> {
                 kind: kind.to_owned(),
                 raw_input: args.clone(),
                 arguments: call.arguments.clone(),
+                locations,
             });
             announced.push(AnnouncedCall {
                 id,
@@ -243,7 +251,7 @@ impl Turn<'_> {
         &self,
         call: &AnnouncedCall,
         recorder: Arc<PlanRecorder>,
-    ) -> Result<String, String> {
+    ) -> Result<ToolOutput, String> {
         let Some(tool) = self.tools.get(&call.name) else {
             return Err(format!("unknown tool: {}", call.name));
         };
@@ -255,24 +263,32 @@ impl Turn<'_> {
             cwd: self.ctx.cwd.clone(),
             updates: recorder,
             cancel: self.ctx.cancel.clone(),
+            call_id: call.id.clone(),
+            env: self.ctx.env.clone(),
         };
-        tool.execute(call.args.clone(), &ctx)
-            .await
-            .map(|o| o.text)
-            .map_err(|e| e.0)
+        tool.execute(call.args.clone(), &ctx).await.map_err(|e| e.0)
     }
 
-    async fn finish(&mut self, call: &AnnouncedCall, result: Result<String, String>) {
-        let (status, text) = match result {
-            Ok(text) => ("completed", text),
-            Err(text) => ("failed", text),
+    async fn finish(&mut self, call: &AnnouncedCall, result: Result<ToolOutput, String>) {
+        let (status, text, mut extra) = match result {
+            Ok(output) => ("completed", output.text, output.extra),
+            Err(text) => ("failed", text, Value::Null),
         };
-        let update = history::tool_call_finish(&call.id, Some(&call.name), status, &text);
+        // "Always allow" answers travel with the result, so a restored session keeps them.
+        let allowed = self.ctx.env.approvals.take_new();
+        if !allowed.is_empty() {
+            if !extra.is_object() {
+                extra = Value::Object(Default::default());
+            }
+            extra["_meta"]["zeroclaw"]["allowAlways"] = serde_json::json!(allowed);
+        }
+        let update = history::tool_call_finish(&call.id, Some(&call.name), status, &text, &extra);
         self.ctx.updates.send(update).await;
         self.entries.push(Entry::ToolResult {
             id: call.id.clone(),
             status: status.to_owned(),
             content: text,
+            extra,
         });
     }
 

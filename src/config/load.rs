@@ -34,6 +34,8 @@ struct RawConfig {
     sandbox: SandboxConfig,
     #[serde(default)]
     gateway: GatewayConfig,
+    #[serde(default)]
+    autonomy: super::AutonomyConfig,
 }
 
 /// Which source each key came from.
@@ -257,6 +259,7 @@ fn resolve(config_dir: &Path, raw: RawConfig) -> Config {
         agents: raw.agents,
         sandbox: raw.sandbox,
         gateway: resolve_gateway(config_dir, raw.gateway),
+        autonomy: raw.autonomy,
     }
 }
 

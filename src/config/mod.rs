@@ -5,6 +5,7 @@
 //! [`validate`]. Errors name the offending key and where it came from. [`mask`] hides secrets
 //! for `config show`.
 
+pub mod autonomy;
 mod env;
 mod load;
 pub mod mask;
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use autonomy::{AutonomyConfig, AutonomyLevel, AutonomyOverride, LimitsConfig};
 pub use env::RESERVED_ENV_VARS;
 
 /// The config file's name inside the config directory.
@@ -34,6 +36,7 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentConfig>,
     pub sandbox: SandboxConfig,
     pub gateway: GatewayConfig,
+    pub autonomy: AutonomyConfig,
 }
 
 /// `[gateway]`: where `zeroclaw daemon` listens and how it admits clients.
@@ -151,6 +154,9 @@ pub struct AgentConfig {
     pub system_prompt: Option<String>,
     #[serde(default = "default_max_tool_iterations")]
     pub max_tool_iterations: u32,
+    /// `[agents.<alias>.autonomy]`: overrides of `[autonomy]` for this agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autonomy: Option<AutonomyOverride>,
 }
 
 fn default_true() -> bool {
@@ -168,6 +174,7 @@ pub struct SandboxConfig {
     /// One of [`SANDBOX_BACKENDS`].
     pub backend: String,
     pub allow_partial: bool,
+    pub limits: LimitsConfig,
 }
 
 /// The accepted values of `sandbox.backend`.
@@ -185,6 +192,7 @@ impl Default for SandboxConfig {
         SandboxConfig {
             backend: "auto".to_owned(),
             allow_partial: false,
+            limits: LimitsConfig::default(),
         }
     }
 }

@@ -3,9 +3,25 @@
 //! A [`Tool`] describes itself to the model (name, description, JSON schema) and to the client
 //! (ACP kind, a title for its arguments), and executes with a [`ToolContext`]: the session's
 //! working directory, a sink for streaming `session/update`s, and the turn's cancellation token.
-//! Tools that touch the system (shell, files) will run through the sandbox crate behind this
-//! same seam; today the one real tool is [`todo_write`].
+//! Every tool that touches the system runs in a child confined by the sandbox crate
+//! ([`confine`]): `shell` execs `sh -c` there, the file and search tools run as in-process
+//! operations ([`ops`], registered at the top of `main`). The policy ([`ToolEnv::policy`])
+//! checks and asks first ([`approve`]); output is capped ([`output`]).
 
+pub mod approve;
+pub mod args;
+pub mod ask_user;
+pub mod confine;
+pub mod content_search;
+pub mod deliver_file;
+pub mod escalate;
+pub mod file_edit;
+pub mod file_read;
+pub mod file_write;
+pub mod glob_search;
+pub mod ops;
+pub mod output;
+pub mod shell;
 pub mod todo_write;
 
 use std::collections::BTreeMap;
@@ -16,6 +32,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use crate::policy::{Approvals, Policy};
 
 /// A boxed future, as object-safe traits return them.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -63,18 +81,74 @@ pub struct ToolContext {
     pub updates: Arc<dyn UpdateSink>,
     /// Cancelled when the turn is; a long tool must stop promptly.
     pub cancel: CancellationToken,
+    /// The id of the call being executed (empty outside a call).
+    pub call_id: String,
+    /// The session's policy, approvals and the way to ask the client.
+    pub env: Arc<ToolEnv>,
 }
 
-/// A successful tool result: `text` goes back to the model and to the client.
+/// Asks the client a `session/request_permission` question; `params` lacks `sessionId`.
+/// Answers the `result` object, or an error text (no answer in time, connection gone).
+pub trait Asker: Send + Sync {
+    fn ask(&self, params: Value) -> BoxFuture<'_, Result<Value, String>>;
+}
+
+/// What tools of one session share: the policy, its remembered approvals, the asker.
+pub struct ToolEnv {
+    pub policy: Policy,
+    pub approvals: Approvals,
+    pub asker: Arc<dyn Asker>,
+}
+
+/// An asker for contexts without a client: every question fails.
+pub struct NoClient;
+
+impl Asker for NoClient {
+    fn ask(&self, _params: Value) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async { Err("there is no client to ask".to_owned()) })
+    }
+}
+
+impl Default for ToolEnv {
+    /// The default policy, nobody to ask (tests and tools that never ask).
+    fn default() -> Self {
+        ToolEnv {
+            policy: Policy::default(),
+            approvals: Approvals::default(),
+            asker: Arc::new(NoClient),
+        }
+    }
+}
+
+/// A successful tool result: `text` goes back to the model and to the client; `extra` (an
+/// object or null) is merged into the final `tool_call_update` — its `content` items are
+/// appended after the text, its other keys (`locations`, `title`, `rawOutput`) set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     pub text: String,
+    pub extra: Value,
+}
+
+impl ToolOutput {
+    /// A plain text result.
+    pub fn text(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            text: text.into(),
+            extra: Value::Null,
+        }
+    }
 }
 
 /// A failed tool call; the message is written for the model to act on.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
 pub struct ToolError(pub String);
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        ToolError(message)
+    }
+}
 
 /// One tool the model can call.
 pub trait Tool: Send + Sync {
@@ -85,11 +159,30 @@ pub trait Tool: Send + Sync {
     fn kind(&self) -> ToolKind;
     /// A short human title for one call, shown by the client.
     fn title(&self, args: &Value) -> String;
+    /// The ACP `locations` (`[{path, line?}]`) a call touches, announced with it; null if none.
+    fn locations(&self, _args: &Value, _cwd: &std::path::Path) -> Value {
+        Value::Null
+    }
     fn execute<'a>(
         &'a self,
         args: Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+/// `[{path, line?}]` for a `path` argument resolved against `cwd` (and `line` from `line_key`).
+pub fn path_location(args: &Value, cwd: &std::path::Path, line_key: Option<&str>) -> Value {
+    let Some(raw) = args["path"].as_str() else {
+        return Value::Null;
+    };
+    let path = crate::policy::paths::normalize(
+        &cwd.join(crate::policy::paths::expand_home(std::path::Path::new(raw))),
+    );
+    let mut location = serde_json::json!({"path": path});
+    if let Some(line) = line_key.and_then(|k| args[k].as_u64()) {
+        location["line"] = line.into();
+    }
+    serde_json::json!([location])
 }
 
 /// The tools of one agent, by name.
@@ -99,10 +192,19 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// The tools every agent gets today.
+    /// The tools every agent gets.
     pub fn builtin() -> Self {
         let mut registry = Self::default();
         registry.register(Arc::new(todo_write::TodoWrite));
+        registry.register(Arc::new(shell::Shell));
+        registry.register(Arc::new(file_read::FileRead));
+        registry.register(Arc::new(file_write::FileWrite));
+        registry.register(Arc::new(file_edit::FileEdit));
+        registry.register(Arc::new(glob_search::GlobSearch));
+        registry.register(Arc::new(content_search::ContentSearch));
+        registry.register(Arc::new(deliver_file::DeliverFile));
+        registry.register(Arc::new(ask_user::AskUser));
+        registry.register(Arc::new(escalate::Escalate));
         registry
     }
 

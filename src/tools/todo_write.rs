@@ -122,9 +122,7 @@ impl Tool for TodoWrite {
         Box::pin(async move {
             let todos = parse(&args)?;
             ctx.updates.send(plan_update(&todos)).await;
-            Ok(ToolOutput {
-                text: summary(&todos),
-            })
+            Ok(ToolOutput::text(summary(&todos)))
         })
     }
 }

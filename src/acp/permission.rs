@@ -1,0 +1,47 @@
+//! `session/request_permission` over the connection that sent the prompt, and the tool
+//! environment (policy, approvals, asker) of one turn. An unanswered request is denied after
+//! `session_timeout_secs`; a cancelled turn drops the request and the tool never runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::Connection;
+use super::session::Session;
+use crate::policy::Policy;
+use crate::rpc::Peer;
+use crate::tools::{Asker, BoxFuture, ToolEnv};
+
+/// Asks the client of one connection.
+pub struct PeerAsker {
+    pub peer: Peer,
+    pub session_id: String,
+    pub timeout: Duration,
+}
+
+impl Asker for PeerAsker {
+    fn ask(&self, mut params: Value) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move {
+            params["sessionId"] = json!(self.session_id);
+            self.peer
+                .request("session/request_permission", params, self.timeout)
+                .await
+                .map_err(|e| e.message)
+        })
+    }
+}
+
+/// The tool environment of a turn of `session` on `conn`.
+pub fn tool_env(conn: &Connection, session: &Session, peer: Peer) -> Arc<ToolEnv> {
+    let config = conn.server.config();
+    Arc::new(ToolEnv {
+        policy: Policy::for_agent(&config, &session.agent_alias),
+        approvals: session.approvals.clone(),
+        asker: Arc::new(PeerAsker {
+            peer,
+            session_id: session.id.clone(),
+            timeout: Duration::from_secs(config.acp.session_timeout_secs),
+        }),
+    })
+}

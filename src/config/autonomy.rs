@@ -1,0 +1,148 @@
+//! `[autonomy]` (and its per-agent override `[agents.<alias>.autonomy]`) and
+//! `[sandbox.limits]`: the configuration the security policy (`crate::policy`) is built from.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// How much the agent may do without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AutonomyLevel {
+    /// Reads and low-risk commands only; writes and mutating commands are refused.
+    ReadOnly,
+    /// Writes, edits and medium/high-risk commands ask the client first.
+    #[default]
+    Supervised,
+    /// No prompts; paths outside the session cwd are reachable (forbidden paths never are).
+    Full,
+}
+
+/// Whether tool children may use the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkPolicy {
+    #[default]
+    Deny,
+    Allow,
+}
+
+/// An extra root the tools may reach besides the session cwd.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllowedRoot {
+    pub path: PathBuf,
+    /// Read-write when true, read-only otherwise.
+    #[serde(default)]
+    pub write: bool,
+}
+
+/// `[autonomy]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AutonomyConfig {
+    pub level: AutonomyLevel,
+    /// Paths must be inside the session cwd or an allowed root; `full` turns it off.
+    pub workspace_only: bool,
+    /// Denied in every level, added to the built-in list (`~` is expanded).
+    pub forbidden_paths: Vec<String>,
+    pub allowed_roots: Vec<AllowedRoot>,
+    /// Tool names (or `*`) that always ask, even for low-risk calls.
+    pub always_ask: Vec<String>,
+    /// Tool names (or `*`) that never ask in `supervised`.
+    pub auto_approve: Vec<String>,
+    pub network: NetworkPolicy,
+    /// TESTING KNOB: `false` turns the policy's own path and command checks off, so tests can
+    /// show the kernel layer alone denies an attack. Never weakens the sandbox.
+    pub policy_checks: bool,
+}
+
+impl Default for AutonomyConfig {
+    fn default() -> Self {
+        AutonomyConfig {
+            level: AutonomyLevel::Supervised,
+            workspace_only: true,
+            forbidden_paths: Vec::new(),
+            allowed_roots: Vec::new(),
+            always_ask: Vec::new(),
+            auto_approve: Vec::new(),
+            network: NetworkPolicy::Deny,
+            policy_checks: true,
+        }
+    }
+}
+
+/// `[agents.<alias>.autonomy]`: each key set here replaces the `[autonomy]` one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AutonomyOverride {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<AutonomyLevel>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_only: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forbidden_paths: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_roots: Option<Vec<AllowedRoot>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub always_ask: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_approve: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkPolicy>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_checks: Option<bool>,
+}
+
+impl AutonomyConfig {
+    /// This config with an agent's override applied. A level set to `full` by the override
+    /// also turns `workspace_only` off unless the override sets it.
+    pub fn with_override(&self, o: Option<&AutonomyOverride>) -> AutonomyConfig {
+        let Some(o) = o else {
+            return self.clone();
+        };
+        let pick = |v: &Option<Vec<String>>, d: &Vec<String>| v.clone().unwrap_or(d.clone());
+        AutonomyConfig {
+            level: o.level.unwrap_or(self.level),
+            workspace_only: o.workspace_only.unwrap_or(self.workspace_only),
+            forbidden_paths: pick(&o.forbidden_paths, &self.forbidden_paths),
+            allowed_roots: o
+                .allowed_roots
+                .clone()
+                .unwrap_or(self.allowed_roots.clone()),
+            always_ask: pick(&o.always_ask, &self.always_ask),
+            auto_approve: pick(&o.auto_approve, &self.auto_approve),
+            network: o.network.unwrap_or(self.network),
+            policy_checks: o.policy_checks.unwrap_or(self.policy_checks),
+        }
+    }
+}
+
+/// `[sandbox.limits]`: limits of every tool execution.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Wall-clock cap of one execution; `shell`'s `timeout_secs` can only lower it.
+    pub wall_time_secs: u64,
+    pub cpu_secs: u64,
+    pub memory_mb: u64,
+    pub processes: u64,
+    pub file_size_mb: u64,
+    pub open_files: u64,
+    /// stdout + stderr kept from one execution; past it the tree is killed.
+    pub output_bytes: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            wall_time_secs: 120,
+            cpu_secs: 120,
+            memory_mb: 4096,
+            processes: 1024,
+            file_size_mb: 1024,
+            open_files: 1024,
+            output_bytes: 8 << 20,
+        }
+    }
+}

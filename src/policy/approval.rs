@@ -1,0 +1,159 @@
+//! Whether a tool call runs, asks the client, or is refused — from the level, `always_ask`,
+//! `auto_approve`, the command's risk and the session's remembered "Always allow" answers.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use super::{Policy, Risk};
+use crate::config::AutonomyLevel;
+
+/// What a call does, as far as approval is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Reads or searches.
+    Read,
+    /// Writes or edits a file.
+    Write,
+    /// A shell command of this risk.
+    Shell(Risk),
+}
+
+/// The policy's verdict on one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Ask the client through `session/request_permission`.
+    Ask,
+    /// Refused without asking; the text is the model-facing reason.
+    Deny(String),
+}
+
+/// The tools the user answered "Always allow" for, for the rest of the session (shared by
+/// the session and its turns); the ones added since the last [`Approvals::take_new`] are
+/// stored with the call's result.
+#[derive(Debug, Clone, Default)]
+pub struct Approvals(Arc<Mutex<ApprovalSet>>);
+
+#[derive(Debug, Default)]
+struct ApprovalSet {
+    tools: BTreeSet<String>,
+    new: Vec<String>,
+}
+
+impl Approvals {
+    /// Approvals restored from a stored session.
+    pub fn restored(tools: impl IntoIterator<Item = String>) -> Approvals {
+        let set = ApprovalSet {
+            tools: tools.into_iter().collect(),
+            new: Vec::new(),
+        };
+        Approvals(Arc::new(Mutex::new(set)))
+    }
+
+    pub fn contains(&self, tool: &str) -> bool {
+        self.lock().tools.contains(tool)
+    }
+
+    pub fn insert(&self, tool: &str) {
+        let mut set = self.lock();
+        if set.tools.insert(tool.to_owned()) {
+            set.new.push(tool.to_owned());
+        }
+    }
+
+    /// The tools approved since the last call.
+    pub fn take_new(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().new)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ApprovalSet> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn listed(list: &[String], tool: &str) -> bool {
+    list.iter().any(|t| t == tool || t == "*")
+}
+
+impl Policy {
+    /// The verdict for `tool` doing `action`.
+    pub fn decide(&self, tool: &str, action: Action, approvals: &Approvals) -> Decision {
+        if !self.checks {
+            return Decision::Allow;
+        }
+        let mutating = match action {
+            Action::Read | Action::Shell(Risk::Low) => false,
+            Action::Write | Action::Shell(_) => true,
+        };
+        if self.level == AutonomyLevel::ReadOnly && mutating {
+            return Decision::Deny(match action {
+                Action::Shell(risk) => format!(
+                    "denied by policy: autonomy level readonly refuses a {}-risk command \
+                     (only read-only commands run)",
+                    risk.as_str()
+                ),
+                _ => format!("denied by policy: autonomy level readonly refuses {tool}"),
+            });
+        }
+        if listed(&self.always_ask, tool) {
+            return Decision::Ask;
+        }
+        let needs_approval = mutating && self.level == AutonomyLevel::Supervised;
+        if needs_approval && !listed(&self.auto_approve, tool) && !approvals.contains(tool) {
+            Decision::Ask
+        } else {
+            Decision::Allow
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn policy(level: AutonomyLevel) -> Policy {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::load_with_env(dir.path(), Vec::new()).unwrap();
+        config.autonomy.level = level;
+        Policy::for_agent(&config, "default")
+    }
+
+    #[test]
+    fn supervised_asks_for_writes_and_risky_commands_only() {
+        let p = policy(AutonomyLevel::Supervised);
+        let a = Approvals::default();
+        assert_eq!(p.decide("file_read", Action::Read, &a), Decision::Allow);
+        assert_eq!(
+            p.decide("shell", Action::Shell(Risk::Low), &a),
+            Decision::Allow
+        );
+        assert_eq!(
+            p.decide("shell", Action::Shell(Risk::High), &a),
+            Decision::Ask
+        );
+        assert_eq!(p.decide("file_write", Action::Write, &a), Decision::Ask);
+        a.insert("file_write");
+        assert_eq!(p.decide("file_write", Action::Write, &a), Decision::Allow);
+    }
+
+    #[test]
+    fn readonly_refuses_and_full_never_asks() {
+        let a = Approvals::default();
+        let ro = policy(AutonomyLevel::ReadOnly);
+        assert!(matches!(
+            ro.decide("file_edit", Action::Write, &a),
+            Decision::Deny(_)
+        ));
+        assert!(matches!(
+            ro.decide("shell", Action::Shell(Risk::Medium), &a),
+            Decision::Deny(_)
+        ));
+        let full = policy(AutonomyLevel::Full);
+        assert_eq!(
+            full.decide("shell", Action::Shell(Risk::High), &a),
+            Decision::Allow
+        );
+        assert!(!full.workspace_only);
+    }
+}

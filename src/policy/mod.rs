@@ -1,0 +1,128 @@
+//! The security policy of one session: built from `[autonomy]` (with the agent's override),
+//! it resolves and checks the paths a tool names ([`paths`]), classifies shell commands
+//! ([`risk`]), decides whether a call runs, asks, or is refused ([`approval`]), and turns
+//! itself into the sandbox profile every tool execution is confined by ([`profile`]).
+//!
+//! The policy is the first gate and gives clear reasons; the kernel (the sandbox crate) is
+//! the guarantee. No argument from the model can approve anything: decisions depend only on
+//! the config, the tool, the classified risk and the user's answers.
+
+pub mod approval;
+pub mod paths;
+pub mod profile;
+pub mod risk;
+
+use std::path::{Path, PathBuf};
+
+use crate::config::autonomy::NetworkPolicy;
+use crate::config::{AutonomyConfig, AutonomyLevel, Config, LimitsConfig};
+
+pub use approval::{Approvals, Decision};
+pub use paths::Access;
+pub use risk::Risk;
+
+/// The built-in forbidden paths (`~` is the daemon's home); the config adds to them.
+pub const DEFAULT_FORBIDDEN: &[&str] = &[
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.config",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.cargo/credentials.toml",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/sudoers",
+];
+
+/// The effective policy of one session.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub level: AutonomyLevel,
+    pub workspace_only: bool,
+    /// Absolute paths denied at every level, by the policy and by the kernel.
+    pub forbidden: Vec<PathBuf>,
+    /// Extra roots: (path, writable).
+    pub allowed_roots: Vec<(PathBuf, bool)>,
+    pub always_ask: Vec<String>,
+    pub auto_approve: Vec<String>,
+    pub network: bool,
+    /// `false` only in tests: the policy's path and command checks are skipped (the kernel
+    /// still confines everything).
+    pub checks: bool,
+    pub limits: LimitsConfig,
+    pub backend: String,
+    pub allow_partial: bool,
+}
+
+impl Policy {
+    /// The policy of a session of agent `alias`.
+    pub fn for_agent(config: &Config, alias: &str) -> Policy {
+        let agent = config.agents.get(alias).and_then(|a| a.autonomy.as_ref());
+        let autonomy = config.autonomy.with_override(agent);
+        let mut forbidden = forbidden_paths(&autonomy);
+        forbidden.push(config.config_dir.clone());
+        forbidden.push(config.store_path());
+        if let Some(sessions) = config.store_path().parent() {
+            forbidden.push(sessions.to_path_buf());
+        }
+        let forbidden = forbidden.iter().map(|p| paths::normalize(p)).collect();
+        Policy {
+            level: autonomy.level,
+            workspace_only: autonomy.workspace_only && autonomy.level != AutonomyLevel::Full,
+            forbidden,
+            allowed_roots: autonomy
+                .allowed_roots
+                .iter()
+                .map(|r| (paths::normalize(&paths::expand_home(&r.path)), r.write))
+                .collect(),
+            always_ask: autonomy.always_ask,
+            auto_approve: autonomy.auto_approve,
+            network: autonomy.network == NetworkPolicy::Allow,
+            checks: autonomy.policy_checks,
+            limits: config.sandbox.limits.clone(),
+            backend: config.sandbox.backend.clone(),
+            allow_partial: config.sandbox.allow_partial,
+        }
+    }
+
+    /// The forbidden path that covers `path`, if any.
+    pub fn forbidden_match(&self, path: &Path) -> Option<&Path> {
+        self.forbidden
+            .iter()
+            .find(|f| path.starts_with(f))
+            .map(PathBuf::as_path)
+    }
+}
+
+impl Default for Policy {
+    /// The policy of a default config (no config dir or store known).
+    fn default() -> Self {
+        let autonomy = AutonomyConfig::default();
+        Policy {
+            level: autonomy.level,
+            workspace_only: true,
+            forbidden: forbidden_paths(&autonomy)
+                .iter()
+                .map(|p| paths::normalize(p))
+                .collect(),
+            allowed_roots: Vec::new(),
+            always_ask: Vec::new(),
+            auto_approve: Vec::new(),
+            network: false,
+            checks: true,
+            limits: LimitsConfig::default(),
+            backend: "auto".to_owned(),
+            allow_partial: false,
+        }
+    }
+}
+
+fn forbidden_paths(autonomy: &AutonomyConfig) -> Vec<PathBuf> {
+    DEFAULT_FORBIDDEN
+        .iter()
+        .map(|p| p.to_string())
+        .chain(autonomy.forbidden_paths.iter().cloned())
+        .map(|p| paths::expand_home(Path::new(&p)))
+        .collect()
+}

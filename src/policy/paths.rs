@@ -1,0 +1,154 @@
+//! Path resolution and the policy's path checks: `~` expansion, relative paths against the
+//! session cwd, lexical `..` normalization, symlinks of existing ancestors resolved, then
+//! forbidden paths (every level), protected git paths (writes), and the workspace jail.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::Policy;
+
+/// What a tool wants to do with a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// Paths inside the workspace a tool may never write (git runs them on the host later).
+const PROTECTED: &[&str] = &[".git/hooks", ".git/config", ".git/commondir"];
+
+/// `~` and `~/...` against `$HOME`.
+pub fn expand_home(path: &Path) -> PathBuf {
+    let Ok(rest) = path.strip_prefix("~") else {
+        return path.to_path_buf();
+    };
+    match zeroclaw_sandbox::profile::home_dir() {
+        Some(home) => home.join(rest),
+        None => path.to_path_buf(),
+    }
+}
+
+/// Absolute, `.`/`..` removed lexically, and the longest existing ancestor canonicalized (so
+/// a symlink planted in the workspace cannot point the check elsewhere).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut lexical = PathBuf::from("/");
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::Normal(name) => lexical.push(name),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    let mut existing = lexical.as_path();
+    let mut tail = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return tail.iter().rev().fold(real, |acc, name| acc.join(name));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return lexical,
+        }
+    }
+}
+
+impl Policy {
+    /// The absolute path a tool argument names, relative to `cwd`.
+    pub fn resolve(&self, cwd: &Path, raw: &str) -> PathBuf {
+        let expanded = expand_home(Path::new(raw));
+        normalize(&cwd.join(expanded))
+    }
+
+    /// Resolves `raw` and checks it; the error is the reason shown to the model.
+    pub fn check_path(&self, cwd: &Path, raw: &str, access: Access) -> Result<PathBuf, String> {
+        let path = self.resolve(cwd, raw);
+        if !self.checks {
+            return Ok(path);
+        }
+        if let Some(forbidden) = self.forbidden_match(&path) {
+            return Err(format!(
+                "denied by policy: {} is inside the forbidden path {}",
+                path.display(),
+                forbidden.display()
+            ));
+        }
+        if let Some(name) = proc_secret(&path) {
+            return Err(format!(
+                "denied by policy: {} exposes another process's {name}",
+                path.display()
+            ));
+        }
+        if access == Access::Write
+            && let Some(p) = PROTECTED.iter().find(|p| path.starts_with(cwd.join(p)))
+        {
+            return Err(format!(
+                "denied by policy: {p} is protected (git would run it on the host)"
+            ));
+        }
+        if self.workspace_only && !self.reachable(cwd, &path, access) {
+            return Err(format!(
+                "denied by policy: {} is outside the session workspace {} (workspace_only); \
+                 use a path inside it, or ask the user to add an allowed root",
+                path.display(),
+                cwd.display()
+            ));
+        }
+        Ok(path)
+    }
+
+    fn reachable(&self, cwd: &Path, path: &Path, access: Access) -> bool {
+        path.starts_with(cwd)
+            || self
+                .allowed_roots
+                .iter()
+                .any(|(root, write)| path.starts_with(root) && (*write || access == Access::Read))
+    }
+}
+
+/// `/proc/<pid>/{environ,mem,cmdline,...}` of a process: never a tool's business.
+fn proc_secret(path: &Path) -> Option<&'static str> {
+    let rest = path.strip_prefix("/proc").ok()?;
+    let mut parts = rest.components();
+    parts.next()?;
+    let leaf = parts.next()?.as_os_str().to_str()?;
+    [
+        "environ", "mem", "cmdline", "maps", "fd", "root", "cwd", "auxv",
+    ]
+    .into_iter()
+    .find(|name| *name == leaf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_removes_dots_and_keeps_missing_tails() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let p = normalize(&root.join("a/../b/./c"));
+        assert_eq!(p, root.join("b/c"));
+        assert_eq!(normalize(Path::new("/../../etc")), PathBuf::from("/etc"));
+    }
+
+    #[test]
+    fn a_planted_symlink_is_followed_before_the_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("link")).unwrap();
+        assert_eq!(
+            normalize(&root.join("link/passwd")),
+            PathBuf::from("/etc/passwd")
+        );
+    }
+
+    #[test]
+    fn proc_secrets_are_recognized() {
+        assert_eq!(proc_secret(Path::new("/proc/1/environ")), Some("environ"));
+        assert_eq!(proc_secret(Path::new("/proc/cpuinfo")), None);
+    }
+}

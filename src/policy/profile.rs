@@ -1,0 +1,64 @@
+//! Policy to sandbox profile: the session cwd is the writable workspace, allowed roots are
+//! added, forbidden paths are denied at the OS level, network per policy, limits from
+//! `[sandbox.limits]`; the environment stays the sandbox crate's allowlist (API keys and
+//! tokens never reach a child).
+
+use std::path::Path;
+use std::time::Duration;
+
+use zeroclaw_sandbox::{Limits, Network, Profile};
+
+use super::Policy;
+use crate::config::{AutonomyLevel, LimitsConfig};
+
+impl Policy {
+    /// The profile of one execution in `cwd`; `extra` are (path, writable) roots a `full`
+    /// session's file tool reaches outside the cwd.
+    pub fn profile(&self, cwd: &Path, extra: &[(&Path, bool)]) -> Profile {
+        let network = if self.network {
+            Network::Allow
+        } else {
+            Network::Deny
+        };
+        let mut profile = Profile::for_workspace(cwd)
+            .network(network)
+            .limits(limits(&self.limits));
+        for (root, write) in &self.allowed_roots {
+            profile = grant(profile, root, *write);
+        }
+        if self.level == AutonomyLevel::Full {
+            for (root, write) in extra {
+                profile = grant(profile, root, *write);
+            }
+        }
+        for path in &self.forbidden {
+            // A forbidden dir holding the workspace itself (a cwd under the config dir)
+            // cannot be hidden whole; the policy still refuses paths in it.
+            if !cwd.starts_with(path) {
+                profile = profile.deny(path);
+            }
+        }
+        profile
+    }
+}
+
+fn grant(profile: Profile, root: &Path, write: bool) -> Profile {
+    if write {
+        profile.allow_write(root)
+    } else {
+        profile.allow_read(root)
+    }
+}
+
+/// `[sandbox.limits]` as the sandbox crate's limits.
+pub fn limits(config: &LimitsConfig) -> Limits {
+    Limits {
+        wall_time: Duration::from_secs(config.wall_time_secs.max(1)),
+        cpu_secs: config.cpu_secs,
+        memory_bytes: config.memory_mb << 20,
+        processes: config.processes,
+        file_size_bytes: config.file_size_mb << 20,
+        open_files: config.open_files,
+        output_bytes: config.output_bytes,
+    }
+}

@@ -1,0 +1,98 @@
+//! Running a tool's work in a confined child: the process-wide [`Sandbox`] (created once from
+//! `[sandbox]`; a failure is reported to the model on every call, never run unconfined), the
+//! in-process operations of [`super::ops`], and the mapping of an outcome to a tool result.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use zeroclaw_sandbox::{BackendChoice, End, Outcome, Profile, Sandbox};
+
+use super::{ToolContext, ToolError};
+use crate::policy::Policy;
+
+static SANDBOX: OnceLock<Result<Sandbox, String>> = OnceLock::new();
+
+/// The process's sandbox, created on first use from the policy's `[sandbox]` settings.
+pub fn sandbox(policy: &Policy) -> Result<&'static Sandbox, ToolError> {
+    let sandbox = SANDBOX.get_or_init(|| {
+        let choice: BackendChoice = policy
+            .backend
+            .parse()
+            .map_err(|e| format!("sandbox.backend: {e}"))?;
+        Sandbox::new(choice, policy.allow_partial).map_err(|e| e.to_string())
+    });
+    sandbox.as_ref().map_err(|e| {
+        ToolError(format!(
+            "sandbox: confinement is unavailable, so nothing runs ({e}); \
+             see `zeroclaw doctor`"
+        ))
+    })
+}
+
+/// The profile of this call: the policy's, plus `extra` roots for a `full` session.
+pub fn profile(ctx: &ToolContext, extra: &[(&Path, bool)]) -> Profile {
+    ctx.env.policy.profile(&ctx.cwd, extra)
+}
+
+/// Runs `sh -c command` confined; cancelled with the turn.
+pub async fn run_shell(
+    ctx: &ToolContext,
+    profile: &Profile,
+    command: &str,
+) -> Result<Outcome, ToolError> {
+    let sandbox = sandbox(&ctx.env.policy)?;
+    sandbox
+        .run(
+            profile,
+            ["sh", "-c", command],
+            ctx.cancel.clone().cancelled_owned(),
+        )
+        .await
+        .map_err(|e| ToolError(format!("sandbox: {e}")))
+}
+
+/// Runs the operation `op` confined with a JSON payload and parses its JSON answer; the op's
+/// own error text (e.g. "Permission denied") becomes the tool error.
+pub async fn run_op<P: Serialize, R: DeserializeOwned>(
+    ctx: &ToolContext,
+    profile: &Profile,
+    op: &str,
+    payload: &P,
+) -> Result<R, ToolError> {
+    let sandbox = sandbox(&ctx.env.policy)?;
+    let payload = serde_json::to_vec(payload).map_err(|e| ToolError(e.to_string()))?;
+    let outcome = sandbox
+        .run_op(profile, op, payload, ctx.cancel.clone().cancelled_owned())
+        .await
+        .map_err(|e| ToolError(format!("sandbox: {e}")))?;
+    if let Some(reason) = ended_early(&outcome) {
+        return Err(ToolError(reason));
+    }
+    if outcome.shell_code() != 0 {
+        let text = String::from_utf8_lossy(&outcome.stderr).trim().to_owned();
+        return Err(ToolError(if text.is_empty() {
+            format!("{op} failed in the sandbox (exit {})", outcome.shell_code())
+        } else {
+            text
+        }));
+    }
+    serde_json::from_slice(&outcome.stdout)
+        .map_err(|e| ToolError(format!("{op}: unreadable answer from the sandbox: {e}")))
+}
+
+/// The model-readable reason an execution was cut short, if it was.
+pub fn ended_early(outcome: &Outcome) -> Option<String> {
+    match outcome.end {
+        End::Exited => None,
+        End::TimedOut => Some(
+            "killed: the wall-time limit was reached (the whole process tree was killed)"
+                .to_owned(),
+        ),
+        End::Cancelled => Some("cancelled".to_owned()),
+        End::OutputLimit => Some(
+            "killed: the output limit was reached (the whole process tree was killed)".to_owned(),
+        ),
+    }
+}

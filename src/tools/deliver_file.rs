@@ -1,0 +1,168 @@
+//! `deliver_file`: hands a workspace file to the client as an embedded ACP resource with the
+//! content-addressed uri `attachment://deliver/<sha256>.<ext>` (spec: deliver_file). The bytes
+//! come from a confined read (same jail as `file_read`, 10 MiB cap); at embed time the file is
+//! read again, confined, and re-hashed, and a mismatch refuses the attachment.
+
+use std::path::Path;
+
+use base64::Engine;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::file_read::parent;
+use super::ops::{BytesAnswer, BytesRequest, MAX_FILE_BYTES};
+use super::{
+    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
+};
+use crate::policy::Access;
+use crate::policy::approval::Action;
+
+pub struct DeliverFile;
+
+impl Tool for DeliverFile {
+    fn name(&self) -> &str {
+        "deliver_file"
+    }
+
+    fn description(&self) -> &str {
+        "Deliver a workspace file to the user for download or preview (at most 10 MiB). \
+         Returns the attachment uri to cite; optional `title` (display label) and `mimeType`."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "mimeType": {"type": "string"},
+                "title": {"type": "string", "description": "A human label, e.g. \"Quarterly report\"."}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn title(&self, args: &Value) -> String {
+        match args["title"].as_str() {
+            Some(title) => title.to_owned(),
+            None => file_name(Path::new(args["path"].as_str().unwrap_or("file"))),
+        }
+    }
+
+    fn locations(&self, args: &Value, cwd: &std::path::Path) -> Value {
+        super::path_location(args, cwd, None)
+    }
+
+    fn execute<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let raw = args::string(&args, "path")?;
+            let path = ctx.env.policy.check_path(&ctx.cwd, raw, Access::Read)?;
+            approve::gate(ctx, "deliver_file", ToolKind::Read, Action::Read, raw).await?;
+            let validated = confined_read(ctx, &path).await?;
+            let bytes = embed(ctx, &path, &validated.sha256).await?;
+            let ext = extension(&path);
+            let mime = match args::opt_string(&args, "mimeType")? {
+                Some(m) => m.to_owned(),
+                None => mime_of(&ext).to_owned(),
+            };
+            let uri = format!("attachment://deliver/{}.{ext}", validated.sha256);
+            let title = self.title(&args);
+            let text = format!(
+                "Delivered {} ({} bytes) as {uri}",
+                file_name(&path),
+                validated.size
+            );
+            let blob = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            Ok(ToolOutput {
+                text,
+                extra: json!({
+                    "title": title,
+                    "uri": uri,
+                    "content": [{"type": "content", "content": {"type": "resource",
+                        "resource": {"uri": uri, "mimeType": mime, "blob": blob}}}],
+                }),
+            })
+        })
+    }
+}
+
+/// One confined read; the daemon re-hashes what the child sent.
+async fn confined_read(ctx: &ToolContext, path: &Path) -> Result<BytesAnswer, ToolError> {
+    let mut profile = confine::profile(ctx, &[(parent(path), false)]);
+    // base64 of the largest file, plus JSON framing.
+    profile.limits.output_bytes = profile.limits.output_bytes.max(MAX_FILE_BYTES * 2);
+    let request = BytesRequest {
+        path: path.to_path_buf(),
+    };
+    confine::run_op(ctx, &profile, "read_bytes", &request).await
+}
+
+/// The bytes to embed: read again (confined) and re-hashed; refused unless they still hash to
+/// `expected`.
+async fn embed(ctx: &ToolContext, path: &Path, expected: &str) -> Result<Vec<u8>, ToolError> {
+    let answer = confined_read(ctx, path).await?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(answer.base64.as_bytes())
+        .map_err(|e| ToolError(format!("deliver_file: bad bytes from the sandbox: {e}")))?;
+    let actual = hex::encode(Sha256::digest(&bytes));
+    if actual != expected {
+        return Err(ToolError(format!(
+            "deliver_file refused: {} changed between validation and delivery \
+             (sha256 {expected} became {actual}); not attached",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".to_owned())
+}
+
+/// The lowercase extension when it is short and alphanumeric, else `bin`.
+fn extension(path: &Path) -> String {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .filter(|e| !e.is_empty() && e.len() <= 10 && e.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_else(|| "bin".to_owned())
+}
+
+fn mime_of(ext: &str) -> &'static str {
+    match ext {
+        "pdf" => "application/pdf",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "svg" => "image/svg+xml",
+        "txt" | "log" => "text/plain",
+        "md" => "text/markdown",
+        "csv" => "text/csv",
+        "html" | "htm" => "text/html",
+        "json" => "application/json",
+        "zip" => "application/zip",
+        _ => "application/octet-stream",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_is_safe() {
+        assert_eq!(extension(Path::new("a/Report.PDF")), "pdf");
+        assert_eq!(extension(Path::new("noext")), "bin");
+        assert_eq!(extension(Path::new("x.t%2f")), "bin");
+    }
+}

@@ -1,0 +1,84 @@
+//! `file_edit`: replaces an exact string in a file (once, or every occurrence with
+//! `replace_all`), inside the confined child; fails clearly when the string is absent or
+//! ambiguous. The update carries a `diff` and the line of the first change.
+
+use serde_json::{Value, json};
+
+use super::file_read::parent;
+use super::ops::{EditAnswer, EditRequest};
+use super::{
+    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
+};
+use crate::policy::Access;
+use crate::policy::approval::Action;
+
+pub struct FileEdit;
+
+impl Tool for FileEdit {
+    fn name(&self) -> &str {
+        "file_edit"
+    }
+
+    fn description(&self) -> &str {
+        "Replace `old_string` with `new_string` in a file. `old_string` must match exactly and \
+         be unique unless `replace_all` is true."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "old_string": {"type": "string"},
+                "new_string": {"type": "string"},
+                "replace_all": {"type": "boolean", "default": false}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+
+    fn title(&self, args: &Value) -> String {
+        format!("Edit {}", args["path"].as_str().unwrap_or("file"))
+    }
+
+    fn locations(&self, args: &Value, cwd: &std::path::Path) -> Value {
+        super::path_location(args, cwd, None)
+    }
+
+    fn execute<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let raw = args::string(&args, "path")?;
+            let request = EditRequest {
+                path: ctx.env.policy.check_path(&ctx.cwd, raw, Access::Write)?,
+                old_string: args::string(&args, "old_string")?.to_owned(),
+                new_string: args::string(&args, "new_string")?.to_owned(),
+                replace_all: args::flag(&args, "replace_all")?,
+            };
+            approve::gate(ctx, "file_edit", ToolKind::Edit, Action::Write, raw).await?;
+            let path = request.path.clone();
+            let profile = confine::profile(ctx, &[(parent(&path), true)]);
+            let answer: EditAnswer = confine::run_op(ctx, &profile, "file_edit", &request).await?;
+            Ok(ToolOutput {
+                text: format!(
+                    "Edited {}: {} replacement(s), first at line {}",
+                    path.display(),
+                    answer.replacements,
+                    answer.line
+                ),
+                extra: json!({
+                    "content": [{"type": "diff", "path": path, "oldText": answer.old, "newText": answer.new}],
+                    "locations": [{"path": path, "line": answer.line}],
+                }),
+            })
+        })
+    }
+}
