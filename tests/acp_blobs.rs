@@ -125,3 +125,12 @@ fn a_good_blob_next_to_a_bad_one_is_not_written_either() {
     assert_eq!(uploads_listing(&fx), Some(before));
     assert_eq!(fx.model.requests().len(), 1);
 }
+
+// The same tests over WebSocket to `zeroclaw daemon`, TCP and Unix socket.
+crate::over_websocket!(
+    exactly_ten_mib_is_written_under_uploads_with_a_document_marker,
+    an_image_blob_gets_an_image_marker,
+    one_byte_over_ten_mib_is_rejected_and_nothing_is_written,
+    bad_base64_is_rejected_and_nothing_is_written,
+    a_good_blob_next_to_a_bad_one_is_not_written_either,
+);

@@ -327,3 +327,19 @@ fn ten_sessions_stream_at_once_without_cross_talk() {
     used.dedup();
     assert_eq!(used.len(), 10, "every reply went to exactly one session");
 }
+
+// The same tests over WebSocket to `zeroclaw daemon`, TCP and Unix socket.
+crate::over_websocket!(
+    cancel_notification_during_a_stream_answers_cancelled_with_the_partial_text,
+    cancel_as_a_request_answers_empty_object,
+    cancel_when_idle_is_a_silent_no_op,
+    cancel_request_for_an_in_flight_prompt_answers_request_cancelled,
+    a_second_prompt_while_a_turn_runs_is_session_busy,
+    stop_waits_for_the_running_turn_then_ends_the_session,
+    close_cancels_the_running_turn_and_deactivates_the_session,
+    the_session_limit_holds_and_frees_up_on_close_and_stop,
+    the_session_limit_from_the_environment,
+    idle_sessions_are_reaped_from_memory_but_kept_in_the_store,
+    a_stalled_turn_blocks_neither_other_sessions_nor_other_requests,
+    ten_sessions_stream_at_once_without_cross_talk,
+);

@@ -279,3 +279,15 @@ fn an_invalid_configuration_fails_at_startup_naming_its_source() {
         client.wait_stderr(named);
     }
 }
+
+// The same tests over WebSocket to `zeroclaw daemon`, TCP and Unix socket (not the start-up failure: a daemon that fails to start has no socket to test).
+crate::over_websocket!(
+    explicit_alias_in_every_form_wins_and_ambiguity_is_an_error,
+    default_agent_applies_when_no_alias_is_given,
+    the_environment_overrides_the_file,
+    a_default_agent_that_is_disabled_is_an_error,
+    a_sole_agent_is_selected_without_an_alias,
+    cwd_is_canonicalized_through_dotdot_and_symlinks,
+    session_ids_are_distinct_and_unguessable_and_mcp_servers_are_accepted,
+    the_config_dir_flag_wins_over_the_environment_variable,
+);

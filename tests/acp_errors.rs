@@ -226,3 +226,16 @@ fn blank_lines_are_ignored() {
     client.send_raw(b"\n\n  \n");
     assert!(messages_before_ping(&client, from).is_empty());
 }
+
+// The same tests over WebSocket to `zeroclaw daemon`, TCP and Unix socket (not line framing: over-long and blank lines are stdio matters).
+crate::over_websocket!(
+    non_json_and_invalid_utf8_are_parse_errors_with_null_id,
+    batches_and_non_objects_are_invalid_requests,
+    an_id_without_method_or_result_is_an_invalid_request_for_that_id,
+    unknown_methods_get_method_not_found_and_unknown_notifications_nothing,
+    notifications_never_get_a_response,
+    responses_with_unknown_ids_are_ignored,
+    missing_or_ill_typed_params_are_invalid_params,
+    unknown_sessions_are_session_not_found,
+    empty_prompts_are_invalid_params,
+);

@@ -128,3 +128,10 @@ fn stdout_carries_only_json_rpc_even_with_debug_logging() {
         "every message is JSON-RPC 2.0"
     );
 }
+
+// The same tests over WebSocket to `zeroclaw daemon`, TCP and Unix socket (not stdin EOF or stdout hygiene, which are stdio matters).
+crate::over_websocket!(
+    initialize_has_the_exact_shape_of_the_spec,
+    meta_reflects_flags_and_env,
+    requests_before_initialize_are_invalid_requests,
+);

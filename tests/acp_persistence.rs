@@ -460,3 +460,14 @@ fn sessions_made_over_acp_are_kept_with_their_mcp_servers_and_deletable() {
     let error = fresh.call_err("session/load", json!({"sessionId": session}));
     assert_eq!(error["code"], -32000, "a deleted session is gone: {error}");
 }
+
+// The same tests over WebSocket to `zeroclaw daemon`, TCP and Unix socket (not the in-memory fallbacks when the store cannot open).
+crate::over_websocket!(
+    load_after_kill_9_replays_exactly_the_stored_history_and_seeds_the_model,
+    a_turn_in_flight_at_the_kill_leaves_nothing_half_written,
+    a_cancelled_turn_is_stored_with_what_was_streamed,
+    resume_restores_without_replay_and_active_sessions_cannot_be_loaded_again,
+    the_store_lives_under_the_workspace_dir,
+    restore_falls_back_when_the_stored_agent_is_no_longer_dispatchable,
+    sessions_made_over_acp_are_kept_with_their_mcp_servers_and_deletable,
+);

@@ -384,3 +384,17 @@ fn a_missing_api_key_names_the_variable_to_set() {
         "every request answered"
     );
 }
+
+// The same tests over WebSocket to `zeroclaw daemon`, TCP and Unix socket.
+crate::over_websocket!(
+    a_text_turn_streams_chunks_before_answering_end_turn,
+    prompt_forms_and_content_blocks_reach_the_model_joined_by_blank_lines,
+    image_and_audio_blocks_are_rejected_before_the_model_is_called,
+    reasoning_streams_as_thought_chunks,
+    a_tool_call_split_across_chunks_runs_todo_write_and_loops_back_to_the_model,
+    a_failing_tool_is_reported_failed_and_the_model_sees_the_error,
+    max_tool_iterations_ends_the_turn_with_max_turn_requests,
+    finish_reasons_map_to_stop_reasons,
+    a_provider_http_error_names_provider_and_status_but_never_the_key,
+    a_missing_api_key_names_the_variable_to_set,
+);

@@ -1,5 +1,6 @@
 //! Test-side ACP client: spawns the real `zeroclaw acp` binary with a private config dir, talks
-//! NDJSON JSON-RPC over its stdio, and checks that every line it writes is JSON-RPC that is
+//! NDJSON JSON-RPC over its stdio (or, under `ws_transport::with_transport`, spawns
+//! `zeroclaw daemon` and talks one message per WebSocket frame via `ws_conn`), and checks that every line it writes is JSON-RPC that is
 //! valid against the ACP v1 schema (see `acp_schema`).
 //!
 //! A reader thread (`acp_inbox`) collects and checks every stdout line; helpers send requests, notifications and raw
@@ -18,7 +19,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 pub use super::acp_inbox::Permission;
-use super::acp_inbox::{Inbox, Shared, spawn_reader, spawn_stderr_collector};
+use super::acp_inbox::{Inbox, Outgoing, Shared, spawn_reader, spawn_stderr_collector};
+use super::ws_conn::{Endpoint, TokenAt, Upgrade};
+use super::ws_daemon;
+pub use super::ws_transport::Transport;
 
 /// How long a wait may block before the test is declared hung.
 pub const HANG_GUARD: Duration = Duration::from_secs(90);
@@ -70,9 +74,9 @@ impl Builder {
         self
     }
 
-    /// Spawns `zeroclaw acp`.
+    /// Spawns `zeroclaw acp` (or, under a WebSocket transport, `zeroclaw daemon`).
     pub fn spawn(self) -> AcpClient {
-        let (config_dir, temp) = match self.config_dir {
+        let (config_dir, temp) = match self.config_dir.clone() {
             Some(dir) => (dir, None),
             None => {
                 let temp = tempfile::tempdir().expect("temp config dir");
@@ -82,6 +86,10 @@ impl Builder {
         if let Some(toml) = &self.config_toml {
             std::fs::create_dir_all(&config_dir).expect("config dir");
             std::fs::write(config_dir.join("config.toml"), toml).expect("write config.toml");
+        }
+        let transport = super::ws_transport::current();
+        if transport != Transport::Stdio {
+            return self.spawn_daemon(transport, config_dir, temp);
         }
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
         cmd.arg("acp").args(&self.args);
@@ -96,6 +104,85 @@ impl Builder {
         cmd.current_dir(self.current_dir.as_deref().unwrap_or(&config_dir));
         AcpClient::start(cmd, config_dir, temp)
     }
+
+    /// Spawns `zeroclaw daemon` with the same config (the acp session flags become their env
+    /// keys) and connects over WebSocket: TCP with a fresh token, or the Unix socket.
+    fn spawn_daemon(
+        self,
+        transport: Transport,
+        config_dir: PathBuf,
+        temp: Option<tempfile::TempDir>,
+    ) -> AcpClient {
+        let (args, flag_env) = daemon_args(&self.args);
+        let token_dir = flag_value(&args, "--config-dir").map_or(config_dir.clone(), PathBuf::from);
+        let sock_dir = tempfile::tempdir().expect("socket dir");
+        let unix = sock_dir.path().join("zc.sock");
+        let tcp = transport == Transport::WsTcp;
+        std::fs::create_dir_all(&token_dir).expect("config dir");
+        let token = tcp.then(|| token_for(&token_dir));
+        let mut cmd = ws_daemon::zeroclaw(&config_dir);
+        cmd.arg("daemon").args(&args);
+        cmd.env(
+            "ZEROCLAW_gateway__listen",
+            ws_daemon::listen_value(Some(&unix), tcp),
+        );
+        if let Some(url) = &self.model_url {
+            cmd.envs(model_env(url));
+        }
+        cmd.envs(flag_env)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd.current_dir(self.current_dir.as_deref().unwrap_or(&config_dir));
+        let mut launched = ws_daemon::Launched::spawn(cmd);
+        let endpoint = match tcp {
+            true => Endpoint::Tcp(launched.wait_tcp()),
+            false => {
+                launched.wait_unix();
+                Endpoint::Unix(unix)
+            }
+        };
+        let mut upgrade = Upgrade::new(endpoint);
+        if let Some(token) = &token {
+            upgrade = upgrade.token(TokenAt::Header, token);
+        }
+        AcpClient::start_ws(launched, &upgrade, config_dir, temp, sock_dir)
+    }
+}
+
+/// `zeroclaw acp` flags translated for `zeroclaw daemon`: the session flags become env keys.
+fn daemon_args(args: &[String]) -> (Vec<String>, Vec<(String, String)>) {
+    let mut kept = Vec::new();
+    let mut env = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let key = match arg.as_str() {
+            "--max-sessions" => "ZEROCLAW_acp__max_sessions",
+            "--session-timeout" => "ZEROCLAW_acp__session_timeout_secs",
+            _ => {
+                kept.push(arg.clone());
+                continue;
+            }
+        };
+        let value = it.next().cloned().unwrap_or_default();
+        env.push((key.to_string(), value));
+    }
+    (kept, env)
+}
+
+fn flag_value(args: &[String], flag: &str) -> Option<String> {
+    let at = args.iter().position(|a| a == flag)?;
+    args.get(at + 1).cloned()
+}
+
+/// One token per config dir, so a restarted daemon sees the same principal (`token:suite`).
+fn token_for(config_dir: &Path) -> String {
+    static TOKENS: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+    let mut tokens = TOKENS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, token)) = tokens.iter().find(|(dir, _)| dir == config_dir) {
+        return token.clone();
+    }
+    let token = ws_daemon::create_token(config_dir, "suite");
+    tokens.push((config_dir.to_path_buf(), token.clone()));
+    token
 }
 
 /// The env variables that point the `coder` agent at a loopback model server.
@@ -124,13 +211,16 @@ fn scrub_env(cmd: &mut Command) {
 
 /// A running `zeroclaw acp` process and the client side of its connection.
 pub struct AcpClient {
-    child: Child,
+    /// The server process; absent for a client that only connected to a daemon.
+    child: Option<Child>,
     shared: Arc<Shared>,
     stderr: Arc<Mutex<Vec<u8>>>,
     threads: Vec<JoinHandle<()>>,
     next_id: AtomicI64,
     config_dir: PathBuf,
+    transport: Transport,
     _temp: Option<tempfile::TempDir>,
+    _sock_dir: Option<tempfile::TempDir>,
 }
 
 impl AcpClient {
@@ -156,7 +246,8 @@ impl AcpClient {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn zeroclaw acp");
-        let shared = Arc::new(Shared::new(child.stdin.take()));
+        let stdin = child.stdin.take().map(|s| Box::new(s) as Outgoing);
+        let shared = Arc::new(Shared::new(stdin));
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let stdout = child.stdout.take().expect("stdout");
         let err_pipe = child.stderr.take().expect("stderr");
@@ -165,19 +256,96 @@ impl AcpClient {
             spawn_stderr_collector(err_pipe, Arc::clone(&stderr)),
         ];
         AcpClient {
-            child,
+            child: Some(child),
             shared,
             stderr,
             threads,
             next_id: AtomicI64::new(1),
             config_dir,
+            transport: Transport::Stdio,
             _temp: temp,
+            _sock_dir: None,
         }
+    }
+
+    fn start_ws(
+        launched: ws_daemon::Launched,
+        upgrade: &Upgrade,
+        config_dir: PathBuf,
+        temp: Option<tempfile::TempDir>,
+        sock_dir: tempfile::TempDir,
+    ) -> Self {
+        let (mut child, output, mut threads) = launched.into_parts();
+        let shared = Arc::new(Shared::new(None));
+        let link = match super::ws_conn::open(upgrade, Arc::clone(&shared)) {
+            Ok(link) => link,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let log =
+                    String::from_utf8_lossy(&output.lock().unwrap_or_else(|e| e.into_inner()))
+                        .into_owned();
+                panic!("WebSocket upgrade failed: {e}\n--- daemon output ---\n{log}");
+            }
+        };
+        *shared.stdin.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(link.sink));
+        threads.push(link.thread);
+        AcpClient {
+            child: Some(child),
+            shared,
+            stderr: output,
+            threads,
+            next_id: AtomicI64::new(1),
+            config_dir,
+            transport: upgrade_transport(upgrade),
+            _temp: temp,
+            _sock_dir: Some(sock_dir),
+        }
+    }
+
+    /// Runs any stdio ACP command (e.g. `zeroclaw-acp-bridge`) as the server end.
+    pub fn spawn_command(cmd: Command, config_dir: &Path) -> AcpClient {
+        AcpClient::start(cmd, config_dir.to_path_buf(), None)
+    }
+
+    /// Connects to a running daemon (see `ws_daemon::Daemon`); Err is the refusal (`HTTP 401`).
+    pub fn connect(upgrade: &Upgrade, config_dir: &Path) -> Result<AcpClient, String> {
+        let shared = Arc::new(Shared::new(None));
+        let link = super::ws_conn::open(upgrade, Arc::clone(&shared))?;
+        *shared.stdin.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(link.sink));
+        Ok(AcpClient {
+            child: None,
+            shared,
+            stderr: Arc::new(Mutex::new(Vec::new())),
+            threads: vec![link.thread],
+            next_id: AtomicI64::new(1),
+            config_dir: config_dir.to_path_buf(),
+            transport: upgrade_transport(upgrade),
+            _temp: None,
+            _sock_dir: None,
+        })
+    }
+
+    fn process(&self) -> &Child {
+        self.child
+            .as_ref()
+            .expect("this client has no server process")
+    }
+
+    fn process_mut(&mut self) -> &mut Child {
+        self.child
+            .as_mut()
+            .expect("this client has no server process")
+    }
+
+    /// The transport this client talks over.
+    pub fn transport(&self) -> Transport {
+        self.transport
     }
 
     /// The server's process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process().id()
     }
 
     /// The config dir the server runs with.
@@ -302,9 +470,15 @@ impl AcpClient {
             .take();
     }
 
-    /// Closes stdin and waits for the process to exit.
+    /// Closes stdin and waits for the process to exit (a daemon is sent SIGTERM after the
+    /// connection closed).
     pub fn shutdown(&mut self) -> ExitStatus {
         self.close_stdin();
+        if self.transport != Transport::Stdio {
+            self.wait_eof();
+            let pid = self.process().id().to_string();
+            let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        }
         let status = self.wait_exit();
         self.join_threads();
         status
@@ -314,7 +488,7 @@ impl AcpClient {
     pub fn wait_exit(&mut self) -> ExitStatus {
         let start = Instant::now();
         loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
+            if let Some(status) = self.process_mut().try_wait().expect("try_wait") {
                 return status;
             }
             if start.elapsed() > HANG_GUARD {
@@ -326,14 +500,15 @@ impl AcpClient {
 
     /// Sends SIGKILL and reaps the process.
     pub fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let child = self.process_mut();
+        let _ = child.kill();
+        let _ = child.wait();
         self.join_threads();
     }
 
     /// Whether the process is still running.
     pub fn is_alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        matches!(self.process_mut().try_wait(), Ok(None))
     }
 
     fn join_threads(&mut self) {
@@ -482,19 +657,32 @@ impl AcpClient {
 
 impl Drop for AcpClient {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        } else {
+            self.close_stdin();
+        }
         self.join_threads();
         if std::thread::panicking() {
-            eprintln!(
-                "--- zeroclaw acp stderr (pid {}) ---\n{}",
-                self.child.id(),
-                self.stderr()
-            );
+            if let Some(child) = &self.child {
+                eprintln!(
+                    "--- zeroclaw acp stderr (pid {}) ---\n{}",
+                    child.id(),
+                    self.stderr()
+                );
+            }
             return;
         }
         let inbox = self.shared.lock();
         self.fail_on_violations(&inbox);
+    }
+}
+
+fn upgrade_transport(upgrade: &Upgrade) -> Transport {
+    match upgrade.endpoint {
+        Endpoint::Tcp(_) => Transport::WsTcp,
+        Endpoint::Unix(_) => Transport::WsUnix,
     }
 }
 

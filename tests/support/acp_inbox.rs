@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::ChildStdin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -36,16 +35,19 @@ pub struct Inbox {
     pub permission: Option<Permission>,
 }
 
+/// Where the client writes: the server's stdin, or a WebSocket frame sink (`ws_conn`).
+pub type Outgoing = Box<dyn Write + Send>;
+
 /// State shared by the client and its reader thread.
 pub struct Shared {
     pub inbox: Mutex<Inbox>,
     pub changed: Condvar,
-    pub stdin: Mutex<Option<ChildStdin>>,
+    pub stdin: Mutex<Option<Outgoing>>,
 }
 
 impl Shared {
     /// Permission requests are allowed once by default.
-    pub fn new(stdin: Option<ChildStdin>) -> Shared {
+    pub fn new(stdin: Option<Outgoing>) -> Shared {
         Shared {
             inbox: Mutex::new(Inbox {
                 permission: Some(Permission::Select("allow-once".into())),
@@ -84,7 +86,8 @@ pub fn spawn_reader(stdout: impl Read + Send + 'static, shared: Arc<Shared>) -> 
     })
 }
 
-fn handle_line(shared: &Shared, line: &[u8]) {
+/// Checks and records one received message (a stdout line or a WebSocket frame).
+pub fn handle_line(shared: &Shared, line: &[u8]) {
     let text = line.strip_suffix(b"\n").unwrap_or(line);
     let parsed = std::str::from_utf8(text)
         .map_err(|e| format!("stdout line is not UTF-8: {e}"))

@@ -7,3 +7,6 @@ pub mod acp_inbox;
 pub mod acp_schema;
 pub mod model_server;
 pub mod read_only_dir;
+pub mod ws_conn;
+pub mod ws_daemon;
+pub mod ws_transport;
