@@ -57,15 +57,16 @@ impl Tool for FileEdit {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let raw = args::string(&args, "path")?;
+            let path = ctx.env.policy.check_path(&ctx.cwd, raw, Access::Write)?;
+            let profile = confine::profile(ctx, &[(parent(&path), true)]);
             let request = EditRequest {
-                path: ctx.env.policy.check_path(&ctx.cwd, raw, Access::Write)?,
+                path: path.clone(),
                 old_string: args::string(&args, "old_string")?.to_owned(),
                 new_string: args::string(&args, "new_string")?.to_owned(),
                 replace_all: args::flag(&args, "replace_all")?,
+                roots: profile.writable_roots().cloned().collect(),
             };
             approve::gate(ctx, "file_edit", ToolKind::Edit, Action::Write, raw).await?;
-            let path = request.path.clone();
-            let profile = confine::profile(ctx, &[(parent(&path), true)]);
             let answer: EditAnswer = confine::run_op(ctx, &profile, "file_edit", &request).await?;
             Ok(ToolOutput {
                 text: format!(

@@ -61,6 +61,7 @@ impl Tool for FileWrite {
             let request = WriteRequest {
                 path: path.clone(),
                 content: content.to_owned(),
+                roots: profile.writable_roots().cloned().collect(),
             };
             let answer: WriteAnswer =
                 confine::run_op(ctx, &profile, "file_write", &request).await?;

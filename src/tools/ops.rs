@@ -91,6 +91,19 @@ fn file_read(payload: &[u8]) -> Result<Vec<u8>, String> {
 pub struct WriteRequest {
     pub path: PathBuf,
     pub content: String,
+    /// The profile's writable roots: a path elsewhere would land in the sandbox's private
+    /// scratch space (a tmpfs) and vanish, so it is refused instead of reported as written.
+    pub roots: Vec<PathBuf>,
+}
+
+fn check_persistent(path: &Path, roots: &[PathBuf]) -> Result<(), String> {
+    if roots.iter().any(|r| path.starts_with(r)) {
+        return Ok(());
+    }
+    Err(format!(
+        "cannot write {}: outside the sandbox's writable roots (Permission denied)",
+        path.display()
+    ))
 }
 
 /// The file's text before the change (`None`: it did not exist or was not text).
@@ -101,6 +114,7 @@ pub struct WriteAnswer {
 
 fn file_write(payload: &[u8]) -> Result<Vec<u8>, String> {
     run(payload, |r: WriteRequest| {
+        check_persistent(&r.path, &r.roots)?;
         let old = read_text(&r.path).ok();
         if let Some(parent) = r.path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_error("create", parent, e))?;
@@ -116,6 +130,8 @@ pub struct EditRequest {
     pub old_string: String,
     pub new_string: String,
     pub replace_all: bool,
+    /// As [`WriteRequest::roots`].
+    pub roots: Vec<PathBuf>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -129,6 +145,7 @@ pub struct EditAnswer {
 
 fn file_edit(payload: &[u8]) -> Result<Vec<u8>, String> {
     run(payload, |r: EditRequest| {
+        check_persistent(&r.path, &r.roots)?;
         if r.old_string.is_empty() {
             return Err("old_string is empty; use file_write to create a file".into());
         }
