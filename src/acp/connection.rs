@@ -1,9 +1,8 @@
 //! One client connection: refuses requests before `initialize` (-32600), dispatches each
 //! method to its file, and accepts the inbound ZeroClaw notifications.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::{Value, json};
 
@@ -21,7 +20,7 @@ pub struct Connection {
     pub default_agent: Option<String>,
     initialized: AtomicBool,
     /// Sessions this connection made, loaded or resumed; detached when it closes.
-    held: Mutex<HashSet<String>>,
+    held: Mutex<Vec<Weak<Session>>>,
 }
 
 impl Connection {
@@ -35,12 +34,14 @@ impl Connection {
         }
     }
 
-    /// Records that this connection holds session `id` (it was attached to it).
-    pub fn hold(&self, id: &str) {
-        self.lock_held().insert(id.to_owned());
+    /// Records that this connection holds `session` (it was attached to it).
+    pub fn hold(&self, session: &Arc<Session>) {
+        let mut held = self.lock_held();
+        held.retain(|s| s.strong_count() > 0);
+        held.push(Arc::downgrade(session));
     }
 
-    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Session>>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -83,8 +84,8 @@ impl Drop for Connection {
     /// The client is gone: its sessions stay active (running turns finish and are stored) and
     /// may be loaded from another connection of the same principal.
     fn drop(&mut self) {
-        for id in self.lock_held().drain() {
-            self.server.sessions.detach(&id);
+        for session in self.lock_held().drain(..).filter_map(|s| s.upgrade()) {
+            self.server.sessions.detach(&session);
         }
     }
 }

@@ -33,8 +33,9 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
         conn.owner.clone(),
         Vec::new(),
     );
-    server.sessions.insert(Arc::new(session))?;
-    conn.hold(&id);
+    let session = Arc::new(session);
+    server.sessions.insert(session.clone())?;
+    conn.hold(&session);
     if let Some(store) = &server.store {
         let now = now_ms();
         let record = SessionRecord {

@@ -43,7 +43,7 @@ pub async fn handle(
         conn.server.sessions.insert(session.clone())?;
         session
     };
-    conn.hold(id);
+    conn.hold(&session);
     if mode == Mode::Load {
         replay(&session, peer).await;
     }

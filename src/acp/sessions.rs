@@ -86,8 +86,16 @@ impl Sessions {
     }
 
     /// The holding connection closed: the session stays active, free to be attached again.
-    pub fn detach(&self, id: &str) {
-        self.lock_attached().remove(id);
+    /// Only this very session is detached: one reaped meanwhile and restored by another
+    /// connection under the same id stays with that connection.
+    pub fn detach(&self, session: &Arc<Session>) {
+        let active = self.lock();
+        if active
+            .get(&session.id)
+            .is_some_and(|current| Arc::ptr_eq(current, session))
+        {
+            self.lock_attached().remove(&session.id);
+        }
     }
 
     /// A snapshot of every active session (shutdown cancels their turns).
@@ -185,6 +193,32 @@ mod tests {
         sessions.remove("a");
         sessions.insert(session("c")).unwrap();
         assert_eq!(sessions.get("a").err().map(|e| e.code), Some(-32000));
+    }
+
+    #[test]
+    fn a_detached_session_can_be_attached_once_and_removal_forgets_it() {
+        let sessions = Sessions::new(10, Duration::from_secs(60));
+        let first = session("s");
+        sessions.insert(first.clone()).unwrap();
+        assert!(
+            !sessions.attach("s"),
+            "held by the connection that inserted it"
+        );
+        sessions.detach(&first);
+        assert!(
+            sessions.attach("s"),
+            "a closed connection's session is free"
+        );
+        assert!(!sessions.attach("s"), "only one connection takes it over");
+        assert!(!sessions.attach("missing"));
+        sessions.remove("s");
+        sessions.insert(session("s")).unwrap();
+        assert!(!sessions.attach("s"), "re-inserted sessions are held again");
+        sessions.detach(&first);
+        assert!(
+            !sessions.attach("s"),
+            "closing the first holder leaves the new one's session alone"
+        );
     }
 
     #[test]
