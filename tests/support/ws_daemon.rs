@@ -77,12 +77,15 @@ pub struct Endpoints {
     pub tcp: Option<SocketAddr>,
 }
 
+/// The bytes a process wrote, collected by background threads.
+pub type Collected = Arc<Mutex<Vec<u8>>>;
+
 /// A running daemon process with its collected stderr (and stdout, which must stay empty of
 /// anything but logs' absence; both land in one buffer).
 pub struct Launched {
     /// Taken out only by [`Launched::into_parts`].
     child: Option<Child>,
-    pub output: Arc<Mutex<Vec<u8>>>,
+    pub output: Collected,
     pub threads: Vec<JoinHandle<()>>,
 }
 
@@ -106,7 +109,7 @@ impl Launched {
     }
 
     /// The process and its output collectors, for an owner that reaps them itself.
-    pub fn into_parts(self) -> (Child, Arc<Mutex<Vec<u8>>>, Vec<JoinHandle<()>>) {
+    pub fn into_parts(self) -> (Child, Collected, Vec<JoinHandle<()>>) {
         let mut this = self;
         let threads = std::mem::take(&mut this.threads);
         let child = this.child.take().expect("child");
