@@ -147,6 +147,35 @@ mod tests {
     }
 
     #[test]
+    fn checks_forbidden_protected_and_outside_paths_with_reasons() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let mut policy = Policy::default();
+        let denied = |p: &Policy, raw: &str, access| p.check_path(&ws, raw, access).unwrap_err();
+        assert!(denied(&policy, "~/.ssh/id_ed25519", Access::Read).contains("forbidden path"));
+        assert!(denied(&policy, "/etc/shadow", Access::Read).contains("forbidden path"));
+        assert!(denied(&policy, ".git/hooks/pre-commit", Access::Write).contains("protected"));
+        assert!(denied(&policy, "../outside", Access::Write).contains("outside the session"));
+        assert!(denied(&policy, "/proc/1/environ", Access::Read).contains("environ"));
+        assert_eq!(
+            policy.check_path(&ws, "a/b.txt", Access::Write),
+            Ok(ws.join("a/b.txt"))
+        );
+        policy.workspace_only = false;
+        assert!(policy.check_path(&ws, "../outside", Access::Write).is_ok());
+        assert!(
+            denied(&policy, "~/.aws/credentials", Access::Read).starts_with("denied by policy")
+        );
+        policy.checks = false;
+        assert!(
+            policy
+                .check_path(&ws, "~/.aws/credentials", Access::Read)
+                .is_ok()
+        );
+    }
+
+    #[test]
     fn proc_secrets_are_recognized() {
         assert_eq!(proc_secret(Path::new("/proc/1/environ")), Some("environ"));
         assert_eq!(proc_secret(Path::new("/proc/cpuinfo")), None);

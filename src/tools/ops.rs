@@ -200,6 +200,7 @@ pub struct SearchAnswer<T> {
 fn walker(root: &Path) -> ignore::Walk {
     ignore::WalkBuilder::new(root)
         .hidden(false)
+        .require_git(false)
         .filter_entry(|e| e.file_name() != ".git")
         .build()
 }
@@ -329,4 +330,114 @@ fn read_bytes(payload: &[u8]) -> Result<Vec<u8>, String> {
             base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn call(op: OpFn, payload: Value) -> Result<Value, String> {
+        op(&serde_json::to_vec(&payload).unwrap()).map(|b| serde_json::from_slice(&b).unwrap())
+    }
+
+    #[test]
+    fn edit_refuses_absent_and_ambiguous_strings_and_replaces_a_unique_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "one\ntwo\ntwo\nthree\n").unwrap();
+        let edit = |old: &str, all: bool| {
+            call(
+                file_edit,
+                json!({"path": file, "old_string": old, "new_string": "X",
+                       "replace_all": all, "roots": [dir.path()]}),
+            )
+        };
+        assert!(edit("four", false).unwrap_err().contains("not found"));
+        assert!(edit("two", false).unwrap_err().contains("2 occurrences"));
+        let answer = edit("three", false).unwrap();
+        assert_eq!(answer["line"], 4);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "one\ntwo\ntwo\nX\n"
+        );
+        assert_eq!(edit("two", true).unwrap()["replacements"], 2);
+    }
+
+    #[test]
+    fn writes_outside_the_writable_roots_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let outside = dir.path().join("outside");
+        let err = call(
+            file_write,
+            json!({"path": outside, "content": "x", "roots": [ws]}),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("outside the sandbox's writable roots"),
+            "{err}"
+        );
+        assert!(!outside.exists());
+        let inside = ws.join("sub/new.txt");
+        let answer = call(
+            file_write,
+            json!({"path": inside, "content": "x", "roots": [ws]}),
+        );
+        assert_eq!(answer.unwrap()["old"], Value::Null);
+        assert_eq!(std::fs::read_to_string(inside).unwrap(), "x");
+    }
+
+    #[test]
+    fn content_search_respects_gitignore_and_the_path_glob() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        std::fs::write(root.join(".gitignore"), "ignored.txt\n").unwrap();
+        std::fs::write(root.join("ignored.txt"), "needle\n").unwrap();
+        std::fs::write(root.join("a.rs"), "fn x() {}\nlet needle = 1;\n").unwrap();
+        std::fs::write(root.join("b.md"), "needle\n").unwrap();
+        let search = |glob: Value| {
+            call(
+                content_search,
+                json!({"root": root, "pattern": "need+le", "path_glob": glob}),
+            )
+            .unwrap()
+        };
+        let all = search(Value::Null);
+        let paths: Vec<&str> = all["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["path"].as_str().unwrap())
+            .collect();
+        assert!(paths.contains(&"a.rs") && paths.contains(&"b.md"), "{all}");
+        assert!(!paths.contains(&"ignored.txt"), "{all}");
+        let rs = search(json!("*.rs"));
+        assert_eq!(rs["matches"][0]["line"], 2);
+        assert_eq!(rs["matches"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn read_bytes_hashes_and_caps() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.bin");
+        std::fs::write(&file, b"abc").unwrap();
+        let answer = call(read_bytes, json!({"path": file})).unwrap();
+        assert_eq!(
+            answer["sha256"],
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        std::fs::File::create(&file)
+            .unwrap()
+            .set_len(MAX_FILE_BYTES + 1)
+            .unwrap();
+        assert!(
+            call(read_bytes, json!({"path": file}))
+                .unwrap_err()
+                .contains("10 MiB")
+        );
+    }
 }
