@@ -100,7 +100,7 @@ async fn serve(
     Ok(())
 }
 
-fn router(gateway: &Arc<Gateway>) -> Router {
+pub(super) fn router(gateway: &Arc<Gateway>) -> Router {
     Router::new()
         .route("/acp", get(ws::acp))
         .route("/health", get(health::health))

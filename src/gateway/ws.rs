@@ -202,3 +202,86 @@ async fn write_burst(
     }
     sink.flush().await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acp::Server;
+    use crate::config::Config;
+    use tokio_tungstenite::tungstenite::{self, Message as Frame};
+
+    const INITIALIZE: &str =
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#;
+
+    /// A gateway on a loopback port: no auth on loopback, 256-byte frames, one connection.
+    async fn gateway() -> (std::net::SocketAddr, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::load_with_env(dir.path(), Vec::new()).unwrap();
+        config.gateway.require_auth = false;
+        config.gateway.max_frame_bytes = 256;
+        config.gateway.max_connections = 1;
+        let gateway_config = config.gateway.clone();
+        let server = Server::with_store(config, None);
+        let gateway = Arc::new(Gateway::new(server, &gateway_config, "none".into()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = super::super::daemon::router(&gateway)
+            .into_make_service_with_connect_info::<PeerInfo>();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (addr, dir)
+    }
+
+    async fn answer<S>(ws: &mut tokio_tungstenite::WebSocketStream<S>) -> serde_json::Value
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
+        loop {
+            match ws.next().await.unwrap().unwrap() {
+                Frame::Text(text) => return serde_json::from_str(text.as_str()).unwrap(),
+                Frame::Ping(_) | Frame::Pong(_) => continue,
+                other => panic!("unexpected frame {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn binary_bad_and_oversize_frames_get_json_rpc_answers_and_the_limit_holds() {
+        let (addr, _dir) = gateway().await;
+        let url = format!("ws://{addr}/acp");
+        let (mut ws, _) = tokio_tungstenite::connect_async(url.as_str())
+            .await
+            .unwrap();
+
+        ws.send(Frame::Binary(INITIALIZE.as_bytes().to_vec().into()))
+            .await
+            .unwrap();
+        assert_eq!(answer(&mut ws).await["result"]["protocolVersion"], 1);
+
+        ws.send(Frame::Binary(vec![0xff, 0xfe].into()))
+            .await
+            .unwrap();
+        assert_eq!(answer(&mut ws).await["error"]["code"], -32700);
+
+        ws.send(Frame::Text("x".repeat(300).into())).await.unwrap();
+        let oversize = answer(&mut ws).await;
+        assert_eq!(oversize["error"]["code"], -32600, "{oversize}");
+        assert_eq!(oversize["error"]["data"]["reason"], "line_too_long");
+
+        ws.send(Frame::Text("{not json".into())).await.unwrap();
+        assert_eq!(answer(&mut ws).await["error"]["code"], -32700);
+
+        match tokio_tungstenite::connect_async(url.as_str()).await {
+            Err(tungstenite::Error::Http(response)) => assert_eq!(response.status(), 503),
+            other => panic!("a second connection past max_connections: {other:?}"),
+        }
+
+        ws.send(Frame::Text(INITIALIZE.replace("1,", "2,").into()))
+            .await
+            .unwrap();
+        assert_eq!(
+            answer(&mut ws).await["id"],
+            2,
+            "the connection survived it all"
+        );
+    }
+}
