@@ -215,11 +215,19 @@ mod tests {
 
     /// A gateway on a loopback port: no auth on loopback, 256-byte frames, one connection.
     async fn gateway() -> (std::net::SocketAddr, tempfile::TempDir) {
+        let (addr, dir, _) = gateway_with_idle(120).await;
+        (addr, dir)
+    }
+
+    async fn gateway_with_idle(
+        idle_timeout_secs: u64,
+    ) -> (std::net::SocketAddr, tempfile::TempDir, Arc<Gateway>) {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::load_with_env(dir.path(), Vec::new()).unwrap();
         config.gateway.require_auth = false;
         config.gateway.max_frame_bytes = 256;
         config.gateway.max_connections = 1;
+        config.gateway.idle_timeout_secs = idle_timeout_secs;
         let gateway_config = config.gateway.clone();
         let server = Server::with_store(config, None);
         let gateway = Arc::new(Gateway::new(server, &gateway_config, "none".into()));
@@ -228,7 +236,7 @@ mod tests {
         let app = super::super::daemon::router(&gateway)
             .into_make_service_with_connect_info::<PeerInfo>();
         tokio::spawn(async move { axum::serve(listener, app).await });
-        (addr, dir)
+        (addr, dir, gateway)
     }
 
     async fn answer<S>(ws: &mut tokio_tungstenite::WebSocketStream<S>) -> serde_json::Value
@@ -283,5 +291,26 @@ mod tests {
             2,
             "the connection survived it all"
         );
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_never_answers_pings_is_dropped_after_the_idle_timeout() {
+        let (addr, _dir, gateway) = gateway_with_idle(1).await;
+        let url = format!("ws://{addr}/acp");
+        // Never read: tungstenite answers pings only while reading, so no pong goes back.
+        let (ws, _) = tokio_tungstenite::connect_async(url.as_str())
+            .await
+            .unwrap();
+        assert_eq!(gateway.open_connections(), 1);
+        let dropped = async {
+            while gateway.open_connections() > 0 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        // A hang guard, not a timing claim: the daemon drops it after about a second.
+        tokio::time::timeout(Duration::from_secs(60), dropped)
+            .await
+            .expect("the silent connection was never dropped");
+        drop(ws);
     }
 }
