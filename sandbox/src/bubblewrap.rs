@@ -1,0 +1,125 @@
+//! Pure argv builder for the bubblewrap backend: the plan's mount operations in bwrap syntax,
+//! our own binary bound at [`HELPER_INSIDE`] and run as the inner stage (Landlock, seccomp,
+//! capabilities, rlimits), the plan on fd 3 and reports on fd 4.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::helper::{HELPER_ARG, INNER_ARG};
+use crate::plan::{MountOp, Plan};
+
+/// Where the helper binary appears inside the bubblewrap sandbox.
+pub const HELPER_INSIDE: &str = "/.zeroclaw-helper";
+
+/// The bwrap arguments (without the program name) that run the inner stage for `plan`.
+pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |items: &[&dyn AsRefOs]| a.extend(items.iter().map(|i| i.os()));
+    push(&[&"--die-with-parent", &"--new-session", &"--unshare-user", &"--unshare-pid"]);
+    push(&[&"--unshare-ipc", &"--unshare-uts", &"--unshare-cgroup-try", &"--hostname", &"zeroclaw"]);
+    if plan.unshare_net {
+        push(&[&"--unshare-net"]);
+    }
+    push(&[&"--cap-drop", &"ALL"]);
+    for op in &plan.mounts {
+        match op {
+            MountOp::Bind { path, rw: false } => push(&[&"--ro-bind-try", path, path]),
+            MountOp::Bind { path, rw: true } => push(&[&"--bind", path, path]),
+            MountOp::Symlink { path, target } => push(&[&"--symlink", target, path]),
+            MountOp::Tmpfs { path, mode } => {
+                push(&[&"--perms", &format!("{mode:04o}"), &"--tmpfs", path]);
+            }
+            MountOp::MaskFile { path } => push(&[&"--ro-bind", &"/dev/null", path]),
+            MountOp::MaskDir { path } => push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path]),
+        }
+    }
+    push(&[&"--dev", &"/dev", &"--proc", &"/proc", &"--ro-bind", &helper, &HELPER_INSIDE]);
+    push(&[&"--chdir", &plan.cwd, &"--clearenv", &"--", &HELPER_INSIDE, &HELPER_ARG, &INNER_ARG]);
+    a
+}
+
+/// Anything that can become one argv element.
+trait AsRefOs {
+    fn os(&self) -> OsString;
+}
+
+impl AsRefOs for &str {
+    fn os(&self) -> OsString {
+        (*self).into()
+    }
+}
+
+impl AsRefOs for String {
+    fn os(&self) -> OsString {
+        self.into()
+    }
+}
+
+impl AsRefOs for std::path::PathBuf {
+    fn os(&self) -> OsString {
+        self.clone().into_os_string()
+    }
+}
+
+impl AsRefOs for &Path {
+    fn os(&self) -> OsString {
+        self.as_os_str().to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Backend;
+    use crate::profile::Profile;
+
+    fn argv(p: &Profile) -> Vec<String> {
+        let plan = crate::plan::build(Backend::Bubblewrap, p, vec!["true".into()], None);
+        args(&plan, Path::new("/opt/zc/zeroclaw")).into_iter().map(|s| s.into_string().unwrap()).collect()
+    }
+
+    fn has_seq(v: &[String], seq: &[&str]) -> bool {
+        v.windows(seq.len()).any(|w| w.iter().zip(seq).all(|(a, b)| a == b))
+    }
+
+    #[test]
+    fn confines_with_every_namespace_and_no_capabilities() {
+        let d = tempfile::tempdir().unwrap();
+        let v = argv(&Profile::for_workspace(d.path()));
+        for flag in ["--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid", "--unshare-net"] {
+            assert!(v.iter().any(|a| a == flag), "{flag} missing from {v:?}");
+        }
+        assert!(has_seq(&v, &["--cap-drop", "ALL"]));
+    }
+
+    #[test]
+    fn network_allow_keeps_the_host_network() {
+        let d = tempfile::tempdir().unwrap();
+        let v = argv(&Profile::for_workspace(d.path()).network(crate::profile::Network::Allow));
+        assert!(!v.iter().any(|a| a == "--unshare-net"));
+    }
+
+    #[test]
+    fn workspace_rw_system_ro_and_helper_runs_inner_stage() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().canonicalize().unwrap().display().to_string();
+        let v = argv(&Profile::for_workspace(d.path()));
+        assert!(has_seq(&v, &["--bind", &ws, &ws]));
+        assert!(has_seq(&v, &["--ro-bind-try", "/usr", "/usr"]));
+        assert!(has_seq(&v, &["--ro-bind", "/opt/zc/zeroclaw", HELPER_INSIDE]));
+        assert!(has_seq(&v, &["--chdir", &ws, "--clearenv", "--", HELPER_INSIDE, HELPER_ARG, INNER_ARG]));
+        assert!(has_seq(&v, &["--perms", "1777", "--tmpfs", "/tmp"]));
+    }
+
+    #[test]
+    fn git_hooks_are_bound_read_only_after_the_workspace() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().canonicalize().unwrap();
+        let hooks = ws.join(".git/hooks").display().to_string();
+        let v = argv(&Profile::for_workspace(d.path()));
+        let ws_at = v.iter().position(|a| *a == ws.display().to_string()).unwrap();
+        let hooks_at = v.iter().position(|a| *a == hooks).unwrap();
+        assert!(ws_at < hooks_at);
+        assert!(has_seq(&v, &["--ro-bind-try", &hooks, &hooks]));
+    }
+}

@@ -1,0 +1,407 @@
+//! Probes the machine once (cached): Landlock ABI, seccomp, whether user namespaces really
+//! work (a forked child tries them), bubblewrap presence plus a preflight run, cgroup v2,
+//! `sandbox-exec` on macOS. Chooses the rung of the ladder and explains it as a [`Report`].
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{Backend, BackendChoice};
+use crate::error::SandboxError;
+
+/// Landlock ABI at which every requested right is enforced.
+pub const FULL_LANDLOCK_ABI: u32 = 6;
+
+/// One probe's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    /// It works.
+    pub ok: bool,
+    /// What was found, or why it failed.
+    pub detail: String,
+}
+
+/// Raw probe results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probes {
+    /// `uname -sr`.
+    pub kernel: String,
+    /// Landlock ABI version, 0 when unavailable.
+    pub landlock_abi: u32,
+    /// Seccomp filters available.
+    pub seccomp: Check,
+    /// Unprivileged (or root) user + mount + pid + net namespaces work.
+    pub user_namespaces: Check,
+    /// bubblewrap found and a preflight run succeeded.
+    pub bubblewrap: Check,
+    /// Path of bwrap, when found.
+    pub bwrap_path: Option<PathBuf>,
+    /// cgroup v2 mounted at /sys/fs/cgroup.
+    pub cgroup_v2: Check,
+    /// `/usr/bin/sandbox-exec` present (macOS).
+    pub sandbox_exec: Check,
+}
+
+/// A backend's availability.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendStatus {
+    /// The backend.
+    pub backend: Backend,
+    /// Usable in full.
+    pub available: bool,
+    /// Usable but with a partial Landlock ruleset.
+    pub partial: bool,
+    /// Why not, and how to fix it (empty when available).
+    pub reason: String,
+}
+
+/// A guarantee and the mechanism it rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Guarantee {
+    /// What is guaranteed.
+    pub what: String,
+    /// Which mechanism enforces it.
+    pub mechanism: String,
+}
+
+/// The capability report `zeroclaw doctor` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// What was asked for.
+    pub requested: BackendChoice,
+    /// Whether partial Landlock enforcement is accepted.
+    pub allow_partial: bool,
+    /// The backend that will be used, if any.
+    pub chosen: Option<Backend>,
+    /// Why nothing can be used (when `chosen` is `None`).
+    pub error: Option<String>,
+    /// Probe results.
+    pub probes: Probes,
+    /// Every backend, strongest first.
+    pub backends: Vec<BackendStatus>,
+    /// What the chosen backend guarantees and how.
+    pub guarantees: Vec<Guarantee>,
+    /// What is missing on this machine and how to fix it.
+    pub missing: Vec<String>,
+}
+
+/// The cached probes (run on first use).
+pub fn probes() -> &'static Probes {
+    static PROBES: OnceLock<Probes> = OnceLock::new();
+    PROBES.get_or_init(run_probes)
+}
+
+fn run_probes() -> Probes {
+    let bwrap_path = which("bwrap");
+    Probes {
+        kernel: kernel(),
+        landlock_abi: landlock_abi(),
+        seccomp: seccomp(),
+        user_namespaces: user_namespaces(),
+        bubblewrap: bubblewrap(bwrap_path.as_deref()),
+        bwrap_path,
+        cgroup_v2: cgroup_v2(),
+        sandbox_exec: sandbox_exec(),
+    }
+}
+
+fn kernel() -> String {
+    let u = nix_uname();
+    format!("{} {}", std::env::consts::OS, u)
+}
+
+#[cfg(target_os = "linux")]
+fn nix_uname() -> String {
+    nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn nix_uname() -> String {
+    String::new()
+}
+
+#[cfg(target_os = "linux")]
+fn landlock_abi() -> u32 {
+    crate::sys::landlock_abi().unwrap_or(0)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn landlock_abi() -> u32 {
+    0
+}
+
+fn seccomp() -> Check {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let ok = status.lines().any(|l| l.starts_with("Seccomp_filters:") || l.starts_with("Seccomp:"));
+    Check { ok, detail: if ok { "seccomp filters available".into() } else { "no seccomp in /proc/self/status".into() } }
+}
+
+#[cfg(target_os = "linux")]
+fn user_namespaces() -> Check {
+    match crate::sys::probe_user_namespaces() {
+        Ok(()) => Check { ok: true, detail: "user, mount, pid, net, ipc, uts namespaces and a tmpfs mount work".into() },
+        Err(step) => Check {
+            ok: false,
+            detail: format!(
+                "{step} failed: enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
+                 user.max_user_namespaces>0, kernel.apparmor_restrict_unprivileged_userns=0)"
+            ),
+        },
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn user_namespaces() -> Check {
+    Check { ok: false, detail: "not Linux".into() }
+}
+
+fn bubblewrap(path: Option<&Path>) -> Check {
+    let Some(path) = path else {
+        return Check { ok: false, detail: "bwrap not found on PATH: apt-get install bubblewrap".into() };
+    };
+    let out = std::process::Command::new(path)
+        .args(["--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "/bin/true"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Check { ok: true, detail: format!("{} preflight ok", path.display()) },
+        Ok(o) => Check {
+            ok: false,
+            detail: format!("{} preflight failed: {}", path.display(), String::from_utf8_lossy(&o.stderr).trim()),
+        },
+        Err(e) => Check { ok: false, detail: format!("{}: {e}", path.display()) },
+    }
+}
+
+fn cgroup_v2() -> Check {
+    let ok = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    Check {
+        ok,
+        detail: if ok { "cgroup v2 at /sys/fs/cgroup".into() } else { "no cgroup v2 at /sys/fs/cgroup (process limit uses RLIMIT_NPROC)".into() },
+    }
+}
+
+fn sandbox_exec() -> Check {
+    let ok = cfg!(target_os = "macos") && Path::new("/usr/bin/sandbox-exec").exists();
+    Check { ok, detail: if ok { "/usr/bin/sandbox-exec".into() } else { "not macOS".into() } }
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Availability of every backend given `p`.
+pub fn statuses(p: &Probes) -> Vec<BackendStatus> {
+    Backend::LADDER.iter().map(|b| status(*b, p)).collect()
+}
+
+fn status(backend: Backend, p: &Probes) -> BackendStatus {
+    let mut reasons = Vec::new();
+    let linux_needs = |reasons: &mut Vec<String>| {
+        if !p.seccomp.ok {
+            reasons.push("seccomp filters unavailable (CONFIG_SECCOMP_FILTER)".to_string());
+        }
+        if p.landlock_abi == 0 {
+            reasons.push("Landlock unavailable (Linux >= 5.13 with lsm=...,landlock)".to_string());
+        }
+    };
+    match backend {
+        Backend::Namespaces => {
+            linux_needs(&mut reasons);
+            if !p.user_namespaces.ok {
+                reasons.push(p.user_namespaces.detail.clone());
+            }
+        }
+        Backend::Bubblewrap => {
+            linux_needs(&mut reasons);
+            if !p.bubblewrap.ok {
+                reasons.push(p.bubblewrap.detail.clone());
+            }
+        }
+        Backend::Landlock => linux_needs(&mut reasons),
+        Backend::Seatbelt => {
+            if !p.sandbox_exec.ok {
+                reasons.push("sandbox-exec is macOS only".into());
+            }
+        }
+        Backend::None => {}
+    }
+    let linux = matches!(backend, Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock);
+    let partial = linux && reasons.is_empty() && p.landlock_abi < FULL_LANDLOCK_ABI;
+    BackendStatus { backend, available: reasons.is_empty(), partial, reason: reasons.join("; ") }
+}
+
+/// Picks the backend for `choice`: a named backend must be available, `auto` takes the
+/// strongest confining rung, `none` only when named, partial Landlock only when allowed.
+pub fn choose(choice: BackendChoice, allow_partial: bool, p: &Probes) -> Result<Backend, SandboxError> {
+    let all = statuses(p);
+    let usable = |s: &BackendStatus| s.available && (!s.partial || allow_partial);
+    if let Some(named) = choice.named() {
+        let s = all.iter().find(|s| s.backend == named).expect("every backend has a status");
+        if !s.available {
+            return Err(SandboxError::Unavailable { requested: choice, reason: s.reason.clone() });
+        }
+        if !usable(s) {
+            return Err(SandboxError::Partial {
+                backend: named,
+                reason: format!("Landlock ABI {} < {FULL_LANDLOCK_ABI}", p.landlock_abi),
+            });
+        }
+        return Ok(named);
+    }
+    all.iter()
+        .filter(|s| s.backend != Backend::None)
+        .find(|s| usable(s))
+        .map(|s| s.backend)
+        .ok_or_else(|| SandboxError::Unavailable {
+            requested: choice,
+            reason: all
+                .iter()
+                .filter(|s| s.backend != Backend::None)
+                .map(|s| {
+                    let why = if s.partial { "partial Landlock (allow_partial = false)" } else { s.reason.as_str() };
+                    format!("{}: {why}", s.backend)
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
+}
+
+/// The full report for `choice`.
+pub fn report(choice: BackendChoice, allow_partial: bool) -> Report {
+    report_from(choice, allow_partial, probes().clone())
+}
+
+/// The report for given probes (pure; used by tests).
+pub fn report_from(choice: BackendChoice, allow_partial: bool, probes: Probes) -> Report {
+    let chosen = choose(choice, allow_partial, &probes);
+    let backends = statuses(&probes);
+    let missing = backends
+        .iter()
+        .filter(|s| !s.available && s.backend != Backend::Seatbelt && s.backend != Backend::None)
+        .map(|s| format!("{}: {}", s.backend, s.reason))
+        .collect();
+    Report {
+        requested: choice,
+        allow_partial,
+        guarantees: chosen.as_ref().map(|b| guarantees(*b)).unwrap_or_default(),
+        chosen: chosen.as_ref().ok().copied(),
+        error: chosen.err().map(|e| e.to_string()),
+        probes,
+        backends,
+        missing,
+    }
+}
+
+fn g(what: &str, mechanism: &str) -> Guarantee {
+    Guarantee { what: what.into(), mechanism: mechanism.into() }
+}
+
+/// Which guarantee rests on which mechanism, per backend.
+pub fn guarantees(b: Backend) -> Vec<Guarantee> {
+    match b {
+        Backend::Namespaces | Backend::Bubblewrap => {
+            let ns = if b == Backend::Namespaces { "mount namespace" } else { "bubblewrap mount namespace" };
+            vec![
+                g("reads limited to allowed roots; secrets masked", &format!("{ns} + Landlock")),
+                g("writes limited to the workspace; .git/hooks, .git/config read-only", &format!("{ns} (read-only binds, pinned .git)")),
+                g("private /tmp and HOME", &format!("{ns} (tmpfs)")),
+                g("no network, no abstract or outside Unix sockets", "net namespace + seccomp socket filter + Landlock"),
+                g("no signals/ptrace to outside processes", "pid namespace + Landlock scope + seccomp"),
+                g("no privilege: capabilities dropped, no_new_privs, no new namespaces", "capset/bounding set + prctl + seccomp"),
+                g("no descendant outlives the call", "pid namespace (init exit kills all)"),
+                g("resource limits", "rlimits (process count: RLIMIT_NPROC, not enforced for uid 0)"),
+            ]
+        }
+        Backend::Landlock => vec![
+            g("reads limited to allowed roots; secrets excluded", "Landlock (per-entry rules)"),
+            g("writes limited to the workspace and a private TMPDIR/HOME", "Landlock"),
+            g("no network, no Unix sockets at all", "seccomp (socket denied) + Landlock TCP + scopes"),
+            g("no signals/ptrace to outside processes", "Landlock scope + seccomp"),
+            g("no privilege", "capabilities dropped + no_new_privs + seccomp"),
+            g("no descendant outlives the call", "child subreaper kills every descendant"),
+            g("REDUCED: .git/hooks and .git/config are not protected; /tmp is shared (TMPDIR private)", "none"),
+        ],
+        Backend::Seatbelt => vec![g("file, network and process rules", "Seatbelt (sandbox-exec)")],
+        Backend::None => vec![g("NOTHING: the command runs unconfined (backend = \"none\")", "none")],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probes(userns: bool, bwrap: bool, abi: u32) -> Probes {
+        let c = |ok: bool| Check { ok, detail: if ok { "ok".into() } else { "missing".into() } };
+        Probes {
+            kernel: "linux test".into(),
+            landlock_abi: abi,
+            seccomp: c(true),
+            user_namespaces: c(userns),
+            bubblewrap: c(bwrap),
+            bwrap_path: None,
+            cgroup_v2: c(false),
+            sandbox_exec: c(false),
+        }
+    }
+
+    #[test]
+    fn auto_takes_the_strongest_rung() {
+        assert_eq!(choose(BackendChoice::Auto, false, &probes(true, true, 7)).unwrap(), Backend::Namespaces);
+        assert_eq!(choose(BackendChoice::Auto, false, &probes(false, true, 7)).unwrap(), Backend::Bubblewrap);
+        assert_eq!(choose(BackendChoice::Auto, false, &probes(false, false, 7)).unwrap(), Backend::Landlock);
+    }
+
+    #[test]
+    fn auto_with_nothing_usable_is_an_error_never_none() {
+        let e = choose(BackendChoice::Auto, false, &probes(false, false, 0)).unwrap_err();
+        assert!(matches!(e, SandboxError::Unavailable { .. }), "{e}");
+    }
+
+    #[test]
+    fn named_backend_unavailable_is_an_error() {
+        let e = choose(BackendChoice::Bubblewrap, false, &probes(true, false, 7)).unwrap_err();
+        assert!(matches!(e, SandboxError::Unavailable { requested: BackendChoice::Bubblewrap, .. }));
+    }
+
+    #[test]
+    fn none_only_by_name() {
+        assert_eq!(choose(BackendChoice::None, false, &probes(false, false, 0)).unwrap(), Backend::None);
+    }
+
+    #[test]
+    fn old_landlock_is_refused_unless_partial_is_allowed() {
+        let p = probes(true, true, 3);
+        assert!(matches!(choose(BackendChoice::Namespaces, false, &p), Err(SandboxError::Partial { .. })));
+        assert!(choose(BackendChoice::Auto, false, &p).is_err());
+        assert_eq!(choose(BackendChoice::Auto, true, &p).unwrap(), Backend::Namespaces);
+    }
+
+    #[test]
+    fn report_names_the_choice_and_its_guarantees() {
+        let r = report_from(BackendChoice::Auto, false, probes(false, false, 7));
+        assert_eq!(r.chosen, Some(Backend::Landlock));
+        assert!(r.error.is_none());
+        assert!(r.guarantees.iter().any(|g| g.what.starts_with("REDUCED")));
+        assert_eq!(r.backends.len(), 5);
+        assert!(r.missing.iter().any(|m| m.starts_with("namespaces:")));
+        let json = serde_json::to_value(&r).unwrap();
+        for key in ["requested", "chosen", "probes", "backends", "guarantees", "missing"] {
+            assert!(json.get(key).is_some(), "{key}");
+        }
+    }
+
+    #[test]
+    fn report_without_a_backend_carries_the_error() {
+        let r = report_from(BackendChoice::Namespaces, false, probes(false, false, 7));
+        assert_eq!(r.chosen, None);
+        assert!(r.error.unwrap().contains("namespaces"));
+    }
+}

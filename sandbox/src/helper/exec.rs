@@ -1,0 +1,121 @@
+//! The last stages, shared by every backend: rlimits, chdir, close stray fds, drop
+//! capabilities, no_new_privs, Landlock, seccomp, report, `execve` with the plan's environment.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::{REPORT_FD, caps, landlock, rlimits, seccomp, send};
+use crate::error::{SetupError, Stage};
+use crate::plan::Plan;
+use crate::protocol::{Enforcement, Message};
+
+/// Confines the calling process per `plan` and execs the command; returns only on failure.
+pub fn confine_and_exec(plan: &Plan, mut report: Enforcement) -> Result<i32, SetupError> {
+    report.backend = plan.backend.name().to_string();
+    rlimits::apply(&plan.limits)?;
+    report.rlimits = true;
+    std::env::set_current_dir(&plan.cwd)
+        .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
+    let program = resolve(plan)?;
+    crate::sys::close_from(REPORT_FD + 1)
+        .map_err(|e| SetupError::os(Stage::CloseFds, "close_range(5, ~0)", &e))?;
+    caps::drop_all()?;
+    report.capabilities_dropped = true;
+    nix::sys::prctl::set_no_new_privs()
+        .map_err(|e| SetupError::os(Stage::NoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)", &e.into()))?;
+    report.no_new_privs = true;
+    let (abi, status) = landlock::apply(&plan.landlock, plan.allow_partial)?;
+    report.landlock_abi = abi;
+    report.landlock = status;
+    seccomp::apply(&plan.seccomp)?;
+    report.seccomp = true;
+    send(&Message::Ready(report));
+    let err = exec_path(&program, &plan.argv[1..], &plan.env);
+    Err(SetupError::os(Stage::Exec, format!("execve({})", program.display()), &err))
+}
+
+/// Finds `argv[0]` on the plan's PATH (inside the sandbox), as `execvp` would.
+fn resolve(plan: &Plan) -> Result<PathBuf, SetupError> {
+    let Some(name) = plan.argv.first() else {
+        return Err(SetupError::new(Stage::Exec, "empty command"));
+    };
+    if name.as_bytes().contains(&b'/') {
+        return Ok(PathBuf::from(name));
+    }
+    let path = plan
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+        .ok_or_else(|| {
+            SetupError::new(Stage::Exec, format!("{}: command not found", name.to_string_lossy()))
+                .hint("install it inside an allowed root, or allow its directory with --allow-read")
+        })
+}
+
+fn is_executable(p: &Path) -> bool {
+    nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok() && p.is_file()
+}
+
+fn cstr(s: &OsStr) -> CString {
+    CString::new(s.as_bytes()).unwrap_or_default()
+}
+
+/// `execve(program, [program, args...], env)`; returns the error when it fails.
+pub fn exec_path(program: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> std::io::Error {
+    let mut argv = vec![cstr(program.as_os_str())];
+    argv.extend(args.iter().map(|a| cstr(a)));
+    let envp: Vec<CString> = env
+        .iter()
+        .map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            CString::new(kv).unwrap_or_default()
+        })
+        .collect();
+    let Err(e) = nix::unistd::execve(&cstr(program.as_os_str()), &argv, &envp);
+    e.into()
+}
+
+/// `backend = "none"`: no confinement at all, reported as such.
+pub fn run_unconfined(plan: &Plan) -> Result<i32, SetupError> {
+    std::env::set_current_dir(&plan.cwd)
+        .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
+    let program = resolve(plan)?;
+    let report = Enforcement {
+        backend: "none".into(),
+        landlock: "none".into(),
+        notes: vec!["backend = none: the command runs unconfined".into()],
+        ..Enforcement::default()
+    };
+    send(&Message::Ready(report));
+    let err = exec_path(&program, &plan.argv[1..], &plan.env);
+    Err(SetupError::os(Stage::Exec, format!("execve({})", program.display()), &err))
+}
+
+/// Seatbelt: `sandbox-exec -p <profile> -- command` (macOS only).
+pub fn run_seatbelt(plan: &Plan) -> Result<i32, SetupError> {
+    #[cfg(target_os = "macos")]
+    {
+        let sbpl = crate::seatbelt::profile(plan);
+        let mut args: Vec<OsString> = vec!["-p".into(), sbpl.into(), "--".into()];
+        args.extend(plan.argv.iter().cloned());
+        std::env::set_current_dir(&plan.cwd)
+            .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
+        send(&Message::Ready(Enforcement {
+            backend: "seatbelt".into(),
+            ..Enforcement::default()
+        }));
+        let err = exec_path(Path::new("/usr/bin/sandbox-exec"), &args, &plan.env);
+        return Err(SetupError::os(Stage::Exec, "execve(/usr/bin/sandbox-exec)", &err));
+    }
+    #[cfg(not(target_os = "macos"))]
+    Err(SetupError::new(Stage::Exec, format!("seatbelt is macOS only (argv {:?})", plan.argv.len()))
+        .hint("choose backend = \"auto\" on Linux"))
+}

@@ -1,0 +1,63 @@
+//! The Landlock ruleset: read+execute on the read-only roots, everything on the writable
+//! roots, device access on the device nodes; TCP denied and abstract-socket and signal scopes
+//! when the network is denied. ABI 6 is full enforcement; less is refused unless allowed.
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+
+use crate::error::{SetupError, Stage};
+use crate::plan::LandlockPlan;
+
+/// The ABI whose rights we ask for; a kernel that offers less enforces only partially.
+pub const TARGET_ABI: ABI = ABI::V6;
+
+fn fail(call: &str, e: impl std::fmt::Display) -> SetupError {
+    SetupError::new(Stage::Landlock, format!("{call}: {e}"))
+        .hint("Landlock needs Linux >= 6.12 with lsm=landlock enabled (see `zeroclaw doctor`)")
+}
+
+/// Applies the ruleset; returns the kernel ABI and `full`/`partial`.
+pub fn apply(plan: &LandlockPlan, allow_partial: bool) -> Result<(u32, String), SetupError> {
+    let abi = crate::sys::landlock_abi().unwrap_or(0);
+    let read = AccessFs::from_read(TARGET_ABI);
+    let all = AccessFs::from_all(TARGET_ABI);
+    let devices = read | AccessFs::WriteFile | AccessFs::IoctlDev;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .map_err(|e| fail("handle_access(fs)", e))?;
+    if plan.deny_network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(TARGET_ABI))
+            .map_err(|e| fail("handle_access(net)", e))?
+            .scope(Scope::from_all(TARGET_ABI))
+            .map_err(|e| fail("scope", e))?;
+    } else {
+        ruleset = ruleset.scope(Scope::Signal).map_err(|e| fail("scope(signal)", e))?;
+    }
+    let mut created = ruleset.create().map_err(|e| fail("landlock_create_ruleset", e))?;
+    for (paths, access) in [(&plan.read, read), (&plan.write, all), (&plan.devices, devices)] {
+        for path in paths {
+            let Ok(fd) = PathFd::new(path) else { continue };
+            let access = if path.is_dir() { access } else { access & AccessFs::from_file(TARGET_ABI) };
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(|e| fail(&format!("landlock_add_rule({})", path.display()), e))?;
+        }
+    }
+    let status = created.restrict_self().map_err(|e| fail("landlock_restrict_self", e))?;
+    match status.ruleset {
+        RulesetStatus::FullyEnforced => Ok((abi, "full".into())),
+        RulesetStatus::PartiallyEnforced if allow_partial => Ok((abi, "partial".into())),
+        RulesetStatus::PartiallyEnforced => Err(partial(abi)),
+        RulesetStatus::NotEnforced => Err(SetupError::new(Stage::Landlock, "Landlock is not enforced")
+            .hint("enable Landlock (kernel >= 5.13, lsm=...,landlock) or choose another backend")),
+    }
+}
+
+fn partial(abi: u32) -> SetupError {
+    SetupError::new(Stage::Landlock, format!("Landlock ABI {abi} enforces only part of the ruleset (need ABI 6)"))
+        .hint("upgrade to Linux >= 6.12, or set [sandbox] allow_partial = true to accept")
+}

@@ -1,0 +1,170 @@
+//! The child side: the binary re-executed with [`HELPER_ARG`] confines itself and execs the
+//! command. It reads its [`Plan`] from fd 3 and reports on fd 4 (see [`crate::protocol`]).
+//!
+//! Order (DESIGN.md): die-with-parent, new session, stdio (set up by the launcher),
+//! namespaces and mounts, rlimits, chdir, close stray fds, drop capabilities, no_new_privs,
+//! Landlock, seccomp last, exec with the allowlisted environment.
+
+mod caps;
+mod exec;
+mod landlock;
+mod mounts;
+mod namespaces;
+mod reaper;
+mod rlimits;
+mod scratch;
+mod seccomp;
+
+pub use seccomp::compile as compile_seccomp;
+
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, RawFd};
+
+use nix::sys::signal::Signal;
+
+use crate::backend::Backend;
+use crate::error::{SetupError, Stage};
+use crate::plan::Plan;
+use crate::protocol::{Enforcement, ExitInfo, Message};
+
+/// The hidden first argument that turns the binary into the helper.
+pub const HELPER_ARG: &str = "__zeroclaw-sandbox-helper";
+/// Second argument for the stage that runs inside bubblewrap.
+pub const INNER_ARG: &str = "inner";
+/// Descriptor the plan is read from.
+pub const PLAN_FD: RawFd = 3;
+/// Descriptor reports are written to.
+pub const REPORT_FD: RawFd = 4;
+/// Exit code of the helper when confinement failed (the reason went over the report pipe).
+pub const SETUP_FAILED: i32 = 125;
+
+/// Call as the very first statement of `main`, before any runtime or thread exists: when the
+/// process was started as the sandbox helper this confines it and never returns; otherwise it
+/// returns immediately.
+pub fn run_if_helper() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(OsStr::new(HELPER_ARG)) {
+        return;
+    }
+    let inner = args.next().as_deref() == Some(OsStr::new(INNER_ARG));
+    let code = match helper_main(inner) {
+        Ok(code) => code,
+        Err(e) => {
+            send(&Message::Failed(e));
+            SETUP_FAILED
+        }
+    };
+    sys_exit(code)
+}
+
+fn sys_exit(code: i32) -> ! {
+    let _ = std::io::stdout().flush();
+    crate::sys::exit_now(code)
+}
+
+/// Writes one report line to [`REPORT_FD`] (best effort: the launcher may be gone).
+pub(crate) fn send(msg: &Message) {
+    let line = msg.encode();
+    let _ = nix::unistd::write(borrow(REPORT_FD), &line);
+}
+
+fn borrow(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
+    // SAFETY: REPORT_FD is installed by the launcher before exec and stays open (close-on-exec)
+    // for the helper's whole life; the borrow is only used for a single write.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+}
+
+fn helper_main(inner: bool) -> Result<i32, SetupError> {
+    assert_single_threaded()?;
+    set_cloexec(REPORT_FD)?;
+    let plan = read_plan()?;
+    if inner {
+        return exec::confine_and_exec(&plan, Enforcement {
+            namespaces: namespaces::names(plan.unshare_net),
+            private_tmp: true,
+            protected_paths: true,
+            ..Enforcement::default()
+        });
+    }
+    let kill_with = if plan.backend == Backend::Landlock { Signal::SIGTERM } else { Signal::SIGKILL };
+    die_with_parent(plan.launcher_pid, kill_with)?;
+    new_session()?;
+    match plan.backend {
+        Backend::Namespaces => namespaces::run(&plan),
+        Backend::Bubblewrap => namespaces::run_bubblewrap(&plan),
+        Backend::Landlock => reaper::run_landlock(&plan),
+        Backend::Seatbelt => exec::run_seatbelt(&plan),
+        Backend::None => exec::run_unconfined(&plan),
+    }
+}
+
+/// The helper must be single-threaded: namespaces, Landlock and seccomp apply per thread, and
+/// fork is only safe without other threads.
+fn assert_single_threaded() -> Result<(), SetupError> {
+    let tasks = std::fs::read_dir("/proc/self/task")
+        .map_err(|e| SetupError::os(Stage::Plan, "read_dir(/proc/self/task)", &e))?
+        .count();
+    if tasks == 1 {
+        Ok(())
+    } else {
+        Err(SetupError::new(Stage::Plan, format!("helper has {tasks} threads, expected 1"))
+            .hint("call zeroclaw_sandbox::helper::run_if_helper() first thing in main"))
+    }
+}
+
+fn set_cloexec(fd: RawFd) -> Result<(), SetupError> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    fcntl(borrow(fd), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))
+        .map(drop)
+        .map_err(|e| SetupError::os(Stage::Plan, "fcntl(report fd, FD_CLOEXEC)", &e.into()))
+}
+
+fn read_plan() -> Result<Plan, SetupError> {
+    // SAFETY: the launcher installs the plan's read end at PLAN_FD; the helper takes ownership
+    // here exactly once and nothing else refers to it.
+    let mut file = unsafe { std::fs::File::from_raw_fd(PLAN_FD) };
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)
+        .map_err(|e| SetupError::os(Stage::Plan, "read(plan fd 3)", &e))?;
+    serde_json::from_slice(&buf)
+        .map_err(|e| SetupError::new(Stage::Plan, format!("parse plan: {e}")))
+}
+
+/// Dies with the launcher: `PR_SET_PDEATHSIG`, then a check that it did not already die.
+fn die_with_parent(launcher: u32, signal: Signal) -> Result<(), SetupError> {
+    nix::sys::prctl::set_pdeathsig(signal)
+        .map_err(|e| SetupError::os(Stage::DieWithParent, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
+    if nix::unistd::getppid().as_raw() as u32 != launcher {
+        return Err(SetupError::new(Stage::DieWithParent, "launcher exited before the helper started"));
+    }
+    Ok(())
+}
+
+/// A new session: no controlling terminal, so no TIOCSTI into the user's terminal.
+fn new_session() -> Result<(), SetupError> {
+    nix::unistd::setsid()
+        .map(drop)
+        .map_err(|e| SetupError::os(Stage::Session, "setsid()", &e.into()))
+}
+
+/// Waits for `pid` and turns its status into an [`ExitInfo`].
+pub(crate) fn wait_exit(pid: nix::unistd::Pid) -> ExitInfo {
+    use nix::sys::wait::{WaitStatus, waitpid};
+    loop {
+        match waitpid(pid, None) {
+            Ok(WaitStatus::Exited(_, code)) => return ExitInfo::Code(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => return ExitInfo::Signal(sig as i32),
+            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return ExitInfo::Code(SETUP_FAILED),
+        }
+    }
+}
+
+/// The exit code a shell would show for `info`.
+pub(crate) fn shell_code(info: ExitInfo) -> i32 {
+    match info {
+        ExitInfo::Code(c) => c,
+        ExitInfo::Signal(s) => 128 + s,
+    }
+}

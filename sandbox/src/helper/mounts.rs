@@ -1,0 +1,208 @@
+//! The new root of the namespace backend, built inside the fresh mount namespace:
+//! 1. make every mount private, 2. a tmpfs becomes `/` via `pivot_root` with the host root
+//! at `/oldroot`, 3. the plan's binds, links, tmpfs and masks (parents first), 4. `/dev` and
+//! `/proc`, 5. detach `/oldroot`, 6. `/` read-only. Also creates protected-path placeholders.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::mount::{MntFlags, MsFlags, mount, umount2};
+
+use crate::error::{SetupError, Stage};
+use crate::plan::{MountOp, Placeholder};
+use crate::sys::harden_mount;
+
+const OLD: &str = "/oldroot";
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+fn err(call: String, e: impl Into<std::io::Error>) -> SetupError {
+    SetupError::os(Stage::Mounts, call, &e.into())
+}
+
+/// Creates protected paths that do not exist yet, refusing to follow symlinks.
+pub fn create_placeholders(list: &[Placeholder]) -> Result<(), SetupError> {
+    for ph in list {
+        if ph.path.symlink_metadata().is_ok() {
+            continue;
+        }
+        let Some(parent) = ph.path.parent() else { continue };
+        match parent.symlink_metadata() {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.file_type().is_symlink() => return Err(symlink_error(parent)),
+            _ => continue, // a non-directory parent: nothing can be created below it
+        }
+        no_symlink_ancestors(parent)?;
+        let made = if ph.dir {
+            std::fs::create_dir(&ph.path)
+        } else {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&ph.path)
+                .map(drop)
+        };
+        made.map_err(|e| SetupError::os(Stage::Placeholders, format!("create({})", ph.path.display()), &e))?;
+    }
+    Ok(())
+}
+
+fn no_symlink_ancestors(path: &Path) -> Result<(), SetupError> {
+    for a in path.ancestors() {
+        if a.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(symlink_error(a));
+        }
+    }
+    Ok(())
+}
+
+fn symlink_error(path: &Path) -> SetupError {
+    SetupError::new(Stage::Placeholders, format!("{} is a symlink", path.display()))
+        .hint("a protected path or its parent was replaced by a symlink; remove it and retry")
+}
+
+/// Builds the new root from `ops`, then detaches the host root. `tmpfs_bytes` caps each tmpfs.
+pub fn build_root(ops: &[MountOp], tmpfs_bytes: u64) -> Result<(), SetupError> {
+    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+        .map_err(|e| err("mount(/, MS_REC|MS_PRIVATE)".into(), e))?;
+    pivot_to_tmpfs()?;
+    for op in ops {
+        apply(op, tmpfs_bytes)?;
+    }
+    mount_dev()?;
+    mount_proc()?;
+    umount2(OLD, MntFlags::MNT_DETACH).map_err(|e| err(format!("umount2({OLD}, MNT_DETACH)"), e))?;
+    let _ = std::fs::remove_dir(OLD);
+    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    mount(None::<&str>, "/", None::<&str>, ro, None::<&str>).map_err(|e| err("mount(/, remount ro)".into(), e))
+}
+
+fn pivot_to_tmpfs() -> Result<(), SetupError> {
+    let base = "/tmp";
+    mount(Some("tmpfs"), base, Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some("mode=0755,size=1m"))
+        .map_err(|e| err(format!("mount(tmpfs, {base})"), e))?;
+    std::fs::create_dir(format!("{base}{OLD}")).map_err(|e| err(format!("mkdir({base}{OLD})"), e))?;
+    nix::unistd::pivot_root(base, format!("{base}{OLD}").as_str())
+        .map_err(|e| err(format!("pivot_root({base}, {base}{OLD})"), e))?;
+    nix::unistd::chdir("/").map_err(|e| err("chdir(/)".into(), e))
+}
+
+fn old(path: &Path) -> PathBuf {
+    Path::new(OLD).join(path.strip_prefix("/").unwrap_or(path))
+}
+
+fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
+    match op {
+        MountOp::Bind { path, rw } => bind(path, *rw),
+        MountOp::Symlink { path, target } => {
+            mkdir_p(path.parent().unwrap_or(Path::new("/")))?;
+            std::os::unix::fs::symlink(target, path)
+                .map_err(|e| err(format!("symlink({} -> {})", path.display(), target.display()), e))
+        }
+        MountOp::Tmpfs { path, mode } => tmpfs(path, &format!("mode={mode:o},size={tmpfs_bytes}"), false),
+        MountOp::MaskDir { path } => tmpfs(path, "mode=0,size=4k", true),
+        MountOp::MaskFile { path } => {
+            let null = Path::new(OLD).join("dev/null");
+            mount(Some(&null), path, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+                .map_err(|e| err(format!("mount(/dev/null -> {}, bind)", path.display()), e))?;
+            harden_mount(path, true).map_err(|e| err(format!("mount_setattr({}, ro)", path.display()), e))
+        }
+    }
+}
+
+fn bind(path: &Path, rw: bool) -> Result<(), SetupError> {
+    let src = old(path);
+    let meta = match src.symlink_metadata() {
+        Ok(m) => m,
+        Err(_) if has_non_dir_ancestor(&src) => return Ok(()),
+        Err(e) => return Err(err(format!("stat({})", path.display()), e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(SetupError::new(Stage::Mounts, format!("{} is a symlink", path.display()))
+            .hint("a protected path or sandbox root is a symlink; remove it or name its target"));
+    }
+    if meta.is_dir() {
+        mkdir_p(path)?;
+    } else {
+        touch(path)?;
+    }
+    mount(Some(&src), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
+        .map_err(|e| err(format!("mount({} , bind)", path.display()), e))?;
+    harden_mount(path, !rw).map_err(|e| err(format!("mount_setattr({}, ro={})", path.display(), !rw), e))
+}
+
+fn has_non_dir_ancestor(path: &Path) -> bool {
+    path.ancestors().skip(1).any(|a| a.symlink_metadata().is_ok_and(|m| !m.is_dir()))
+}
+
+fn tmpfs(path: &Path, data: &str, readonly: bool) -> Result<(), SetupError> {
+    mkdir_p(path)?;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    mount(Some("tmpfs"), path, Some("tmpfs"), flags, Some(data))
+        .map_err(|e| err(format!("mount(tmpfs, {}, {data})", path.display()), e))?;
+    if readonly {
+        harden_mount(path, true).map_err(|e| err(format!("mount_setattr({}, ro)", path.display()), e))?;
+    }
+    Ok(())
+}
+
+fn mkdir_p(path: &Path) -> Result<(), SetupError> {
+    if path.is_dir() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(path).map_err(|e| err(format!("mkdir -p {}", path.display()), e))
+}
+
+fn touch(path: &Path) -> Result<(), SetupError> {
+    if path.exists() {
+        return Ok(());
+    }
+    mkdir_p(path.parent().unwrap_or(Path::new("/")))?;
+    std::fs::File::create(path).map(drop).map_err(|e| err(format!("create({})", path.display()), e))
+}
+
+/// A minimal `/dev`: the harmless character devices bound from the host, a private `/dev/shm`
+/// and, when the kernel allows it, a private devpts.
+fn mount_dev() -> Result<(), SetupError> {
+    tmpfs(Path::new("/dev"), "mode=0755,size=64k", false)?;
+    for dev in DEVICES {
+        let path = Path::new("/dev").join(dev);
+        let src = Path::new(OLD).join("dev").join(dev);
+        if src.exists() {
+            touch(&path)?;
+            mount(Some(&src), &path, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+                .map_err(|e| err(format!("mount({}, bind)", path.display()), e))?;
+        }
+    }
+    for (link, target) in [("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx")] {
+        let _ = std::os::unix::fs::symlink(target, Path::new("/dev").join(link));
+    }
+    tmpfs(Path::new("/dev/shm"), "mode=1777,size=64m", false)?;
+    mkdir_p(Path::new("/dev/pts"))?;
+    let _ = mount(
+        Some("devpts"),
+        "/dev/pts",
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=620"),
+    );
+    Ok(())
+}
+
+/// A `/proc` of the new pid namespace, with `/proc/sys` read-only.
+fn mount_proc() -> Result<(), SetupError> {
+    mkdir_p(Path::new("/proc"))?;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(Some("proc"), "/proc", Some("proc"), flags, None::<&str>).map_err(|e| {
+        err("mount(proc, /proc)".into(), e)
+            .hint("the host's /proc is partly masked (container?); run on a host or use backend = \"landlock\"")
+    })?;
+    for sub in ["/proc/sys", "/proc/sysrq-trigger"] {
+        if Path::new(sub).exists() {
+            mount(Some(sub), sub, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
+                .map_err(|e| err(format!("mount({sub}, bind)"), e))?;
+            harden_mount(Path::new(sub), true).map_err(|e| err(format!("mount_setattr({sub}, ro)"), e))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! The namespace backends' process tree: the helper unshares user, mount, pid, ipc, uts (and
+//! net) namespaces, forks the pid namespace's init, which builds the new root and forks the
+//! command; when the init exits the kernel kills everything left in the namespace. The
+//! bubblewrap backend execs bwrap instead, which runs our inner stage.
+
+use nix::sched::CloneFlags;
+use nix::unistd::Pid;
+
+use super::{exec, mounts, reaper, send, shell_code, wait_exit};
+use crate::error::{SetupError, Stage};
+use crate::plan::Plan;
+use crate::protocol::{Enforcement, Message};
+
+/// Namespace names for the enforcement report.
+pub fn names(net: bool) -> Vec<String> {
+    let mut v = vec!["user", "mount", "pid", "ipc", "uts"];
+    if net {
+        v.push("net");
+    }
+    v.into_iter().map(String::from).collect()
+}
+
+/// Helper side of the namespace backend: returns the command's shell exit code.
+pub fn run(plan: &Plan) -> Result<i32, SetupError> {
+    mounts::create_placeholders(&plan.placeholders)?;
+    enter(plan.unshare_net)?;
+    let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
+    match init {
+        Some(pid) => Ok(shell_code(wait_exit(Pid::from_raw(pid)))),
+        None => super::sys_exit(match init_main(plan) {
+            Ok(code) => code,
+            Err(e) => {
+                send(&Message::Failed(e));
+                super::SETUP_FAILED
+            }
+        }),
+    }
+}
+
+/// pid 1 of the new namespace: root, /proc, /dev, then the command as its child.
+fn init_main(plan: &Plan) -> Result<i32, SetupError> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
+    let _ = nix::unistd::sethostname("zeroclaw");
+    mounts::build_root(&plan.mounts, plan.limits.file_size_bytes)?;
+    let enforcement = Enforcement {
+        namespaces: names(plan.unshare_net),
+        private_tmp: true,
+        protected_paths: true,
+        ..Enforcement::default()
+    };
+    let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
+    match child {
+        None => exec::confine_and_exec(plan, enforcement),
+        Some(pid) => {
+            let exit = reaper::reap_until(Pid::from_raw(pid));
+            send(&Message::Exited(exit));
+            Ok(shell_code(exit))
+        }
+    }
+}
+
+/// unshare + uid/gid maps that keep the caller's ids.
+fn enter(net: bool) -> Result<(), SetupError> {
+    let uid = nix::unistd::geteuid().as_raw();
+    let gid = nix::unistd::getegid().as_raw();
+    let mut flags = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWUTS;
+    if net {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    nix::sched::unshare(flags).map_err(|e| {
+        SetupError::os(Stage::Namespaces, format!("unshare({flags:?})"), &e.into()).hint(
+            "unprivileged user namespaces are blocked (sysctl kernel.unprivileged_userns_clone=1, \
+             kernel.apparmor_restrict_unprivileged_userns=0, or a container policy); \
+             or choose backend = \"bubblewrap\" / \"landlock\"",
+        )
+    })?;
+    write_proc("/proc/self/setgroups", "deny")?;
+    write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1\n"))?;
+    write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1\n"))
+}
+
+fn write_proc(path: &str, value: &str) -> Result<(), SetupError> {
+    std::fs::write(path, value)
+        .map_err(|e| SetupError::os(Stage::Namespaces, format!("write({path}, {value:?})"), &e))
+}
+
+/// Bubblewrap backend: exec bwrap, which runs our inner stage (Landlock, seccomp, caps,
+/// rlimits) inside its namespaces. The plan for the inner stage travels in a memfd on fd 3.
+pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
+    use std::os::fd::AsRawFd;
+    mounts::create_placeholders(&plan.placeholders)?;
+    let bwrap = plan
+        .bwrap
+        .clone()
+        .ok_or_else(|| SetupError::new(Stage::Bubblewrap, "no bwrap executable in the plan"))?;
+    let helper = std::fs::read_link("/proc/self/exe")
+        .map_err(|e| SetupError::os(Stage::Bubblewrap, "readlink(/proc/self/exe)", &e))?;
+    let json = serde_json::to_vec(plan)
+        .map_err(|e| SetupError::new(Stage::Bubblewrap, format!("encode plan: {e}")))?;
+    let memfd = crate::sys::memfd_with(&json)
+        .map_err(|e| SetupError::os(Stage::Bubblewrap, "memfd_create(plan)", &e))?;
+    let io = |e: std::io::Error| SetupError::os(Stage::Bubblewrap, "dup2(plan/report fd)", &e);
+    crate::sys::dup_onto(memfd.as_raw_fd(), super::PLAN_FD).map_err(io)?;
+    crate::sys::dup_onto(super::REPORT_FD, super::REPORT_FD).map_err(io)?;
+    let args = crate::bubblewrap::args(plan, &helper);
+    let err = exec::exec_path(&bwrap, &args, &[]);
+    Err(SetupError::os(Stage::Bubblewrap, format!("execve({})", bwrap.display()), &err))
+}

@@ -1,0 +1,112 @@
+//! Lifetime: reaping in the pid namespace's init, and for the Landlock-only backend a child
+//! subreaper that kills every descendant when the command ends or on SIGTERM (timeout,
+//! cancellation, launcher death), `setsid`/double-forked orphans included.
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use super::{exec, scratch, send, shell_code};
+use crate::error::{SetupError, Stage};
+use crate::plan::Plan;
+use crate::protocol::{Enforcement, ExitInfo, Message};
+
+/// Reaps every child until `main` exits; returns how it ended.
+pub fn reap_until(main: Pid) -> ExitInfo {
+    loop {
+        match waitpid(None, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => return ExitInfo::Code(code),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => return ExitInfo::Signal(sig as i32),
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return ExitInfo::Code(super::SETUP_FAILED),
+        }
+    }
+}
+
+/// Landlock-only backend: subreaper, scratch dirs, the confined command as a child.
+pub fn run_landlock(plan: &Plan) -> Result<i32, SetupError> {
+    let scratch_dir = plan
+        .scratch
+        .clone()
+        .ok_or_else(|| SetupError::new(Stage::Scratch, "no scratch directory in the plan"))?;
+    scratch::create(&scratch_dir)?;
+    let result = supervise(plan);
+    scratch::remove(&scratch_dir);
+    result
+}
+
+fn supervise(plan: &Plan) -> Result<i32, SetupError> {
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_CHILD_SUBREAPER)", &e.into()))?;
+    crate::sys::catch_sigterm().map_err(|e| SetupError::os(Stage::Init, "sigaction(SIGTERM)", &e))?;
+    let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
+    let Some(pid) = child else {
+        let report = Enforcement {
+            notes: vec![
+                "landlock backend: no namespaces; /tmp is not private (TMPDIR is), other processes' \
+                 /proc/<pid>/cmdline are readable, all sockets are denied when network is denied"
+                    .into(),
+                "protected paths (.git/hooks, .git/config) are NOT enforced on this backend".into(),
+            ],
+            ..Enforcement::default()
+        };
+        if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
+            return Err(SetupError::os(Stage::DieWithParent, "prctl(PR_SET_PDEATHSIG)", &e.into()));
+        }
+        return exec::confine_and_exec(plan, report);
+    };
+    let exit = wait_main(Pid::from_raw(pid));
+    kill_descendants();
+    match exit {
+        Some(info) => {
+            send(&Message::Exited(info));
+            Ok(shell_code(info))
+        }
+        None => Ok(128 + libc::SIGKILL),
+    }
+}
+
+/// Waits for the command; `None` when SIGTERM asked us to stop first.
+fn wait_main(main: Pid) -> Option<ExitInfo> {
+    loop {
+        if crate::sys::terminate_requested() {
+            return None;
+        }
+        match waitpid(None, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => return Some(ExitInfo::Code(code)),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => return Some(ExitInfo::Signal(sig as i32)),
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+/// SIGKILLs our children until none is left; orphans re-parent to us (subreaper) and are
+/// caught on the next round.
+pub fn kill_descendants() {
+    let me = std::process::id() as i32;
+    loop {
+        for pid in children_of(me) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        match waitpid(None, None) {
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+fn children_of(parent: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| ppid(*pid) == Some(parent))
+        .collect()
+}
+
+fn ppid(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split(' ').nth(1)?.parse().ok()
+}

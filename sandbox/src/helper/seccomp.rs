@@ -1,0 +1,201 @@
+//! The seccomp filter, installed last: denies (EPERM) the kernel attack surface a tool never
+//! needs, namespace creation, tracing, terminal injection, and — when the network is denied —
+//! non-Unix sockets (or every socket on the Landlock-only backend). `clone3` gets ENOSYS so
+//! libc falls back to `clone`, whose flags the filter can inspect.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond,
+    SeccompFilter, SeccompRule, TargetArch,
+};
+
+use crate::error::{SetupError, Stage};
+use crate::plan::SeccompPlan;
+
+/// Syscalls denied outright.
+const DENIED: &[i64] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_name_to_handle_at,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_reboot,
+    libc::SYS_acct,
+    libc::SYS_quotactl,
+    libc::SYS_syslog,
+    libc::SYS_lookup_dcookie,
+    libc::SYS_fanotify_init,
+    libc::SYS_pidfd_getfd,
+];
+
+const NAMESPACE_FLAGS: &[u64] = &[
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWTIME as u64,
+];
+
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+const PER_LINUX: u64 = 0;
+const PERSONALITY_QUERY: u64 = 0xffff_ffff;
+
+fn arch() -> Result<TargetArch, SetupError> {
+    TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| SetupError::new(Stage::Seccomp, format!("unsupported architecture: {e}")))
+}
+
+fn cond(arg: u8, len: Len, op: Op, value: u64) -> Cond {
+    Cond::new(arg, len, op, value).expect("static seccomp condition")
+}
+
+fn rule(conds: Vec<Cond>) -> SeccompRule {
+    SeccompRule::new(conds).expect("static seccomp rule")
+}
+
+fn rules(plan: &SeccompPlan) -> BTreeMap<i64, Vec<SeccompRule>> {
+    let mut map: BTreeMap<i64, Vec<SeccompRule>> = DENIED.iter().map(|s| (*s, vec![])).collect();
+    let ns = NAMESPACE_FLAGS
+        .iter()
+        .map(|f| rule(vec![cond(0, Len::Qword, Op::MaskedEq(*f), *f)]))
+        .collect();
+    map.insert(libc::SYS_clone, ns);
+    let ioctl = [TIOCSTI, TIOCLINUX]
+        .iter()
+        .map(|r| rule(vec![cond(1, Len::Dword, Op::Eq, *r)]))
+        .collect();
+    map.insert(libc::SYS_ioctl, ioctl);
+    map.insert(
+        libc::SYS_personality,
+        vec![rule(vec![
+            cond(0, Len::Dword, Op::Ne, PER_LINUX),
+            cond(0, Len::Dword, Op::Ne, PERSONALITY_QUERY),
+        ])],
+    );
+    if plan.deny_all_sockets {
+        map.insert(libc::SYS_socket, vec![]);
+    } else if plan.deny_inet {
+        map.insert(
+            libc::SYS_socket,
+            vec![rule(vec![cond(0, Len::Dword, Op::Ne, libc::AF_UNIX as u64)])],
+        );
+    }
+    map
+}
+
+/// Compiles the two filters: the EPERM deny-list and `clone3` -> ENOSYS.
+pub fn compile(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, SetupError> {
+    let arch = arch()?;
+    let deny = SeccompFilter::new(rules(plan), SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch);
+    let clone3 = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_clone3, vec![])]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    );
+    [deny, clone3]
+        .into_iter()
+        .map(|f| {
+            let f = f.map_err(|e| SetupError::new(Stage::Seccomp, format!("build filter: {e}")))?;
+            f.try_into()
+                .map_err(|e: seccompiler::BackendError| SetupError::new(Stage::Seccomp, format!("compile filter: {e}")))
+        })
+        .collect()
+}
+
+/// Installs the filters on the calling thread (no_new_privs is already set).
+pub fn apply(plan: &SeccompPlan) -> Result<(), SetupError> {
+    for prog in compile(plan)? {
+        seccompiler::apply_filter(&prog).map_err(|e| {
+            SetupError::new(Stage::Seccomp, format!("seccomp(SET_MODE_FILTER): {e}"))
+                .hint("the kernel needs CONFIG_SECCOMP_FILTER")
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_compile_for_every_network_mode() {
+        for plan in [
+            SeccompPlan::default(),
+            SeccompPlan { deny_inet: true, deny_all_sockets: false },
+            SeccompPlan { deny_inet: true, deny_all_sockets: true },
+        ] {
+            let progs = compile(&plan).unwrap();
+            assert_eq!(progs.len(), 2);
+            assert!(progs.iter().all(|p| !p.is_empty()));
+        }
+    }
+
+    #[test]
+    fn deny_list_covers_the_security_classes() {
+        let map = rules(&SeccompPlan { deny_inet: true, deny_all_sockets: false });
+        for s in [
+            libc::SYS_ptrace,
+            libc::SYS_process_vm_readv,
+            libc::SYS_bpf,
+            libc::SYS_io_uring_setup,
+            libc::SYS_userfaultfd,
+            libc::SYS_keyctl,
+            libc::SYS_unshare,
+            libc::SYS_setns,
+            libc::SYS_mount,
+            libc::SYS_perf_event_open,
+        ] {
+            assert_eq!(map.get(&s).map(Vec::len), Some(0), "syscall {s} not denied outright");
+        }
+        assert_eq!(map[&libc::SYS_clone].len(), NAMESPACE_FLAGS.len());
+        assert_eq!(map[&libc::SYS_ioctl].len(), 2);
+        assert!(map.contains_key(&libc::SYS_socket));
+    }
+
+    #[test]
+    fn sockets_are_allowed_when_network_is_allowed() {
+        let map = rules(&SeccompPlan::default());
+        assert!(!map.contains_key(&libc::SYS_socket));
+    }
+
+    #[test]
+    fn landlock_only_denies_every_socket() {
+        let map = rules(&SeccompPlan { deny_inet: true, deny_all_sockets: true });
+        assert_eq!(map.get(&libc::SYS_socket).map(Vec::len), Some(0));
+    }
+}

@@ -1,0 +1,403 @@
+//! The daemon side: [`Sandbox`] spawns the re-executed helper with piped stdio, hands it the
+//! plan, waits for its "confined" report ([`Confined`]), streams output with a cap, and kills
+//! the whole tree on timeout, cancellation, output overflow or drop.
+
+use std::ffi::{OsStr, OsString};
+use std::future::Future;
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+
+use crate::backend::{Backend, BackendChoice};
+use crate::error::{SandboxError, SetupError, Stage};
+use crate::helper::{HELPER_ARG, PLAN_FD, REPORT_FD};
+use crate::profile::Profile;
+use crate::protocol::{Enforcement, ExitInfo, Message};
+
+/// A configured sandbox: a chosen backend and the helper executable.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    backend: Backend,
+    allow_partial: bool,
+    helper: PathBuf,
+    bwrap: Option<PathBuf>,
+}
+
+/// Which stream a chunk of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// The command's stdout.
+    Stdout,
+    /// The command's stderr.
+    Stderr,
+}
+
+/// Why the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// It exited (or died) on its own.
+    Exited,
+    /// The wall-time limit killed the tree.
+    TimedOut,
+    /// The caller cancelled; the tree was killed.
+    Cancelled,
+    /// The output limit was reached; the tree was killed.
+    OutputLimit,
+}
+
+/// The result of one confined execution.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Exit code or signal of the command.
+    pub exit: ExitInfo,
+    /// Why it ended.
+    pub end: End,
+    /// stdout kept (within the output limit).
+    pub stdout: Vec<u8>,
+    /// stderr kept (within the output limit).
+    pub stderr: Vec<u8>,
+    /// Output was cut at the limit.
+    pub truncated: bool,
+    /// What was enforced.
+    pub enforcement: Enforcement,
+}
+
+impl Outcome {
+    /// The exit code a shell would report (128 + signal for signal deaths).
+    pub fn shell_code(&self) -> i32 {
+        match self.exit {
+            ExitInfo::Code(c) => c,
+            ExitInfo::Signal(s) => 128 + s,
+        }
+    }
+}
+
+impl Sandbox {
+    /// Detects what works here and picks the backend for `choice` (fails closed).
+    pub fn new(choice: BackendChoice, allow_partial: bool) -> Result<Self, SandboxError> {
+        let probes = crate::detect::probes();
+        let backend = crate::detect::choose(choice, allow_partial, probes)?;
+        Ok(Sandbox {
+            backend,
+            allow_partial,
+            helper: PathBuf::from("/proc/self/exe"),
+            bwrap: probes.bwrap_path.clone(),
+        })
+    }
+
+    /// Uses `exe` as the helper (it must call [`crate::helper::run_if_helper`] first thing).
+    /// Defaults to `/proc/self/exe`.
+    pub fn with_helper(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.helper = exe.into();
+        self
+    }
+
+    /// The backend in use.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Runs `argv` confined by `profile` with stdin closed, collecting output.
+    pub async fn run<I, S>(
+        &self,
+        profile: &Profile,
+        argv: I,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<Outcome, SandboxError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut child = self.spawn(profile, argv).await?;
+        drop(child.take_stdin());
+        child.wait(|_, _| {}, cancel).await
+    }
+
+    /// Starts `argv` confined by `profile`. Returns once the helper reports the confinement
+    /// complete (or with the failing [`Stage`]).
+    pub async fn spawn<I, S>(&self, profile: &Profile, argv: I) -> Result<Confined, SandboxError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let argv: Vec<OsString> = argv.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        validate(profile, &argv)?;
+        let scratch = matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
+        let mut plan = crate::plan::build(self.backend, profile, argv, scratch);
+        plan.allow_partial = self.allow_partial;
+        plan.bwrap = self.bwrap.clone();
+        let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
+        let (mut child, plan_w, reports) = self.start_helper()?;
+        let _ = std::fs::File::from(plan_w).write_all(&json);
+        let mut reports = Reports::new(reports)?;
+        let pid = child.id().unwrap_or(0) as i32;
+        match reports.next().await {
+            Some(Message::Ready(enforcement)) => Ok(Confined {
+                stdin: child.stdin.take(),
+                stdout: child.stdout.take(),
+                stderr: child.stderr.take(),
+                child,
+                pid,
+                backend: self.backend,
+                limits: profile.limits.clone(),
+                reports,
+                enforcement,
+                done: false,
+            }),
+            Some(Message::Failed(e)) => {
+                let _ = child.wait().await;
+                Err(e.into())
+            }
+            _ => {
+                let status = child.wait().await?;
+                Err(SetupError::new(Stage::Spawn, format!("helper {} exited ({status}) before reporting", self.helper.display()))
+                    .hint("the helper binary must call zeroclaw_sandbox::helper::run_if_helper() first in main")
+                    .into())
+            }
+        }
+    }
+
+    fn start_helper(&self) -> Result<(Child, OwnedFd, OwnedFd), SandboxError> {
+        let (plan_r, plan_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+        let (rep_r, rep_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+        let plan_hi = crate::sys::dup_high(plan_r.as_raw_fd())?;
+        let rep_hi = crate::sys::dup_high(rep_w.as_raw_fd())?;
+        drop((plan_r, rep_w));
+        let (a, b) = (plan_hi.as_raw_fd(), rep_hi.as_raw_fd());
+        let mut cmd = tokio::process::Command::new(&self.helper);
+        cmd.arg(HELPER_ARG)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: the closure runs in the forked child before exec and only calls dup2/fcntl
+        // (async-signal-safe) on descriptors that stay open in the parent until spawn returns.
+        unsafe {
+            cmd.pre_exec(move || {
+                crate::sys::dup_onto(a, PLAN_FD)?;
+                crate::sys::dup_onto(b, REPORT_FD)
+            });
+        }
+        let child = cmd.spawn().map_err(|e| {
+            SetupError::os(Stage::Spawn, format!("spawn({})", self.helper.display()), &e)
+        })?;
+        Ok((child, plan_w, rep_r))
+    }
+}
+
+fn validate(profile: &Profile, argv: &[OsString]) -> Result<(), SandboxError> {
+    if argv.is_empty() {
+        return Err(SandboxError::Profile("empty command".into()));
+    }
+    if !profile.workspace.is_dir() {
+        return Err(SandboxError::Profile(format!("workspace {} is not a directory", profile.workspace.display())));
+    }
+    if !profile.cwd.is_dir() {
+        return Err(SandboxError::Profile(format!("cwd {} is not a directory", profile.cwd.display())));
+    }
+    Ok(())
+}
+
+fn scratch_path() -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!("zeroclaw-sbx-{}-{n}-{nanos}", std::process::id()))
+}
+
+/// The helper's report lines.
+struct Reports {
+    reader: BufReader<tokio::net::unix::pipe::Receiver>,
+    done: bool,
+}
+
+impl Reports {
+    fn new(fd: OwnedFd) -> std::io::Result<Self> {
+        let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?;
+        Ok(Reports { reader: BufReader::new(rx), done: false })
+    }
+
+    /// The next message; `None` at EOF (the helper and all its stages are gone).
+    async fn next(&mut self) -> Option<Message> {
+        let mut line = String::new();
+        while !self.done {
+            line.clear();
+            match self.reader.read_line(&mut line).await {
+                Ok(0) | Err(_) => self.done = true,
+                Ok(_) => {
+                    if let Ok(m) = serde_json::from_str(&line) {
+                        return Some(m);
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+/// A running confined command.
+pub struct Confined {
+    /// The command's stdin (take it to write, drop it to close).
+    pub stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    child: Child,
+    pid: i32,
+    backend: Backend,
+    limits: crate::profile::Limits,
+    reports: Reports,
+    enforcement: Enforcement,
+    done: bool,
+}
+
+/// Output collected so far.
+#[derive(Default)]
+struct Collected {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    truncated: bool,
+}
+
+impl Collected {
+    /// Keeps what fits under `cap`; returns false once the cap is exceeded.
+    fn keep(&mut self, stream: Stream, chunk: &[u8], cap: u64) -> (bool, usize) {
+        let used = (self.stdout.len() + self.stderr.len()) as u64;
+        let room = cap.saturating_sub(used) as usize;
+        let n = chunk.len().min(room);
+        match stream {
+            Stream::Stdout => self.stdout.extend_from_slice(&chunk[..n]),
+            Stream::Stderr => self.stderr.extend_from_slice(&chunk[..n]),
+        }
+        if n < chunk.len() {
+            self.truncated = true;
+        }
+        (n == chunk.len(), n)
+    }
+}
+
+async fn read_some<R: AsyncRead + Unpin>(r: &mut Option<R>, buf: &mut [u8]) -> usize {
+    match r {
+        Some(r) => r.read(buf).await.unwrap_or(0),
+        None => std::future::pending().await,
+    }
+}
+
+impl Confined {
+    /// What the helper enforced.
+    pub fn enforcement(&self) -> &Enforcement {
+        &self.enforcement
+    }
+
+    /// The helper's pid (the root of the confined tree, outside any namespace).
+    pub fn id(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// Takes the command's stdin.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
+    /// Streams output to `on_output` (within the output limit) until the command ends; kills
+    /// the whole tree on timeout, when `cancel` completes, or when the output limit is hit.
+    pub async fn wait(
+        mut self,
+        mut on_output: impl FnMut(Stream, &[u8]),
+        cancel: impl Future<Output = ()>,
+    ) -> Result<Outcome, SandboxError> {
+        let deadline = tokio::time::sleep(self.limits.wall_time);
+        tokio::pin!(deadline, cancel);
+        let (mut out, mut err) = (self.stdout.take(), self.stderr.take());
+        let (mut obuf, mut ebuf) = (vec![0u8; 32 * 1024], vec![0u8; 32 * 1024]);
+        let mut kept = Collected::default();
+        let (mut end, mut status, mut exit_msg, mut failed) = (End::Exited, None, None, None);
+        let cap = self.limits.output_bytes;
+        loop {
+            let streams_done = out.is_none() && err.is_none();
+            if status.is_some() && (streams_done || end != End::Exited) && self.reports.done {
+                break;
+            }
+            tokio::select! {
+                n = read_some(&mut out, &mut obuf) => {
+                    if n == 0 { out = None; continue; }
+                    let (all, k) = kept.keep(Stream::Stdout, &obuf[..n], cap);
+                    on_output(Stream::Stdout, &obuf[..k]);
+                    if !all && end == End::Exited { end = End::OutputLimit; self.kill_tree(status.is_none()); }
+                }
+                n = read_some(&mut err, &mut ebuf) => {
+                    if n == 0 { err = None; continue; }
+                    let (all, k) = kept.keep(Stream::Stderr, &ebuf[..n], cap);
+                    on_output(Stream::Stderr, &ebuf[..k]);
+                    if !all && end == End::Exited { end = End::OutputLimit; self.kill_tree(status.is_none()); }
+                }
+                m = self.reports.next(), if !self.reports.done => match m {
+                    Some(Message::Exited(info)) => exit_msg = Some(info),
+                    Some(Message::Failed(e)) => failed = Some(e),
+                    _ => {}
+                },
+                s = self.child.wait(), if status.is_none() => status = Some(s?),
+                _ = &mut deadline, if end == End::Exited || status.is_some() => {
+                    if status.is_some() { out = None; err = None; self.reports.done = true; continue; }
+                    end = End::TimedOut;
+                    self.kill_tree(true);
+                }
+                _ = &mut cancel, if end == End::Exited => { end = End::Cancelled; self.kill_tree(status.is_none()); }
+            }
+        }
+        self.done = true;
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        let exit = exit_msg.unwrap_or_else(|| exit_from(status.expect("loop ends with a status")));
+        Ok(Outcome {
+            exit,
+            end,
+            stdout: kept.stdout,
+            stderr: kept.stderr,
+            truncated: kept.truncated,
+            enforcement: std::mem::take(&mut self.enforcement),
+        })
+    }
+
+    /// Kills the confined tree: SIGKILL to the helper ends a pid namespace (its init has a
+    /// parent-death signal); the Landlock-only helper gets SIGTERM and kills its descendants.
+    fn kill_tree(&self, alive: bool) {
+        if !alive || self.pid <= 0 {
+            return;
+        }
+        let pid = Pid::from_raw(self.pid);
+        let _ = match self.backend {
+            Backend::Landlock => nix::sys::signal::kill(pid, Signal::SIGTERM),
+            Backend::None | Backend::Seatbelt => nix::sys::signal::killpg(pid, Signal::SIGKILL),
+            Backend::Namespaces | Backend::Bubblewrap => nix::sys::signal::kill(pid, Signal::SIGKILL),
+        };
+    }
+}
+
+fn exit_from(status: std::process::ExitStatus) -> ExitInfo {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => ExitInfo::Code(c),
+        (None, Some(s)) => ExitInfo::Signal(s),
+        _ => ExitInfo::Code(crate::helper::SETUP_FAILED),
+    }
+}
+
+impl Drop for Confined {
+    fn drop(&mut self) {
+        if !self.done {
+            let alive = matches!(self.child.try_wait(), Ok(None));
+            self.kill_tree(alive);
+        }
+    }
+}

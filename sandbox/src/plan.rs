@@ -1,0 +1,470 @@
+//! The plan: a [`Profile`] resolved for one backend into exact instructions for the helper
+//! (mount operations, Landlock paths, seccomp switches, environment). Pure; sent as JSON.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Backend;
+use crate::profile::{Limits, Network, Profile, home_dir};
+
+/// One step of building the new root (namespace and bubblewrap backends), in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MountOp {
+    /// Bind `src` (host path) at the same path, read-only or read-write.
+    Bind {
+        /// Host path, also the path inside.
+        path: PathBuf,
+        /// Writable.
+        rw: bool,
+    },
+    /// A symlink in the new root (e.g. `/bin -> usr/bin` on merged-usr systems).
+    Symlink {
+        /// Where the link is.
+        path: PathBuf,
+        /// What it points to.
+        target: PathBuf,
+    },
+    /// A private, empty, writable tmpfs.
+    Tmpfs {
+        /// Mount point.
+        path: PathBuf,
+        /// Mode of its root directory.
+        mode: u32,
+    },
+    /// Hide a file (bind `/dev/null` read-only over it).
+    MaskFile {
+        /// The hidden file.
+        path: PathBuf,
+    },
+    /// Hide a directory (an empty read-only tmpfs over it).
+    MaskDir {
+        /// The hidden directory.
+        path: PathBuf,
+    },
+}
+
+impl MountOp {
+    /// The path inside the sandbox this operation creates.
+    pub fn path(&self) -> &Path {
+        match self {
+            MountOp::Bind { path, .. }
+            | MountOp::Symlink { path, .. }
+            | MountOp::Tmpfs { path, .. }
+            | MountOp::MaskFile { path }
+            | MountOp::MaskDir { path } => path,
+        }
+    }
+}
+
+/// A protected path that does not exist yet: created empty before the mounts so that a
+/// read-only bind can sit on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placeholder {
+    /// Absolute path inside a writable root.
+    pub path: PathBuf,
+    /// Directory (else an empty file).
+    pub dir: bool,
+}
+
+/// Paths for the Landlock ruleset (paths as seen by the confined command).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LandlockPlan {
+    /// Read and execute.
+    pub read: Vec<PathBuf>,
+    /// Everything (read, write, create, remove, rename).
+    pub write: Vec<PathBuf>,
+    /// Device files: read, write, ioctl.
+    pub devices: Vec<PathBuf>,
+    /// Deny TCP bind/connect and scope abstract sockets.
+    pub deny_network: bool,
+}
+
+/// Switches for the seccomp filter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeccompPlan {
+    /// Deny `socket()` for every family but `AF_UNIX`.
+    pub deny_inet: bool,
+    /// Deny `socket()` entirely (Landlock-only backend: pathname Unix sockets cannot be hidden).
+    pub deny_all_sockets: bool,
+}
+
+/// Everything the helper needs, resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The backend to apply.
+    pub backend: Backend,
+    /// The command.
+    pub argv: Vec<OsString>,
+    /// The complete environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Working directory inside the sandbox.
+    pub cwd: PathBuf,
+    /// New-root construction (namespace and bubblewrap backends).
+    pub mounts: Vec<MountOp>,
+    /// Placeholders to create before mounting.
+    pub placeholders: Vec<Placeholder>,
+    /// Protected paths (for backends that express them directly, like Seatbelt).
+    pub protected: Vec<PathBuf>,
+    /// Denied paths (likewise).
+    pub denied: Vec<PathBuf>,
+    /// Landlock rules.
+    pub landlock: LandlockPlan,
+    /// Seccomp switches.
+    pub seccomp: SeccompPlan,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Accept a partially enforced Landlock ruleset.
+    pub allow_partial: bool,
+    /// New network namespace.
+    pub unshare_net: bool,
+    /// Private HOME/TMPDIR directory the helper creates and removes (Landlock-only backend).
+    pub scratch: Option<PathBuf>,
+    /// bubblewrap executable (bubblewrap backend).
+    pub bwrap: Option<PathBuf>,
+    /// pid of the launcher, so the helper notices if it died before `PR_SET_PDEATHSIG`.
+    pub launcher_pid: u32,
+}
+
+/// Where the private HOME lives inside the sandbox on the namespace backends.
+fn sandbox_home() -> PathBuf {
+    home_dir().unwrap_or_else(|| PathBuf::from("/home/sandbox"))
+}
+
+/// Resolves `profile` for `backend`. `scratch` is the Landlock-only backend's private dir.
+pub fn build(
+    backend: Backend,
+    profile: &Profile,
+    argv: Vec<OsString>,
+    scratch: Option<PathBuf>,
+) -> Plan {
+    let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
+    let (home, tmp) = match (&scratch, namespaced) {
+        (Some(s), false) => (s.join("home"), s.join("tmp")),
+        _ => (sandbox_home(), PathBuf::from("/tmp")),
+    };
+    Plan {
+        backend,
+        env: environment(profile, &home, &tmp),
+        argv,
+        cwd: profile.cwd.clone(),
+        mounts: if namespaced { mounts(profile, &home) } else { Vec::new() },
+        placeholders: if namespaced { placeholders(profile) } else { Vec::new() },
+        protected: profile.protected.clone(),
+        denied: profile.denied.clone(),
+        landlock: landlock(profile, namespaced, &home, &tmp),
+        seccomp: SeccompPlan {
+            deny_inet: profile.network == Network::Deny,
+            deny_all_sockets: profile.network == Network::Deny && !namespaced,
+        },
+        limits: profile.limits.clone(),
+        allow_partial: false,
+        unshare_net: profile.network == Network::Deny,
+        scratch,
+        bwrap: None,
+        launcher_pid: std::process::id(),
+    }
+}
+
+fn depth(p: &Path) -> usize {
+    p.components().count()
+}
+
+fn is_under(path: &Path, root: &Path) -> bool {
+    path.starts_with(root)
+}
+
+/// The new root: read-only roots, private HOME and /tmp, writable roots, pinned parents of
+/// protected paths, protected paths read-only, denied paths masked. Parents before children.
+pub fn mounts(profile: &Profile, home: &Path) -> Vec<MountOp> {
+    let mut ops = Vec::new();
+    for root in existing(&profile.read_only) {
+        ops.push(bind_or_link(&root, false));
+    }
+    ops.push(MountOp::Tmpfs { path: home.to_path_buf(), mode: 0o700 });
+    ops.push(MountOp::Tmpfs { path: PathBuf::from("/tmp"), mode: 0o1777 });
+    for root in existing(profile.writable_roots()) {
+        ops.push(MountOp::Bind { path: root, rw: true });
+    }
+    ops.extend(protected_mounts(profile));
+    ops.extend(masks(profile, &ops));
+    ops.sort_by_key(|op| depth(op.path()));
+    ops
+}
+
+fn existing<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Vec<PathBuf> {
+    paths
+        .into_iter()
+        .filter(|p| p.symlink_metadata().is_ok())
+        .cloned()
+        .collect()
+}
+
+fn bind_or_link(root: &Path, rw: bool) -> MountOp {
+    match std::fs::read_link(root) {
+        Ok(target) => MountOp::Symlink { path: root.to_path_buf(), target },
+        Err(_) => MountOp::Bind { path: root.to_path_buf(), rw },
+    }
+}
+
+/// Every ancestor of a protected path below its writable root is pinned (bound onto itself, so
+/// it cannot be renamed or replaced), and the protected path itself is bound read-only.
+fn protected_mounts(profile: &Profile) -> Vec<MountOp> {
+    let mut ops = Vec::new();
+    for path in &profile.protected {
+        let Some(root) = profile.writable_roots().find(|r| is_under(path, r)) else {
+            continue;
+        };
+        for ancestor in path.ancestors().skip(1) {
+            if ancestor == root.as_path() || !is_under(ancestor, root) {
+                break;
+            }
+            let pin = MountOp::Bind { path: ancestor.to_path_buf(), rw: true };
+            if !ops.contains(&pin) {
+                ops.push(pin);
+            }
+        }
+        ops.push(MountOp::Bind { path: path.clone(), rw: false });
+    }
+    ops
+}
+
+fn masks(profile: &Profile, ops: &[MountOp]) -> Vec<MountOp> {
+    let visible = |p: &Path| {
+        ops.iter().any(|op| matches!(op, MountOp::Bind { path, .. } if is_under(p, path)))
+    };
+    profile
+        .denied
+        .iter()
+        .filter(|p| visible(p))
+        .filter_map(|p| match p.symlink_metadata() {
+            Ok(m) if m.is_dir() => Some(MountOp::MaskDir { path: p.clone() }),
+            Ok(_) => Some(MountOp::MaskFile { path: p.clone() }),
+            Err(_) => None,
+        })
+        .collect()
+}
+
+/// Protected paths that do not exist yet (parents are created as directories too).
+pub fn placeholders(profile: &Profile) -> Vec<Placeholder> {
+    let mut out: Vec<Placeholder> = Vec::new();
+    for path in &profile.protected {
+        let Some(root) = profile.writable_roots().find(|r| is_under(path, r)) else {
+            continue;
+        };
+        let mut chain: Vec<&Path> = path
+            .ancestors()
+            .take_while(|a| *a != root.as_path())
+            .collect();
+        chain.reverse();
+        for p in chain {
+            if p.symlink_metadata().is_err() {
+                let dir = p != path.as_path() || guess_dir(p);
+                let ph = Placeholder { path: p.to_path_buf(), dir };
+                if !out.contains(&ph) {
+                    out.push(ph);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A missing protected leaf is a file when its name looks like one (`config`, `*.toml`), else
+/// a directory (`hooks`).
+fn guess_dir(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    !(name == "config" || name.contains('.'))
+}
+
+fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> LandlockPlan {
+    let mut read: Vec<PathBuf> = existing(&profile.read_only)
+        .into_iter()
+        .filter(|p| std::fs::read_link(p).is_err())
+        .collect();
+    if !namespaced {
+        read = subtract(read, &profile.denied);
+    }
+    read.push(PathBuf::from("/proc"));
+    if namespaced {
+        // The new root only holds allowed roots; listing it is harmless.
+        read.push(PathBuf::from("/"));
+    }
+    let mut write: Vec<PathBuf> = profile.writable_roots().cloned().collect();
+    if namespaced {
+        write.push(home.to_path_buf());
+        write.push(tmp.to_path_buf());
+    } else if let Some(scratch) = home.parent() {
+        write.push(scratch.to_path_buf());
+    }
+    let devices = if namespaced {
+        vec![PathBuf::from("/dev")]
+    } else {
+        ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
+            .iter()
+            .map(PathBuf::from)
+            .collect()
+    };
+    LandlockPlan { read, write, devices, deny_network: profile.network == Network::Deny }
+}
+
+/// Replaces every root that contains a denied path by its children, recursively, leaving the
+/// denied paths out (Landlock is an allow-list by hierarchy).
+pub fn subtract(roots: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for root in roots {
+        if denied.iter().any(|d| *d == root) {
+            continue;
+        }
+        if !denied.iter().any(|d| d.starts_with(&root)) {
+            out.push(root);
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&root) else { continue };
+        let children: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        out.extend(subtract(children, denied));
+    }
+    out
+}
+
+/// PATH, LANG, TERM, a private HOME and TMPDIR, pass-through names, explicit values.
+pub fn environment(profile: &Profile, home: &Path, tmp: &Path) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    let mut set = |k: &str, v: OsString| {
+        env.retain(|(name, _)| name != k);
+        env.push((k.into(), v));
+    };
+    set("PATH", path_var().into());
+    set("LANG", std::env::var_os("LANG").unwrap_or_else(|| "C.UTF-8".into()));
+    set("TERM", std::env::var_os("TERM").unwrap_or_else(|| "dumb".into()));
+    set("HOME", home.into());
+    set("TMPDIR", tmp.into());
+    if let Some(real_home) = home_dir() {
+        let rustup = real_home.join(".rustup");
+        if rustup.is_dir() {
+            set("RUSTUP_HOME", rustup.into());
+        }
+    }
+    for name in &profile.env.pass {
+        if let Some(v) = std::env::var_os(name) {
+            set(name, v);
+        }
+    }
+    for (k, v) in &profile.env.set {
+        set(k, v.into());
+    }
+    env
+}
+
+fn path_var() -> String {
+    let mut dirs: Vec<String> = Vec::new();
+    if let Some(home) = home_dir() {
+        let cargo = home.join(".cargo/bin");
+        if cargo.is_dir() {
+            dirs.push(cargo.display().to_string());
+        }
+    }
+    let base = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    dirs.push(base.to_string());
+    dirs.join(":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Profile) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Profile::for_workspace(dir.path());
+        (dir, p)
+    }
+
+    #[test]
+    fn parents_are_mounted_before_children() {
+        let (_d, p) = ws();
+        let ops = mounts(&p, Path::new("/root"));
+        let depths: Vec<usize> = ops.iter().map(|o| depth(o.path())).collect();
+        let mut sorted = depths.clone();
+        sorted.sort();
+        assert_eq!(depths, sorted);
+    }
+
+    #[test]
+    fn workspace_is_bound_writable_and_system_read_only() {
+        let (_d, p) = ws();
+        let ops = mounts(&p, Path::new("/root"));
+        assert!(ops.contains(&MountOp::Bind { path: p.workspace.clone(), rw: true }));
+        assert!(ops.contains(&MountOp::Bind { path: "/usr".into(), rw: false }));
+        assert!(ops.contains(&MountOp::Tmpfs { path: "/tmp".into(), mode: 0o1777 }));
+    }
+
+    #[test]
+    fn git_dir_is_pinned_and_hooks_bound_read_only() {
+        let (_d, p) = ws();
+        let ops = mounts(&p, Path::new("/root"));
+        let git = p.workspace.join(".git");
+        assert!(ops.contains(&MountOp::Bind { path: git.clone(), rw: true }));
+        assert!(ops.contains(&MountOp::Bind { path: git.join("hooks"), rw: false }));
+        assert!(ops.contains(&MountOp::Bind { path: git.join("config"), rw: false }));
+    }
+
+    #[test]
+    fn missing_git_gets_placeholders_dir_hooks_file_config() {
+        let (_d, p) = ws();
+        let ph = placeholders(&p);
+        let git = p.workspace.join(".git");
+        assert!(ph.contains(&Placeholder { path: git.clone(), dir: true }));
+        assert!(ph.contains(&Placeholder { path: git.join("hooks"), dir: true }));
+        assert!(ph.contains(&Placeholder { path: git.join("config"), dir: false }));
+    }
+
+    #[test]
+    fn etc_shadow_is_masked_when_present() {
+        let (_d, p) = ws();
+        let ops = mounts(&p, Path::new("/root"));
+        if Path::new("/etc/shadow").exists() {
+            assert!(ops.contains(&MountOp::MaskFile { path: "/etc/shadow".into() }));
+        }
+    }
+
+    #[test]
+    fn subtract_expands_a_root_around_the_denied_path() {
+        let d = tempfile::tempdir().unwrap();
+        for f in ["a", "b", "secret"] {
+            std::fs::write(d.path().join(f), "").unwrap();
+        }
+        let out = subtract(vec![d.path().into()], &[d.path().join("secret")]);
+        assert_eq!(out.len(), 2);
+        assert!(!out.contains(&d.path().join("secret")));
+        let untouched = subtract(vec!["/usr".into()], &[d.path().join("secret")]);
+        assert_eq!(untouched, vec![PathBuf::from("/usr")]);
+    }
+
+    #[test]
+    fn environment_is_an_allowlist() {
+        let (_d, p) = ws();
+        let p = p.set_env("FOO", "bar");
+        let env = environment(&p, Path::new("/h"), Path::new("/t"));
+        let names: Vec<_> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+        for n in &names {
+            assert!(
+                ["PATH", "LANG", "TERM", "HOME", "TMPDIR", "RUSTUP_HOME", "FOO"].contains(n),
+                "{n}"
+            );
+        }
+        assert!(env.contains(&("HOME".into(), "/h".into())));
+        assert!(env.contains(&("FOO".into(), "bar".into())));
+    }
+
+    #[test]
+    fn landlock_only_plan_denies_all_sockets_and_uses_scratch() {
+        let (_d, p) = ws();
+        let plan = build(Backend::Landlock, &p, vec!["true".into()], Some("/s".into()));
+        assert!(plan.seccomp.deny_all_sockets);
+        assert!(plan.mounts.is_empty());
+        assert!(plan.landlock.write.contains(&PathBuf::from("/s")));
+        assert!(plan.env.contains(&("HOME".into(), "/s/home".into())));
+        assert!(!plan.landlock.read.contains(&PathBuf::from("/etc")));
+    }
+}

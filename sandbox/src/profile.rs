@@ -1,0 +1,332 @@
+//! What a confined child may do: plain data, built with [`Profile::for_workspace`] and a few
+//! builder methods, serializable so the launcher can hand it to the helper.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Whether a child may use the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// No network at all: no IP sockets, no abstract Unix sockets outside the sandbox.
+    #[default]
+    Deny,
+    /// The host's network (Unix sockets outside the allowed roots stay unreachable where the
+    /// backend can hide them).
+    Allow,
+}
+
+impl std::str::FromStr for Network {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "deny" => Ok(Network::Deny),
+            "allow" => Ok(Network::Allow),
+            other => Err(format!("network must be deny or allow, not {other:?}")),
+        }
+    }
+}
+
+/// Resource limits of one execution; every field has a default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Wall-clock time before the whole process tree is killed.
+    pub wall_time: Duration,
+    /// CPU seconds per process (`RLIMIT_CPU`).
+    pub cpu_secs: u64,
+    /// Writable private memory per process in bytes (`RLIMIT_DATA`).
+    pub memory_bytes: u64,
+    /// Processes (`RLIMIT_NPROC`; a pids cgroup when one is available).
+    pub processes: u64,
+    /// Largest file a process may write, in bytes (`RLIMIT_FSIZE`).
+    pub file_size_bytes: u64,
+    /// Open file descriptors per process (`RLIMIT_NOFILE`).
+    pub open_files: u64,
+    /// stdout + stderr bytes kept; past this the tree is killed and the output marked truncated.
+    pub output_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            wall_time: Duration::from_secs(120),
+            cpu_secs: 120,
+            memory_bytes: 4 << 30,
+            processes: 1024,
+            file_size_bytes: 1 << 30,
+            open_files: 1024,
+            output_bytes: 8 << 20,
+        }
+    }
+}
+
+/// Which environment variables reach the child: never inherited wholesale.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvPolicy {
+    /// Names copied from the caller's environment when set (besides PATH, LANG, TERM).
+    pub pass: Vec<String>,
+    /// Explicit values, applied last.
+    pub set: Vec<(String, String)>,
+}
+
+/// What a confined child may do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    /// The session workspace: read-write, the default cwd.
+    pub workspace: PathBuf,
+    /// Read-only roots (missing ones are skipped).
+    pub read_only: Vec<PathBuf>,
+    /// Read-write roots besides the workspace.
+    pub read_write: Vec<PathBuf>,
+    /// Paths inside writable roots that stay read-only, even when they do not exist yet.
+    pub protected: Vec<PathBuf>,
+    /// Paths never visible, even inside an allowed root.
+    pub denied: Vec<PathBuf>,
+    /// Network access.
+    pub network: Network,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Environment allowlist.
+    pub env: EnvPolicy,
+    /// Working directory of the command (defaults to the workspace).
+    pub cwd: PathBuf,
+}
+
+/// System roots every toolchain needs, read-only (skipped when absent).
+pub const SYSTEM_READ_ONLY: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/run/current-system",
+];
+
+/// Toolchain directories under `$HOME` that are exposed read-only (nothing else of `$HOME` is).
+pub const HOME_TOOLCHAINS: &[&str] = &[".cargo/bin", ".rustup", ".pyenv", ".nvm"];
+
+/// Secrets under `/etc` that are masked although `/etc` is readable.
+pub const SYSTEM_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh/ssh_host_rsa_key",
+    "/etc/ssh/ssh_host_ecdsa_key",
+    "/etc/ssh/ssh_host_ed25519_key",
+    "/etc/ssh/ssh_host_dsa_key",
+    "/etc/security/opasswd",
+];
+
+/// Secrets under `$HOME` (denied even if a caller adds `$HOME` as a root).
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".config",
+    ".netrc",
+    ".git-credentials",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".docker",
+    ".kube",
+];
+
+/// Protected paths relative to the workspace by default.
+pub const WORKSPACE_PROTECTED: &[&str] = &[".git/hooks", ".git/config"];
+
+impl Profile {
+    /// Exactly the defaults a supervised session's shell tool uses: `dir` read-write (and cwd),
+    /// the system and home-toolchain roots read-only, `.git/hooks` and `.git/config` protected,
+    /// secrets denied, network denied, default limits, minimal environment.
+    pub fn for_workspace(dir: impl AsRef<Path>) -> Profile {
+        let workspace = absolute(dir.as_ref());
+        let home = home_dir();
+        let mut read_only: Vec<PathBuf> = SYSTEM_READ_ONLY.iter().map(PathBuf::from).collect();
+        let mut denied: Vec<PathBuf> = SYSTEM_SECRETS.iter().map(PathBuf::from).collect();
+        if let Some(home) = &home {
+            read_only.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
+            denied.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
+        }
+        let protected = WORKSPACE_PROTECTED.iter().map(|p| workspace.join(p)).collect();
+        Profile {
+            cwd: workspace.clone(),
+            workspace,
+            read_only,
+            read_write: Vec::new(),
+            protected,
+            denied,
+            network: Network::Deny,
+            limits: Limits::default(),
+            env: EnvPolicy::default(),
+        }
+    }
+
+    /// Adds a read-only root.
+    pub fn allow_read(mut self, path: impl AsRef<Path>) -> Self {
+        self.read_only.push(absolute(path.as_ref()));
+        self
+    }
+
+    /// Adds a read-write root.
+    pub fn allow_write(mut self, path: impl AsRef<Path>) -> Self {
+        self.read_write.push(absolute(path.as_ref()));
+        self
+    }
+
+    /// Denies a path (the daemon's config directory, its session database, ...).
+    pub fn deny(mut self, path: impl AsRef<Path>) -> Self {
+        self.denied.push(absolute(path.as_ref()));
+        self
+    }
+
+    /// Keeps a path inside a writable root read-only, also when it does not exist yet.
+    pub fn protect(mut self, path: impl AsRef<Path>) -> Self {
+        self.protected.push(absolute(path.as_ref()));
+        self
+    }
+
+    /// Sets the network policy.
+    pub fn network(mut self, network: Network) -> Self {
+        self.network = network;
+        self
+    }
+
+    /// Replaces the limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Passes an environment variable through from the caller when it is set.
+    pub fn pass_env(mut self, name: impl Into<String>) -> Self {
+        self.env.pass.push(name.into());
+        self
+    }
+
+    /// Sets an environment variable for the child.
+    pub fn set_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.set.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets the working directory (must lie inside an allowed root).
+    pub fn cwd(mut self, path: impl AsRef<Path>) -> Self {
+        self.cwd = absolute(path.as_ref());
+        self
+    }
+
+    /// All writable roots: the workspace first.
+    pub fn writable_roots(&self) -> impl Iterator<Item = &PathBuf> {
+        std::iter::once(&self.workspace).chain(self.read_write.iter())
+    }
+}
+
+/// The caller's home directory from `$HOME`, if absolute.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute() && h != Path::new("/"))
+}
+
+/// Makes `path` absolute against the current directory and canonical when it exists, so the
+/// kernel-facing layers never see `..` or a symlink the caller did not mean.
+pub fn absolute(path: &Path) -> PathBuf {
+    if let Ok(canonical) = path.canonicalize() {
+        return canonical;
+    }
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn for_workspace_makes_the_workspace_writable_and_the_cwd() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Profile::for_workspace(dir.path());
+        let ws = dir.path().canonicalize().unwrap();
+        assert_eq!(p.workspace, ws);
+        assert_eq!(p.cwd, ws);
+        assert_eq!(p.writable_roots().collect::<Vec<_>>(), vec![&ws]);
+        assert_eq!(p.network, Network::Deny);
+    }
+
+    #[test]
+    fn defaults_protect_git_hooks_and_config() {
+        let p = Profile::for_workspace("/w");
+        assert!(p.protected.contains(&PathBuf::from("/w/.git/hooks")));
+        assert!(p.protected.contains(&PathBuf::from("/w/.git/config")));
+    }
+
+    #[test]
+    fn defaults_read_system_roots_but_not_home() {
+        let p = Profile::for_workspace("/w");
+        for root in ["/usr", "/etc", "/bin", "/lib", "/opt", "/nix/store"] {
+            assert!(p.read_only.contains(&PathBuf::from(root)), "{root}");
+        }
+        if let Some(home) = home_dir() {
+            assert!(!p.read_only.contains(&home));
+            assert!(p.read_only.contains(&home.join(".cargo/bin")));
+            assert!(!p.read_only.contains(&home.join(".cargo")));
+            assert!(p.denied.contains(&home.join(".ssh")));
+            assert!(p.denied.contains(&home.join(".cargo/credentials.toml")));
+        }
+    }
+
+    #[test]
+    fn defaults_deny_etc_secrets() {
+        let p = Profile::for_workspace("/w");
+        for secret in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d"] {
+            assert!(p.denied.contains(&PathBuf::from(secret)), "{secret}");
+        }
+    }
+
+    #[test]
+    fn builder_methods_add_to_the_defaults() {
+        let p = Profile::for_workspace("/w")
+            .allow_read("/srv/data")
+            .allow_write("/srv/out")
+            .deny("/srv/data/secret")
+            .network(Network::Allow)
+            .pass_env("RUST_LOG")
+            .cwd("/w/sub");
+        assert!(p.read_only.contains(&PathBuf::from("/srv/data")));
+        assert_eq!(p.read_write, vec![PathBuf::from("/srv/out")]);
+        assert!(p.denied.contains(&PathBuf::from("/srv/data/secret")));
+        assert_eq!(p.network, Network::Allow);
+        assert_eq!(p.env.pass, vec!["RUST_LOG".to_string()]);
+        assert_eq!(p.cwd, PathBuf::from("/w/sub"));
+    }
+
+    #[test]
+    fn limits_have_nonzero_defaults() {
+        let l = Limits::default();
+        assert!(l.wall_time.as_secs() > 0 && l.cpu_secs > 0 && l.memory_bytes > 0);
+        assert!(l.processes > 0 && l.file_size_bytes > 0 && l.open_files > 0);
+        assert!(l.output_bytes > 0);
+    }
+
+    #[test]
+    fn network_parses_from_its_names() {
+        assert_eq!("deny".parse::<Network>().unwrap(), Network::Deny);
+        assert_eq!("allow".parse::<Network>().unwrap(), Network::Allow);
+        assert!("maybe".parse::<Network>().is_err());
+    }
+}

@@ -1,0 +1,219 @@
+//! Thin wrappers over the few syscalls that nix and libc do not wrap safely. Every `unsafe`
+//! block in the crate outside the launcher's `pre_exec` lives here, each with its SAFETY note.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::RawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `fork()` in the single-threaded helper. Returns `Some(pid)` in the parent, `None` in the child.
+pub fn fork() -> io::Result<Option<libc::pid_t>> {
+    // SAFETY: the helper asserts it is single-threaded before any fork, so the child cannot
+    // inherit a lock held by another thread; both sides continue with ordinary Rust code.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        pid => Ok(Some(pid)),
+    }
+}
+
+/// `_exit(code)`: leave without running destructors or atexit handlers (after fork).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and touches no Rust state.
+    unsafe { libc::_exit(code) }
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `mount_setattr(path, AT_RECURSIVE)`: nosuid, nodev and (if `readonly`) read-only on the
+/// mount at `path` and every mount below it.
+pub fn harden_mount(path: &Path, readonly: bool) -> io::Result<()> {
+    let c = cstring(path)?;
+    let mut attr = MountAttr {
+        attr_set: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    if readonly {
+        attr.attr_set |= MOUNT_ATTR_RDONLY;
+    }
+    // SAFETY: `c` is a valid NUL-terminated path and `attr` a live, correctly sized struct
+    // mount_attr for the duration of the call; the kernel only reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::AT_RECURSIVE as libc::c_uint,
+            &mut attr as *mut MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// Closes every descriptor from `first` up.
+pub fn close_from(first: RawFd) -> io::Result<()> {
+    // SAFETY: close_range only closes descriptors; nothing in the helper holds a Rust owner of
+    // a descriptor at or above `first` that it uses afterwards.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, u32::MAX, 0) };
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// The running kernel's Landlock ABI version, `None` when Landlock is unavailable.
+pub fn landlock_abi() -> Option<u32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a NULL attribute pointer, size 0 and the VERSION flag the call only returns
+    // an integer; no memory is read or written.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(v).ok().filter(|v| *v > 0)
+}
+
+static TERMINATE: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_terminate(_: libc::c_int) {
+    TERMINATE.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGTERM set a flag (read by [`terminate_requested`]) and interrupt blocking calls.
+pub fn catch_sigterm() -> io::Result<()> {
+    // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler only
+    // stores to an atomic, which is async-signal-safe; SA_RESTART is left off on purpose so
+    // waitpid returns EINTR.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_terminate as extern "C" fn(libc::c_int) as usize;
+        if libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Whether SIGTERM arrived since [`catch_sigterm`].
+pub fn terminate_requested() -> bool {
+    TERMINATE.load(Ordering::SeqCst)
+}
+
+/// A path as a C string.
+pub fn cstring(path: &Path) -> io::Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// Duplicates `fd` to a descriptor `>= 10` with close-on-exec set (so later `dup2`s onto the
+/// low fixed numbers cannot clobber it).
+pub fn dup_high(fd: RawFd) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_DUPFD_CLOEXEC only creates a new descriptor; we take sole ownership of it.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `new` is a fresh descriptor nobody else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(new) })
+}
+
+/// Creates a memfd holding `data`, positioned at its start, without close-on-exec.
+pub fn memfd_with(data: &[u8]) -> io::Result<std::os::fd::OwnedFd> {
+    use std::io::{Seek, Write};
+    use std::os::fd::FromRawFd;
+    // SAFETY: the name is a valid C string literal; the call only returns a new descriptor.
+    let fd = unsafe { libc::memfd_create(c"zeroclaw-plan".as_ptr(), 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.write_all(data)?;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    Ok(file.into())
+}
+
+/// `dup2(from, to)`; when equal, clears close-on-exec instead.
+pub fn dup_onto(from: RawFd, to: RawFd) -> io::Result<()> {
+    // SAFETY: dup2/fcntl only manipulate the descriptor table.
+    let rc = unsafe {
+        if from == to {
+            libc::fcntl(to, libc::F_SETFD, 0)
+        } else {
+            libc::dup2(from, to)
+        }
+    };
+    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// Forks a child that tries what the namespace backend needs (user, mount, pid, net, ipc, uts
+/// namespaces, uid/gid maps, a private tmpfs mount) and reports the first failing step.
+/// The child only makes raw syscalls on buffers prepared before the fork, so this is safe in
+/// a multi-threaded process.
+pub fn probe_user_namespaces() -> Result<(), &'static str> {
+    const STEPS: [&str; 6] = ["fork", "unshare", "setgroups", "uid_map", "gid_map", "mount tmpfs"];
+    let uid = format!("{0} {0} 1\n", nix::unistd::geteuid().as_raw());
+    let gid = format!("{0} {0} 1\n", nix::unistd::getegid().as_raw());
+    let files = [c"/proc/self/setgroups", c"/proc/self/uid_map", c"/proc/self/gid_map"];
+    let values: [&[u8]; 3] = [b"deny", uid.as_bytes(), gid.as_bytes()];
+    let flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWNET
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS;
+    // SAFETY: the child calls only async-signal-safe syscalls (unshare, open, write, close,
+    // mount, _exit) on memory prepared before the fork, then exits without returning.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(STEPS[0]);
+    }
+    if pid == 0 {
+        // SAFETY: see above; every pointer refers to a live, NUL-terminated or sized buffer.
+        unsafe {
+            if libc::unshare(flags) != 0 {
+                libc::_exit(1);
+            }
+            for (i, (file, value)) in files.iter().zip(values).enumerate() {
+                let fd = libc::open(file.as_ptr(), libc::O_WRONLY);
+                if fd < 0 || libc::write(fd, value.as_ptr().cast(), value.len()) != value.len() as isize {
+                    libc::_exit(2 + i as i32);
+                }
+                libc::close(fd);
+            }
+            let private = libc::MS_REC | libc::MS_PRIVATE;
+            if libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), private, std::ptr::null()) != 0
+                || libc::mount(c"tmpfs".as_ptr(), c"/tmp".as_ptr(), c"tmpfs".as_ptr(), 0, std::ptr::null()) != 0
+            {
+                libc::_exit(5);
+            }
+            libc::_exit(0);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child we just forked; `status` is a valid out-pointer.
+    let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+    if rc != pid || !libc::WIFEXITED(status) {
+        return Err(STEPS[0]);
+    }
+    match libc::WEXITSTATUS(status) {
+        0 => Ok(()),
+        n => Err(STEPS.get(n as usize).copied().unwrap_or("probe")),
+    }
+}

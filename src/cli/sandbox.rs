@@ -1,0 +1,167 @@
+//! `zeroclaw sandbox run`: runs one command confined with exactly the defaults a supervised
+//! session's shell tool uses. Exit code: the command's (128 + signal when killed); 124 wall-time
+//! limit; 123 output limit; 125 the sandbox could not be set up; 126/127 the command could not
+//! be executed / was not found inside the sandbox.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use zeroclaw_sandbox::{
+    BackendChoice, End, Network, Profile, SandboxError, Sandbox, SetupError, Stage, Stream,
+};
+
+/// Exit code when the sandbox itself failed.
+pub const EXIT_SETUP: u8 = 125;
+/// Exit code when the wall-time limit killed the command.
+pub const EXIT_TIMEOUT: u8 = 124;
+/// Exit code when the output limit killed the command.
+pub const EXIT_OUTPUT_LIMIT: u8 = 123;
+/// Exit code when the command exists but cannot be executed.
+pub const EXIT_NOT_EXECUTABLE: u8 = 126;
+/// Exit code when the command is not found inside the sandbox.
+pub const EXIT_NOT_FOUND: u8 = 127;
+
+/// `zeroclaw sandbox <subcommand>`.
+#[derive(Debug, clap::Subcommand)]
+pub enum SandboxCommand {
+    /// Run a command confined (exit code: the command's; 125 when the sandbox fails).
+    Run(SandboxRunArgs),
+}
+
+/// Arguments of `zeroclaw sandbox run`.
+#[derive(Debug, clap::Args)]
+pub struct SandboxRunArgs {
+    /// Workspace (read-write, cwd); defaults to the current directory.
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Network policy.
+    #[arg(long, default_value = "deny")]
+    pub network: Network,
+    /// Backend: auto, namespaces, bubblewrap, landlock, seatbelt, none (overrides the config).
+    #[arg(long)]
+    pub backend: Option<BackendChoice>,
+    /// Accept a partially enforced Landlock ruleset (old kernels).
+    #[arg(long)]
+    pub allow_partial: bool,
+    /// Wall-time limit in seconds.
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// Extra read-only root (repeatable).
+    #[arg(long = "allow-read", value_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
+    /// Extra read-write root (repeatable).
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub allow_write: Vec<PathBuf>,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// Runs with the defaults (`backend = auto`, `allow_partial = false`) unless flags say otherwise.
+pub fn run(args: SandboxRunArgs) -> ExitCode {
+    run_with(args, BackendChoice::Auto, false)
+}
+
+/// Runs with the config's `[sandbox] backend` and `allow_partial`; flags override them.
+pub fn run_with(args: SandboxRunArgs, backend: BackendChoice, allow_partial: bool) -> ExitCode {
+    let backend = args.backend.unwrap_or(backend);
+    let allow_partial = args.allow_partial || allow_partial;
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the runtime: {e}")),
+    };
+    let code = runtime.block_on(run_async(args, backend, allow_partial));
+    runtime.shutdown_background();
+    code
+}
+
+fn profile(args: &SandboxRunArgs) -> Result<Profile, String> {
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().map_err(|e| format!("current directory: {e}"))?,
+    };
+    let mut p = Profile::for_workspace(&workspace).network(args.network);
+    for r in &args.allow_read {
+        p = p.allow_read(r);
+    }
+    for w in &args.allow_write {
+        p = p.allow_write(w);
+    }
+    if let Some(t) = args.timeout {
+        p.limits.wall_time = Duration::from_secs(t);
+    }
+    Ok(p)
+}
+
+async fn run_async(args: SandboxRunArgs, backend: BackendChoice, allow_partial: bool) -> ExitCode {
+    let profile = match profile(&args) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    let sandbox = match Sandbox::new(backend, allow_partial) {
+        Ok(s) => s,
+        Err(e) => return explain(e),
+    };
+    let mut child = match sandbox.spawn(&profile, &args.command).await {
+        Ok(c) => c,
+        Err(e) => return explain(e),
+    };
+    if sandbox.backend() == zeroclaw_sandbox::Backend::None {
+        eprintln!("zeroclaw sandbox: WARNING backend = none, the command runs unconfined");
+    }
+    if let Some(mut stdin) = child.take_stdin() {
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut tokio::io::stdin(), &mut stdin).await;
+        });
+    }
+    let on_output = |stream: Stream, bytes: &[u8]| {
+        let _ = match stream {
+            Stream::Stdout => std::io::stdout().lock().write_all(bytes).and_then(|_| std::io::stdout().flush()),
+            Stream::Stderr => std::io::stderr().lock().write_all(bytes),
+        };
+    };
+    let cancel = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    match child.wait(on_output, cancel).await {
+        Ok(o) => match o.end {
+            End::TimedOut => {
+                eprintln!("zeroclaw sandbox: wall-time limit reached; the process tree was killed");
+                ExitCode::from(EXIT_TIMEOUT)
+            }
+            End::OutputLimit => {
+                eprintln!("zeroclaw sandbox: output limit reached; the process tree was killed");
+                ExitCode::from(EXIT_OUTPUT_LIMIT)
+            }
+            End::Cancelled => ExitCode::from(130),
+            End::Exited => ExitCode::from((o.shell_code() & 0xff) as u8),
+        },
+        Err(e) => explain(e),
+    }
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("zeroclaw sandbox: {msg}");
+    ExitCode::from(EXIT_SETUP)
+}
+
+fn explain(e: SandboxError) -> ExitCode {
+    eprintln!("zeroclaw sandbox: {e}");
+    match &e {
+        SandboxError::Setup(SetupError { stage: Stage::Exec, errno, .. }) => {
+            if errno.is_none() || *errno == Some(libc::ENOENT) {
+                ExitCode::from(EXIT_NOT_FOUND)
+            } else {
+                ExitCode::from(EXIT_NOT_EXECUTABLE)
+            }
+        }
+        SandboxError::Unavailable { .. } | SandboxError::Partial { .. } => {
+            eprintln!("zeroclaw sandbox: run `zeroclaw doctor` for what is missing and how to fix it");
+            ExitCode::from(EXIT_SETUP)
+        }
+        _ => ExitCode::from(EXIT_SETUP),
+    }
+}
