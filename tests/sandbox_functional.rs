@@ -52,14 +52,15 @@ per_backend!(shell_and_coreutils);
 
 const GIT_IDENTITY: &str = "-c user.name=zc -c user.email=zc@example.invalid";
 
-/// `git init`, `add` and `commit`, all confined, in a fresh workspace.
+/// `git init`, `add` and `commit`, all confined, in a fresh project directory of the
+/// workspace (`git init` at the workspace root is refused: its `.git/config` is protected).
 fn git_init_add_commit(w: &World, b: Backend) {
     let script = format!(
-        "set -e; git init -q; echo hi > f.txt; git add f.txt; git {GIT_IDENTITY} commit -qm first; git log --oneline"
+        "set -e; mkdir proj; cd proj; git init -q; echo hi > f.txt; git add f.txt; git {GIT_IDENTITY} commit -qm first; git log --oneline"
     );
     let run = w.confined(b).sh(&script);
     assert_ok(&run, "first");
-    assert!(w.ws.join(".git/HEAD").is_file(), "{run}");
+    assert!(w.ws.join("proj/.git/HEAD").is_file(), "{run}");
 }
 per_backend!(git_init_add_commit);
 

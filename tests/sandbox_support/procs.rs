@@ -4,9 +4,11 @@
 //! failing test leaves nothing running. [`survivors`] lists processes whose command line
 //! carries a unique marker; [`Reaper`] kills such leftovers when a test ends.
 
+use std::ffi::OsString;
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -23,9 +25,18 @@ pub struct Bg {
 impl Bg {
     /// Starts `argv` with piped stdout, extra env vars, in its own process group.
     pub fn spawn(argv: &[&str], envs: &[(&str, &str)]) -> Bg {
-        let child = Command::new(argv[0])
+        let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+        let envs: Vec<(OsString, OsString)> =
+            envs.iter().map(|(k, v)| (k.into(), v.into())).collect();
+        Bg::spawn_in(&argv, &envs, Path::new("."))
+    }
+
+    /// Starts `argv` from `cwd` with piped stdout and extra env vars, in its own group.
+    pub fn spawn_in(argv: &[OsString], envs: &[(OsString, OsString)], cwd: &Path) -> Bg {
+        let child = Command::new(&argv[0])
             .args(&argv[1..])
-            .envs(envs.iter().copied())
+            .envs(envs.iter().map(|(k, v)| (k, v)))
+            .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -63,6 +74,27 @@ impl Bg {
             .parse()
             .unwrap_or_else(|e| panic!("holder said {line:?}: {e}"));
         (bg, addr)
+    }
+
+    /// Sends `signal` (a `kill -s` name such as `KILL` or `TERM`) to the process alone.
+    pub fn signal(&self, signal: &str) {
+        let _ = Command::new("kill")
+            .args(["-s", signal, &self.child.id().to_string()])
+            .status();
+    }
+
+    /// Waits for the process to end by itself; `None` if it is still running after `limit`.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 
     pub fn pid(&self) -> u32 {

@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tempfile::TempDir;
 
 use super::backend::{Backend, selftest};
+use super::procs::Bg;
 use super::run::{Run, Runner, zeroclaw};
 
 /// Secret files of the fake home, relative to it.
@@ -235,25 +236,44 @@ impl<'w> Shell<'w> {
     }
 
     fn run_argv(self, argv: Vec<OsString>) -> Run {
-        let world = self.world;
-        let mut runner = Runner::new(&argv[0], &world.ws)
+        let mut runner = Runner::new(&argv[0], &self.world.ws)
             .args(&argv[1..])
-            .deadline(self.deadline)
-            .env("GIT_CEILING_DIRECTORIES", &world.root)
-            .env(
-                "SSH_AUTH_SOCK",
-                world.outside.join(format!("agent-{}.sock", world.canary)),
-            );
-        if !self.real_home {
-            runner = runner.env("HOME", &world.home);
-        }
-        for var in SECRET_VARS {
-            runner = runner.env(var, world.secret(var));
-        }
-        for (key, value) in &self.envs {
+            .deadline(self.deadline);
+        for (key, value) in self.env_pairs() {
             runner = runner.env(key, value);
         }
         runner.run()
+    }
+
+    /// Starts `/bin/sh -c script` in the background (stdout piped, readable line by line).
+    pub fn spawn_sh(self, script: &str) -> Bg {
+        let argv = self.argv(&["/bin/sh", "-c", script]);
+        Bg::spawn_in(&argv, &self.env_pairs(), &self.world.ws)
+    }
+
+    /// The launcher's environment: a fake or real `$HOME`, secrets it must not pass on.
+    fn env_pairs(&self) -> Vec<(OsString, OsString)> {
+        let world = self.world;
+        let mut envs: Vec<(OsString, OsString)> = vec![
+            ("GIT_CEILING_DIRECTORIES".into(), world.root.clone().into()),
+            (
+                "SSH_AUTH_SOCK".into(),
+                world
+                    .outside
+                    .join(format!("agent-{}.sock", world.canary))
+                    .into(),
+            ),
+        ];
+        if !self.real_home {
+            envs.push(("HOME".into(), world.home.clone().into()));
+        }
+        for var in SECRET_VARS {
+            envs.push((var.into(), world.secret(var).into()));
+        }
+        for (key, value) in &self.envs {
+            envs.push((key.into(), value.into()));
+        }
+        envs
     }
 }
 

@@ -1,0 +1,346 @@
+//! Escape suite, lifetime and resource class of `SECURITY.md`: descendants that try to outlive
+//! the command (`setsid`, `nohup`, double fork, a daemon), a bounded fork bomb, file-size and
+//! memory limits, CPU spin past `--timeout`, and an output flood.
+//!
+//! Survivors are found from outside: a heartbeat file in the workspace and a `/proc` scan for a
+//! marker unique to the test in the command line. Every process a control leaves behind on
+//! purpose is killed by a [`Reaper`] when the test ends.
+
+#[macro_use]
+mod sandbox_support;
+
+use std::fs;
+use std::path::Path;
+use std::thread;
+use std::time::Duration;
+
+use sandbox_support::judge::{
+    assert_escaped, assert_not_escaped, confined, control, defaults, marked,
+};
+use sandbox_support::procs::{Reaper, survivors, survivors_after_grace};
+use sandbox_support::py::py;
+use sandbox_support::world::unique;
+use sandbox_support::{ATTEMPT, Backend, World};
+use zeroclaw_sandbox::Limits;
+
+/// A heartbeat loop carrying `marker` in its command line, writing `hb` in the cwd.
+fn heartbeat(marker: &str) -> String {
+    format!("while :; do echo beat >> hb; sleep 0.05; done # {marker}")
+}
+
+/// Waits (inside the script) until the background heartbeat has started.
+const STARTED: &str = "while [ ! -s hb ]; do sleep 0.01; done; echo started";
+
+fn heartbeat_len(ws: &Path) -> u64 {
+    fs::metadata(ws.join("hb")).map_or(0, |m| m.len())
+}
+
+/// After the confined script returned, nothing carrying the marker runs and the heartbeat is
+/// still; after the unconfined twin returned, the background process is alive.
+fn must_not_survive(w: &World, b: Backend, marker: &str, script: &str) {
+    let _reaper = Reaper(marker.to_owned());
+    let run = confined(w, b, defaults, script);
+    assert!(
+        run.stdout.contains("started"),
+        "the background process never started\n{run}"
+    );
+    let left = survivors_after_grace(marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: processes {left:?} outlived the command\n{run}"
+    );
+    let before = heartbeat_len(&w.ws);
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        before,
+        heartbeat_len(&w.ws),
+        "ESCAPE: the heartbeat goes on\n{run}"
+    );
+    fs::remove_file(w.ws.join("hb")).expect("remove hb");
+    let control = control(w, script);
+    assert!(
+        !survivors(marker).is_empty(),
+        "positive control failed: nothing survived\n{control}"
+    );
+}
+
+fn setsid_grandchild(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let script = format!(
+        "setsid sh -c '{}' >/dev/null 2>&1 </dev/null & {STARTED}",
+        heartbeat(&marker)
+    );
+    must_not_survive(w, b, &marker, &script);
+}
+per_backend!(setsid_grandchild);
+
+fn nohup_double_fork(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let script = format!(
+        "( nohup sh -c '{}' >/dev/null 2>&1 </dev/null & ); {STARTED}",
+        heartbeat(&marker)
+    );
+    must_not_survive(w, b, &marker, &script);
+}
+per_backend!(nohup_double_fork);
+
+/// A textbook daemon: fork, setsid, fork again, close stdio.
+const DAEMON: &str = r#"
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for fd in (0, 1, 2):
+            os.close(fd)
+        while True:
+            with open("hb", "a") as f:
+                f.write("beat\n")
+            time.sleep(0.05)
+"#;
+
+fn python_daemon(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let script = format!("{}; {STARTED}", py(DAEMON, std::slice::from_ref(&marker)));
+    must_not_survive(w, b, &marker, &script);
+}
+per_backend!(python_daemon);
+
+/// `--timeout` ends a command that spins, and takes its detached descendants with it.
+fn timeout_kills_detached_tree(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let script = marked(&format!(
+        "setsid sh -c '{}' >/dev/null 2>&1 </dev/null & {STARTED}; while :; do :; done",
+        heartbeat(&marker)
+    ));
+    let run = w
+        .confined(b)
+        .timeout_secs(2)
+        .deadline(Duration::from_secs(90))
+        .sh(&script);
+    run.assert_reached("started");
+    assert!(
+        !run.timed_out,
+        "ESCAPE: --timeout 2 did not end the command\n{run}"
+    );
+    assert_ne!(
+        run.status_code(),
+        Some(0),
+        "a timed-out command must not report success\n{run}"
+    );
+    let left = survivors_after_grace(&marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: {left:?} outlived the timeout\n{run}"
+    );
+    let control = w.plain().deadline(Duration::from_secs(3)).sh(&script);
+    assert!(
+        control.timed_out,
+        "positive control failed: the spin ended by itself\n{control}"
+    );
+    assert!(
+        !survivors(&marker).is_empty(),
+        "positive control failed: nothing survived\n{control}"
+    );
+}
+per_backend!(timeout_kills_detached_tree);
+
+fn cpu_spin_past_timeout(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let script = marked(&format!("while :; do :; done # {marker}"));
+    let run = w
+        .confined(b)
+        .timeout_secs(1)
+        .deadline(Duration::from_secs(60))
+        .sh(&script);
+    run.assert_reached(ATTEMPT);
+    assert!(
+        !run.timed_out,
+        "ESCAPE: --timeout 1 did not end the spin\n{run}"
+    );
+    assert_ne!(
+        run.status_code(),
+        Some(0),
+        "a timed-out command must not report success\n{run}"
+    );
+    let left = survivors_after_grace(&marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: the spin {left:?} outlived the timeout\n{run}"
+    );
+    let control = w.plain().deadline(Duration::from_secs(2)).sh(&script);
+    assert!(
+        control.timed_out,
+        "positive control failed: the spin ended by itself\n{control}"
+    );
+}
+per_backend!(cpu_spin_past_timeout);
+
+/// Forks up to `n` children that wait on a pipe; reports how many it made.
+const FORKER: &str = r#"
+import os, sys
+n, made, err = int(sys.argv[1]), 0, None
+r, w = os.pipe()
+for _ in range(n):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = e
+        break
+    if pid == 0:
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0)
+    made += 1
+os.close(w)
+print("forked", made, "error", err, flush=True)
+if err is None:
+    print("ZC_ESCAPED forked all", flush=True)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+"#;
+
+/// A fork bomb bounded just past the process limit: it hits the limit, the command ends,
+/// nothing is left, and the machine still starts processes.
+fn fork_bomb(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let n = Limits::default().processes + 256;
+    let script = py(FORKER, &[n.to_string(), marker.clone()]);
+    let run = confined(w, b, defaults, &script);
+    assert!(!run.timed_out, "the fork bomb did not end\n{run}");
+    assert!(
+        run.stdout.contains("forked"),
+        "the forker never reported\n{run}"
+    );
+    assert_not_escaped(&run);
+    let left = survivors_after_grace(&marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: fork bomb children {left:?} survive\n{run}"
+    );
+    assert_escaped(&control(w, &script));
+}
+per_backend!(fork_bomb);
+
+/// Writing past the file-size limit fails; the file stays within it. `dd seek` makes the
+/// write sparse, so the control costs no disk.
+fn file_size_limit(w: &World, b: Backend) {
+    let limit = Limits::default().file_size_bytes;
+    let big = w.ws.join("big");
+    let script = format!("dd if=/dev/zero of=big bs=1M seek={} count=1", limit >> 20);
+    let run = confined(w, b, defaults, &script);
+    let len = fs::metadata(&big).map_or(0, |m| m.len());
+    assert!(
+        len <= limit,
+        "ESCAPE: wrote {len} bytes past the {limit}-byte limit\n{run}"
+    );
+    let _ = fs::remove_file(&big);
+    let control = control(w, &script);
+    let len = fs::metadata(&big).map_or(0, |m| m.len());
+    assert!(
+        len > limit,
+        "positive control failed: only {len} bytes\n{control}"
+    );
+    fs::remove_file(&big).expect("remove big");
+}
+per_backend!(file_size_limit);
+
+/// Maps `argv[1]` bytes of private memory; with `touch`, writes every page.
+const ALLOCATOR: &str = r#"
+import mmap, sys
+size = int(sys.argv[1])
+try:
+    m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    if sys.argv[2] == "touch":
+        for off in range(0, size, mmap.PAGESIZE):
+            m[off] = 1
+    print("ZC_ESCAPED allocated", size, flush=True)
+except (OSError, MemoryError) as e:
+    print("allocation failed:", e, flush=True)
+"#;
+
+/// Allocating past the memory limit fails. Confined, the pages are also touched (so a limit
+/// enforced on use counts too); the control only maps them, which succeeds without using RAM.
+fn memory_limit(w: &World, b: Backend) {
+    let size = (Limits::default().memory_bytes + (512 << 20)).to_string();
+    let run = confined(
+        w,
+        b,
+        defaults,
+        &py(ALLOCATOR, &[size.clone(), "touch".into()]),
+    );
+    assert_not_escaped(&run);
+    assert_escaped(&control(w, &py(ALLOCATOR, &[size, "map".into()])));
+}
+per_backend!(memory_limit);
+
+/// An output flood twice the output limit is cut at the limit.
+fn output_flood(w: &World, b: Backend) {
+    let limit = Limits::default().output_bytes as usize;
+    let script = format!("head -c {} /dev/zero | tr '\\0' x", 2 * limit);
+    let run = confined(w, b, defaults, &script);
+    assert!(!run.timed_out, "the flood did not end\n{run}");
+    let slack = 64 << 10;
+    assert!(
+        run.stdout.len() <= limit + slack,
+        "ESCAPE: {} bytes of output passed the {limit}-byte cap\n{run}",
+        run.stdout.len()
+    );
+    let control = control(w, &script);
+    assert!(
+        control.stdout.len() >= 2 * limit,
+        "positive control failed\n{control}"
+    );
+}
+per_backend!(output_flood);
+
+/// The launcher itself is killed (`signal`) while the command and a detached descendant run:
+/// nothing of the tree may survive it.
+fn launcher_killed(w: &World, b: Backend, signal: &str) {
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let script = marked(&format!(
+        "setsid sh -c '{}' >/dev/null 2>&1 </dev/null & {STARTED}; while :; do sleep 0.1; done # {marker}",
+        heartbeat(&marker)
+    ));
+    let mut launcher = w.confined(b).spawn_sh(&script);
+    let lines: Vec<String> = (0..2).map(|_| launcher.read_line()).collect();
+    assert!(
+        lines.iter().any(|l| l.contains("started")),
+        "never started: {lines:?}"
+    );
+    assert!(
+        !survivors(&marker).is_empty(),
+        "the confined tree is not visible from outside"
+    );
+    launcher.signal(signal);
+    let status = launcher.wait_for_exit(Duration::from_secs(30));
+    let left = survivors_after_grace(&marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: {left:?} survived SIG{signal} of the launcher (exit {status:?})"
+    );
+    let mut plain = w.plain().spawn_sh(&script);
+    let _ = (plain.read_line(), plain.read_line());
+    plain.signal(signal);
+    let _ = plain.wait_for_exit(Duration::from_secs(30));
+    assert!(
+        !survivors(&marker).is_empty(),
+        "positive control failed: nothing survived"
+    );
+}
+
+fn launcher_sigkilled(w: &World, b: Backend) {
+    launcher_killed(w, b, "KILL");
+}
+per_backend!(launcher_sigkilled);
+
+fn launcher_sigterminated(w: &World, b: Backend) {
+    launcher_killed(w, b, "TERM");
+}
+per_backend!(launcher_sigterminated);
