@@ -11,7 +11,9 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use sandbox_support::judge::{confined, control, defaults, no_secret, unchanged, with_ro};
+use sandbox_support::judge::{
+    confined, control, defaults, no_secret, not_escaped, unchanged, with_ro,
+};
 use sandbox_support::world::{Snapshot, q};
 use sandbox_support::{Backend, World};
 
@@ -128,6 +130,27 @@ fn read_etc_shadow(w: &World, b: Backend) {
     assert!(control.shows(&first), "positive control failed\n{control}");
 }
 per_backend!(read_etc_shadow);
+
+/// The raw disk under `/` (root owns the device node; no capability is needed to read it).
+fn read_block_device(w: &World, b: Backend) {
+    let Some(device) = root_block_device() else {
+        eprintln!("SKIP read_block_device: / is not mounted from a /dev block device here");
+        return;
+    };
+    let script =
+        format!("head -c 65536 {device} | od -An | grep -q . && echo ZC_ESCAPED raw disk read");
+    not_escaped(w, b, defaults, &script);
+}
+per_backend!(read_block_device);
+
+fn root_block_device() -> Option<String> {
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 1 && f[1] == "/" && f[0].starts_with("/dev/"))
+        .map(|f| f[0].to_owned())
+}
 
 // ---- Write outside the workspace ----------------------------------------------------------
 

@@ -10,6 +10,7 @@ mod sandbox_support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::sync::Mutex;
 
 use sandbox_support::judge::{
     assert_escaped, assert_not_escaped, confined, control, defaults, marked, no_secret, not_escaped,
@@ -274,6 +275,38 @@ fn personality_change(w: &World, b: Backend) {
     not_escaped(w, b, defaults, script);
 }
 per_backend!(personality_change);
+
+/// Serializes the tests whose positive control flips a host sysctl.
+static SYSCTL: Mutex<()> = Mutex::new(());
+
+/// Puts a sysctl back to its value on drop.
+struct Restore(&'static str, String);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = fs::write(self.0, &self.1);
+    }
+}
+
+/// Writing `/proc/sys` (root owns it; no capability is checked for most entries). The control
+/// sets the harmless NIS domain name and the guard restores it.
+fn write_kernel_sysctl(w: &World, b: Backend) {
+    let _one_at_a_time = SYSCTL.lock().unwrap_or_else(|e| e.into_inner());
+    const PATH: &str = "/proc/sys/kernel/domainname";
+    let original = fs::read_to_string(PATH).expect("read domainname");
+    let _restore = Restore(PATH, original.clone());
+    let script = format!("echo zc-escape > {PATH}");
+    let run = confined(w, b, defaults, &script);
+    let now = fs::read_to_string(PATH).expect("read domainname");
+    assert_eq!(
+        now, original,
+        "ESCAPE: the host's sysctl was changed\n{run}"
+    );
+    let control = control(w, &script);
+    let now = fs::read_to_string(PATH).expect("read domainname");
+    assert_ne!(now, original, "positive control failed\n{control}");
+}
+per_backend!(write_kernel_sysctl);
 
 /// A raw syscall must fail with EPERM, EACCES or ENOSYS: refused, not merely mis-called.
 fn kernel_surface(w: &World, b: Backend, syscall: &str) {
