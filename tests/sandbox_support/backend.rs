@@ -72,7 +72,7 @@ fn probe_all() -> &'static HashMap<Backend, Result<(), String>> {
 }
 
 fn probe(backend: Backend) -> Result<(), String> {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).map_err(|e| e.to_string())?;
+    let dir = super::world::scratch_dir();
     let ws = dir.path();
     let run = Runner::new(zeroclaw(), ws)
         .args(["sandbox", "run", "--backend", backend.name(), "--workspace"])

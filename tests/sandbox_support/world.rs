@@ -1,7 +1,7 @@
 //! A temporary world for one test: the workspace and the places around it that must stay
 //! out of reach, each secret holding a canary string unique to this world.
 //!
-//! Layout under one temp dir (in `CARGO_TARGET_TMPDIR`, removed on drop):
+//! Layout under one temp dir (`/var/tmp/zc-tests-*`, see [`scratch_dir`], removed on drop):
 //! `ws/` the workspace; `home/` a fake `$HOME` with SSH keys, cloud and registry credentials,
 //! dotfiles and a `.zeroclaw` daemon config dir with its session database; `other-ws/` another
 //! session's workspace; `outside/` files an attack tries to change; `ro/` a directory the
@@ -58,10 +58,7 @@ pub struct World {
 
 impl World {
     pub fn new() -> World {
-        let root = tempfile::Builder::new()
-            .prefix("zc-escape-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .expect("temp dir");
+        let root = scratch_dir();
         let path = root.path().canonicalize().expect("canonical temp dir");
         let world = World {
             ws: path.join("ws"),
@@ -307,6 +304,30 @@ impl Snapshot {
             len: meta.len(),
             mtime: (meta.mtime(), meta.mtime_nsec()),
         })
+    }
+}
+
+/// Where test worlds live: a fresh `/var/tmp/zc-tests-*` dir. Not under `/tmp` (the sandbox's
+/// private `/tmp` would hide "outside" files for the wrong reason) and never inside a git
+/// repository: a `.git` attack or control that escaped upwards would hit a real repository.
+pub fn scratch_dir() -> TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("zc-tests-")
+        .tempdir_in("/var/tmp")
+        .expect("temp dir in /var/tmp");
+    assert_outside_git(dir.path());
+    dir
+}
+
+/// Panics when `path` or an ancestor holds a `.git`.
+pub fn assert_outside_git(path: &Path) {
+    for dir in path.ancestors() {
+        assert!(
+            fs::symlink_metadata(dir.join(".git")).is_err(),
+            "test dir {} is inside a git repository ({}/.git): refusing to run attacks there",
+            path.display(),
+            dir.display()
+        );
     }
 }
 
