@@ -349,6 +349,54 @@ fn keyctl_add_key(w: &World, b: Backend) {
 }
 per_backend!(keyctl_add_key);
 
+/// Every ioctl the attack script tried was refused by the filter (EPERM or ENOSYS), not merely
+/// rejected by the tty layer (ENOTTY) — so the filter also holds where a tty does reach the
+/// child, and a request with high bits set did not slip past a 64-bit comparison.
+fn assert_ioctl_filtered(run: &sandbox_support::run::Run) {
+    let tried: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("fd "))
+        .collect();
+    assert!(!tried.is_empty(), "no ioctl was attempted\n{run}");
+    for line in tried {
+        let refused = line.ends_with("errno 1") || line.ends_with("errno 38");
+        assert!(
+            refused,
+            "ESCAPE: the ioctl reached the tty layer: {line}\n{run}"
+        );
+    }
+}
+
+/// TIOCLINUX needs a virtual console to do harm; what is checked is that the filter refuses
+/// it (EPERM/ENOSYS) where the unconfined call reaches the tty layer (ENOTTY on a pipe).
+fn tioclinux(w: &World, b: Backend, request: &str) {
+    let script = py(
+        &py::tiocsti(),
+        &[request.into(), "x".into(), "/nonexistent".into()],
+    );
+    let run = confined(w, b, defaults, &script);
+    assert_ioctl_filtered(&run);
+    let control = control(w, &script);
+    assert!(
+        control
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("fd ") && l.ends_with("errno 25")),
+        "positive control failed: the ioctl did not reach the tty layer\n{control}"
+    );
+}
+
+fn tioclinux_ioctl(w: &World, b: Backend) {
+    tioclinux(w, b, "0x541C");
+}
+per_backend!(tioclinux_ioctl);
+
+fn tioclinux_high_bits(w: &World, b: Backend) {
+    tioclinux(w, b, "0xffffffff0000541C");
+}
+per_backend!(tioclinux_high_bits);
+
 /// TIOCSTI into the terminal the launcher runs on, judged from the terminal's input queue.
 fn tiocsti(w: &World, b: Backend, request: &str) {
     let payload = unique("zcinject");
@@ -373,6 +421,7 @@ fn tiocsti(w: &World, b: Backend, request: &str) {
         !injected.contains(&payload),
         "ESCAPE: the child typed into the terminal\n{run}"
     );
+    assert_ioctl_filtered(&run);
     let control = w.plain().run_wrapped(&harness, &inner);
     let injected = control
         .stdout
