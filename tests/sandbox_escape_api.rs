@@ -94,6 +94,44 @@ fn denied_daemon_paths(w: &World, b: Backend) {
 }
 per_backend!(denied_daemon_paths);
 
+/// A caller-given protected path (the agent's own config in the workspace): it stays
+/// read-only when it exists and cannot be created when it does not.
+fn protected_custom_paths(w: &World, b: Backend) {
+    let existing = w.ws.join(".zeroclaw-agent.toml");
+    let missing = w.ws.join(".zeroclaw/agent.toml");
+    w.write(&existing, "autonomy = \"supervised\"\n");
+    let profile = Profile::for_workspace(&w.ws)
+        .protect(&existing)
+        .protect(&missing);
+    let script = format!(
+        "echo 'autonomy = \"full\"' >> {0}; mv {0} moved.toml; mkdir -p .zeroclaw; echo 'autonomy = \"full\"' > {1}; echo ok > free.txt",
+        q(&existing),
+        q(&missing)
+    );
+    let snapshot = || {
+        (
+            std::fs::read(&existing).ok(),
+            std::fs::read(&missing).ok().filter(|c| !c.is_empty()),
+        )
+    };
+    let before = snapshot();
+    let outcome = run(b, &profile, &marked(&script));
+    let out = text(&outcome);
+    assert!(out.contains(ATTEMPT), "the script never ran\n{out}");
+    assert_eq!(
+        before,
+        snapshot(),
+        "ESCAPE: a protected path was changed\n{out}"
+    );
+    assert!(
+        w.ws.join("free.txt").is_file(),
+        "the rest of the workspace must stay writable\n{out}"
+    );
+    let control = control(w, &script);
+    assert_ne!(before, snapshot(), "positive control failed\n{control}");
+}
+per_backend!(protected_custom_paths);
+
 /// A heartbeat loop, detached with `setsid`, then a wait: the tree a cancellation must end.
 fn detached_tree(marker: &str) -> String {
     marked(&format!(

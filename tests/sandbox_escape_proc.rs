@@ -86,6 +86,12 @@ fn inherited_file_descriptor(w: &World, b: Backend) {
 }
 per_backend!(inherited_file_descriptor);
 
+/// The memory of every ancestor (the helper, the launcher, the daemon) scanned for secrets.
+fn memory_of_ancestors(w: &World, b: Backend) {
+    no_secret(w, b, defaults, &py(&py::ancestor_memory(), &[]));
+}
+per_backend!(memory_of_ancestors);
+
 // ---- Other processes ----------------------------------------------------------------------
 
 /// `kill -9` of a process started outside (by pid and by process group): it lives on.
