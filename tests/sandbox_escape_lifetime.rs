@@ -10,6 +10,7 @@
 mod sandbox_support;
 
 use std::fs;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::thread;
 use std::time::Duration;
@@ -357,3 +358,45 @@ fn launcher_sigterminated(w: &World, b: Backend) {
     launcher_killed(w, b, "TERM");
 }
 per_backend!(launcher_sigterminated);
+
+/// Kills its parent and grandparent (the sandbox's supervisor, reaper or launcher), then leaves
+/// a detached heartbeat behind: the launcher must survive, and so must nothing else.
+const KILL_SUPERVISORS: &str = "pp=$PPID; gp=$(awk '{print $4}' /proc/$pp/stat); \
+    [ \"$pp\" -gt 1 ] && kill -9 $pp; [ \"$gp\" -gt 1 ] && kill -9 $gp; echo killed $pp $gp";
+
+fn survive_by_killing_the_supervisor(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let script = format!(
+        "echo {ATTEMPT}; setsid sh -c '{}' >/dev/null 2>&1 </dev/null & {STARTED}; {KILL_SUPERVISORS}; echo done",
+        heartbeat(&marker)
+    );
+    w.write(&w.ws.join("c.sh"), &script);
+    let run = w.confined(b).run(&["/bin/sh", "./c.sh"]);
+    run.assert_reached("started");
+    assert_eq!(
+        run.status.signal(),
+        None,
+        "ESCAPE: the child killed its launcher\n{run}"
+    );
+    let left = survivors_after_grace(&marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: {left:?} outlived the command after its supervisor was killed\n{run}"
+    );
+    // Control: two throw-away shells stand in for supervisor and launcher (never the test).
+    let _ = fs::remove_file(w.ws.join("hb"));
+    w.write(&w.ws.join("b.sh"), "/bin/sh ./c.sh; echo b-done\n");
+    w.write(&w.ws.join("a.sh"), "/bin/sh ./b.sh; echo a-done\n");
+    let control = w.plain().run(&["/bin/sh", "./a.sh"]);
+    assert_eq!(
+        control.status.signal(),
+        Some(9),
+        "positive control failed: the launcher stand-in lives\n{control}"
+    );
+    assert!(
+        eventually_some(&marker),
+        "positive control failed: nothing survived\n{control}"
+    );
+}
+per_backend!(survive_by_killing_the_supervisor);
