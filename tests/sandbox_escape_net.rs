@@ -168,3 +168,13 @@ fn netlink_route(w: &World, b: Backend) {
     );
 }
 per_backend!(netlink_route);
+
+/// An IPv4 socket made through the i386 syscall table (`int 0x80`), then a datagram.
+fn i386_socket(w: &World, b: Backend) {
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+    socket.set_nonblocking(true).expect("nonblocking");
+    let port = socket.local_addr().expect("addr").port();
+    let script = py(&py::i386(), &["socket".into(), port.to_string()]);
+    judge_listener(w, b, &socket, &script);
+}
+per_backend!(i386_socket);

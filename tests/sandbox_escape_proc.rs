@@ -216,6 +216,12 @@ fn user_namespace(w: &World, b: Backend) {
 }
 per_backend!(user_namespace);
 
+/// A user namespace through the i386 syscall table (`int 0x80`), past a native-only filter.
+fn user_namespace_i386(w: &World, b: Backend) {
+    not_escaped(w, b, defaults, &py(&py::i386(), &["unshare".into()]));
+}
+per_backend!(user_namespace_i386);
+
 /// `mount` inside fails; outside nothing was mounted. The control mounts in a private
 /// mount namespace so the host is left untouched.
 fn mount_filesystem(w: &World, b: Backend) {

@@ -137,6 +137,32 @@ for s in sorted(found):
     )
 }
 
+/// i386 syscalls through `int 0x80` from the 64-bit process (a classic seccomp bypass when a
+/// filter checks syscall numbers but not the architecture). argv: what [port].
+pub fn i386() -> String {
+    with_prelude(
+        r#"
+import mmap
+def int80(nr, a=0, b=0, c=0):
+    w = lambda v: struct.pack("<I", v & 0xFFFFFFFF)
+    code = b"\x53\xb8" + w(nr) + b"\xbb" + w(a) + b"\xb9" + w(b) + b"\xba" + w(c) + b"\xcd\x80\x5b\x48\x63\xc0\xc3"
+    page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page.write(code)
+    return ctypes.CFUNCTYPE(ctypes.c_long)(ctypes.addressof(ctypes.c_char.from_buffer(page)))()
+what = sys.argv[1]
+print("i386 getpid", int80(20), "native", os.getpid(), flush=True)
+if what == "socket":
+    fd = int80(359, socket.AF_INET, socket.SOCK_DGRAM, 0)
+    print("i386 socket", fd, flush=True)
+    if fd >= 0:
+        socket.socket(fileno=fd).sendto(b"zc", ("127.0.0.1", int(sys.argv[2])))
+        print("ZC_ESCAPED i386 socket", flush=True)
+elif what == "unshare":
+    report("i386 unshare", int80(310, 0x10000000))
+"#,
+    )
+}
+
 /// argv: kind host port — connect/send to a listener the test opened.
 pub fn net_send() -> String {
     with_prelude(
