@@ -216,6 +216,12 @@ fn user_namespace(w: &World, b: Backend) {
 }
 per_backend!(user_namespace);
 
+/// `clone3` takes its flags in memory a filter cannot read: it must be refused as a whole.
+fn user_namespace_clone3(w: &World, b: Backend) {
+    kernel_surface(w, b, "clone3_user");
+}
+per_backend!(user_namespace_clone3);
+
 /// A user namespace through the i386 syscall table (`int 0x80`), past a native-only filter.
 fn user_namespace_i386(w: &World, b: Backend) {
     not_escaped(w, b, defaults, &py(&py::i386(), &["unshare".into()]));

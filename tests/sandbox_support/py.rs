@@ -44,6 +44,14 @@ elif what == "userfaultfd":
     report(what, libc.syscall(ctypes.c_long(323), ctypes.c_long(1)))
 elif what == "add_key":
     report(what, libc.syscall(ctypes.c_long(248), b"user", b"zc-escape", b"data", ctypes.c_long(4), ctypes.c_long(-2)))
+elif what == "clone3_user":
+    args = ctypes.create_string_buffer(struct.pack("=QQQQQQQQ", 0x10000000, 0, 0, 0, 17, 0, 0, 0), 88)
+    pid = libc.syscall(ctypes.c_long(435), args, ctypes.c_long(88))
+    if pid == 0:
+        os._exit(0)
+    report(what, pid)
+    if pid > 0:
+        os.waitpid(pid, 0)
 elif what == "unshare_user":
     report(what, libc.unshare(0x10000000))
 elif what == "unshare_mount":
