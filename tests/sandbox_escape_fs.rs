@@ -14,6 +14,7 @@ use std::path::Path;
 use sandbox_support::judge::{
     confined, control, defaults, no_secret, not_escaped, unchanged, with_ro,
 };
+use sandbox_support::py::{self, py};
 use sandbox_support::world::{Snapshot, q};
 use sandbox_support::{Backend, World};
 
@@ -155,6 +156,25 @@ fn root_block_device() -> Option<String> {
         .find(|f| f.len() > 1 && f[1] == "/" && f[0].starts_with("/dev/"))
         .map(|f| f[0].to_owned())
 }
+
+/// "Shocker": a file handle for a secret, made outside, opened inside by `open_by_handle_at`.
+fn read_by_file_handle(w: &World, b: Backend) {
+    let key = w.home.join(".ssh/id_ed25519");
+    let get = control(w, &py(&py::file_handle(), &["get".into(), q(&key)]));
+    let handle = get
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("HANDLE "))
+        .unwrap_or_else(|| panic!("no handle for {}\n{get}", key.display()))
+        .to_owned();
+    no_secret(
+        w,
+        b,
+        defaults,
+        &py(&py::file_handle(), &["open".into(), handle]),
+    );
+}
+per_backend!(read_by_file_handle);
 
 // ---- Write outside the workspace ----------------------------------------------------------
 

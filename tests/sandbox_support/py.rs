@@ -171,6 +171,29 @@ elif what == "unshare":
     )
 }
 
+/// File handles ("shocker"): `get PATH` prints `HANDLE <hex>` for PATH; `open HEX` opens the
+/// file behind a handle with `open_by_handle_at` on `/` and prints its content.
+pub fn file_handle() -> String {
+    with_prelude(
+        r#"
+L = ctypes.c_long
+if sys.argv[1] == "get":
+    fh = ctypes.create_string_buffer(struct.pack("=Ii", 128, 0), 8 + 128)
+    mount_id = ctypes.c_int(0)
+    report("name_to_handle_at", libc.syscall(L(303), L(-100), sys.argv[2].encode(), fh, ctypes.byref(mount_id), L(0)))
+    size = struct.unpack_from("=I", fh.raw)[0]
+    print("HANDLE", fh.raw[: 8 + size].hex(), flush=True)
+else:
+    fh = ctypes.create_string_buffer(bytes.fromhex(sys.argv[2]), 8 + 128)
+    root = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    fd = libc.syscall(L(304), L(root), fh, L(os.O_RDONLY))
+    report("open_by_handle_at", fd)
+    if fd >= 0:
+        print(os.read(fd, 4096).decode(errors="replace"), flush=True)
+"#,
+    )
+}
+
 /// argv: kind host port — connect/send to a listener the test opened.
 pub fn net_send() -> String {
     with_prelude(
