@@ -359,10 +359,10 @@ fn launcher_sigterminated(w: &World, b: Backend) {
 }
 per_backend!(launcher_sigterminated);
 
-/// Kills its parent and grandparent (the sandbox's supervisor, reaper or launcher), then leaves
+/// Kills its grandparent and parent (the sandbox's launcher, supervisor or reaper), then leaves
 /// a detached heartbeat behind: the launcher must survive, and so must nothing else.
 const KILL_SUPERVISORS: &str = "pp=$PPID; gp=$(awk '{print $4}' /proc/$pp/stat); \
-    [ \"$pp\" -gt 1 ] && kill -9 $pp; [ \"$gp\" -gt 1 ] && kill -9 $gp; echo killed $pp $gp";
+    [ \"$gp\" -gt 1 ] && kill -9 $gp; [ \"$pp\" -gt 1 ] && kill -9 $pp; echo killed $pp $gp";
 
 fn survive_by_killing_the_supervisor(w: &World, b: Backend) {
     let marker = unique("zcmark");
