@@ -79,6 +79,16 @@ fn git_work_in_existing_repo(w: &World, b: Backend) {
 }
 per_backend!(git_work_in_existing_repo);
 
+/// A workspace that is a git worktree or submodule checkout: its `.git` is a file.
+fn workspace_with_git_file(w: &World, b: Backend) {
+    w.write(
+        &w.ws.join(".git"),
+        &format!("gitdir: {}\n", w.outside.join("repo.git").display()),
+    );
+    assert_ok(&w.confined(b).sh("echo works"), "works\n");
+}
+per_backend!(workspace_with_git_file);
+
 fn python3(w: &World, b: Backend) {
     let script = format!(
         "{PYTHON} -c 'import json, sqlite3, hashlib; print(json.dumps({{\"sum\": sum(range(10))}}))'"
