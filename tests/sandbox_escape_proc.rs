@@ -306,22 +306,24 @@ impl Drop for Restore {
     }
 }
 
-/// Writing `/proc/sys` (root owns it; no capability is checked for most entries). The control
-/// sets the harmless NIS domain name and the guard restores it.
+/// Writing `/proc/sys` (root owns it; no capability is checked for most entries): a global
+/// sysctl, not one a UTS or IPC namespace would absorb. The control bumps the harmless
+/// `printk_ratelimit` by one and the guard restores it.
 fn write_kernel_sysctl(w: &World, b: Backend) {
     let _one_at_a_time = SYSCTL.lock().unwrap_or_else(|e| e.into_inner());
-    const PATH: &str = "/proc/sys/kernel/domainname";
-    let original = fs::read_to_string(PATH).expect("read domainname");
+    const PATH: &str = "/proc/sys/kernel/printk_ratelimit";
+    let original = fs::read_to_string(PATH).expect("read sysctl");
     let _restore = Restore(PATH, original.clone());
-    let script = format!("echo zc-escape > {PATH}");
+    let bumped = original.trim().parse::<u64>().expect("a number") + 1;
+    let script = format!("echo {bumped} > {PATH}");
     let run = confined(w, b, defaults, &script);
-    let now = fs::read_to_string(PATH).expect("read domainname");
+    let now = fs::read_to_string(PATH).expect("read sysctl");
     assert_eq!(
         now, original,
         "ESCAPE: the host's sysctl was changed\n{run}"
     );
     let control = control(w, &script);
-    let now = fs::read_to_string(PATH).expect("read domainname");
+    let now = fs::read_to_string(PATH).expect("read sysctl");
     assert_ne!(now, original, "positive control failed\n{control}");
 }
 per_backend!(write_kernel_sysctl);
