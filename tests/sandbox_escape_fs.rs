@@ -59,6 +59,35 @@ fn read_config_dir(w: &World, b: Backend) {
 }
 per_backend!(read_config_dir);
 
+/// The home toolchain dirs (`~/.cargo/bin`, `~/.rustup`) are exposed, their credential-holding
+/// neighbours are not: the toolchain file is read (so `$HOME` was honoured and the reads reach
+/// the kernel), the credentials are not.
+fn read_credentials_beside_toolchains(w: &World, b: Backend) {
+    w.write(&w.home.join(".cargo/bin/cargo-tool"), "toolchain-visible\n");
+    w.write(
+        &w.home.join(".rustup/settings.toml"),
+        "toolchain-settings-visible\n",
+    );
+    let files = [
+        ".cargo/bin/cargo-tool",
+        ".rustup/settings.toml",
+        ".cargo/credentials.toml",
+        ".netrc",
+        ".git-credentials",
+    ];
+    let paths: Vec<String> = files.iter().map(|f| q(&w.home.join(f))).collect();
+    let script = format!("cat {}", paths.join(" "));
+    let run = confined(w, b, defaults, &script);
+    w.assert_no_canary(&run);
+    assert!(
+        run.stdout.contains("toolchain-visible")
+            && run.stdout.contains("toolchain-settings-visible"),
+        "the home toolchains must stay readable\n{run}"
+    );
+    w.assert_canary(&control(w, &script));
+}
+per_backend!(read_credentials_beside_toolchains);
+
 /// Every file of the fake home, found by walking it rather than by name.
 fn read_other_dotfiles(w: &World, b: Backend) {
     no_secret(
