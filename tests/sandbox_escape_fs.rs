@@ -339,6 +339,26 @@ fn write_system_dirs(w: &World, b: Backend) {
 }
 per_backend!(write_system_dirs);
 
+/// The host's world-writable directories (`/tmp`, `/var/tmp`, `/dev/shm`, `/run/lock`): a file
+/// written there inside must not appear there outside (a private `/tmp` is fine).
+fn write_shared_tmp_dirs(w: &World, b: Backend) {
+    let name = format!("zc-escape-{}", w.canary);
+    let dirs = ["/tmp", "/var/tmp", "/dev/shm", "/run/lock"];
+    let targets: Vec<_> = dirs
+        .iter()
+        .map(|d| Path::new(d).join(&name))
+        .filter(|p| p.parent().is_some_and(Path::is_dir))
+        .collect();
+    let _cleanup = Remove(targets.clone());
+    let script: Vec<String> = targets
+        .iter()
+        .map(|t| format!("echo pwned > {}", q(t)))
+        .collect();
+    let watched: Vec<&Path> = targets.iter().map(|t| t.as_path()).collect();
+    unchanged(w, b, defaults, &watched, &script.join("; "));
+}
+per_backend!(write_shared_tmp_dirs);
+
 /// Removes the listed files on drop (what a positive control created on the host).
 struct Remove(Vec<std::path::PathBuf>);
 
