@@ -292,6 +292,24 @@ fn memory_limit(w: &World, b: Backend) {
 }
 per_backend!(memory_limit);
 
+/// Memory exhaustion through tmpfs mounts: every tmpfs the child can write
+/// (`/tmp`, `$HOME`, `$TMPDIR`, `/dev/shm`) must be smaller than the memory limit, or filling
+/// it with files (each under the file-size limit) takes host RAM past it. Disk-backed dirs are
+/// not judged here (the workspace has no quota on any backend).
+fn tmpfs_bounded(w: &World, b: Backend) {
+    let limit = Limits::default().memory_bytes;
+    let script = format!(
+        "for p in /tmp \"$HOME\" \"$TMPDIR\" /dev/shm; do t=$(stat -f -c %T \"$p\" 2>/dev/null) || continue; \
+         s=$(( $(stat -f -c '%b * %S' \"$p\") )); echo \"$p $t $s\"; \
+         f=\"$p/.zc-probe-$$\"; ( : > \"$f\" ) 2>/dev/null && rm -f \"$f\" && \\
+         [ \"$t\" = tmpfs ] && [ \"$s\" -gt {limit} ] && echo ZC_ESCAPED writable unbounded tmpfs $p; done; true"
+    );
+    let run = confined(w, b, defaults, &script);
+    assert_not_escaped(&run);
+    assert_escaped(&control(w, &script));
+}
+per_backend!(tmpfs_bounded);
+
 /// An output flood twice the output limit is cut at the limit.
 fn output_flood(w: &World, b: Backend) {
     let limit = Limits::default().output_bytes as usize;
