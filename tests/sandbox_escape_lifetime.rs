@@ -418,3 +418,8 @@ fn survive_by_killing_the_supervisor(w: &World, b: Backend) {
     );
 }
 per_backend!(survive_by_killing_the_supervisor);
+
+fn launcher_siginterrupted(w: &World, b: Backend) {
+    launcher_killed(w, b, "INT");
+}
+per_backend!(launcher_siginterrupted);
