@@ -105,6 +105,15 @@ fn python3_from_path(w: &World, b: Backend) {
 }
 per_backend!(python3_from_path);
 
+/// Local IPC still works with the network denied: a Unix socket pair and a pipe.
+fn unix_socketpair_and_pipes(w: &World, b: Backend) {
+    let script = format!(
+        "{PYTHON} -c 'import os, socket; a, b = socket.socketpair(); a.send(b\"pair\"); r, w = os.pipe(); os.write(w, b\"pipe\"); print(b.recv(4).decode(), os.read(r, 4).decode())'"
+    );
+    assert_ok(&w.confined(b).sh(&script), "pair pipe\n");
+}
+per_backend!(unix_socketpair_and_pipes);
+
 fn c_compiler(w: &World, b: Backend) {
     w.write(
         &w.ws.join("hello.c"),
