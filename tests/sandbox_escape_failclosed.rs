@@ -1,0 +1,120 @@
+//! Fail closed (SECURITY.md "Rules"): when the requested confinement cannot be applied the
+//! command never runs — a named backend that is unavailable, an unknown backend, a broken
+//! profile — and the refusal explains itself; `none` runs only by name and says so.
+//!
+//! Judged from outside: the command would have created a marker file in the workspace.
+
+mod sandbox_support;
+
+use std::path::Path;
+
+use sandbox_support::World;
+use sandbox_support::run::{Run, Runner, zeroclaw};
+
+/// The documented exit code of `zeroclaw sandbox run` when the sandbox cannot be set up.
+const SETUP_FAILED: i32 = 125;
+
+fn sandbox_run(w: &World, args: &[&str]) -> Run {
+    Runner::new(zeroclaw(), &w.ws)
+        .args(["sandbox", "run"])
+        .args(args)
+        .args(["--", "/bin/sh", "-c", "echo ran > marker"])
+        .env("HOME", &w.home)
+        .run()
+}
+
+fn assert_refused(w: &World, run: &Run, code: i32, explains: &str) {
+    assert_eq!(run.status_code(), Some(code), "expected exit {code}\n{run}");
+    assert!(
+        !w.ws.join("marker").exists(),
+        "ESCAPE: the command ran although the sandbox was refused\n{run}"
+    );
+    assert!(
+        run.stderr.contains(explains),
+        "stderr should explain ({explains:?})\n{run}"
+    );
+}
+
+#[test]
+fn unavailable_named_backend_is_refused() {
+    let w = World::new();
+    let missing = if Path::new("/usr/bin/sandbox-exec").exists() {
+        "landlock"
+    } else {
+        "seatbelt"
+    };
+    let run = sandbox_run(&w, &["--backend", missing]);
+    assert_refused(&w, &run, SETUP_FAILED, missing);
+}
+
+#[test]
+fn unknown_backend_is_refused() {
+    let w = World::new();
+    let run = sandbox_run(&w, &["--backend", "chroot"]);
+    assert_refused(&w, &run, 2, "chroot");
+}
+
+#[test]
+fn missing_workspace_is_refused() {
+    let w = World::new();
+    let gone = w.root.join("no-such-workspace");
+    let run = sandbox_run(&w, &["--workspace", gone.to_str().expect("utf-8 path")]);
+    assert_eq!(run.status_code(), Some(SETUP_FAILED), "{run}");
+    assert!(
+        !gone.join("marker").exists() && !w.ws.join("marker").exists(),
+        "ESCAPE: ran\n{run}"
+    );
+    assert!(
+        run.stderr.contains("no-such-workspace"),
+        "stderr should name the workspace\n{run}"
+    );
+}
+
+/// `none` is honoured only by name, and then said out loud on stderr.
+#[test]
+fn backend_none_runs_only_by_name_and_warns() {
+    let w = World::new();
+    let run = sandbox_run(&w, &["--backend", "none"]);
+    assert_eq!(run.status_code(), Some(0), "{run}");
+    assert!(
+        w.ws.join("marker").exists(),
+        "backend none should run the command\n{run}"
+    );
+    assert!(
+        run.stderr.to_lowercase().contains("unconfined"),
+        "none must be reported\n{run}"
+    );
+}
+
+/// `doctor` fails when the requested backend cannot be applied and reports the ladder as JSON.
+#[test]
+fn doctor_reports_and_fails_closed() {
+    let w = World::new();
+    let missing = if Path::new("/usr/bin/sandbox-exec").exists() {
+        "landlock"
+    } else {
+        "seatbelt"
+    };
+    let refused = Runner::new(zeroclaw(), &w.ws)
+        .args(["doctor", "--backend", missing])
+        .run();
+    assert_ne!(
+        refused.status_code(),
+        Some(0),
+        "doctor must fail for an unavailable backend\n{refused}"
+    );
+    let json = Runner::new(zeroclaw(), &w.ws)
+        .args(["doctor", "--json"])
+        .run();
+    let report: serde_json::Value = serde_json::from_str(&json.stdout)
+        .unwrap_or_else(|e| panic!("doctor --json is not JSON: {e}\n{json}"));
+    let backends = report["backends"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no backends\n{json}"));
+    for name in ["namespaces", "bubblewrap", "landlock", "seatbelt", "none"] {
+        assert!(
+            backends.iter().any(|b| b["backend"] == name),
+            "{name} missing from the report\n{json}"
+        );
+    }
+}
