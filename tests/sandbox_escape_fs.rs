@@ -155,9 +155,20 @@ fn read_etc_shadow(w: &World, b: Backend) {
     let first = shadow.lines().next().expect("a shadow line").to_owned();
     let script = "cat /etc/shadow /etc/gshadow";
     let run = confined(w, b, defaults, script);
-    assert!(!run.shows(&first), "ESCAPE: /etc/shadow was read\n{run}");
+    // Failure messages give the status and stderr only: never print password hashes.
+    assert!(
+        !run.shows(&first),
+        "ESCAPE: /etc/shadow was read (exit {:?}, stderr {:?})",
+        run.status_code(),
+        run.stderr
+    );
     let control = control(w, script);
-    assert!(control.shows(&first), "positive control failed\n{control}");
+    assert!(
+        control.shows(&first),
+        "positive control failed (exit {:?}, stderr {:?})",
+        control.status_code(),
+        control.stderr
+    );
 }
 per_backend!(read_etc_shadow);
 
@@ -204,6 +215,71 @@ fn read_by_file_handle(w: &World, b: Backend) {
     );
 }
 per_backend!(read_by_file_handle);
+
+/// Every file under `/etc` that is not world-readable is a secret meant for root alone (TLS
+/// keys, database auth, password hashes): none may be read, whichever are on this machine.
+/// A failure names the leaked files, never their content.
+fn read_root_only_etc_files(w: &World, b: Backend) {
+    let secrets: Vec<(std::path::PathBuf, String)> = root_only_files(Path::new("/etc"))
+        .into_iter()
+        .filter_map(|f| fs::read_to_string(&f).ok().map(|text| (f, text)))
+        .flat_map(|(f, text)| {
+            let lines: Vec<String> = text.lines().map(|l| l.trim().to_owned()).collect();
+            lines
+                .into_iter()
+                .filter(|l| l.len() >= 20 && !l.starts_with('#'))
+                .map(move |l| (f.clone(), l))
+        })
+        .collect();
+    assert!(
+        !secrets.is_empty(),
+        "no root-only text under /etc (at least /etc/shadow expected)"
+    );
+    let leaked_from = |out: &str| {
+        let mut files: Vec<String> = secrets
+            .iter()
+            .filter(|(_, l)| out.contains(l.as_str()))
+            .map(|(f, _)| f.display().to_string())
+            .collect();
+        files.dedup();
+        files
+    };
+    let script = "find /etc -type f ! -perm -o=r -exec cat {} + 2>/dev/null";
+    let run = confined(w, b, defaults, script);
+    let leaked = leaked_from(&run.stdout);
+    assert!(
+        leaked.is_empty(),
+        "ESCAPE: root-only files were read inside: {leaked:?} (exit {:?})",
+        run.status_code()
+    );
+    let control = control(w, script);
+    assert!(
+        !leaked_from(&control.stdout).is_empty(),
+        "positive control failed (exit {:?})",
+        control.status_code()
+    );
+}
+per_backend!(read_root_only_etc_files);
+
+/// Regular files under `dir` that others may not read.
+fn root_only_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(meta) = fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        if meta.is_dir() {
+            found.extend(root_only_files(&entry.path()));
+        } else if meta.is_file() && meta.permissions().mode() & 0o004 == 0 {
+            found.push(entry.path());
+        }
+    }
+    found
+}
 
 // ---- Write outside the workspace ----------------------------------------------------------
 
