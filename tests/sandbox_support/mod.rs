@@ -11,10 +11,11 @@
 //!
 //! Every attack is judged from outside and proves, with its unconfined twin, that it could fail.
 //!
-//! Running: `cargo test --test sandbox_escape_fs --test sandbox_escape_proc --test
-//! sandbox_escape_privilege --test sandbox_escape_net --test sandbox_escape_lifetime --test
-//! sandbox_escape_api --test sandbox_escape_failclosed --test sandbox_functional` (add `CI=true`
-//! to turn a missing backend into a failure). Test names are `<attack>::<backend>`.
+//! Running: `cargo test --test sandbox_escape_fs --test sandbox_escape_protected --test
+//! sandbox_escape_proc --test sandbox_escape_privilege --test sandbox_escape_net --test
+//! sandbox_escape_lifetime --test sandbox_escape_api --test sandbox_escape_failclosed --test
+//! sandbox_functional` (add `CI=true` to turn a missing backend into a failure). Test names
+//! are `<attack>::<backend>`.
 //! `ZC_ESCAPE_SELFTEST=1` runs the confined half unconfined instead: every
 //! attack must then fail with `ESCAPE` (it flips a harmless sysctl and lets the memory test
 //! touch 4.5 GiB, so skip `memory_limit` on a shared machine).

