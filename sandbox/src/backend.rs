@@ -125,7 +125,14 @@ mod tests {
 
     #[test]
     fn choice_parses_and_prints_every_name() {
-        for name in ["auto", "namespaces", "bubblewrap", "landlock", "seatbelt", "none"] {
+        for name in [
+            "auto",
+            "namespaces",
+            "bubblewrap",
+            "landlock",
+            "seatbelt",
+            "none",
+        ] {
             let c: BackendChoice = name.parse().unwrap();
             assert_eq!(c.to_string(), name);
         }
@@ -134,7 +141,10 @@ mod tests {
 
     #[test]
     fn choice_serializes_lowercase() {
-        assert_eq!(serde_json::to_string(&BackendChoice::Landlock).unwrap(), "\"landlock\"");
+        assert_eq!(
+            serde_json::to_string(&BackendChoice::Landlock).unwrap(),
+            "\"landlock\""
+        );
         let c: BackendChoice = serde_json::from_str("\"none\"").unwrap();
         assert_eq!(c, BackendChoice::None);
     }

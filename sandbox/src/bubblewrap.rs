@@ -15,8 +15,19 @@ pub const HELPER_INSIDE: &str = "/.zeroclaw-helper";
 pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::new();
     let mut push = |items: &[&dyn AsRefOs]| a.extend(items.iter().map(|i| i.os()));
-    push(&[&"--die-with-parent", &"--new-session", &"--unshare-user", &"--unshare-pid"]);
-    push(&[&"--unshare-ipc", &"--unshare-uts", &"--unshare-cgroup-try", &"--hostname", &"zeroclaw"]);
+    push(&[
+        &"--die-with-parent",
+        &"--new-session",
+        &"--unshare-user",
+        &"--unshare-pid",
+    ]);
+    push(&[
+        &"--unshare-ipc",
+        &"--unshare-uts",
+        &"--unshare-cgroup-try",
+        &"--hostname",
+        &"zeroclaw",
+    ]);
     if plan.unshare_net {
         push(&[&"--unshare-net"]);
     }
@@ -30,11 +41,29 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
                 push(&[&"--perms", &format!("{mode:04o}"), &"--tmpfs", path]);
             }
             MountOp::MaskFile { path } => push(&[&"--ro-bind", &"/dev/null", path]),
-            MountOp::MaskDir { path } => push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path]),
+            MountOp::MaskDir { path } => {
+                push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path])
+            }
         }
     }
-    push(&[&"--dev", &"/dev", &"--proc", &"/proc", &"--ro-bind", &helper, &HELPER_INSIDE]);
-    push(&[&"--chdir", &plan.cwd, &"--clearenv", &"--", &HELPER_INSIDE, &HELPER_ARG, &INNER_ARG]);
+    push(&[
+        &"--dev",
+        &"/dev",
+        &"--proc",
+        &"/proc",
+        &"--ro-bind",
+        &helper,
+        &HELPER_INSIDE,
+    ]);
+    push(&[
+        &"--chdir",
+        &plan.cwd,
+        &"--clearenv",
+        &"--",
+        &HELPER_INSIDE,
+        &HELPER_ARG,
+        &INNER_ARG,
+    ]);
     a
 }
 
@@ -75,18 +104,28 @@ mod tests {
 
     fn argv(p: &Profile) -> Vec<String> {
         let plan = crate::plan::build(Backend::Bubblewrap, p, vec!["true".into()], None);
-        args(&plan, Path::new("/opt/zc/zeroclaw")).into_iter().map(|s| s.into_string().unwrap()).collect()
+        args(&plan, Path::new("/opt/zc/zeroclaw"))
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect()
     }
 
     fn has_seq(v: &[String], seq: &[&str]) -> bool {
-        v.windows(seq.len()).any(|w| w.iter().zip(seq).all(|(a, b)| a == b))
+        v.windows(seq.len())
+            .any(|w| w.iter().zip(seq).all(|(a, b)| a == b))
     }
 
     #[test]
     fn confines_with_every_namespace_and_no_capabilities() {
         let d = tempfile::tempdir().unwrap();
         let v = argv(&Profile::for_workspace(d.path()));
-        for flag in ["--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid", "--unshare-net"] {
+        for flag in [
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-net",
+        ] {
             assert!(v.iter().any(|a| a == flag), "{flag} missing from {v:?}");
         }
         assert!(has_seq(&v, &["--cap-drop", "ALL"]));
@@ -106,8 +145,22 @@ mod tests {
         let v = argv(&Profile::for_workspace(d.path()));
         assert!(has_seq(&v, &["--bind", &ws, &ws]));
         assert!(has_seq(&v, &["--ro-bind-try", "/usr", "/usr"]));
-        assert!(has_seq(&v, &["--ro-bind", "/opt/zc/zeroclaw", HELPER_INSIDE]));
-        assert!(has_seq(&v, &["--chdir", &ws, "--clearenv", "--", HELPER_INSIDE, HELPER_ARG, INNER_ARG]));
+        assert!(has_seq(
+            &v,
+            &["--ro-bind", "/opt/zc/zeroclaw", HELPER_INSIDE]
+        ));
+        assert!(has_seq(
+            &v,
+            &[
+                "--chdir",
+                &ws,
+                "--clearenv",
+                "--",
+                HELPER_INSIDE,
+                HELPER_ARG,
+                INNER_ARG
+            ]
+        ));
         assert!(has_seq(&v, &["--perms", "1777", "--tmpfs", "/tmp"]));
     }
 
@@ -117,7 +170,10 @@ mod tests {
         let ws = d.path().canonicalize().unwrap();
         let hooks = ws.join(".git/hooks").display().to_string();
         let v = argv(&Profile::for_workspace(d.path()));
-        let ws_at = v.iter().position(|a| *a == ws.display().to_string()).unwrap();
+        let ws_at = v
+            .iter()
+            .position(|a| *a == ws.display().to_string())
+            .unwrap();
         let hooks_at = v.iter().position(|a| *a == hooks).unwrap();
         assert!(ws_at < hooks_at);
         assert!(has_seq(&v, &["--ro-bind-try", &hooks, &hooks]));

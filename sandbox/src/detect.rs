@@ -135,14 +135,26 @@ fn landlock_abi() -> u32 {
 
 fn seccomp() -> Check {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let ok = status.lines().any(|l| l.starts_with("Seccomp_filters:") || l.starts_with("Seccomp:"));
-    Check { ok, detail: if ok { "seccomp filters available".into() } else { "no seccomp in /proc/self/status".into() } }
+    let ok = status
+        .lines()
+        .any(|l| l.starts_with("Seccomp_filters:") || l.starts_with("Seccomp:"));
+    Check {
+        ok,
+        detail: if ok {
+            "seccomp filters available".into()
+        } else {
+            "no seccomp in /proc/self/status".into()
+        },
+    }
 }
 
 #[cfg(target_os = "linux")]
 fn user_namespaces() -> Check {
     match crate::sys::probe_user_namespaces() {
-        Ok(()) => Check { ok: true, detail: "user, mount, pid, net, ipc, uts namespaces and a tmpfs mount work".into() },
+        Ok(()) => Check {
+            ok: true,
+            detail: "user, mount, pid, net, ipc, uts namespaces and a tmpfs mount work".into(),
+        },
         Err(step) => Check {
             ok: false,
             detail: format!(
@@ -155,24 +167,48 @@ fn user_namespaces() -> Check {
 
 #[cfg(not(target_os = "linux"))]
 fn user_namespaces() -> Check {
-    Check { ok: false, detail: "not Linux".into() }
+    Check {
+        ok: false,
+        detail: "not Linux".into(),
+    }
 }
 
 fn bubblewrap(path: Option<&Path>) -> Check {
     let Some(path) = path else {
-        return Check { ok: false, detail: "bwrap not found on PATH: apt-get install bubblewrap".into() };
+        return Check {
+            ok: false,
+            detail: "bwrap not found on PATH: apt-get install bubblewrap".into(),
+        };
     };
     let out = std::process::Command::new(path)
-        .args(["--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "/bin/true"])
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--unshare-all",
+            "--die-with-parent",
+            "--",
+            "/bin/true",
+        ])
         .stdin(std::process::Stdio::null())
         .output();
     match out {
-        Ok(o) if o.status.success() => Check { ok: true, detail: format!("{} preflight ok", path.display()) },
+        Ok(o) if o.status.success() => Check {
+            ok: true,
+            detail: format!("{} preflight ok", path.display()),
+        },
         Ok(o) => Check {
             ok: false,
-            detail: format!("{} preflight failed: {}", path.display(), String::from_utf8_lossy(&o.stderr).trim()),
+            detail: format!(
+                "{} preflight failed: {}",
+                path.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
         },
-        Err(e) => Check { ok: false, detail: format!("{}: {e}", path.display()) },
+        Err(e) => Check {
+            ok: false,
+            detail: format!("{}: {e}", path.display()),
+        },
     }
 }
 
@@ -180,13 +216,24 @@ fn cgroup_v2() -> Check {
     let ok = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
     Check {
         ok,
-        detail: if ok { "cgroup v2 at /sys/fs/cgroup".into() } else { "no cgroup v2 at /sys/fs/cgroup (process limit uses RLIMIT_NPROC)".into() },
+        detail: if ok {
+            "cgroup v2 at /sys/fs/cgroup".into()
+        } else {
+            "no cgroup v2 at /sys/fs/cgroup (process limit uses RLIMIT_NPROC)".into()
+        },
     }
 }
 
 fn sandbox_exec() -> Check {
     let ok = cfg!(target_os = "macos") && Path::new("/usr/bin/sandbox-exec").exists();
-    Check { ok, detail: if ok { "/usr/bin/sandbox-exec".into() } else { "not macOS".into() } }
+    Check {
+        ok,
+        detail: if ok {
+            "/usr/bin/sandbox-exec".into()
+        } else {
+            "not macOS".into()
+        },
+    }
 }
 
 fn which(name: &str) -> Option<PathBuf> {
@@ -233,20 +280,38 @@ fn status(backend: Backend, p: &Probes) -> BackendStatus {
         }
         Backend::None => {}
     }
-    let linux = matches!(backend, Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock);
+    let linux = matches!(
+        backend,
+        Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock
+    );
     let partial = linux && reasons.is_empty() && p.landlock_abi < FULL_LANDLOCK_ABI;
-    BackendStatus { backend, available: reasons.is_empty(), partial, reason: reasons.join("; ") }
+    BackendStatus {
+        backend,
+        available: reasons.is_empty(),
+        partial,
+        reason: reasons.join("; "),
+    }
 }
 
 /// Picks the backend for `choice`: a named backend must be available, `auto` takes the
 /// strongest confining rung, `none` only when named, partial Landlock only when allowed.
-pub fn choose(choice: BackendChoice, allow_partial: bool, p: &Probes) -> Result<Backend, SandboxError> {
+pub fn choose(
+    choice: BackendChoice,
+    allow_partial: bool,
+    p: &Probes,
+) -> Result<Backend, SandboxError> {
     let all = statuses(p);
     let usable = |s: &BackendStatus| s.available && (!s.partial || allow_partial);
     if let Some(named) = choice.named() {
-        let s = all.iter().find(|s| s.backend == named).expect("every backend has a status");
+        let s = all
+            .iter()
+            .find(|s| s.backend == named)
+            .expect("every backend has a status");
         if !s.available {
-            return Err(SandboxError::Unavailable { requested: choice, reason: s.reason.clone() });
+            return Err(SandboxError::Unavailable {
+                requested: choice,
+                reason: s.reason.clone(),
+            });
         }
         if !usable(s) {
             return Err(SandboxError::Partial {
@@ -266,7 +331,11 @@ pub fn choose(choice: BackendChoice, allow_partial: bool, p: &Probes) -> Result<
                 .iter()
                 .filter(|s| s.backend != Backend::None)
                 .map(|s| {
-                    let why = if s.partial { "partial Landlock (allow_partial = false)" } else { s.reason.as_str() };
+                    let why = if s.partial {
+                        "partial Landlock (allow_partial = false)"
+                    } else {
+                        s.reason.as_str()
+                    };
                     format!("{}: {why}", s.backend)
                 })
                 .collect::<Vec<_>>()
@@ -301,36 +370,91 @@ pub fn report_from(choice: BackendChoice, allow_partial: bool, probes: Probes) -
 }
 
 fn g(what: &str, mechanism: &str) -> Guarantee {
-    Guarantee { what: what.into(), mechanism: mechanism.into() }
+    Guarantee {
+        what: what.into(),
+        mechanism: mechanism.into(),
+    }
 }
 
 /// Which guarantee rests on which mechanism, per backend.
 pub fn guarantees(b: Backend) -> Vec<Guarantee> {
     match b {
         Backend::Namespaces | Backend::Bubblewrap => {
-            let ns = if b == Backend::Namespaces { "mount namespace" } else { "bubblewrap mount namespace" };
+            let ns = if b == Backend::Namespaces {
+                "mount namespace"
+            } else {
+                "bubblewrap mount namespace"
+            };
             vec![
-                g("reads limited to allowed roots; secrets masked", &format!("{ns} + Landlock")),
-                g("writes limited to the workspace; .git/hooks, .git/config read-only", &format!("{ns} (read-only binds, pinned .git)")),
+                g(
+                    "reads limited to allowed roots; secrets masked",
+                    &format!("{ns} + Landlock"),
+                ),
+                g(
+                    "writes limited to the workspace; .git/hooks, .git/config read-only",
+                    &format!("{ns} (read-only binds, pinned .git)"),
+                ),
                 g("private /tmp and HOME", &format!("{ns} (tmpfs)")),
-                g("no network, no abstract or outside Unix sockets", "net namespace + seccomp socket filter + Landlock"),
-                g("no signals/ptrace to outside processes", "pid namespace + Landlock scope + seccomp"),
-                g("no privilege: capabilities dropped, no_new_privs, no new namespaces", "capset/bounding set + prctl + seccomp"),
-                g("no descendant outlives the call", "pid namespace (init exit kills all)"),
-                g("resource limits", "rlimits (process count: RLIMIT_NPROC, not enforced for uid 0)"),
+                g(
+                    "no network, no abstract or outside Unix sockets",
+                    "net namespace + seccomp socket filter + Landlock",
+                ),
+                g(
+                    "no signals/ptrace to outside processes",
+                    "pid namespace + Landlock scope + seccomp",
+                ),
+                g(
+                    "no privilege: capabilities dropped, no_new_privs, no new namespaces",
+                    "capset/bounding set + prctl + seccomp",
+                ),
+                g(
+                    "no descendant outlives the call",
+                    "pid namespace (init exit kills all)",
+                ),
+                g(
+                    "resource limits",
+                    "rlimits (process count: RLIMIT_NPROC, not enforced for uid 0)",
+                ),
             ]
         }
         Backend::Landlock => vec![
-            g("reads limited to allowed roots; secrets excluded", "Landlock (per-entry rules)"),
-            g("writes limited to the workspace and a private TMPDIR/HOME", "Landlock"),
-            g("no network, no Unix sockets at all", "seccomp (socket denied) + Landlock TCP + scopes"),
-            g("no signals/ptrace to outside processes", "Landlock scope + seccomp"),
-            g("no privilege", "capabilities dropped + no_new_privs + seccomp"),
-            g("no descendant outlives the call", "child subreaper kills every descendant"),
-            g("REDUCED: .git/hooks and .git/config are not protected; /tmp is shared (TMPDIR private)", "none"),
+            g(
+                "reads limited to allowed roots; secrets excluded",
+                "Landlock (per-entry rules)",
+            ),
+            g(
+                "writes limited to the workspace and a private TMPDIR/HOME",
+                "Landlock",
+            ),
+            g(
+                "no network, no Unix sockets at all",
+                "seccomp (socket denied) + Landlock TCP + scopes",
+            ),
+            g(
+                "no signals/ptrace to outside processes",
+                "Landlock scope + seccomp",
+            ),
+            g(
+                "no privilege",
+                "capabilities dropped + no_new_privs + seccomp",
+            ),
+            g(
+                "no descendant outlives the call",
+                "child subreaper kills every descendant",
+            ),
+            g(
+                "REDUCED: .git/hooks and .git/config are not protected; /tmp is shared (TMPDIR private)",
+                "none",
+            ),
         ],
-        Backend::Seatbelt => vec![g("file, network and process rules", "Seatbelt (sandbox-exec)")],
-        Backend::None => vec![g("NOTHING: the command runs unconfined (backend = \"none\")", "none")],
+        Backend::Seatbelt => vec![g(
+            "file, network and process rules",
+            "Seatbelt (sandbox-exec)",
+        )],
+        Backend::None => vec![g(
+            "NOTHING: the command runs unconfined (backend = \"none\")",
+            "none",
+        )],
     }
 }
 
@@ -339,7 +463,10 @@ mod tests {
     use super::*;
 
     fn probes(userns: bool, bwrap: bool, abi: u32) -> Probes {
-        let c = |ok: bool| Check { ok, detail: if ok { "ok".into() } else { "missing".into() } };
+        let c = |ok: bool| Check {
+            ok,
+            detail: if ok { "ok".into() } else { "missing".into() },
+        };
         Probes {
             kernel: "linux test".into(),
             landlock_abi: abi,
@@ -354,9 +481,18 @@ mod tests {
 
     #[test]
     fn auto_takes_the_strongest_rung() {
-        assert_eq!(choose(BackendChoice::Auto, false, &probes(true, true, 7)).unwrap(), Backend::Namespaces);
-        assert_eq!(choose(BackendChoice::Auto, false, &probes(false, true, 7)).unwrap(), Backend::Bubblewrap);
-        assert_eq!(choose(BackendChoice::Auto, false, &probes(false, false, 7)).unwrap(), Backend::Landlock);
+        assert_eq!(
+            choose(BackendChoice::Auto, false, &probes(true, true, 7)).unwrap(),
+            Backend::Namespaces
+        );
+        assert_eq!(
+            choose(BackendChoice::Auto, false, &probes(false, true, 7)).unwrap(),
+            Backend::Bubblewrap
+        );
+        assert_eq!(
+            choose(BackendChoice::Auto, false, &probes(false, false, 7)).unwrap(),
+            Backend::Landlock
+        );
     }
 
     #[test]
@@ -368,20 +504,35 @@ mod tests {
     #[test]
     fn named_backend_unavailable_is_an_error() {
         let e = choose(BackendChoice::Bubblewrap, false, &probes(true, false, 7)).unwrap_err();
-        assert!(matches!(e, SandboxError::Unavailable { requested: BackendChoice::Bubblewrap, .. }));
+        assert!(matches!(
+            e,
+            SandboxError::Unavailable {
+                requested: BackendChoice::Bubblewrap,
+                ..
+            }
+        ));
     }
 
     #[test]
     fn none_only_by_name() {
-        assert_eq!(choose(BackendChoice::None, false, &probes(false, false, 0)).unwrap(), Backend::None);
+        assert_eq!(
+            choose(BackendChoice::None, false, &probes(false, false, 0)).unwrap(),
+            Backend::None
+        );
     }
 
     #[test]
     fn old_landlock_is_refused_unless_partial_is_allowed() {
         let p = probes(true, true, 3);
-        assert!(matches!(choose(BackendChoice::Namespaces, false, &p), Err(SandboxError::Partial { .. })));
+        assert!(matches!(
+            choose(BackendChoice::Namespaces, false, &p),
+            Err(SandboxError::Partial { .. })
+        ));
         assert!(choose(BackendChoice::Auto, false, &p).is_err());
-        assert_eq!(choose(BackendChoice::Auto, true, &p).unwrap(), Backend::Namespaces);
+        assert_eq!(
+            choose(BackendChoice::Auto, true, &p).unwrap(),
+            Backend::Namespaces
+        );
     }
 
     #[test]
@@ -393,7 +544,14 @@ mod tests {
         assert_eq!(r.backends.len(), 5);
         assert!(r.missing.iter().any(|m| m.starts_with("namespaces:")));
         let json = serde_json::to_value(&r).unwrap();
-        for key in ["requested", "chosen", "probes", "backends", "guarantees", "missing"] {
+        for key in [
+            "requested",
+            "chosen",
+            "probes",
+            "backends",
+            "guarantees",
+            "missing",
+        ] {
             assert!(json.get(key).is_some(), "{key}");
         }
     }

@@ -154,7 +154,9 @@ pub enum SandboxError {
     },
     /// The backend exists but enforces less than asked (old Landlock ABI), and partial
     /// enforcement was not allowed.
-    #[error("sandbox backend {backend} would be only partially enforced: {reason} (set allow_partial = true to accept)")]
+    #[error(
+        "sandbox backend {backend} would be only partially enforced: {reason} (set allow_partial = true to accept)"
+    )]
     Partial {
         /// The backend.
         backend: Backend,
@@ -201,6 +203,12 @@ mod tests {
     #[test]
     fn sandbox_error_nests_setup_error() {
         let e: SandboxError = SetupError::new(Stage::Landlock, "x").into();
-        assert!(matches!(e, SandboxError::Setup(SetupError { stage: Stage::Landlock, .. })));
+        assert!(matches!(
+            e,
+            SandboxError::Setup(SetupError {
+                stage: Stage::Landlock,
+                ..
+            })
+        ));
     }
 }

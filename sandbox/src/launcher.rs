@@ -129,7 +129,8 @@ impl Sandbox {
     {
         let argv: Vec<OsString> = argv.into_iter().map(|a| a.as_ref().to_owned()).collect();
         validate(profile, &argv)?;
-        let scratch = matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
+        let scratch =
+            matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
         let mut plan = crate::plan::build(self.backend, profile, argv, scratch);
         plan.allow_partial = self.allow_partial;
         plan.bwrap = self.bwrap.clone();
@@ -165,8 +166,10 @@ impl Sandbox {
     }
 
     fn start_helper(&self) -> Result<(Child, OwnedFd, OwnedFd), SandboxError> {
-        let (plan_r, plan_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
-        let (rep_r, rep_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+        let (plan_r, plan_w) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+        let (rep_r, rep_w) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
         let plan_hi = crate::sys::dup_high(plan_r.as_raw_fd())?;
         let rep_hi = crate::sys::dup_high(rep_w.as_raw_fd())?;
         drop((plan_r, rep_w));
@@ -186,7 +189,11 @@ impl Sandbox {
             });
         }
         let child = cmd.spawn().map_err(|e| {
-            SetupError::os(Stage::Spawn, format!("spawn({})", self.helper.display()), &e)
+            SetupError::os(
+                Stage::Spawn,
+                format!("spawn({})", self.helper.display()),
+                &e,
+            )
         })?;
         Ok((child, plan_w, rep_r))
     }
@@ -197,10 +204,16 @@ fn validate(profile: &Profile, argv: &[OsString]) -> Result<(), SandboxError> {
         return Err(SandboxError::Profile("empty command".into()));
     }
     if !profile.workspace.is_dir() {
-        return Err(SandboxError::Profile(format!("workspace {} is not a directory", profile.workspace.display())));
+        return Err(SandboxError::Profile(format!(
+            "workspace {} is not a directory",
+            profile.workspace.display()
+        )));
     }
     if !profile.cwd.is_dir() {
-        return Err(SandboxError::Profile(format!("cwd {} is not a directory", profile.cwd.display())));
+        return Err(SandboxError::Profile(format!(
+            "cwd {} is not a directory",
+            profile.cwd.display()
+        )));
     }
     Ok(())
 }
@@ -224,7 +237,10 @@ struct Reports {
 impl Reports {
     fn new(fd: OwnedFd) -> std::io::Result<Self> {
         let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?;
-        Ok(Reports { reader: BufReader::new(rx), done: false })
+        Ok(Reports {
+            reader: BufReader::new(rx),
+            done: false,
+        })
     }
 
     /// The next message; `None` at EOF (the helper and all its stages are gone).
@@ -369,17 +385,19 @@ impl Confined {
         })
     }
 
-    /// Kills the confined tree: SIGKILL to the helper ends a pid namespace (its init has a
-    /// parent-death signal); the Landlock-only helper gets SIGTERM and kills its descendants.
+    /// Kills the confined tree: the helper gets SIGTERM, kills every descendant (the pid
+    /// namespace's init, or each process under its subreaper) and exits once all are reaped,
+    /// so the helper's exit means nothing is left.
     fn kill_tree(&self, alive: bool) {
         if !alive || self.pid <= 0 {
             return;
         }
         let pid = Pid::from_raw(self.pid);
         let _ = match self.backend {
-            Backend::Landlock => nix::sys::signal::kill(pid, Signal::SIGTERM),
             Backend::None | Backend::Seatbelt => nix::sys::signal::killpg(pid, Signal::SIGKILL),
-            Backend::Namespaces | Backend::Bubblewrap => nix::sys::signal::kill(pid, Signal::SIGKILL),
+            Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock => {
+                nix::sys::signal::kill(pid, Signal::SIGTERM)
+            }
         };
     }
 }

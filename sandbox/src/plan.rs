@@ -149,8 +149,16 @@ pub fn build(
         env: environment(profile, &home, &tmp),
         argv,
         cwd: profile.cwd.clone(),
-        mounts: if namespaced { mounts(profile, &home) } else { Vec::new() },
-        placeholders: if namespaced { placeholders(profile) } else { Vec::new() },
+        mounts: if namespaced {
+            mounts(profile, &home)
+        } else {
+            Vec::new()
+        },
+        placeholders: if namespaced {
+            placeholders(profile)
+        } else {
+            Vec::new()
+        },
         protected: profile.protected.clone(),
         denied: profile.denied.clone(),
         landlock: landlock(profile, namespaced, &home, &tmp),
@@ -182,10 +190,19 @@ pub fn mounts(profile: &Profile, home: &Path) -> Vec<MountOp> {
     for root in existing(&profile.read_only) {
         ops.push(bind_or_link(&root, false));
     }
-    ops.push(MountOp::Tmpfs { path: home.to_path_buf(), mode: 0o700 });
-    ops.push(MountOp::Tmpfs { path: PathBuf::from("/tmp"), mode: 0o1777 });
+    ops.push(MountOp::Tmpfs {
+        path: home.to_path_buf(),
+        mode: 0o700,
+    });
+    ops.push(MountOp::Tmpfs {
+        path: PathBuf::from("/tmp"),
+        mode: 0o1777,
+    });
     for root in existing(profile.writable_roots()) {
-        ops.push(MountOp::Bind { path: root, rw: true });
+        ops.push(MountOp::Bind {
+            path: root,
+            rw: true,
+        });
     }
     ops.extend(protected_mounts(profile));
     ops.extend(masks(profile, &ops));
@@ -203,8 +220,14 @@ fn existing<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Vec<PathBuf> {
 
 fn bind_or_link(root: &Path, rw: bool) -> MountOp {
     match std::fs::read_link(root) {
-        Ok(target) => MountOp::Symlink { path: root.to_path_buf(), target },
-        Err(_) => MountOp::Bind { path: root.to_path_buf(), rw },
+        Ok(target) => MountOp::Symlink {
+            path: root.to_path_buf(),
+            target,
+        },
+        Err(_) => MountOp::Bind {
+            path: root.to_path_buf(),
+            rw,
+        },
     }
 }
 
@@ -220,19 +243,26 @@ fn protected_mounts(profile: &Profile) -> Vec<MountOp> {
             if ancestor == root.as_path() || !is_under(ancestor, root) {
                 break;
             }
-            let pin = MountOp::Bind { path: ancestor.to_path_buf(), rw: true };
+            let pin = MountOp::Bind {
+                path: ancestor.to_path_buf(),
+                rw: true,
+            };
             if !ops.contains(&pin) {
                 ops.push(pin);
             }
         }
-        ops.push(MountOp::Bind { path: path.clone(), rw: false });
+        ops.push(MountOp::Bind {
+            path: path.clone(),
+            rw: false,
+        });
     }
     ops
 }
 
 fn masks(profile: &Profile, ops: &[MountOp]) -> Vec<MountOp> {
     let visible = |p: &Path| {
-        ops.iter().any(|op| matches!(op, MountOp::Bind { path, .. } if is_under(p, path)))
+        ops.iter()
+            .any(|op| matches!(op, MountOp::Bind { path, .. } if is_under(p, path)))
     };
     profile
         .denied
@@ -261,7 +291,10 @@ pub fn placeholders(profile: &Profile) -> Vec<Placeholder> {
         for p in chain {
             if p.symlink_metadata().is_err() {
                 let dir = p != path.as_path() || guess_dir(p);
-                let ph = Placeholder { path: p.to_path_buf(), dir };
+                let ph = Placeholder {
+                    path: p.to_path_buf(),
+                    dir,
+                };
                 if !out.contains(&ph) {
                     out.push(ph);
                 }
@@ -301,12 +334,23 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
     let devices = if namespaced {
         vec![PathBuf::from("/dev")]
     } else {
-        ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
-            .iter()
-            .map(PathBuf::from)
-            .collect()
+        [
+            "/dev/null",
+            "/dev/zero",
+            "/dev/full",
+            "/dev/random",
+            "/dev/urandom",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect()
     };
-    LandlockPlan { read, write, devices, deny_network: profile.network == Network::Deny }
+    LandlockPlan {
+        read,
+        write,
+        devices,
+        deny_network: profile.network == Network::Deny,
+    }
 }
 
 /// Replaces every root that contains a denied path by its children, recursively, leaving the
@@ -314,14 +358,16 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
 pub fn subtract(roots: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for root in roots {
-        if denied.iter().any(|d| *d == root) {
+        if denied.contains(&root) {
             continue;
         }
         if !denied.iter().any(|d| d.starts_with(&root)) {
             out.push(root);
             continue;
         }
-        let Ok(entries) = std::fs::read_dir(&root) else { continue };
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            continue;
+        };
         let children: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         out.extend(subtract(children, denied));
     }
@@ -336,8 +382,14 @@ pub fn environment(profile: &Profile, home: &Path, tmp: &Path) -> Vec<(OsString,
         env.push((k.into(), v));
     };
     set("PATH", path_var().into());
-    set("LANG", std::env::var_os("LANG").unwrap_or_else(|| "C.UTF-8".into()));
-    set("TERM", std::env::var_os("TERM").unwrap_or_else(|| "dumb".into()));
+    set(
+        "LANG",
+        std::env::var_os("LANG").unwrap_or_else(|| "C.UTF-8".into()),
+    );
+    set(
+        "TERM",
+        std::env::var_os("TERM").unwrap_or_else(|| "dumb".into()),
+    );
     set("HOME", home.into());
     set("TMPDIR", tmp.into());
     if let Some(real_home) = home_dir() {
@@ -394,9 +446,18 @@ mod tests {
     fn workspace_is_bound_writable_and_system_read_only() {
         let (_d, p) = ws();
         let ops = mounts(&p, Path::new("/root"));
-        assert!(ops.contains(&MountOp::Bind { path: p.workspace.clone(), rw: true }));
-        assert!(ops.contains(&MountOp::Bind { path: "/usr".into(), rw: false }));
-        assert!(ops.contains(&MountOp::Tmpfs { path: "/tmp".into(), mode: 0o1777 }));
+        assert!(ops.contains(&MountOp::Bind {
+            path: p.workspace.clone(),
+            rw: true
+        }));
+        assert!(ops.contains(&MountOp::Bind {
+            path: "/usr".into(),
+            rw: false
+        }));
+        assert!(ops.contains(&MountOp::Tmpfs {
+            path: "/tmp".into(),
+            mode: 0o1777
+        }));
     }
 
     #[test]
@@ -404,9 +465,18 @@ mod tests {
         let (_d, p) = ws();
         let ops = mounts(&p, Path::new("/root"));
         let git = p.workspace.join(".git");
-        assert!(ops.contains(&MountOp::Bind { path: git.clone(), rw: true }));
-        assert!(ops.contains(&MountOp::Bind { path: git.join("hooks"), rw: false }));
-        assert!(ops.contains(&MountOp::Bind { path: git.join("config"), rw: false }));
+        assert!(ops.contains(&MountOp::Bind {
+            path: git.clone(),
+            rw: true
+        }));
+        assert!(ops.contains(&MountOp::Bind {
+            path: git.join("hooks"),
+            rw: false
+        }));
+        assert!(ops.contains(&MountOp::Bind {
+            path: git.join("config"),
+            rw: false
+        }));
     }
 
     #[test]
@@ -414,9 +484,18 @@ mod tests {
         let (_d, p) = ws();
         let ph = placeholders(&p);
         let git = p.workspace.join(".git");
-        assert!(ph.contains(&Placeholder { path: git.clone(), dir: true }));
-        assert!(ph.contains(&Placeholder { path: git.join("hooks"), dir: true }));
-        assert!(ph.contains(&Placeholder { path: git.join("config"), dir: false }));
+        assert!(ph.contains(&Placeholder {
+            path: git.clone(),
+            dir: true
+        }));
+        assert!(ph.contains(&Placeholder {
+            path: git.join("hooks"),
+            dir: true
+        }));
+        assert!(ph.contains(&Placeholder {
+            path: git.join("config"),
+            dir: false
+        }));
     }
 
     #[test]
@@ -424,7 +503,9 @@ mod tests {
         let (_d, p) = ws();
         let ops = mounts(&p, Path::new("/root"));
         if Path::new("/etc/shadow").exists() {
-            assert!(ops.contains(&MountOp::MaskFile { path: "/etc/shadow".into() }));
+            assert!(ops.contains(&MountOp::MaskFile {
+                path: "/etc/shadow".into()
+            }));
         }
     }
 
@@ -449,7 +530,16 @@ mod tests {
         let names: Vec<_> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
         for n in &names {
             assert!(
-                ["PATH", "LANG", "TERM", "HOME", "TMPDIR", "RUSTUP_HOME", "FOO"].contains(n),
+                [
+                    "PATH",
+                    "LANG",
+                    "TERM",
+                    "HOME",
+                    "TMPDIR",
+                    "RUSTUP_HOME",
+                    "FOO"
+                ]
+                .contains(n),
                 "{n}"
             );
         }
@@ -460,7 +550,12 @@ mod tests {
     #[test]
     fn landlock_only_plan_denies_all_sockets_and_uses_scratch() {
         let (_d, p) = ws();
-        let plan = build(Backend::Landlock, &p, vec!["true".into()], Some("/s".into()));
+        let plan = build(
+            Backend::Landlock,
+            &p,
+            vec!["true".into()],
+            Some("/s".into()),
+        );
         assert!(plan.seccomp.deny_all_sockets);
         assert!(plan.mounts.is_empty());
         assert!(plan.landlock.write.contains(&PathBuf::from("/s")));

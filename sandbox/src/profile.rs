@@ -157,7 +157,10 @@ impl Profile {
             read_only.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
             denied.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
         }
-        let protected = WORKSPACE_PROTECTED.iter().map(|p| workspace.join(p)).collect();
+        let protected = WORKSPACE_PROTECTED
+            .iter()
+            .map(|p| workspace.join(p))
+            .collect();
         Profile {
             cwd: workspace.clone(),
             workspace,
@@ -293,7 +296,12 @@ mod tests {
     #[test]
     fn defaults_deny_etc_secrets() {
         let p = Profile::for_workspace("/w");
-        for secret in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d"] {
+        for secret in [
+            "/etc/shadow",
+            "/etc/gshadow",
+            "/etc/sudoers",
+            "/etc/sudoers.d",
+        ] {
             assert!(p.denied.contains(&PathBuf::from(secret)), "{secret}");
         }
     }

@@ -48,7 +48,12 @@ mod tests {
     use crate::profile::{Network, Profile};
 
     fn sbpl(p: &Profile) -> String {
-        profile(&crate::plan::build(Backend::Seatbelt, p, vec!["true".into()], Some("/private/tmp/zc-1".into())))
+        profile(&crate::plan::build(
+            Backend::Seatbelt,
+            p,
+            vec!["true".into()],
+            Some("/private/tmp/zc-1".into()),
+        ))
     }
 
     #[test]
@@ -57,7 +62,10 @@ mod tests {
         let ws = d.path().canonicalize().unwrap();
         let s = sbpl(&Profile::for_workspace(&ws));
         assert!(s.starts_with("(version 1)\n(deny default)\n"));
-        assert!(s.contains(&format!("(allow file-read* file-write* (subpath \"{}\"))", ws.display())));
+        assert!(s.contains(&format!(
+            "(allow file-read* file-write* (subpath \"{}\"))",
+            ws.display()
+        )));
         assert!(s.contains("(allow file-read* process-exec (subpath \"/usr\"))"));
     }
 
@@ -66,7 +74,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let ws = d.path().canonicalize().unwrap();
         let s = sbpl(&Profile::for_workspace(&ws));
-        let hooks = format!("(deny file-write* (subpath \"{}\"))", ws.join(".git/hooks").display());
+        let hooks = format!(
+            "(deny file-write* (subpath \"{}\"))",
+            ws.join(".git/hooks").display()
+        );
         assert!(s.find(&hooks).unwrap() > s.find("(allow file-read* file-write*").unwrap());
         assert!(s.contains("(deny file-read* file-write* (subpath \"/etc/shadow\"))"));
     }

@@ -61,7 +61,11 @@ pub fn harden_mount(path: &Path, readonly: bool) -> io::Result<()> {
             std::mem::size_of::<MountAttr>(),
         )
     };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Closes every descriptor from `first` up.
@@ -69,7 +73,11 @@ pub fn close_from(first: RawFd) -> io::Result<()> {
     // SAFETY: close_range only closes descriptors; nothing in the helper holds a Rust owner of
     // a descriptor at or above `first` that it uses afterwards.
     let rc = unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, u32::MAX, 0) };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// The running kernel's Landlock ABI version, `None` when Landlock is unavailable.
@@ -117,7 +125,8 @@ pub fn terminate_requested() -> bool {
 /// A path as a C string.
 pub fn cstring(path: &Path) -> io::Result<CString> {
     use std::os::unix::ffi::OsStrExt;
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
 /// Duplicates `fd` to a descriptor `>= 10` with close-on-exec set (so later `dup2`s onto the
@@ -159,7 +168,11 @@ pub fn dup_onto(from: RawFd, to: RawFd) -> io::Result<()> {
             libc::dup2(from, to)
         }
     };
-    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 /// Forks a child that tries what the namespace backend needs (user, mount, pid, net, ipc, uts
@@ -167,10 +180,21 @@ pub fn dup_onto(from: RawFd, to: RawFd) -> io::Result<()> {
 /// The child only makes raw syscalls on buffers prepared before the fork, so this is safe in
 /// a multi-threaded process.
 pub fn probe_user_namespaces() -> Result<(), &'static str> {
-    const STEPS: [&str; 6] = ["fork", "unshare", "setgroups", "uid_map", "gid_map", "mount tmpfs"];
+    const STEPS: [&str; 6] = [
+        "fork",
+        "unshare",
+        "setgroups",
+        "uid_map",
+        "gid_map",
+        "mount tmpfs",
+    ];
     let uid = format!("{0} {0} 1\n", nix::unistd::geteuid().as_raw());
     let gid = format!("{0} {0} 1\n", nix::unistd::getegid().as_raw());
-    let files = [c"/proc/self/setgroups", c"/proc/self/uid_map", c"/proc/self/gid_map"];
+    let files = [
+        c"/proc/self/setgroups",
+        c"/proc/self/uid_map",
+        c"/proc/self/gid_map",
+    ];
     let values: [&[u8]; 3] = [b"deny", uid.as_bytes(), gid.as_bytes()];
     let flags = libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
@@ -192,14 +216,28 @@ pub fn probe_user_namespaces() -> Result<(), &'static str> {
             }
             for (i, (file, value)) in files.iter().zip(values).enumerate() {
                 let fd = libc::open(file.as_ptr(), libc::O_WRONLY);
-                if fd < 0 || libc::write(fd, value.as_ptr().cast(), value.len()) != value.len() as isize {
+                if fd < 0
+                    || libc::write(fd, value.as_ptr().cast(), value.len()) != value.len() as isize
+                {
                     libc::_exit(2 + i as i32);
                 }
                 libc::close(fd);
             }
             let private = libc::MS_REC | libc::MS_PRIVATE;
-            if libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), private, std::ptr::null()) != 0
-                || libc::mount(c"tmpfs".as_ptr(), c"/tmp".as_ptr(), c"tmpfs".as_ptr(), 0, std::ptr::null()) != 0
+            if libc::mount(
+                c"none".as_ptr(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                private,
+                std::ptr::null(),
+            ) != 0
+                || libc::mount(
+                    c"tmpfs".as_ptr(),
+                    c"/tmp".as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    0,
+                    std::ptr::null(),
+                ) != 0
             {
                 libc::_exit(5);
             }

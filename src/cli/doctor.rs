@@ -27,13 +27,20 @@ pub fn run(args: DoctorArgs) -> ExitCode {
 
 /// Checks the config's `[sandbox] backend` and `allow_partial`; flags override them.
 pub fn run_with(args: DoctorArgs, backend: BackendChoice, allow_partial: bool) -> ExitCode {
-    let r = report(args.backend.unwrap_or(backend), args.allow_partial || allow_partial);
+    let r = report(
+        args.backend.unwrap_or(backend),
+        args.allow_partial || allow_partial,
+    );
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
     } else {
         print!("{}", table(&r));
     }
-    if r.chosen.is_some() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if r.chosen.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn yes(ok: bool) -> &'static str {
@@ -44,15 +51,27 @@ fn yes(ok: bool) -> &'static str {
 pub fn table(r: &Report) -> String {
     let p = &r.probes;
     let mut s = String::new();
-    s += &format!("requested backend  {} (allow_partial = {})\n", r.requested, r.allow_partial);
+    s += &format!(
+        "requested backend  {} (allow_partial = {})\n",
+        r.requested, r.allow_partial
+    );
     match (&r.chosen, &r.error) {
         (Some(b), _) => s += &format!("chosen backend     {b}\n"),
         (None, Some(e)) => s += &format!("chosen backend     NONE USABLE: {e}\n"),
         (None, None) => s += "chosen backend     none\n",
     }
     s += &format!("kernel             {}\n\nprobes\n", p.kernel);
-    let landlock = if p.landlock_abi > 0 { format!("ABI {}", p.landlock_abi) } else { "unavailable".into() };
-    s += &format!("  {:<16} {:<3} {}\n", "landlock", yes(p.landlock_abi > 0), landlock);
+    let landlock = if p.landlock_abi > 0 {
+        format!("ABI {}", p.landlock_abi)
+    } else {
+        "unavailable".into()
+    };
+    s += &format!(
+        "  {:<16} {:<3} {}\n",
+        "landlock",
+        yes(p.landlock_abi > 0),
+        landlock
+    );
     for (name, c) in [
         ("seccomp", &p.seccomp),
         ("user namespaces", &p.user_namespaces),

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use zeroclaw_sandbox::{
-    BackendChoice, End, Network, Profile, SandboxError, Sandbox, SetupError, Stage, Stream,
+    BackendChoice, End, Network, Profile, Sandbox, SandboxError, SetupError, Stage, Stream,
 };
 
 /// Exit code when the sandbox itself failed.
@@ -69,7 +69,10 @@ pub fn run(args: SandboxRunArgs) -> ExitCode {
 pub fn run_with(args: SandboxRunArgs, backend: BackendChoice, allow_partial: bool) -> ExitCode {
     let backend = args.backend.unwrap_or(backend);
     let allow_partial = args.allow_partial || allow_partial;
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the runtime: {e}")),
     };
@@ -119,7 +122,10 @@ async fn run_async(args: SandboxRunArgs, backend: BackendChoice, allow_partial: 
     }
     let on_output = |stream: Stream, bytes: &[u8]| {
         let _ = match stream {
-            Stream::Stdout => std::io::stdout().lock().write_all(bytes).and_then(|_| std::io::stdout().flush()),
+            Stream::Stdout => std::io::stdout()
+                .lock()
+                .write_all(bytes)
+                .and_then(|_| std::io::stdout().flush()),
             Stream::Stderr => std::io::stderr().lock().write_all(bytes),
         };
     };
@@ -151,7 +157,11 @@ fn fail(msg: &str) -> ExitCode {
 fn explain(e: SandboxError) -> ExitCode {
     eprintln!("zeroclaw sandbox: {e}");
     match &e {
-        SandboxError::Setup(SetupError { stage: Stage::Exec, errno, .. }) => {
+        SandboxError::Setup(SetupError {
+            stage: Stage::Exec,
+            errno,
+            ..
+        }) => {
             if errno.is_none() || *errno == Some(libc::ENOENT) {
                 ExitCode::from(EXIT_NOT_FOUND)
             } else {
@@ -159,7 +169,9 @@ fn explain(e: SandboxError) -> ExitCode {
             }
         }
         SandboxError::Unavailable { .. } | SandboxError::Partial { .. } => {
-            eprintln!("zeroclaw sandbox: run `zeroclaw doctor` for what is missing and how to fix it");
+            eprintln!(
+                "zeroclaw sandbox: run `zeroclaw doctor` for what is missing and how to fix it"
+            );
             ExitCode::from(EXIT_SETUP)
         }
         _ => ExitCode::from(EXIT_SETUP),

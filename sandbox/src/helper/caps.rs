@@ -20,7 +20,10 @@ pub fn drop_all() -> Result<(), SetupError> {
     }
     let left = caps::read(None, CapSet::Permitted).map_err(|e| fail("read permitted set", e))?;
     if !left.is_empty() {
-        return Err(SetupError::new(Stage::Capabilities, format!("capabilities left: {left:?}")));
+        return Err(SetupError::new(
+            Stage::Capabilities,
+            format!("capabilities left: {left:?}"),
+        ));
     }
     Ok(())
 }

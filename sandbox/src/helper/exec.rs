@@ -32,7 +32,11 @@ pub fn confine_and_exec(plan: &Plan, mut report: Enforcement) -> Result<i32, Set
     report.seccomp = true;
     send(&Message::Ready(report));
     let err = exec_path(&program, &plan.argv[1..], &plan.env);
-    Err(SetupError::os(Stage::Exec, format!("execve({})", program.display()), &err))
+    Err(SetupError::os(
+        Stage::Exec,
+        format!("execve({})", program.display()),
+        &err,
+    ))
 }
 
 /// Finds `argv[0]` on the plan's PATH (inside the sandbox), as `execvp` would.
@@ -53,8 +57,11 @@ fn resolve(plan: &Plan) -> Result<PathBuf, SetupError> {
         .map(|dir| dir.join(name))
         .find(|p| is_executable(p))
         .ok_or_else(|| {
-            SetupError::new(Stage::Exec, format!("{}: command not found", name.to_string_lossy()))
-                .hint("install it inside an allowed root, or allow its directory with --allow-read")
+            SetupError::new(
+                Stage::Exec,
+                format!("{}: command not found", name.to_string_lossy()),
+            )
+            .hint("install it inside an allowed root, or allow its directory with --allow-read")
         })
 }
 
@@ -67,7 +74,11 @@ fn cstr(s: &OsStr) -> CString {
 }
 
 /// `execve(program, [program, args...], env)`; returns the error when it fails.
-pub fn exec_path(program: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> std::io::Error {
+pub fn exec_path(
+    program: &Path,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+) -> std::io::Error {
     let mut argv = vec![cstr(program.as_os_str())];
     argv.extend(args.iter().map(|a| cstr(a)));
     let envp: Vec<CString> = env
@@ -96,7 +107,11 @@ pub fn run_unconfined(plan: &Plan) -> Result<i32, SetupError> {
     };
     send(&Message::Ready(report));
     let err = exec_path(&program, &plan.argv[1..], &plan.env);
-    Err(SetupError::os(Stage::Exec, format!("execve({})", program.display()), &err))
+    Err(SetupError::os(
+        Stage::Exec,
+        format!("execve({})", program.display()),
+        &err,
+    ))
 }
 
 /// Seatbelt: `sandbox-exec -p <profile> -- command` (macOS only).
@@ -106,16 +121,24 @@ pub fn run_seatbelt(plan: &Plan) -> Result<i32, SetupError> {
         let sbpl = crate::seatbelt::profile(plan);
         let mut args: Vec<OsString> = vec!["-p".into(), sbpl.into(), "--".into()];
         args.extend(plan.argv.iter().cloned());
-        std::env::set_current_dir(&plan.cwd)
-            .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
+        std::env::set_current_dir(&plan.cwd).map_err(|e| {
+            SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e)
+        })?;
         send(&Message::Ready(Enforcement {
             backend: "seatbelt".into(),
             ..Enforcement::default()
         }));
         let err = exec_path(Path::new("/usr/bin/sandbox-exec"), &args, &plan.env);
-        return Err(SetupError::os(Stage::Exec, "execve(/usr/bin/sandbox-exec)", &err));
+        return Err(SetupError::os(
+            Stage::Exec,
+            "execve(/usr/bin/sandbox-exec)",
+            &err,
+        ));
     }
     #[cfg(not(target_os = "macos"))]
-    Err(SetupError::new(Stage::Exec, format!("seatbelt is macOS only (argv {:?})", plan.argv.len()))
-        .hint("choose backend = \"auto\" on Linux"))
+    Err(SetupError::new(
+        Stage::Exec,
+        format!("seatbelt is macOS only (argv {:?})", plan.argv.len()),
+    )
+    .hint("choose backend = \"auto\" on Linux"))
 }

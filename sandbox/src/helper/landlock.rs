@@ -3,8 +3,8 @@
 //! when the network is denied. ABI 6 is full enforcement; less is refused unless allowed.
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use crate::error::{SetupError, Stage};
@@ -35,29 +35,49 @@ pub fn apply(plan: &LandlockPlan, allow_partial: bool) -> Result<(u32, String), 
             .scope(Scope::from_all(TARGET_ABI))
             .map_err(|e| fail("scope", e))?;
     } else {
-        ruleset = ruleset.scope(Scope::Signal).map_err(|e| fail("scope(signal)", e))?;
+        ruleset = ruleset
+            .scope(Scope::Signal)
+            .map_err(|e| fail("scope(signal)", e))?;
     }
-    let mut created = ruleset.create().map_err(|e| fail("landlock_create_ruleset", e))?;
-    for (paths, access) in [(&plan.read, read), (&plan.write, all), (&plan.devices, devices)] {
+    let mut created = ruleset
+        .create()
+        .map_err(|e| fail("landlock_create_ruleset", e))?;
+    for (paths, access) in [
+        (&plan.read, read),
+        (&plan.write, all),
+        (&plan.devices, devices),
+    ] {
         for path in paths {
             let Ok(fd) = PathFd::new(path) else { continue };
-            let access = if path.is_dir() { access } else { access & AccessFs::from_file(TARGET_ABI) };
+            let access = if path.is_dir() {
+                access
+            } else {
+                access & AccessFs::from_file(TARGET_ABI)
+            };
             created = created
                 .add_rule(PathBeneath::new(fd, access))
                 .map_err(|e| fail(&format!("landlock_add_rule({})", path.display()), e))?;
         }
     }
-    let status = created.restrict_self().map_err(|e| fail("landlock_restrict_self", e))?;
+    let status = created
+        .restrict_self()
+        .map_err(|e| fail("landlock_restrict_self", e))?;
     match status.ruleset {
         RulesetStatus::FullyEnforced => Ok((abi, "full".into())),
         RulesetStatus::PartiallyEnforced if allow_partial => Ok((abi, "partial".into())),
         RulesetStatus::PartiallyEnforced => Err(partial(abi)),
-        RulesetStatus::NotEnforced => Err(SetupError::new(Stage::Landlock, "Landlock is not enforced")
-            .hint("enable Landlock (kernel >= 5.13, lsm=...,landlock) or choose another backend")),
+        RulesetStatus::NotEnforced => Err(SetupError::new(
+            Stage::Landlock,
+            "Landlock is not enforced",
+        )
+        .hint("enable Landlock (kernel >= 5.13, lsm=...,landlock) or choose another backend")),
     }
 }
 
 fn partial(abi: u32) -> SetupError {
-    SetupError::new(Stage::Landlock, format!("Landlock ABI {abi} enforces only part of the ruleset (need ABI 6)"))
-        .hint("upgrade to Linux >= 6.12, or set [sandbox] allow_partial = true to accept")
+    SetupError::new(
+        Stage::Landlock,
+        format!("Landlock ABI {abi} enforces only part of the ruleset (need ABI 6)"),
+    )
+    .hint("upgrade to Linux >= 6.12, or set [sandbox] allow_partial = true to accept")
 }

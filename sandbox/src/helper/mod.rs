@@ -80,14 +80,21 @@ fn helper_main(inner: bool) -> Result<i32, SetupError> {
     set_cloexec(REPORT_FD)?;
     let plan = read_plan()?;
     if inner {
-        return exec::confine_and_exec(&plan, Enforcement {
-            namespaces: namespaces::names(plan.unshare_net),
-            private_tmp: true,
-            protected_paths: true,
-            ..Enforcement::default()
-        });
+        return exec::confine_and_exec(
+            &plan,
+            Enforcement {
+                namespaces: namespaces::names(plan.unshare_net),
+                private_tmp: true,
+                protected_paths: true,
+                ..Enforcement::default()
+            },
+        );
     }
-    let kill_with = if plan.backend == Backend::Landlock { Signal::SIGTERM } else { Signal::SIGKILL };
+    let kill_with = if plan.backend == Backend::None {
+        Signal::SIGKILL
+    } else {
+        Signal::SIGTERM
+    };
     die_with_parent(plan.launcher_pid, kill_with)?;
     new_session()?;
     match plan.backend {
@@ -108,8 +115,11 @@ fn assert_single_threaded() -> Result<(), SetupError> {
     if tasks == 1 {
         Ok(())
     } else {
-        Err(SetupError::new(Stage::Plan, format!("helper has {tasks} threads, expected 1"))
-            .hint("call zeroclaw_sandbox::helper::run_if_helper() first thing in main"))
+        Err(SetupError::new(
+            Stage::Plan,
+            format!("helper has {tasks} threads, expected 1"),
+        )
+        .hint("call zeroclaw_sandbox::helper::run_if_helper() first thing in main"))
     }
 }
 
@@ -136,7 +146,10 @@ fn die_with_parent(launcher: u32, signal: Signal) -> Result<(), SetupError> {
     nix::sys::prctl::set_pdeathsig(signal)
         .map_err(|e| SetupError::os(Stage::DieWithParent, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
     if nix::unistd::getppid().as_raw() as u32 != launcher {
-        return Err(SetupError::new(Stage::DieWithParent, "launcher exited before the helper started"));
+        return Err(SetupError::new(
+            Stage::DieWithParent,
+            "launcher exited before the helper started",
+        ));
     }
     Ok(())
 }
@@ -146,19 +159,6 @@ fn new_session() -> Result<(), SetupError> {
     nix::unistd::setsid()
         .map(drop)
         .map_err(|e| SetupError::os(Stage::Session, "setsid()", &e.into()))
-}
-
-/// Waits for `pid` and turns its status into an [`ExitInfo`].
-pub(crate) fn wait_exit(pid: nix::unistd::Pid) -> ExitInfo {
-    use nix::sys::wait::{WaitStatus, waitpid};
-    loop {
-        match waitpid(pid, None) {
-            Ok(WaitStatus::Exited(_, code)) => return ExitInfo::Code(code),
-            Ok(WaitStatus::Signaled(_, sig, _)) => return ExitInfo::Signal(sig as i32),
-            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => return ExitInfo::Code(SETUP_FAILED),
-        }
-    }
 }
 
 /// The exit code a shell would show for `info`.

@@ -1,7 +1,13 @@
-//! The new root of the namespace backend, built inside the fresh mount namespace:
-//! 1. make every mount private, 2. a tmpfs becomes `/` via `pivot_root` with the host root
-//! at `/oldroot`, 3. the plan's binds, links, tmpfs and masks (parents first), 4. `/dev` and
-//! `/proc`, 5. detach `/oldroot`, 6. `/` read-only. Also creates protected-path placeholders.
+//! The new root of the namespace backend, built by the pid namespace's init in its own mount
+//! namespace, in this order:
+//! 1. make every mount private;
+//! 2. a tmpfs becomes `/` via `pivot_root`, the host root stays at `/oldroot`;
+//! 3. the plan's binds, links, tmpfs and masks (parents first);
+//! 4. `/dev` and `/proc`;
+//! 5. detach `/oldroot`;
+//! 6. `/` read-only.
+//!
+//! Also creates protected-path placeholders (before the namespaces exist).
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -25,7 +31,9 @@ pub fn create_placeholders(list: &[Placeholder]) -> Result<(), SetupError> {
         if ph.path.symlink_metadata().is_ok() {
             continue;
         }
-        let Some(parent) = ph.path.parent() else { continue };
+        let Some(parent) = ph.path.parent() else {
+            continue;
+        };
         match parent.symlink_metadata() {
             Ok(m) if m.is_dir() => {}
             Ok(m) if m.file_type().is_symlink() => return Err(symlink_error(parent)),
@@ -42,14 +50,22 @@ pub fn create_placeholders(list: &[Placeholder]) -> Result<(), SetupError> {
                 .open(&ph.path)
                 .map(drop)
         };
-        made.map_err(|e| SetupError::os(Stage::Placeholders, format!("create({})", ph.path.display()), &e))?;
+        made.map_err(|e| {
+            SetupError::os(
+                Stage::Placeholders,
+                format!("create({})", ph.path.display()),
+                &e,
+            )
+        })?;
     }
     Ok(())
 }
 
 fn no_symlink_ancestors(path: &Path) -> Result<(), SetupError> {
     for a in path.ancestors() {
-        if a.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+        if a.symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
             return Err(symlink_error(a));
         }
     }
@@ -57,31 +73,53 @@ fn no_symlink_ancestors(path: &Path) -> Result<(), SetupError> {
 }
 
 fn symlink_error(path: &Path) -> SetupError {
-    SetupError::new(Stage::Placeholders, format!("{} is a symlink", path.display()))
-        .hint("a protected path or its parent was replaced by a symlink; remove it and retry")
+    SetupError::new(
+        Stage::Placeholders,
+        format!("{} is a symlink", path.display()),
+    )
+    .hint("a protected path or its parent was replaced by a symlink; remove it and retry")
 }
 
 /// Builds the new root from `ops`, then detaches the host root. `tmpfs_bytes` caps each tmpfs.
 pub fn build_root(ops: &[MountOp], tmpfs_bytes: u64) -> Result<(), SetupError> {
-    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
-        .map_err(|e| err("mount(/, MS_REC|MS_PRIVATE)".into(), e))?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| err("mount(/, MS_REC|MS_PRIVATE)".into(), e))?;
     pivot_to_tmpfs()?;
     for op in ops {
         apply(op, tmpfs_bytes)?;
     }
     mount_dev()?;
     mount_proc()?;
-    umount2(OLD, MntFlags::MNT_DETACH).map_err(|e| err(format!("umount2({OLD}, MNT_DETACH)"), e))?;
+    umount2(OLD, MntFlags::MNT_DETACH)
+        .map_err(|e| err(format!("umount2({OLD}, MNT_DETACH)"), e))?;
     let _ = std::fs::remove_dir(OLD);
-    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    mount(None::<&str>, "/", None::<&str>, ro, None::<&str>).map_err(|e| err("mount(/, remount ro)".into(), e))
+    let ro = MsFlags::MS_REMOUNT
+        | MsFlags::MS_BIND
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NODEV;
+    mount(None::<&str>, "/", None::<&str>, ro, None::<&str>)
+        .map_err(|e| err("mount(/, remount ro)".into(), e))
 }
 
 fn pivot_to_tmpfs() -> Result<(), SetupError> {
     let base = "/tmp";
-    mount(Some("tmpfs"), base, Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some("mode=0755,size=1m"))
-        .map_err(|e| err(format!("mount(tmpfs, {base})"), e))?;
-    std::fs::create_dir(format!("{base}{OLD}")).map_err(|e| err(format!("mkdir({base}{OLD})"), e))?;
+    mount(
+        Some("tmpfs"),
+        base,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=0755,size=1m"),
+    )
+    .map_err(|e| err(format!("mount(tmpfs, {base})"), e))?;
+    std::fs::create_dir(format!("{base}{OLD}"))
+        .map_err(|e| err(format!("mkdir({base}{OLD})"), e))?;
     nix::unistd::pivot_root(base, format!("{base}{OLD}").as_str())
         .map_err(|e| err(format!("pivot_root({base}, {base}{OLD})"), e))?;
     nix::unistd::chdir("/").map_err(|e| err("chdir(/)".into(), e))
@@ -96,16 +134,29 @@ fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
         MountOp::Bind { path, rw } => bind(path, *rw),
         MountOp::Symlink { path, target } => {
             mkdir_p(path.parent().unwrap_or(Path::new("/")))?;
-            std::os::unix::fs::symlink(target, path)
-                .map_err(|e| err(format!("symlink({} -> {})", path.display(), target.display()), e))
+            std::os::unix::fs::symlink(target, path).map_err(|e| {
+                err(
+                    format!("symlink({} -> {})", path.display(), target.display()),
+                    e,
+                )
+            })
         }
-        MountOp::Tmpfs { path, mode } => tmpfs(path, &format!("mode={mode:o},size={tmpfs_bytes}"), false),
+        MountOp::Tmpfs { path, mode } => {
+            tmpfs(path, &format!("mode={mode:o},size={tmpfs_bytes}"), false)
+        }
         MountOp::MaskDir { path } => tmpfs(path, "mode=0,size=4k", true),
         MountOp::MaskFile { path } => {
             let null = Path::new(OLD).join("dev/null");
-            mount(Some(&null), path, None::<&str>, MsFlags::MS_BIND, None::<&str>)
-                .map_err(|e| err(format!("mount(/dev/null -> {}, bind)", path.display()), e))?;
-            harden_mount(path, true).map_err(|e| err(format!("mount_setattr({}, ro)", path.display()), e))
+            mount(
+                Some(&null),
+                path,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(|e| err(format!("mount(/dev/null -> {}, bind)", path.display()), e))?;
+            harden_mount(path, true)
+                .map_err(|e| err(format!("mount_setattr({}, ro)", path.display()), e))
         }
     }
 }
@@ -118,21 +169,33 @@ fn bind(path: &Path, rw: bool) -> Result<(), SetupError> {
         Err(e) => return Err(err(format!("stat({})", path.display()), e)),
     };
     if meta.file_type().is_symlink() {
-        return Err(SetupError::new(Stage::Mounts, format!("{} is a symlink", path.display()))
-            .hint("a protected path or sandbox root is a symlink; remove it or name its target"));
+        return Err(
+            SetupError::new(Stage::Mounts, format!("{} is a symlink", path.display())).hint(
+                "a protected path or sandbox root is a symlink; remove it or name its target",
+            ),
+        );
     }
     if meta.is_dir() {
         mkdir_p(path)?;
     } else {
         touch(path)?;
     }
-    mount(Some(&src), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
-        .map_err(|e| err(format!("mount({} , bind)", path.display()), e))?;
-    harden_mount(path, !rw).map_err(|e| err(format!("mount_setattr({}, ro={})", path.display(), !rw), e))
+    mount(
+        Some(&src),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| err(format!("mount({} , bind)", path.display()), e))?;
+    harden_mount(path, !rw)
+        .map_err(|e| err(format!("mount_setattr({}, ro={})", path.display(), !rw), e))
 }
 
 fn has_non_dir_ancestor(path: &Path) -> bool {
-    path.ancestors().skip(1).any(|a| a.symlink_metadata().is_ok_and(|m| !m.is_dir()))
+    path.ancestors()
+        .skip(1)
+        .any(|a| a.symlink_metadata().is_ok_and(|m| !m.is_dir()))
 }
 
 fn tmpfs(path: &Path, data: &str, readonly: bool) -> Result<(), SetupError> {
@@ -141,7 +204,8 @@ fn tmpfs(path: &Path, data: &str, readonly: bool) -> Result<(), SetupError> {
     mount(Some("tmpfs"), path, Some("tmpfs"), flags, Some(data))
         .map_err(|e| err(format!("mount(tmpfs, {}, {data})", path.display()), e))?;
     if readonly {
-        harden_mount(path, true).map_err(|e| err(format!("mount_setattr({}, ro)", path.display()), e))?;
+        harden_mount(path, true)
+            .map_err(|e| err(format!("mount_setattr({}, ro)", path.display()), e))?;
     }
     Ok(())
 }
@@ -158,7 +222,9 @@ fn touch(path: &Path) -> Result<(), SetupError> {
         return Ok(());
     }
     mkdir_p(path.parent().unwrap_or(Path::new("/")))?;
-    std::fs::File::create(path).map(drop).map_err(|e| err(format!("create({})", path.display()), e))
+    std::fs::File::create(path)
+        .map(drop)
+        .map_err(|e| err(format!("create({})", path.display()), e))
 }
 
 /// A minimal `/dev`: the harmless character devices bound from the host, a private `/dev/shm`
@@ -170,11 +236,23 @@ fn mount_dev() -> Result<(), SetupError> {
         let src = Path::new(OLD).join("dev").join(dev);
         if src.exists() {
             touch(&path)?;
-            mount(Some(&src), &path, None::<&str>, MsFlags::MS_BIND, None::<&str>)
-                .map_err(|e| err(format!("mount({}, bind)", path.display()), e))?;
+            mount(
+                Some(&src),
+                &path,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(|e| err(format!("mount({}, bind)", path.display()), e))?;
         }
     }
-    for (link, target) in [("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx")] {
+    for (link, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("ptmx", "pts/ptmx"),
+    ] {
         let _ = std::os::unix::fs::symlink(target, Path::new("/dev").join(link));
     }
     tmpfs(Path::new("/dev/shm"), "mode=1777,size=64m", false)?;
@@ -199,9 +277,16 @@ fn mount_proc() -> Result<(), SetupError> {
     })?;
     for sub in ["/proc/sys", "/proc/sysrq-trigger"] {
         if Path::new(sub).exists() {
-            mount(Some(sub), sub, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
-                .map_err(|e| err(format!("mount({sub}, bind)"), e))?;
-            harden_mount(Path::new(sub), true).map_err(|e| err(format!("mount_setattr({sub}, ro)"), e))?;
+            mount(
+                Some(sub),
+                sub,
+                None::<&str>,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                None::<&str>,
+            )
+            .map_err(|e| err(format!("mount({sub}, bind)"), e))?;
+            harden_mount(Path::new(sub), true)
+                .map_err(|e| err(format!("mount_setattr({sub}, ro)"), e))?;
         }
     }
     Ok(())

@@ -6,7 +6,7 @@
 use nix::sched::CloneFlags;
 use nix::unistd::Pid;
 
-use super::{exec, mounts, reaper, send, shell_code, wait_exit};
+use super::{exec, mounts, reaper, send, shell_code};
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
 use crate::protocol::{Enforcement, Message};
@@ -24,9 +24,10 @@ pub fn names(net: bool) -> Vec<String> {
 pub fn run(plan: &Plan) -> Result<i32, SetupError> {
     mounts::create_placeholders(&plan.placeholders)?;
     enter(plan.unshare_net)?;
+    reaper::become_subreaper()?;
     let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match init {
-        Some(pid) => Ok(shell_code(wait_exit(Pid::from_raw(pid)))),
+        Some(pid) => Ok(reaper::supervise_child(Pid::from_raw(pid), false)),
         None => super::sys_exit(match init_main(plan) {
             Ok(code) => code,
             Err(e) => {
@@ -42,6 +43,10 @@ fn init_main(plan: &Plan) -> Result<i32, SetupError> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
     let _ = nix::unistd::sethostname("zeroclaw");
+    // The mount namespace is the init's own: pivot_root would otherwise move the helper's
+    // root too, and the helper must keep seeing the host /proc to kill the tree.
+    nix::sched::unshare(CloneFlags::CLONE_NEWNS)
+        .map_err(|e| SetupError::os(Stage::Namespaces, "unshare(CLONE_NEWNS)", &e.into()))?;
     mounts::build_root(&plan.mounts, plan.limits.file_size_bytes)?;
     let enforcement = Enforcement {
         namespaces: names(plan.unshare_net),
@@ -60,12 +65,11 @@ fn init_main(plan: &Plan) -> Result<i32, SetupError> {
     }
 }
 
-/// unshare + uid/gid maps that keep the caller's ids.
+/// unshare (user, pid, ipc, uts, net) + uid/gid maps that keep the caller's ids.
 fn enter(net: bool) -> Result<(), SetupError> {
     let uid = nix::unistd::geteuid().as_raw();
     let gid = nix::unistd::getegid().as_raw();
     let mut flags = CloneFlags::CLONE_NEWUSER
-        | CloneFlags::CLONE_NEWNS
         | CloneFlags::CLONE_NEWPID
         | CloneFlags::CLONE_NEWIPC
         | CloneFlags::CLONE_NEWUTS;
@@ -108,6 +112,16 @@ pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
     crate::sys::dup_onto(memfd.as_raw_fd(), super::PLAN_FD).map_err(io)?;
     crate::sys::dup_onto(super::REPORT_FD, super::REPORT_FD).map_err(io)?;
     let args = crate::bubblewrap::args(plan, &helper);
-    let err = exec::exec_path(&bwrap, &args, &[]);
-    Err(SetupError::os(Stage::Bubblewrap, format!("execve({})", bwrap.display()), &err))
+    reaper::become_subreaper()?;
+    let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Bubblewrap, "fork()", &e))?;
+    let Some(pid) = child else {
+        let err = exec::exec_path(&bwrap, &args, &[]);
+        return Err(SetupError::os(
+            Stage::Bubblewrap,
+            format!("execve({})", bwrap.display()),
+            &err,
+        ));
+    };
+    drop(memfd);
+    Ok(reaper::supervise_child(Pid::from_raw(pid), false))
 }

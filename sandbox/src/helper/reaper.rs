@@ -17,7 +17,9 @@ pub fn reap_until(main: Pid) -> ExitInfo {
     loop {
         match waitpid(None, None) {
             Ok(WaitStatus::Exited(pid, code)) if pid == main => return ExitInfo::Code(code),
-            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => return ExitInfo::Signal(sig as i32),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
+                return ExitInfo::Signal(sig as i32);
+            }
             Ok(_) | Err(Errno::EINTR) => continue,
             Err(_) => return ExitInfo::Code(super::SETUP_FAILED),
         }
@@ -37,9 +39,7 @@ pub fn run_landlock(plan: &Plan) -> Result<i32, SetupError> {
 }
 
 fn supervise(plan: &Plan) -> Result<i32, SetupError> {
-    nix::sys::prctl::set_child_subreaper(true)
-        .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_CHILD_SUBREAPER)", &e.into()))?;
-    crate::sys::catch_sigterm().map_err(|e| SetupError::os(Stage::Init, "sigaction(SIGTERM)", &e))?;
+    become_subreaper()?;
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     let Some(pid) = child else {
         let report = Enforcement {
@@ -52,18 +52,38 @@ fn supervise(plan: &Plan) -> Result<i32, SetupError> {
             ..Enforcement::default()
         };
         if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
-            return Err(SetupError::os(Stage::DieWithParent, "prctl(PR_SET_PDEATHSIG)", &e.into()));
+            return Err(SetupError::os(
+                Stage::DieWithParent,
+                "prctl(PR_SET_PDEATHSIG)",
+                &e.into(),
+            ));
         }
         return exec::confine_and_exec(plan, report);
     };
-    let exit = wait_main(Pid::from_raw(pid));
+    Ok(supervise_child(Pid::from_raw(pid), true))
+}
+
+/// Makes the helper the reaper of every orphaned descendant and lets SIGTERM (timeout,
+/// cancellation, launcher death) interrupt its waits. Call before forking the tree.
+pub fn become_subreaper() -> Result<(), SetupError> {
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_CHILD_SUBREAPER)", &e.into()))?;
+    crate::sys::catch_sigterm().map_err(|e| SetupError::os(Stage::Init, "sigaction(SIGTERM)", &e))
+}
+
+/// Waits for `main` (or SIGTERM), then kills and reaps every descendant, so when the helper
+/// exits nothing it started is left. Returns the shell exit code.
+pub fn supervise_child(main: Pid, report_exit: bool) -> i32 {
+    let exit = wait_main(main);
     kill_descendants();
     match exit {
         Some(info) => {
-            send(&Message::Exited(info));
-            Ok(shell_code(info))
+            if report_exit {
+                send(&Message::Exited(info));
+            }
+            shell_code(info)
         }
-        None => Ok(128 + libc::SIGKILL),
+        None => 128 + libc::SIGKILL,
     }
 }
 
@@ -75,7 +95,9 @@ fn wait_main(main: Pid) -> Option<ExitInfo> {
         }
         match waitpid(None, None) {
             Ok(WaitStatus::Exited(pid, code)) if pid == main => return Some(ExitInfo::Code(code)),
-            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => return Some(ExitInfo::Signal(sig as i32)),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
+                return Some(ExitInfo::Signal(sig as i32));
+            }
             Ok(_) | Err(Errno::EINTR) => continue,
             Err(_) => return None,
         }
@@ -98,7 +120,9 @@ pub fn kill_descendants() {
 }
 
 fn children_of(parent: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| ppid(*pid) == Some(parent))

@@ -8,8 +8,9 @@ use crate::profile::Limits;
 /// Applies CPU, memory, process, file-size, open-file limits and disables core dumps.
 pub fn apply(l: &Limits) -> Result<(), SetupError> {
     let set = |res: Resource, name: &str, v: u64| {
-        setrlimit(res, v, v)
-            .map_err(|e| SetupError::os(Stage::Rlimits, format!("setrlimit({name}, {v})"), &e.into()))
+        setrlimit(res, v, v).map_err(|e| {
+            SetupError::os(Stage::Rlimits, format!("setrlimit({name}, {v})"), &e.into())
+        })
     };
     set(Resource::RLIMIT_CPU, "RLIMIT_CPU", l.cpu_secs)?;
     set(Resource::RLIMIT_DATA, "RLIMIT_DATA", l.memory_bytes)?;

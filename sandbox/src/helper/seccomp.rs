@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond,
-    SeccompFilter, SeccompRule, TargetArch,
+    BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op,
+    SeccompCondition as Cond, SeccompFilter, SeccompRule, TargetArch,
 };
 
 use crate::error::{SetupError, Stage};
@@ -111,7 +111,12 @@ fn rules(plan: &SeccompPlan) -> BTreeMap<i64, Vec<SeccompRule>> {
     } else if plan.deny_inet {
         map.insert(
             libc::SYS_socket,
-            vec![rule(vec![cond(0, Len::Dword, Op::Ne, libc::AF_UNIX as u64)])],
+            vec![rule(vec![cond(
+                0,
+                Len::Dword,
+                Op::Ne,
+                libc::AF_UNIX as u64,
+            )])],
         );
     }
     map
@@ -120,7 +125,12 @@ fn rules(plan: &SeccompPlan) -> BTreeMap<i64, Vec<SeccompRule>> {
 /// Compiles the two filters: the EPERM deny-list and `clone3` -> ENOSYS.
 pub fn compile(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, SetupError> {
     let arch = arch()?;
-    let deny = SeccompFilter::new(rules(plan), SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch);
+    let deny = SeccompFilter::new(
+        rules(plan),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    );
     let clone3 = SeccompFilter::new(
         BTreeMap::from([(libc::SYS_clone3, vec![])]),
         SeccompAction::Allow,
@@ -131,8 +141,9 @@ pub fn compile(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, SetupError> {
         .into_iter()
         .map(|f| {
             let f = f.map_err(|e| SetupError::new(Stage::Seccomp, format!("build filter: {e}")))?;
-            f.try_into()
-                .map_err(|e: seccompiler::BackendError| SetupError::new(Stage::Seccomp, format!("compile filter: {e}")))
+            f.try_into().map_err(|e: seccompiler::BackendError| {
+                SetupError::new(Stage::Seccomp, format!("compile filter: {e}"))
+            })
         })
         .collect()
 }
@@ -156,8 +167,14 @@ mod tests {
     fn filters_compile_for_every_network_mode() {
         for plan in [
             SeccompPlan::default(),
-            SeccompPlan { deny_inet: true, deny_all_sockets: false },
-            SeccompPlan { deny_inet: true, deny_all_sockets: true },
+            SeccompPlan {
+                deny_inet: true,
+                deny_all_sockets: false,
+            },
+            SeccompPlan {
+                deny_inet: true,
+                deny_all_sockets: true,
+            },
         ] {
             let progs = compile(&plan).unwrap();
             assert_eq!(progs.len(), 2);
@@ -167,7 +184,10 @@ mod tests {
 
     #[test]
     fn deny_list_covers_the_security_classes() {
-        let map = rules(&SeccompPlan { deny_inet: true, deny_all_sockets: false });
+        let map = rules(&SeccompPlan {
+            deny_inet: true,
+            deny_all_sockets: false,
+        });
         for s in [
             libc::SYS_ptrace,
             libc::SYS_process_vm_readv,
@@ -180,7 +200,11 @@ mod tests {
             libc::SYS_mount,
             libc::SYS_perf_event_open,
         ] {
-            assert_eq!(map.get(&s).map(Vec::len), Some(0), "syscall {s} not denied outright");
+            assert_eq!(
+                map.get(&s).map(Vec::len),
+                Some(0),
+                "syscall {s} not denied outright"
+            );
         }
         assert_eq!(map[&libc::SYS_clone].len(), NAMESPACE_FLAGS.len());
         assert_eq!(map[&libc::SYS_ioctl].len(), 2);
@@ -195,7 +219,10 @@ mod tests {
 
     #[test]
     fn landlock_only_denies_every_socket() {
-        let map = rules(&SeccompPlan { deny_inet: true, deny_all_sockets: true });
+        let map = rules(&SeccompPlan {
+            deny_inet: true,
+            deny_all_sockets: true,
+        });
         assert_eq!(map.get(&libc::SYS_socket).map(Vec::len), Some(0));
     }
 }
