@@ -38,7 +38,15 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
             MountOp::Bind { path, rw: true } => push(&[&"--bind", path, path]),
             MountOp::Symlink { path, target } => push(&[&"--symlink", target, path]),
             MountOp::Tmpfs { path, mode } => {
-                push(&[&"--perms", &format!("{mode:04o}"), &"--tmpfs", path]);
+                let size = plan.limits.file_size_bytes.to_string();
+                push(&[
+                    &"--perms",
+                    &format!("{mode:04o}"),
+                    &"--size",
+                    &size,
+                    &"--tmpfs",
+                    path,
+                ]);
             }
             MountOp::MaskFile { path } => push(&[&"--ro-bind", &"/dev/null", path]),
             MountOp::MaskDir { path } => {
@@ -161,7 +169,13 @@ mod tests {
                 INNER_ARG
             ]
         ));
-        assert!(has_seq(&v, &["--perms", "1777", "--tmpfs", "/tmp"]));
+        let size = crate::profile::Limits::default()
+            .file_size_bytes
+            .to_string();
+        assert!(has_seq(
+            &v,
+            &["--perms", "1777", "--size", &size, "--tmpfs", "/tmp"]
+        ));
     }
 
     #[test]

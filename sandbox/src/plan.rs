@@ -88,6 +88,8 @@ pub struct SeccompPlan {
     pub deny_inet: bool,
     /// Deny `socket()` entirely (Landlock-only backend: pathname Unix sockets cannot be hidden).
     pub deny_all_sockets: bool,
+    /// Deny chmod/chown (Landlock-only backend: Landlock does not cover attribute changes).
+    pub deny_attr_changes: bool,
 }
 
 /// Everything the helper needs, resolved.
@@ -109,6 +111,8 @@ pub struct Plan {
     pub protected: Vec<PathBuf>,
     /// Denied paths (likewise).
     pub denied: Vec<PathBuf>,
+    /// Paths removed after the run if they appeared (see [`scrub_list`]).
+    pub scrub: Vec<PathBuf>,
     /// Landlock rules.
     pub landlock: LandlockPlan,
     /// Seccomp switches.
@@ -161,10 +165,12 @@ pub fn build(
         },
         protected: profile.protected.clone(),
         denied: profile.denied.clone(),
+        scrub: scrub_list(profile),
         landlock: landlock(profile, namespaced, &home, &tmp),
         seccomp: SeccompPlan {
             deny_inet: profile.network == Network::Deny,
             deny_all_sockets: profile.network == Network::Deny && !namespaced,
+            deny_attr_changes: !namespaced,
         },
         limits: profile.limits.clone(),
         allow_partial: false,
@@ -190,10 +196,17 @@ pub fn mounts(profile: &Profile, home: &Path) -> Vec<MountOp> {
     for root in existing(&profile.read_only) {
         ops.push(bind_or_link(&root, false));
     }
-    ops.push(MountOp::Tmpfs {
-        path: home.to_path_buf(),
-        mode: 0o700,
-    });
+    let home_allowed = profile
+        .read_only
+        .iter()
+        .chain(profile.writable_roots())
+        .any(|r| home.starts_with(r));
+    if !home_allowed {
+        ops.push(MountOp::Tmpfs {
+            path: home.to_path_buf(),
+            mode: 0o700,
+        });
+    }
     ops.push(MountOp::Tmpfs {
         path: PathBuf::from("/tmp"),
         mode: 0o1777,
@@ -267,6 +280,7 @@ fn masks(profile: &Profile, ops: &[MountOp]) -> Vec<MountOp> {
     profile
         .denied
         .iter()
+        .chain(etc_private().iter())
         .filter(|p| visible(p))
         .filter_map(|p| match p.symlink_metadata() {
             Ok(m) if m.is_dir() => Some(MountOp::MaskDir { path: p.clone() }),
@@ -274,6 +288,53 @@ fn masks(profile: &Profile, ops: &[MountOp]) -> Vec<MountOp> {
             Err(_) => None,
         })
         .collect()
+}
+
+/// Everything under `/etc` that is not world-readable (keys, credentials): root inside the
+/// sandbox would still own it, so it is masked like an explicit secret. Cached per process.
+pub fn etc_private() -> &'static [PathBuf] {
+    static CACHE: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    CACHE.get_or_init(|| {
+        let mut out = Vec::new();
+        walk_private(Path::new("/etc"), &mut out, 0);
+        out
+    })
+}
+
+fn walk_private(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(meta) = e.path().symlink_metadata() else {
+            continue;
+        };
+        let mode = meta.permissions().mode();
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        if meta.is_dir() {
+            if mode & 0o005 != 0o005 {
+                out.push(e.path());
+            } else if depth < 8 {
+                walk_private(&e.path(), out, depth + 1);
+            }
+        } else if mode & 0o004 == 0 {
+            out.push(e.path());
+        }
+    }
+}
+
+/// Paths that must not appear during a run (they would redirect git's hooks and config to
+/// files the child controls); the helper removes them once the tree is gone.
+pub fn scrub_list(profile: &Profile) -> Vec<PathBuf> {
+    let commondir = profile.workspace.join(".git/commondir");
+    if commondir.symlink_metadata().is_ok() {
+        Vec::new()
+    } else {
+        vec![commondir]
+    }
 }
 
 /// Protected paths that do not exist yet (parents are created as directories too).

@@ -1,6 +1,7 @@
 //! `zeroclaw doctor`: prints the sandbox capability report (a table, or JSON with `--json`)
 //! and exits non-zero when the configured sandbox cannot be applied.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use zeroclaw_sandbox::BackendChoice;
@@ -31,11 +32,13 @@ pub fn run_with(args: DoctorArgs, backend: BackendChoice, allow_partial: bool) -
         args.backend.unwrap_or(backend),
         args.allow_partial || allow_partial,
     );
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+    let text = if args.json {
+        serde_json::to_string_pretty(&r).unwrap_or_default() + "\n"
     } else {
-        print!("{}", table(&r));
-    }
+        table(&r)
+    };
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
     if r.chosen.is_some() {
         ExitCode::SUCCESS
     } else {

@@ -144,6 +144,11 @@ fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
         MountOp::Tmpfs { path, mode } => {
             tmpfs(path, &format!("mode={mode:o},size={tmpfs_bytes}"), false)
         }
+        MountOp::MaskDir { path } | MountOp::MaskFile { path }
+            if path.symlink_metadata().is_err() =>
+        {
+            Ok(())
+        }
         MountOp::MaskDir { path } => tmpfs(path, "mode=0,size=4k", true),
         MountOp::MaskFile { path } => {
             let null = Path::new(OLD).join("dev/null");
@@ -192,7 +197,8 @@ fn bind(path: &Path, rw: bool) -> Result<(), SetupError> {
         .map_err(|e| err(format!("mount_setattr({}, ro={})", path.display(), !rw), e))
 }
 
-fn has_non_dir_ancestor(path: &Path) -> bool {
+/// Whether something above `path` is not a directory (so `path` cannot exist).
+pub fn has_non_dir_ancestor(path: &Path) -> bool {
     path.ancestors()
         .skip(1)
         .any(|a| a.symlink_metadata().is_ok_and(|m| !m.is_dir()))
@@ -290,4 +296,41 @@ fn mount_proc() -> Result<(), SetupError> {
         }
     }
     Ok(())
+}
+
+/// Removes paths that appeared during the run (see [`crate::plan::scrub_list`]).
+pub fn scrub(paths: &[PathBuf]) {
+    for p in paths {
+        match p.symlink_metadata() {
+            Ok(m) if m.is_dir() => drop(std::fs::remove_dir_all(p)),
+            Ok(_) => drop(std::fs::remove_file(p)),
+            Err(_) => {}
+        }
+    }
+}
+
+/// The binds bubblewrap can apply: none below a non-directory, and none through a symlink.
+pub fn bwrap_binds(ops: &[MountOp]) -> Result<Vec<MountOp>, SetupError> {
+    let mut out = Vec::new();
+    for op in ops {
+        if let MountOp::Bind { path, .. } = op {
+            if has_non_dir_ancestor(path) {
+                continue;
+            }
+            if path
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                return Err(SetupError::new(
+                    Stage::Mounts,
+                    format!("{} is a symlink", path.display()),
+                )
+                .hint(
+                    "a protected path or sandbox root is a symlink; remove it or name its target",
+                ));
+            }
+        }
+        out.push(op.clone());
+    }
+    Ok(out)
 }

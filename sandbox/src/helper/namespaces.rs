@@ -27,7 +27,11 @@ pub fn run(plan: &Plan) -> Result<i32, SetupError> {
     reaper::become_subreaper()?;
     let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match init {
-        Some(pid) => Ok(reaper::supervise_child(Pid::from_raw(pid), false)),
+        Some(pid) => {
+            let code = reaper::supervise_child(Pid::from_raw(pid), false);
+            mounts::scrub(&plan.scrub);
+            Ok(code)
+        }
         None => super::sys_exit(match init_main(plan) {
             Ok(code) => code,
             Err(e) => {
@@ -111,7 +115,9 @@ pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
     let io = |e: std::io::Error| SetupError::os(Stage::Bubblewrap, "dup2(plan/report fd)", &e);
     crate::sys::dup_onto(memfd.as_raw_fd(), super::PLAN_FD).map_err(io)?;
     crate::sys::dup_onto(super::REPORT_FD, super::REPORT_FD).map_err(io)?;
-    let args = crate::bubblewrap::args(plan, &helper);
+    let mut outer = plan.clone();
+    outer.mounts = mounts::bwrap_binds(&plan.mounts)?;
+    let args = crate::bubblewrap::args(&outer, &helper);
     reaper::become_subreaper()?;
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Bubblewrap, "fork()", &e))?;
     let Some(pid) = child else {
@@ -123,5 +129,7 @@ pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
         ));
     };
     drop(memfd);
-    Ok(reaper::supervise_child(Pid::from_raw(pid), false))
+    let code = reaper::supervise_child(Pid::from_raw(pid), false);
+    mounts::scrub(&plan.scrub);
+    Ok(code)
 }

@@ -35,6 +35,7 @@ pub fn run_landlock(plan: &Plan) -> Result<i32, SetupError> {
     scratch::create(&scratch_dir)?;
     let result = supervise(plan);
     scratch::remove(&scratch_dir);
+    super::mounts::scrub(&plan.scrub);
     result
 }
 

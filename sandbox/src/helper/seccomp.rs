@@ -58,6 +58,27 @@ const DENIED: &[i64] = &[
     libc::SYS_pidfd_getfd,
 ];
 
+/// Mode and owner changes (Landlock has no right for them).
+#[cfg(target_arch = "x86_64")]
+const ATTR_CHANGES: &[i64] = &[
+    libc::SYS_chmod,
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    452, // fchmodat2
+    libc::SYS_chown,
+    libc::SYS_fchown,
+    libc::SYS_lchown,
+    libc::SYS_fchownat,
+];
+#[cfg(not(target_arch = "x86_64"))]
+const ATTR_CHANGES: &[i64] = &[
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    452, // fchmodat2
+    libc::SYS_fchown,
+    libc::SYS_fchownat,
+];
+
 const NAMESPACE_FLAGS: &[u64] = &[
     libc::CLONE_NEWUSER as u64,
     libc::CLONE_NEWNS as u64,
@@ -106,6 +127,11 @@ fn rules(plan: &SeccompPlan) -> BTreeMap<i64, Vec<SeccompRule>> {
             cond(0, Len::Dword, Op::Ne, PERSONALITY_QUERY),
         ])],
     );
+    if plan.deny_attr_changes {
+        for s in ATTR_CHANGES {
+            map.insert(*s, vec![]);
+        }
+    }
     if plan.deny_all_sockets {
         map.insert(libc::SYS_socket, vec![]);
     } else if plan.deny_inet {
@@ -169,11 +195,12 @@ mod tests {
             SeccompPlan::default(),
             SeccompPlan {
                 deny_inet: true,
-                deny_all_sockets: false,
+                ..SeccompPlan::default()
             },
             SeccompPlan {
                 deny_inet: true,
                 deny_all_sockets: true,
+                deny_attr_changes: true,
             },
         ] {
             let progs = compile(&plan).unwrap();
@@ -186,7 +213,7 @@ mod tests {
     fn deny_list_covers_the_security_classes() {
         let map = rules(&SeccompPlan {
             deny_inet: true,
-            deny_all_sockets: false,
+            ..SeccompPlan::default()
         });
         for s in [
             libc::SYS_ptrace,
@@ -222,7 +249,9 @@ mod tests {
         let map = rules(&SeccompPlan {
             deny_inet: true,
             deny_all_sockets: true,
+            deny_attr_changes: true,
         });
         assert_eq!(map.get(&libc::SYS_socket).map(Vec::len), Some(0));
+        assert_eq!(map.get(&libc::SYS_fchmodat).map(Vec::len), Some(0));
     }
 }
