@@ -159,7 +159,7 @@ fn cancellation_kills_tree(w: &World, b: Backend) {
             }
         };
         let cancel = async move { started.notified().await };
-        tokio::time::timeout(Duration::from_secs(60), child.wait(on_output, cancel)).await
+        tokio::time::timeout(Duration::from_secs(30), child.wait(on_output, cancel)).await
     });
     let outcome = outcome
         .expect("never started or cancel ignored")
@@ -184,7 +184,7 @@ fn wall_time_kills_tree(w: &World, b: Backend) {
     let outcome = block_on(async {
         let sandbox = sandbox(b);
         let run = sandbox.run(&profile, ["/bin/sh", "-c", &script], std::future::pending());
-        tokio::time::timeout(Duration::from_secs(60), run).await
+        tokio::time::timeout(Duration::from_secs(30), run).await
     });
     let outcome = outcome
         .expect("ESCAPE: the wall-time limit did not end the command")

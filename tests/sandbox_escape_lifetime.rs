@@ -129,7 +129,7 @@ fn timeout_kills_detached_tree(w: &World, b: Backend) {
     let run = w
         .confined(b)
         .timeout_secs(2)
-        .deadline(Duration::from_secs(90))
+        .deadline(Duration::from_secs(30))
         .sh(&script);
     run.assert_reached("started");
     assert!(
@@ -165,7 +165,7 @@ fn cpu_spin_past_timeout(w: &World, b: Backend) {
     let run = w
         .confined(b)
         .timeout_secs(1)
-        .deadline(Duration::from_secs(60))
+        .deadline(Duration::from_secs(30))
         .sh(&script);
     run.assert_reached(ATTEMPT);
     assert!(
@@ -350,7 +350,7 @@ fn launcher_killed(w: &World, b: Backend, signal: &str) {
         "the confined tree is not visible from outside"
     );
     launcher.signal(signal);
-    let status = launcher.wait_for_exit(Duration::from_secs(30));
+    let status = launcher.wait_for_exit(Duration::from_secs(15));
     let left = survivors_after_grace(&marker);
     assert!(
         left.is_empty(),
@@ -360,7 +360,7 @@ fn launcher_killed(w: &World, b: Backend, signal: &str) {
     let mut plain = w.plain().spawn_sh(&script);
     let _ = (plain.read_line(), plain.read_line());
     plain.signal(signal);
-    let _ = plain.wait_for_exit(Duration::from_secs(30));
+    let _ = plain.wait_for_exit(Duration::from_secs(15));
     assert!(
         eventually_some(&marker),
         "positive control failed: nothing survived"
