@@ -36,11 +36,12 @@ pub const HOME_SECRETS: [&str; 11] = [
 ];
 
 /// Environment variables the launcher has and a child must never see.
-pub const SECRET_VARS: [&str; 4] = [
+pub const SECRET_VARS: [&str; 5] = [
     "OPENROUTER_API_KEY",
     "ANTHROPIC_API_KEY",
     "AWS_SECRET_ACCESS_KEY",
     "GITHUB_TOKEN",
+    "ZEROCLAW_providers__openrouter__api_key",
 ];
 
 /// One test's workspace and surroundings.
