@@ -120,6 +120,29 @@ impl Sandbox {
         child.wait(|_, _| {}, cancel).await
     }
 
+    /// Runs the registered operation `op` (see [`crate::helper::run_if_helper_with`]) inside
+    /// the sandbox with `payload` as its input: `Outcome::stdout` holds its result (exit 0) or
+    /// `Outcome::stderr` its error text (exit 1). Same confinement, limits and kill-tree as a
+    /// command; an unknown operation is a [`Stage::Exec`] setup error.
+    pub async fn run_op(
+        &self,
+        profile: &Profile,
+        op: &str,
+        payload: Vec<u8>,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<Outcome, SandboxError> {
+        let mut child = self
+            .start(profile, Vec::new(), Some(op.to_string()))
+            .await?;
+        if let Some(mut stdin) = child.take_stdin() {
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let _ = stdin.write_all(&payload).await;
+            });
+        }
+        child.wait(|_, _| {}, cancel).await
+    }
+
     /// Starts `argv` confined by `profile`. Returns once the helper reports the confinement
     /// complete (or with the failing [`Stage`]).
     pub async fn spawn<I, S>(&self, profile: &Profile, argv: I) -> Result<Confined, SandboxError>
@@ -128,10 +151,23 @@ impl Sandbox {
         S: AsRef<OsStr>,
     {
         let argv: Vec<OsString> = argv.into_iter().map(|a| a.as_ref().to_owned()).collect();
-        validate(profile, &argv)?;
+        if argv.is_empty() {
+            return Err(SandboxError::Profile("empty command".into()));
+        }
+        self.start(profile, argv, None).await
+    }
+
+    async fn start(
+        &self,
+        profile: &Profile,
+        argv: Vec<OsString>,
+        op: Option<String>,
+    ) -> Result<Confined, SandboxError> {
+        validate(profile)?;
         let scratch =
             matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
         let mut plan = crate::plan::build(self.backend, profile, argv, scratch);
+        plan.op = op;
         plan.allow_partial = self.allow_partial;
         plan.bwrap = self.bwrap.clone();
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
@@ -199,10 +235,7 @@ impl Sandbox {
     }
 }
 
-fn validate(profile: &Profile, argv: &[OsString]) -> Result<(), SandboxError> {
-    if argv.is_empty() {
-        return Err(SandboxError::Profile("empty command".into()));
-    }
+fn validate(profile: &Profile) -> Result<(), SandboxError> {
     if !profile.workspace.is_dir() {
         return Err(SandboxError::Profile(format!(
             "workspace {} is not a directory",

@@ -99,6 +99,8 @@ pub struct Plan {
     pub backend: Backend,
     /// The command.
     pub argv: Vec<OsString>,
+    /// A registered in-process operation to run instead of `argv` (payload on stdin).
+    pub op: Option<String>,
     /// The complete environment.
     pub env: Vec<(OsString, OsString)>,
     /// Working directory inside the sandbox.
@@ -152,6 +154,7 @@ pub fn build(
         backend,
         env: environment(profile, &home, &tmp),
         argv,
+        op: None,
         cwd: profile.cwd.clone(),
         mounts: if namespaced {
             mounts(profile, &home)

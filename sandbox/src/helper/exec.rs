@@ -17,7 +17,7 @@ pub fn confine_and_exec(plan: &Plan, mut report: Enforcement) -> Result<i32, Set
     report.rlimits = true;
     std::env::set_current_dir(&plan.cwd)
         .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
-    let program = resolve(plan)?;
+    let target = target(plan)?;
     crate::sys::close_from(REPORT_FD + 1)
         .map_err(|e| SetupError::os(Stage::CloseFds, "close_range(5, ~0)", &e))?;
     caps::drop_all()?;
@@ -31,12 +31,61 @@ pub fn confine_and_exec(plan: &Plan, mut report: Enforcement) -> Result<i32, Set
     seccomp::apply(&plan.seccomp)?;
     report.seccomp = true;
     send(&Message::Ready(report));
-    let err = exec_path(&program, &plan.argv[1..], &plan.env);
-    Err(SetupError::os(
-        Stage::Exec,
-        format!("execve({})", program.display()),
-        &err,
-    ))
+    run_target(target, plan)
+}
+
+/// What the helper ends with: a program to exec or a registered operation.
+enum Target {
+    Program(PathBuf),
+    Op(super::OpFn),
+}
+
+fn target(plan: &Plan) -> Result<Target, SetupError> {
+    match &plan.op {
+        Some(name) => super::find_op(name).map(Target::Op).ok_or_else(|| {
+            SetupError::new(Stage::Exec, format!("unknown sandbox operation {name:?}"))
+                .hint("register it with zeroclaw_sandbox::helper::run_if_helper_with")
+        }),
+        None => resolve(plan).map(Target::Program),
+    }
+}
+
+fn run_target(target: Target, plan: &Plan) -> Result<i32, SetupError> {
+    match target {
+        Target::Op(op) => Ok(run_op(op)),
+        Target::Program(program) => {
+            let err = exec_path(&program, &plan.argv[1..], &plan.env);
+            Err(SetupError::os(
+                Stage::Exec,
+                format!("execve({})", program.display()),
+                &err,
+            ))
+        }
+    }
+}
+
+/// Runs `op` on stdin; its output goes to stdout (exit 0) or its error to stderr (exit 1).
+fn run_op(op: super::OpFn) -> i32 {
+    use std::io::{Read, Write};
+    let mut payload = Vec::new();
+    if let Err(e) = std::io::stdin().read_to_end(&mut payload) {
+        let _ = writeln!(std::io::stderr(), "reading the operation's payload: {e}");
+        return 1;
+    }
+    match op(&payload) {
+        Ok(out) => {
+            let mut stdout = std::io::stdout().lock();
+            if stdout.write_all(&out).and_then(|_| stdout.flush()).is_ok() {
+                0
+            } else {
+                1
+            }
+        }
+        Err(text) => {
+            let _ = std::io::stderr().write_all(text.as_bytes());
+            1
+        }
+    }
 }
 
 /// Finds `argv[0]` on the plan's PATH (inside the sandbox), as `execvp` would.
@@ -98,7 +147,7 @@ pub fn exec_path(
 pub fn run_unconfined(plan: &Plan) -> Result<i32, SetupError> {
     std::env::set_current_dir(&plan.cwd)
         .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
-    let program = resolve(plan)?;
+    let target = target(plan)?;
     let report = Enforcement {
         backend: "none".into(),
         landlock: "none".into(),
@@ -106,12 +155,7 @@ pub fn run_unconfined(plan: &Plan) -> Result<i32, SetupError> {
         ..Enforcement::default()
     };
     send(&Message::Ready(report));
-    let err = exec_path(&program, &plan.argv[1..], &plan.env);
-    Err(SetupError::os(
-        Stage::Exec,
-        format!("execve({})", program.display()),
-        &err,
-    ))
+    run_target(target, plan)
 }
 
 /// Seatbelt: `sandbox-exec -p <profile> -- command` (macOS only).

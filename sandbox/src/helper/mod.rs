@@ -43,10 +43,23 @@ pub const SETUP_FAILED: i32 = 125;
 /// process was started as the sandbox helper this confines it and never returns; otherwise it
 /// returns immediately.
 pub fn run_if_helper() {
+    run_if_helper_with(&[]);
+}
+
+/// An in-process operation the helper can run after confinement instead of `execve`: it gets
+/// the payload (the child's stdin) and returns the bytes for stdout (exit 0) or an error text
+/// for stderr (exit 1).
+pub type OpFn = fn(payload: &[u8]) -> Result<Vec<u8>, String>;
+
+static OPS: std::sync::OnceLock<&'static [(&'static str, OpFn)]> = std::sync::OnceLock::new();
+
+/// Like [`run_if_helper`], registering the operations [`crate::Sandbox::run_op`] may name.
+pub fn run_if_helper_with(ops: &'static [(&'static str, OpFn)]) {
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() != Some(OsStr::new(HELPER_ARG)) {
         return;
     }
+    let _ = OPS.set(ops);
     let inner = args.next().as_deref() == Some(OsStr::new(INNER_ARG));
     let code = match helper_main(inner) {
         Ok(code) => code,
@@ -56,6 +69,22 @@ pub fn run_if_helper() {
         }
     };
     sys_exit(code)
+}
+
+/// The registered operation called `name`.
+pub(crate) fn find_op(name: &str) -> Option<OpFn> {
+    OPS.get()?.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// Ends a forked stage: its result becomes the exit code (a failure is reported first).
+pub(crate) fn finish(result: Result<i32, SetupError>) -> ! {
+    sys_exit(match result {
+        Ok(code) => code,
+        Err(e) => {
+            send(&Message::Failed(e));
+            SETUP_FAILED
+        }
+    })
 }
 
 fn sys_exit(code: i32) -> ! {

@@ -60,7 +60,7 @@ fn init_main(plan: &Plan) -> Result<i32, SetupError> {
     };
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match child {
-        None => exec::confine_and_exec(plan, enforcement),
+        None => super::finish(exec::confine_and_exec(plan, enforcement)),
         Some(pid) => {
             let exit = reaper::reap_until(Pid::from_raw(pid));
             send(&Message::Exited(exit));

@@ -59,7 +59,7 @@ fn supervise(plan: &Plan) -> Result<i32, SetupError> {
                 &e.into(),
             ));
         }
-        return exec::confine_and_exec(plan, report);
+        super::finish(exec::confine_and_exec(plan, report));
     };
     Ok(supervise_child(Pid::from_raw(pid), true))
 }

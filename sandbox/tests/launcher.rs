@@ -1,0 +1,281 @@
+//! Launcher integration tests: real confined processes through the stand-alone helper, on
+//! every backend available here (a missing backend is skipped with its reason, or fails when
+//! `CI=true`).
+
+use std::path::{Path, PathBuf};
+
+use zeroclaw_sandbox::{
+    Backend, BackendChoice, End, ExitInfo, Profile, Sandbox, SandboxError, SetupError, Stage,
+    Stream,
+};
+
+const HELPER: &str = env!("CARGO_BIN_EXE_zeroclaw-sandbox-helper");
+
+fn sandboxes() -> Vec<Sandbox> {
+    let mut out = Vec::new();
+    for choice in [
+        BackendChoice::Namespaces,
+        BackendChoice::Bubblewrap,
+        BackendChoice::Landlock,
+    ] {
+        match Sandbox::new(choice, false) {
+            Ok(s) => out.push(s.with_helper(HELPER)),
+            Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+                panic!("backend {choice} unavailable on CI: {e}")
+            }
+            Err(e) => eprintln!("SKIP backend {choice}: {e}"),
+        }
+    }
+    out
+}
+
+/// A workspace outside any git repository.
+fn workspace() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("zc-s1-launcher-")
+        .tempdir_in("/var/tmp")
+        .unwrap()
+}
+
+fn marker() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(1);
+    format!(
+        "1000.{}{:03}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Processes on the host whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(needle) {
+                found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+async fn run(s: &Sandbox, p: &Profile, script: &str) -> zeroclaw_sandbox::Outcome {
+    s.run(p, ["sh", "-c", script], std::future::pending())
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", s.backend()))
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn exit_codes_and_signals_pass_through() {
+    for s in sandboxes() {
+        let ws = workspace();
+        let p = Profile::for_workspace(ws.path());
+        assert_eq!(
+            run(&s, &p, "exit 7").await.exit,
+            ExitInfo::Code(7),
+            "{}",
+            s.backend()
+        );
+        let killed = run(&s, &p, "kill -KILL $$").await;
+        assert_eq!(
+            killed.shell_code(),
+            137,
+            "{}: {:?}",
+            s.backend(),
+            killed.exit
+        );
+        assert_eq!(killed.end, End::Exited);
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn output_is_streamed_per_stream_and_reported() {
+    for s in sandboxes() {
+        let ws = workspace();
+        let p = Profile::for_workspace(ws.path());
+        let mut c = s
+            .spawn(&p, ["sh", "-c", "echo one; echo two >&2; echo three"])
+            .await
+            .unwrap();
+        assert_eq!(c.enforcement().backend, s.backend().name());
+        assert!(c.enforcement().seccomp && c.enforcement().no_new_privs);
+        assert!(c.enforcement().capabilities_dropped);
+        assert_eq!(c.enforcement().landlock, "full");
+        drop(c.take_stdin());
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let o = c
+            .wait(
+                |stream, bytes| match stream {
+                    Stream::Stdout => out.extend_from_slice(bytes),
+                    Stream::Stderr => err.extend_from_slice(bytes),
+                },
+                std::future::pending(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out, b"one\nthree\n", "{}", s.backend());
+        assert_eq!(err, b"two\n", "{}", s.backend());
+        assert_eq!((o.stdout, o.stderr), (out, err));
+        assert!(!o.truncated);
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn output_flood_is_cut_at_the_limit_and_the_tree_killed() {
+    for s in sandboxes() {
+        let ws = workspace();
+        let mut p = Profile::for_workspace(ws.path());
+        p.limits.output_bytes = 1000;
+        let o = run(&s, &p, "yes").await;
+        assert_eq!(o.end, End::OutputLimit, "{}", s.backend());
+        assert!(o.truncated);
+        assert_eq!(o.stdout.len(), 1000);
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn wall_time_kills_the_whole_tree_including_setsid_and_double_forks() {
+    for s in sandboxes() {
+        let ws = workspace();
+        let mut p = Profile::for_workspace(ws.path());
+        p.limits.wall_time = std::time::Duration::from_secs(1);
+        let m = marker();
+        let script = format!(
+            "setsid sh -c 'sleep {m}' & (sleep {m} &); nohup sleep {m} >/dev/null 2>&1 & sleep {m}"
+        );
+        let o = run(&s, &p, &script).await;
+        assert_eq!(o.end, End::TimedOut, "{}", s.backend());
+        assert_eq!(
+            processes_with(&m),
+            Vec::<String>::new(),
+            "{} left processes",
+            s.backend()
+        );
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn cancellation_kills_the_whole_tree() {
+    for s in sandboxes() {
+        let ws = workspace();
+        let p = Profile::for_workspace(ws.path());
+        let m = marker();
+        let script = format!("setsid sh -c 'sleep {m}' & (sleep {m} &); echo started; sleep {m}");
+        let c = s.spawn(&p, ["sh", "-c", &script]).await.unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let mut tx = Some(tx);
+        let o = c
+            .wait(
+                |_, bytes| {
+                    if bytes.starts_with(b"started") {
+                        tx.take().map(|t| t.send(()));
+                    }
+                },
+                async {
+                    let _ = rx.await;
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(o.end, End::Cancelled, "{}", s.backend());
+        assert_eq!(
+            processes_with(&m),
+            Vec::<String>::new(),
+            "{} left processes",
+            s.backend()
+        );
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn setup_failures_name_their_stage() {
+    for s in sandboxes() {
+        let ws = workspace();
+        let p = Profile::for_workspace(ws.path());
+        let e = s.spawn(&p, ["no-such-command-zc"]).await.err().unwrap();
+        assert!(
+            matches!(
+                e,
+                SandboxError::Setup(SetupError {
+                    stage: Stage::Exec,
+                    ..
+                })
+            ),
+            "{}: {e}",
+            s.backend()
+        );
+        if s.backend() == Backend::Landlock {
+            continue;
+        }
+        let (ws, outside) = (workspace(), workspace());
+        std::os::unix::fs::symlink(outside.path(), ws.path().join(".git")).unwrap();
+        let p = Profile::for_workspace(ws.path());
+        let e = s.spawn(&p, ["true"]).await.err().unwrap();
+        let SandboxError::Setup(SetupError { stage, call, .. }) = &e else {
+            panic!("{}: {e}", s.backend())
+        };
+        assert!(
+            matches!(stage, Stage::Mounts | Stage::Placeholders),
+            "{}: {e}",
+            s.backend()
+        );
+        assert!(call.contains("symlink"), "{call}");
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "wrote through the link"
+        );
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn registered_operation_runs_confined() {
+    for s in sandboxes() {
+        let ws = workspace();
+        let file: PathBuf = ws.path().join("note.txt");
+        std::fs::write(&file, "inside").unwrap();
+        let p = Profile::for_workspace(ws.path());
+        let ok = s
+            .run_op(&p, "read", path_bytes(&file), std::future::pending())
+            .await
+            .unwrap();
+        assert_eq!(
+            (ok.shell_code(), ok.stdout.as_slice()),
+            (0, &b"inside"[..]),
+            "{}",
+            s.backend()
+        );
+        let secret_dir = workspace();
+        let secret = secret_dir.path().join("secret.txt");
+        std::fs::write(&secret, "canary").unwrap();
+        let denied = s
+            .run_op(&p, "read", path_bytes(&secret), std::future::pending())
+            .await
+            .unwrap();
+        assert_eq!(denied.shell_code(), 1, "{}", s.backend());
+        assert!(!String::from_utf8_lossy(&denied.stdout).contains("canary"));
+        assert!(
+            String::from_utf8_lossy(&denied.stderr).contains("read "),
+            "{}",
+            s.backend()
+        );
+        let unknown = s
+            .run_op(&p, "nope", Vec::new(), std::future::pending())
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(
+            unknown,
+            SandboxError::Setup(SetupError {
+                stage: Stage::Exec,
+                ..
+            })
+        ));
+    }
+}
+
+fn path_bytes(p: &Path) -> Vec<u8> {
+    p.to_string_lossy().into_owned().into_bytes()
+}
