@@ -6,6 +6,7 @@
 //! Landlock, seccomp last, exec with the allowlisted environment.
 
 mod caps;
+mod cgroup;
 mod exec;
 mod landlock;
 mod mounts;
@@ -71,6 +72,10 @@ pub fn run_if_helper_with(ops: &'static [(&'static str, OpFn)]) {
     sys_exit(code)
 }
 
+/// Whether the tree runs in its own pids cgroup (for the enforcement report).
+pub(crate) static PIDS_CGROUP: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// The registered operation called `name`.
 pub(crate) fn find_op(name: &str) -> Option<OpFn> {
     OPS.get()?.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
@@ -126,13 +131,22 @@ fn helper_main(inner: bool) -> Result<i32, SetupError> {
     };
     die_with_parent(plan.launcher_pid, kill_with)?;
     new_session()?;
-    match plan.backend {
+    let cgroup = match plan.backend {
+        Backend::None | Backend::Seatbelt => None,
+        _ => cgroup::enter(plan.limits.processes)?,
+    };
+    PIDS_CGROUP.store(cgroup.is_some(), std::sync::atomic::Ordering::Relaxed);
+    let result = match plan.backend {
         Backend::Namespaces => namespaces::run(&plan),
         Backend::Bubblewrap => namespaces::run_bubblewrap(&plan),
         Backend::Landlock => reaper::run_landlock(&plan),
         Backend::Seatbelt => exec::run_seatbelt(&plan),
         Backend::None => exec::run_unconfined(&plan),
+    };
+    if let Some(cg) = cgroup {
+        cg.remove();
     }
+    result
 }
 
 /// The helper must be single-threaded: namespaces, Landlock and seccomp apply per thread, and
