@@ -355,7 +355,11 @@ per_backend!(truncate_outside_file);
 fn chmod_outside_file(w: &World, b: Backend) {
     let hidden = w.outside.join("target.txt");
     let visible = w.ro.join("ro.txt");
-    let script = format!("chmod 4777 {} {}", q(&hidden), q(&visible));
+    let script = format!(
+        "chmod 0666 {0} {1}; chmod 4755 {0} {1}",
+        q(&hidden),
+        q(&visible)
+    );
     unchanged(w, b, with_ro, &[&hidden, &visible], &script);
 }
 per_backend!(chmod_outside_file);

