@@ -446,6 +446,10 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                 "REDUCED: .git/hooks and .git/config are not protected; /tmp is shared (TMPDIR private)",
                 "none",
             ),
+            g(
+                "REDUCED: chown denied, chmod without setuid/setgid bits allowed (also on files outside the workspace the uid owns)",
+                "seccomp",
+            ),
         ],
         Backend::Seatbelt => vec![g(
             "file, network and process rules",

@@ -88,7 +88,8 @@ pub struct SeccompPlan {
     pub deny_inet: bool,
     /// Deny `socket()` entirely (Landlock-only backend: pathname Unix sockets cannot be hidden).
     pub deny_all_sockets: bool,
-    /// Deny chmod/chown (Landlock-only backend: Landlock does not cover attribute changes).
+    /// Deny chown and setuid/setgid chmod (Landlock-only backend: Landlock does not cover
+    /// attribute changes).
     pub deny_attr_changes: bool,
 }
 

@@ -58,26 +58,28 @@ const DENIED: &[i64] = &[
     libc::SYS_pidfd_getfd,
 ];
 
-/// Mode and owner changes (Landlock has no right for them).
+/// Owner changes (Landlock has no right for them): denied outright on the Landlock-only rung.
 #[cfg(target_arch = "x86_64")]
-const ATTR_CHANGES: &[i64] = &[
-    libc::SYS_chmod,
-    libc::SYS_fchmod,
-    libc::SYS_fchmodat,
-    452, // fchmodat2
+const CHOWNS: &[i64] = &[
     libc::SYS_chown,
     libc::SYS_fchown,
     libc::SYS_lchown,
     libc::SYS_fchownat,
 ];
 #[cfg(not(target_arch = "x86_64"))]
-const ATTR_CHANGES: &[i64] = &[
-    libc::SYS_fchmod,
-    libc::SYS_fchmodat,
-    452, // fchmodat2
-    libc::SYS_fchown,
-    libc::SYS_fchownat,
+const CHOWNS: &[i64] = &[libc::SYS_fchown, libc::SYS_fchownat];
+
+/// Mode changes with the index of their mode argument: on the Landlock-only rung they may not
+/// set setuid/setgid bits (ordinary `chmod +x` keeps working for git, cc, scripts).
+#[cfg(target_arch = "x86_64")]
+const CHMODS: &[(i64, u8)] = &[
+    (libc::SYS_chmod, 1),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (452, 2), // fchmodat2
 ];
+#[cfg(not(target_arch = "x86_64"))]
+const CHMODS: &[(i64, u8)] = &[(libc::SYS_fchmod, 1), (libc::SYS_fchmodat, 2), (452, 2)];
 
 const NAMESPACE_FLAGS: &[u64] = &[
     libc::CLONE_NEWUSER as u64,
@@ -128,8 +130,13 @@ fn rules(plan: &SeccompPlan) -> BTreeMap<i64, Vec<SeccompRule>> {
         ])],
     );
     if plan.deny_attr_changes {
-        for s in ATTR_CHANGES {
+        for s in CHOWNS {
             map.insert(*s, vec![]);
+        }
+        for (s, mode_arg) in CHMODS {
+            let bits = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+            let set_bit = |b: u64| rule(vec![cond(*mode_arg, Len::Dword, Op::MaskedEq(b), b)]);
+            map.insert(*s, bits.into_iter().map(set_bit).collect());
         }
     }
     if plan.deny_all_sockets {
@@ -252,6 +259,7 @@ mod tests {
             deny_attr_changes: true,
         });
         assert_eq!(map.get(&libc::SYS_socket).map(Vec::len), Some(0));
-        assert_eq!(map.get(&libc::SYS_fchmodat).map(Vec::len), Some(0));
+        assert_eq!(map.get(&libc::SYS_fchownat).map(Vec::len), Some(0));
+        assert_eq!(map.get(&libc::SYS_fchmodat).map(Vec::len), Some(2));
     }
 }

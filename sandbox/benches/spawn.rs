@@ -1,0 +1,131 @@
+//! Spawn overhead, measured in one run: bare `/bin/true` versus the launcher on each backend
+//! available here, and `zeroclaw sandbox run -- true` versus `bwrap --ro-bind / / --unshare-all
+//! -- true`. Prints mean time per spawn and ratios against the baselines of the same run.
+//!
+//! `cargo build --release --bin zeroclaw && cargo bench -p zeroclaw-sandbox --bench spawn`
+//! (`ZEROCLAW_BIN` overrides the zeroclaw binary, `SPAWN_ITERATIONS` the count).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use zeroclaw_sandbox::{BackendChoice, Profile, Sandbox};
+
+fn iterations() -> u32 {
+    std::env::var("SPAWN_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200)
+}
+
+fn mean(n: u32, mut f: impl FnMut()) -> Duration {
+    for _ in 0..n / 10 {
+        f();
+    }
+    let start = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    start.elapsed() / n
+}
+
+fn run_quiet(cmd: &mut Command) {
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{cmd:?} failed: {status}");
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let n = iterations();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ws = tempfile::Builder::new()
+        .prefix("zc-bench-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let profile = Profile::for_workspace(ws.path());
+    let bare = mean(n, || run_quiet(&mut Command::new("/bin/true")));
+    println!("{n} spawns each; mean per spawn\n");
+    println!("{:<34} {:>9.3} ms", "bare /bin/true", ms(bare));
+    for choice in [
+        BackendChoice::Namespaces,
+        BackendChoice::Bubblewrap,
+        BackendChoice::Landlock,
+    ] {
+        let sandbox = match Sandbox::new(choice, false) {
+            Ok(s) => s.with_helper(env!("CARGO_BIN_EXE_zeroclaw-sandbox-helper")),
+            Err(e) => {
+                println!("{:<34} skipped: {e}", format!("launcher {choice}"));
+                continue;
+            }
+        };
+        let t = mean(n, || {
+            let o = rt
+                .block_on(sandbox.run(&profile, ["/bin/true"], std::future::pending()))
+                .unwrap();
+            assert_eq!(o.shell_code(), 0);
+        });
+        println!(
+            "{:<34} {:>9.3} ms  ratio {:>5.2}x  overhead {:+.3} ms",
+            format!("launcher {choice}"),
+            ms(t),
+            t.as_secs_f64() / bare.as_secs_f64(),
+            ms(t) - ms(bare)
+        );
+    }
+    cli_versus_bwrap(n, ws.path());
+}
+
+fn cli_versus_bwrap(n: u32, ws: &std::path::Path) {
+    let zeroclaw = std::env::var_os("ZEROCLAW_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/zeroclaw")
+        });
+    if !zeroclaw.exists() {
+        println!(
+            "\nzeroclaw CLI skipped: {} missing (cargo build --release --bin zeroclaw)",
+            zeroclaw.display()
+        );
+        return;
+    }
+    let bwrap = mean(n, || {
+        run_quiet(Command::new("bwrap").args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--unshare-all",
+            "--",
+            "true",
+        ]))
+    });
+    let cli = mean(n, || {
+        run_quiet(
+            Command::new(&zeroclaw)
+                .args(["sandbox", "run", "--workspace"])
+                .arg(ws)
+                .args(["--", "true"]),
+        )
+    });
+    println!(
+        "\n{:<34} {:>9.3} ms",
+        "bwrap --ro-bind / / --unshare-all",
+        ms(bwrap)
+    );
+    println!(
+        "{:<34} {:>9.3} ms  ratio {:>5.2}x vs bwrap",
+        "zeroclaw sandbox run -- true",
+        ms(cli),
+        cli.as_secs_f64() / bwrap.as_secs_f64()
+    );
+}
