@@ -141,6 +141,41 @@ fn read_secrets_under_allowed_home(w: &World, b: Backend) {
 }
 per_backend!(read_secrets_under_allowed_home);
 
+/// Token files of common tools ("secrets ... and the like"): still denied when `$HOME` is
+/// allowed for reading — registry publish tokens, database passwords, cluster credentials.
+fn read_token_files_under_allowed_home(w: &World, b: Backend) {
+    let files = [
+        ".npmrc",
+        ".pypirc",
+        ".pgpass",
+        ".vault-token",
+        ".docker/config.json",
+        ".kube/config",
+        ".terraform.d/credentials.tfrc.json",
+        ".gradle/gradle.properties",
+        ".m2/settings.xml",
+        ".password-store/bank.gpg",
+        ".local/share/keyrings/login.keyring",
+    ];
+    for file in files {
+        w.write(&w.home.join(file), &w.secret(file));
+    }
+    let paths: Vec<String> = files.iter().map(|f| q(&w.home.join(f))).collect();
+    let script = format!("for f in {}; do cat \"$f\"; echo; done", paths.join(" "));
+    let run = confined(w, b, |s, w| s.allow_read(&w.home), &script);
+    let leaked: Vec<&str> = files
+        .iter()
+        .copied()
+        .filter(|f| run.stdout.contains(&w.secret(f)))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "ESCAPE: token files read under an allowed $HOME: {leaked:?}\n{run}"
+    );
+    w.assert_canary(&control(w, &script));
+}
+per_backend!(read_token_files_under_allowed_home);
+
 /// A symlink planted in the workspace that points at a secret.
 fn read_through_planted_symlink(w: &World, b: Backend) {
     symlink(w.home.join(".ssh/id_ed25519"), w.ws.join("key-link")).expect("symlink");
