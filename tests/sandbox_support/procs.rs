@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,7 @@ use super::run::kill_group;
 /// A background process started by the test, killed and reaped on drop.
 pub struct Bg {
     child: Child,
-    stdout: Option<BufReader<ChildStdout>>,
+    lines: Receiver<String>,
 }
 
 impl Bg {
@@ -33,7 +34,7 @@ impl Bg {
 
     /// Starts `argv` from `cwd` with piped stdout and extra env vars, in its own group.
     pub fn spawn_in(argv: &[OsString], envs: &[(OsString, OsString)], cwd: &Path) -> Bg {
-        let child = Command::new(&argv[0])
+        let mut child = Command::new(&argv[0])
             .args(&argv[1..])
             .envs(envs.iter().map(|(k, v)| (k, v)))
             .current_dir(cwd)
@@ -43,12 +44,11 @@ impl Bg {
             .process_group(0)
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {argv:?}: {e}"));
-        let mut bg = Bg {
-            child,
-            stdout: None,
-        };
-        bg.stdout = bg.child.stdout.take().map(BufReader::new);
-        bg
+        let (tx, lines) = mpsc::channel();
+        if let Some(out) = child.stdout.take() {
+            thread::spawn(move || forward_lines(out, tx));
+        }
+        Bg { child, lines }
     }
 
     /// `sleep 600`, the "outside process" of the signal tests.
@@ -119,13 +119,12 @@ impl Bg {
         self.alive()
     }
 
-    /// The next line the process printed (empty at end of file).
+    /// The next line the process printed; empty at end of output or after 60 s of silence
+    /// (so a hung sandbox fails the test instead of hanging it).
     pub fn read_line(&mut self) -> String {
-        let mut line = String::new();
-        if let Some(out) = self.stdout.as_mut() {
-            out.read_line(&mut line).expect("read background stdout");
-        }
-        line
+        self.lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_default()
     }
 }
 
@@ -134,6 +133,15 @@ impl Drop for Bg {
         kill_group(self.child.id());
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+fn forward_lines(out: ChildStdout, tx: Sender<String>) {
+    for line in BufReader::new(out).lines() {
+        let Ok(line) = line else { return };
+        if tx.send(line + "\n").is_err() {
+            return;
+        }
     }
 }
 
