@@ -17,7 +17,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
 use crate::backend::{Backend, BackendChoice};
 use crate::error::{SandboxError, SetupError, Stage};
-use crate::helper::{HELPER_ARG, PLAN_FD, REPORT_FD};
+use crate::helper::{HELPER_ARG, LIFELINE_FD, PLAN_FD, REPORT_FD};
 use crate::profile::Profile;
 use crate::protocol::{Enforcement, ExitInfo, Message};
 
@@ -171,7 +171,7 @@ impl Sandbox {
         plan.allow_partial = self.allow_partial;
         plan.bwrap = self.bwrap.clone();
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
-        let (mut child, plan_w, reports) = self.start_helper()?;
+        let (mut child, plan_w, reports, lifeline) = self.start_helper()?;
         let _ = std::fs::File::from(plan_w).write_all(&json);
         let mut reports = Reports::new(reports)?;
         let pid = child.id().unwrap_or(0) as i32;
@@ -187,6 +187,7 @@ impl Sandbox {
                 reports,
                 enforcement,
                 done: false,
+                _lifeline: lifeline,
             }),
             Some(Message::Failed(e)) => {
                 let _ = child.wait().await;
@@ -201,15 +202,18 @@ impl Sandbox {
         }
     }
 
-    fn start_helper(&self) -> Result<(Child, OwnedFd, OwnedFd), SandboxError> {
+    fn start_helper(&self) -> Result<(Child, OwnedFd, OwnedFd, OwnedFd), SandboxError> {
         let (plan_r, plan_w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
         let (rep_r, rep_w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
         let plan_hi = crate::sys::dup_high(plan_r.as_raw_fd())?;
         let rep_hi = crate::sys::dup_high(rep_w.as_raw_fd())?;
-        drop((plan_r, rep_w));
-        let (a, b) = (plan_hi.as_raw_fd(), rep_hi.as_raw_fd());
+        let (life_r, life_w) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+        let life_hi = crate::sys::dup_high(life_r.as_raw_fd())?;
+        drop((plan_r, rep_w, life_r));
+        let (a, b, c) = (plan_hi.as_raw_fd(), rep_hi.as_raw_fd(), life_hi.as_raw_fd());
         let mut cmd = tokio::process::Command::new(&self.helper);
         cmd.arg(HELPER_ARG)
             .env_clear()
@@ -221,7 +225,8 @@ impl Sandbox {
         unsafe {
             cmd.pre_exec(move || {
                 crate::sys::dup_onto(a, PLAN_FD)?;
-                crate::sys::dup_onto(b, REPORT_FD)
+                crate::sys::dup_onto(b, REPORT_FD)?;
+                crate::sys::dup_onto(c, LIFELINE_FD)
             });
         }
         let child = cmd.spawn().map_err(|e| {
@@ -231,7 +236,7 @@ impl Sandbox {
                 &e,
             )
         })?;
-        Ok((child, plan_w, rep_r))
+        Ok((child, plan_w, rep_r, life_w))
     }
 }
 
@@ -307,6 +312,8 @@ pub struct Confined {
     reports: Reports,
     enforcement: Enforcement,
     done: bool,
+    /// While open, the helper keeps the command alive; closing it (drop) kills the tree.
+    _lifeline: OwnedFd,
 }
 
 /// Output collected so far.

@@ -255,3 +255,15 @@ pub fn probe_user_namespaces() -> Result<(), &'static str> {
         n => Err(STEPS.get(n as usize).copied().unwrap_or("probe")),
     }
 }
+
+/// `pidfd_open(pid)`: a descriptor that becomes readable when `pid` exits.
+pub fn pidfd_open(pid: libc::pid_t) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the call only creates a descriptor for an existing child; we own it alone.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as RawFd) })
+}

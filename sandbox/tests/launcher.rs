@@ -279,3 +279,42 @@ async fn registered_operation_runs_confined() {
 fn path_bytes(p: &Path) -> Vec<u8> {
     p.to_string_lossy().into_owned().into_bytes()
 }
+
+/// Waits (bounded) until no host process mentions `needle`; returns what is left.
+fn gone_eventually(needle: &str) -> Vec<String> {
+    for _ in 0..3000 {
+        if processes_with(needle).is_empty() {
+            return Vec::new();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    processes_with(needle)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn dropping_the_handle_kills_the_tree_via_the_lifeline() {
+    for s in sandboxes() {
+        let ws = workspace();
+        let p = Profile::for_workspace(ws.path());
+        let m = marker();
+        let script = format!("setsid sh -c 'sleep {m}' & (sleep {m} &); sleep {m}");
+        let c = s.spawn(&p, ["sh", "-c", &script]).await.unwrap();
+        for _ in 0..3000 {
+            if processes_with(&format!("sleep {m}")).len() >= 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            processes_with(&format!("sleep {m}")).len() >= 3,
+            "the tree never started"
+        );
+        drop(c);
+        assert_eq!(
+            gone_eventually(&m),
+            Vec::<String>::new(),
+            "{} left processes",
+            s.backend()
+        );
+    }
+}

@@ -37,6 +37,10 @@ pub const INNER_ARG: &str = "inner";
 pub const PLAN_FD: RawFd = 3;
 /// Descriptor reports are written to.
 pub const REPORT_FD: RawFd = 4;
+/// Descriptor whose end-of-file means the launcher is gone (it holds the write end for as
+/// long as it cares about the command; works whatever thread spawned the helper, unlike
+/// `PR_SET_PDEATHSIG`, which fires when the spawning *thread* exits).
+pub const LIFELINE_FD: RawFd = 5;
 /// Exit code of the helper when confinement failed (the reason went over the report pipe).
 pub const SETUP_FAILED: i32 = 125;
 
@@ -124,12 +128,10 @@ fn helper_main(inner: bool) -> Result<i32, SetupError> {
             },
         );
     }
-    let kill_with = if plan.backend == Backend::None {
-        Signal::SIGKILL
-    } else {
-        Signal::SIGTERM
-    };
-    die_with_parent(plan.launcher_pid, kill_with)?;
+    let _ = set_cloexec(LIFELINE_FD);
+    // Supervising backends watch the lifeline; the exec-only ones use the parent-death signal.
+    let pdeathsig = matches!(plan.backend, Backend::None | Backend::Seatbelt);
+    die_with_parent(plan.launcher_pid, pdeathsig.then_some(Signal::SIGKILL))?;
     new_session()?;
     let cgroup = match plan.backend {
         Backend::None | Backend::Seatbelt => None,
@@ -184,10 +186,14 @@ fn read_plan() -> Result<Plan, SetupError> {
         .map_err(|e| SetupError::new(Stage::Plan, format!("parse plan: {e}")))
 }
 
-/// Dies with the launcher: `PR_SET_PDEATHSIG`, then a check that it did not already die.
-fn die_with_parent(launcher: u32, signal: Signal) -> Result<(), SetupError> {
-    nix::sys::prctl::set_pdeathsig(signal)
-        .map_err(|e| SetupError::os(Stage::DieWithParent, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
+/// Dies with the launcher: optionally `PR_SET_PDEATHSIG`, then a check that it did not
+/// already die (the supervisors also watch [`LIFELINE_FD`]).
+fn die_with_parent(launcher: u32, signal: Option<Signal>) -> Result<(), SetupError> {
+    if let Some(signal) = signal {
+        nix::sys::prctl::set_pdeathsig(signal).map_err(|e| {
+            SetupError::os(Stage::DieWithParent, "prctl(PR_SET_PDEATHSIG)", &e.into())
+        })?;
+    }
     if nix::unistd::getppid().as_raw() as u32 != launcher {
         return Err(SetupError::new(
             Stage::DieWithParent,

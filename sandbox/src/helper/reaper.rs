@@ -4,7 +4,7 @@
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill};
-use nix::sys::wait::{WaitStatus, waitpid};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use super::{exec, scratch, send, shell_code};
@@ -90,18 +90,47 @@ pub fn supervise_child(main: Pid, report_exit: bool) -> i32 {
 
 /// Waits for the command; `None` when SIGTERM asked us to stop first.
 fn wait_main(main: Pid) -> Option<ExitInfo> {
+    let pidfd = crate::sys::pidfd_open(main.as_raw()).ok();
     loop {
         if crate::sys::terminate_requested() {
             return None;
         }
-        match waitpid(None, None) {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(pid, code)) if pid == main => return Some(ExitInfo::Code(code)),
             Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
                 return Some(ExitInfo::Signal(sig as i32));
             }
+            Ok(WaitStatus::StillAlive) => {}
             Ok(_) | Err(Errno::EINTR) => continue,
             Err(_) => return None,
         }
+        if launcher_gone(pidfd.as_ref()) {
+            return None;
+        }
+    }
+}
+
+/// Sleeps until the command may have ended (its pidfd is readable) or the lifeline hangs
+/// up; true when the launcher is gone.
+fn launcher_gone(pidfd: Option<&std::os::fd::OwnedFd>) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::{AsFd, BorrowedFd};
+    // SAFETY: LIFELINE_FD is installed by the launcher and never closed by the supervisor.
+    let lifeline = unsafe { BorrowedFd::borrow_raw(super::LIFELINE_FD) };
+    let mut fds = vec![PollFd::new(lifeline, PollFlags::POLLIN)];
+    if let Some(p) = pidfd {
+        fds.push(PollFd::new(p.as_fd(), PollFlags::POLLIN));
+    }
+    let timeout = if pidfd.is_some() {
+        PollTimeout::NONE
+    } else {
+        PollTimeout::from(50u16)
+    };
+    match poll(&mut fds, timeout) {
+        Ok(_) => fds[0].revents().is_some_and(|r| {
+            r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+        }),
+        Err(_) => false,
     }
 }
 
