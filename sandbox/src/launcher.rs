@@ -195,8 +195,23 @@ impl Sandbox {
             }
             _ => {
                 let status = child.wait().await?;
-                Err(SetupError::new(Stage::Spawn, format!("helper {} exited ({status}) before reporting", self.helper.display()))
-                    .hint("the helper binary must call zeroclaw_sandbox::helper::run_if_helper() first in main")
+                let mut stderr = String::new();
+                if let Some(err) = child.stderr.take() {
+                    let _ = err.take(4096).read_to_string(&mut stderr).await;
+                }
+                let stage = if self.backend == Backend::Bubblewrap {
+                    Stage::Bubblewrap
+                } else {
+                    Stage::Spawn
+                };
+                let call = format!(
+                    "helper {} exited ({status}) before reporting: {}",
+                    self.helper.display(),
+                    stderr.trim()
+                );
+                Err(SetupError::new(stage, call)
+                    .hint("a helper binary must call zeroclaw_sandbox::helper::run_if_helper() first in main; \
+                           for bubblewrap, its message is quoted above")
                     .into())
             }
         }

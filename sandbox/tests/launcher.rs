@@ -318,3 +318,29 @@ async fn dropping_the_handle_kills_the_tree_via_the_lifeline() {
         );
     }
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_helper_that_does_not_confine_is_a_setup_error_not_a_run() {
+    for s in sandboxes() {
+        let backend = s.backend();
+        let s = s.with_helper("/bin/echo");
+        let ws = workspace();
+        let e = s
+            .spawn(&Profile::for_workspace(ws.path()), ["true"])
+            .await
+            .err()
+            .unwrap();
+        let SandboxError::Setup(SetupError { stage, call, .. }) = &e else {
+            panic!("{backend}: {e}")
+        };
+        assert_eq!(
+            *stage,
+            if backend == Backend::Bubblewrap {
+                Stage::Bubblewrap
+            } else {
+                Stage::Spawn
+            }
+        );
+        assert!(call.contains("before reporting"), "{call}");
+    }
+}
