@@ -202,7 +202,7 @@ kind, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 fam = socket.AF_INET6 if ":" in host else socket.AF_INET
 try:
     if kind == "tcp":
-        s = socket.create_connection((host, port), timeout=3)
+        s = socket.create_connection((host, port), timeout=10)
         s.sendall(b"zc")
     elif kind == "udp":
         s = socket.socket(fam, socket.SOCK_DGRAM)

@@ -10,6 +10,7 @@ use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -115,16 +116,39 @@ impl Runner {
     }
 }
 
-fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = pipe.read_to_end(&mut buf);
-        buf
-    })
+/// Collects a pipe on a thread into a shared buffer.
+struct Drain {
+    buf: Arc<Mutex<Vec<u8>>>,
+    done: JoinHandle<()>,
 }
 
-fn join(handle: JoinHandle<Vec<u8>>) -> String {
-    String::from_utf8_lossy(&handle.join().unwrap_or_default()).into_owned()
+fn drain(mut pipe: impl Read + Send + 'static) -> Drain {
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&buf);
+    let done = thread::spawn(move || {
+        let mut chunk = [0u8; 65536];
+        while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+            sink.lock()
+                .expect("drain buffer")
+                .extend_from_slice(&chunk[..n]);
+        }
+    });
+    Drain { buf, done }
+}
+
+/// What the pipe carried. When something still holds it open 10 s after the process ended
+/// (a descendant that escaped the sandbox's clean-up), returns what arrived so far, marked.
+fn join(drain: Drain) -> String {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !drain.done.is_finished() && Instant::now() < end {
+        thread::sleep(Duration::from_millis(5));
+    }
+    let text = String::from_utf8_lossy(&drain.buf.lock().expect("drain buffer")).into_owned();
+    if drain.done.is_finished() {
+        text
+    } else {
+        format!("{text}\n[harness: the pipe is still open: some descendant outlived the command]")
+    }
 }
 
 fn wait_with_deadline(child: &mut Child, deadline: Duration) -> (ExitStatus, bool) {
