@@ -86,23 +86,85 @@ pub struct Report {
     pub missing: Vec<String>,
 }
 
-/// The cached probes (run on first use).
-pub fn probes() -> &'static Probes {
-    static PROBES: OnceLock<Probes> = OnceLock::new();
-    PROBES.get_or_init(run_probes)
+/// Probe results, possibly computed lazily (the launcher only probes what its choice needs).
+pub trait ProbeSource {
+    /// Landlock ABI, 0 when unavailable.
+    fn landlock_abi(&self) -> u32;
+    /// Seccomp filters.
+    fn seccomp(&self) -> Check;
+    /// User namespaces really work.
+    fn user_namespaces(&self) -> Check;
+    /// bubblewrap present and its preflight passes.
+    fn bubblewrap(&self) -> Check;
+    /// `sandbox-exec` present.
+    fn sandbox_exec(&self) -> Check;
 }
 
-fn run_probes() -> Probes {
-    let bwrap_path = which("bwrap");
+impl ProbeSource for Probes {
+    fn landlock_abi(&self) -> u32 {
+        self.landlock_abi
+    }
+    fn seccomp(&self) -> Check {
+        self.seccomp.clone()
+    }
+    fn user_namespaces(&self) -> Check {
+        self.user_namespaces.clone()
+    }
+    fn bubblewrap(&self) -> Check {
+        self.bubblewrap.clone()
+    }
+    fn sandbox_exec(&self) -> Check {
+        self.sandbox_exec.clone()
+    }
+}
+
+/// This machine, each probe run once per process on first use.
+pub struct Live;
+
+fn cached(cell: &'static OnceLock<Check>, probe: fn() -> Check) -> Check {
+    cell.get_or_init(probe).clone()
+}
+
+impl ProbeSource for Live {
+    fn landlock_abi(&self) -> u32 {
+        static ABI: OnceLock<u32> = OnceLock::new();
+        *ABI.get_or_init(landlock_abi)
+    }
+    fn seccomp(&self) -> Check {
+        static C: OnceLock<Check> = OnceLock::new();
+        cached(&C, seccomp)
+    }
+    fn user_namespaces(&self) -> Check {
+        static C: OnceLock<Check> = OnceLock::new();
+        cached(&C, user_namespaces)
+    }
+    fn bubblewrap(&self) -> Check {
+        static C: OnceLock<Check> = OnceLock::new();
+        cached(&C, || bubblewrap(bwrap_path().as_deref()))
+    }
+    fn sandbox_exec(&self) -> Check {
+        static C: OnceLock<Check> = OnceLock::new();
+        cached(&C, sandbox_exec)
+    }
+}
+
+/// Where bwrap is, if anywhere.
+pub fn bwrap_path() -> Option<PathBuf> {
+    which("bwrap")
+}
+
+/// Every probe of this machine (cached).
+pub fn probes() -> Probes {
+    let live = Live;
     Probes {
         kernel: kernel(),
-        landlock_abi: landlock_abi(),
-        seccomp: seccomp(),
-        user_namespaces: user_namespaces(),
-        bubblewrap: bubblewrap(bwrap_path.as_deref()),
-        bwrap_path,
+        landlock_abi: live.landlock_abi(),
+        seccomp: live.seccomp(),
+        user_namespaces: live.user_namespaces(),
+        bubblewrap: live.bubblewrap(),
+        bwrap_path: bwrap_path(),
         cgroup_v2: cgroup_v2(),
-        sandbox_exec: sandbox_exec(),
+        sandbox_exec: live.sandbox_exec(),
     }
 }
 
@@ -245,36 +307,38 @@ fn which(name: &str) -> Option<PathBuf> {
 }
 
 /// Availability of every backend given `p`.
-pub fn statuses(p: &Probes) -> Vec<BackendStatus> {
+pub fn statuses(p: &impl ProbeSource) -> Vec<BackendStatus> {
     Backend::LADDER.iter().map(|b| status(*b, p)).collect()
 }
 
-fn status(backend: Backend, p: &Probes) -> BackendStatus {
+fn status(backend: Backend, p: &impl ProbeSource) -> BackendStatus {
     let mut reasons = Vec::new();
     let linux_needs = |reasons: &mut Vec<String>| {
-        if !p.seccomp.ok {
+        if !p.seccomp().ok {
             reasons.push("seccomp filters unavailable (CONFIG_SECCOMP_FILTER)".to_string());
         }
-        if p.landlock_abi == 0 {
+        if p.landlock_abi() == 0 {
             reasons.push("Landlock unavailable (Linux >= 5.13 with lsm=...,landlock)".to_string());
         }
     };
     match backend {
         Backend::Namespaces => {
             linux_needs(&mut reasons);
-            if !p.user_namespaces.ok {
-                reasons.push(p.user_namespaces.detail.clone());
+            let c = p.user_namespaces();
+            if !c.ok {
+                reasons.push(c.detail);
             }
         }
         Backend::Bubblewrap => {
             linux_needs(&mut reasons);
-            if !p.bubblewrap.ok {
-                reasons.push(p.bubblewrap.detail.clone());
+            let c = p.bubblewrap();
+            if !c.ok {
+                reasons.push(c.detail);
             }
         }
         Backend::Landlock => linux_needs(&mut reasons),
         Backend::Seatbelt => {
-            if !p.sandbox_exec.ok {
+            if !p.sandbox_exec().ok {
                 reasons.push("sandbox-exec is macOS only".into());
             }
         }
@@ -284,7 +348,7 @@ fn status(backend: Backend, p: &Probes) -> BackendStatus {
         backend,
         Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock
     );
-    let partial = linux && reasons.is_empty() && p.landlock_abi < FULL_LANDLOCK_ABI;
+    let partial = linux && reasons.is_empty() && p.landlock_abi() < FULL_LANDLOCK_ABI;
     BackendStatus {
         backend,
         available: reasons.is_empty(),
@@ -298,15 +362,11 @@ fn status(backend: Backend, p: &Probes) -> BackendStatus {
 pub fn choose(
     choice: BackendChoice,
     allow_partial: bool,
-    p: &Probes,
+    p: &impl ProbeSource,
 ) -> Result<Backend, SandboxError> {
-    let all = statuses(p);
     let usable = |s: &BackendStatus| s.available && (!s.partial || allow_partial);
     if let Some(named) = choice.named() {
-        let s = all
-            .iter()
-            .find(|s| s.backend == named)
-            .expect("every backend has a status");
+        let s = &status(named, p);
         if !s.available {
             return Err(SandboxError::Unavailable {
                 requested: choice,
@@ -316,36 +376,37 @@ pub fn choose(
         if !usable(s) {
             return Err(SandboxError::Partial {
                 backend: named,
-                reason: format!("Landlock ABI {} < {FULL_LANDLOCK_ABI}", p.landlock_abi),
+                reason: format!("Landlock ABI {} < {FULL_LANDLOCK_ABI}", p.landlock_abi()),
             });
         }
         return Ok(named);
     }
-    all.iter()
-        .filter(|s| s.backend != Backend::None)
-        .find(|s| usable(s))
-        .map(|s| s.backend)
-        .ok_or_else(|| SandboxError::Unavailable {
-            requested: choice,
-            reason: all
-                .iter()
-                .filter(|s| s.backend != Backend::None)
-                .map(|s| {
-                    let why = if s.partial {
-                        "partial Landlock (allow_partial = false)"
-                    } else {
-                        s.reason.as_str()
-                    };
-                    format!("{}: {why}", s.backend)
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-        })
+    let confining = Backend::LADDER.iter().filter(|b| **b != Backend::None);
+    if let Some(s) = confining.map(|b| status(*b, p)).find(usable) {
+        return Ok(s.backend);
+    }
+    let all = statuses(p);
+    Err(SandboxError::Unavailable {
+        requested: choice,
+        reason: all
+            .iter()
+            .filter(|s| s.backend != Backend::None)
+            .map(|s| {
+                let why = if s.partial {
+                    "partial Landlock (allow_partial = false)"
+                } else {
+                    s.reason.as_str()
+                };
+                format!("{}: {why}", s.backend)
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    })
 }
 
 /// The full report for `choice`.
 pub fn report(choice: BackendChoice, allow_partial: bool) -> Report {
-    report_from(choice, allow_partial, probes().clone())
+    report_from(choice, allow_partial, probes())
 }
 
 /// The report for given probes (pure; used by tests).

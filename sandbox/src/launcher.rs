@@ -82,13 +82,12 @@ impl Outcome {
 impl Sandbox {
     /// Detects what works here and picks the backend for `choice` (fails closed).
     pub fn new(choice: BackendChoice, allow_partial: bool) -> Result<Self, SandboxError> {
-        let probes = crate::detect::probes();
-        let backend = crate::detect::choose(choice, allow_partial, probes)?;
+        let backend = crate::detect::choose(choice, allow_partial, &crate::detect::Live)?;
         Ok(Sandbox {
             backend,
             allow_partial,
             helper: PathBuf::from("/proc/self/exe"),
-            bwrap: probes.bwrap_path.clone(),
+            bwrap: crate::detect::bwrap_path(),
         })
     }
 
