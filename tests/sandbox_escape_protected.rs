@@ -328,7 +328,4 @@ fn git_commondir_with_killed_launcher(w: &World, b: Backend) {
         "ESCAPE: the planted .git/commondir outlived the run"
     );
 }
-per_backend!(
-    git_commondir_with_killed_launcher,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
-);
+per_backend!(git_commondir_with_killed_launcher);
