@@ -14,7 +14,7 @@ use sandbox_support::judge::{confined, control, defaults, marked, no_secret};
 use sandbox_support::procs::Bg;
 use sandbox_support::py::{self, py};
 use sandbox_support::world::q;
-use sandbox_support::{ATTEMPT, Backend, World};
+use sandbox_support::{ATTEMPT, Backend, PYTHON, World};
 
 // ---- Secrets in memory --------------------------------------------------------------------
 
@@ -84,6 +84,41 @@ fn inherited_file_descriptor(w: &World, b: Backend) {
     w.assert_canary(&w.plain().run_wrapped(&wrapper, &cmd));
 }
 per_backend!(inherited_file_descriptor);
+
+/// The command holds exactly stdin, stdout and stderr: none of the launcher's descriptors and
+/// none of the sandbox's own pipes (plan, reports, lifeline — a held lifeline could keep the
+/// tree alive after the launcher dies).
+fn stray_file_descriptors(w: &World, b: Backend) {
+    let secret = w.home.join(".aws/credentials");
+    let outer = format!("exec 7< {0} 9< {0}; exec \"$@\"", q(&secret));
+    let list = "import os; print(\"FDS\", sorted(int(f) for f in os.listdir(\"/proc/self/fd\")))";
+    let inner = [PYTHON, "-c", list];
+    let wrapper = ["/bin/sh", "-c", outer.as_str(), "sh"];
+    let fds = |run: &sandbox_support::run::Run| -> Vec<u32> {
+        let line = run
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("FDS "))
+            .unwrap_or_else(|| panic!("no fd list\n{run}"));
+        line.trim_matches(['[', ']'])
+            .split(", ")
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    };
+    let run = w.confined(b).run_wrapped(&wrapper, &inner);
+    // 3 is the directory listdir itself opened.
+    let stray: Vec<u32> = fds(&run).into_iter().filter(|fd| *fd > 3).collect();
+    assert!(
+        stray.is_empty(),
+        "ESCAPE: stray descriptors {stray:?} reached the command\n{run}"
+    );
+    let control = w.plain().run_wrapped(&wrapper, &inner);
+    assert!(
+        fds(&control).contains(&7),
+        "positive control failed: fd 7 not inherited\n{control}"
+    );
+}
+per_backend!(stray_file_descriptors);
 
 /// The memory of every ancestor (the helper, the launcher, the daemon) scanned for secrets.
 fn memory_of_ancestors(w: &World, b: Backend) {
