@@ -423,3 +423,40 @@ fn launcher_siginterrupted(w: &World, b: Backend) {
     launcher_killed(w, b, "INT");
 }
 per_backend!(launcher_siginterrupted);
+
+/// Every catchable signal, then SIGKILL, sent to the command's supervisor (the helper, pid 1
+/// of the namespace or the reaper): whatever the helper does on a signal, the tree must end
+/// with the command's launcher, and nothing may be left running.
+fn signal_the_supervisor(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let script = format!(
+        "echo {ATTEMPT}; setsid sh -c '{}' >/dev/null 2>&1 </dev/null & {STARTED}; \
+         for s in TERM INT HUP USR1 USR2 QUIT ALRM PIPE KILL; do kill -s $s $PPID; done; \
+         sleep 1; echo done # {marker}",
+        heartbeat(&marker)
+    );
+    w.write(&w.ws.join("c.sh"), &script);
+    let run = w
+        .confined(b)
+        .deadline(Duration::from_secs(30))
+        .run(&["/bin/sh", "./c.sh"]);
+    run.assert_reached("started");
+    assert!(
+        !run.timed_out,
+        "the launcher hung after its helper was signalled\n{run}"
+    );
+    let left = survivors_after_grace(&marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: {left:?} outlived the command after its supervisor was signalled\n{run}"
+    );
+    let _ = fs::remove_file(w.ws.join("hb"));
+    w.write(&w.ws.join("b.sh"), "/bin/sh ./c.sh; echo b-done\n");
+    let control = w.plain().run(&["/bin/sh", "./b.sh"]);
+    assert!(
+        eventually_some(&marker),
+        "positive control failed: nothing survived\n{control}"
+    );
+}
+per_backend!(signal_the_supervisor);
