@@ -393,3 +393,18 @@ per_backend!(
     git_hooks_dir_symlinked,
     landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
 );
+
+/// `[include] path = ../.gitconfig-local` in the protected config: the included workspace file
+/// is as powerful as the config itself (`core.fsmonitor`, `core.hooksPath`, aliases).
+fn git_config_include_in_workspace(w: &World, b: Backend) {
+    git_repo(w);
+    w.write(
+        &w.ws.join(".git/config"),
+        &format!("{GIT_CONFIG}[include]\n\tpath = ../.gitconfig-local\n"),
+    );
+    let included = w.ws.join(".gitconfig-local");
+    w.write(&included, "[user]\n\tname = dev\n");
+    let script = "printf '[core]\\n\\tfsmonitor = evil\\n' >> .gitconfig-local";
+    unchanged(w, b, defaults, &[&included], script);
+}
+per_backend!(git_config_include_in_workspace);
