@@ -241,6 +241,33 @@ fn fork_bomb(w: &World, b: Backend) {
 }
 per_backend!(fork_bomb);
 
+/// The same bounded fork bomb after trying to move itself to the root cgroup of every
+/// hierarchy (v1 `pids`, v2 unified): the process limit must still hold.
+fn fork_bomb_after_leaving_the_cgroup(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let n = Limits::default().processes + 256;
+    let leave = "for f in /sys/fs/cgroup/pids/cgroup.procs /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/unified/cgroup.procs; \
+                 do echo $$ > $f 2>/dev/null && echo moved to $f; done; cat /proc/self/cgroup";
+    let script = format!(
+        "{leave}; exec {}",
+        py(FORKER, &[n.to_string(), marker.clone()])
+    );
+    let run = confined(w, b, defaults, &script);
+    assert!(
+        run.stdout.contains("forked"),
+        "the forker never reported\n{run}"
+    );
+    assert_not_escaped(&run);
+    let left = survivors_after_grace(&marker);
+    assert!(
+        left.is_empty(),
+        "ESCAPE: fork bomb children {left:?} survive\n{run}"
+    );
+    assert_escaped(&control(w, &script));
+}
+per_backend!(fork_bomb_after_leaving_the_cgroup);
+
 /// Writing past the file-size limit fails; the file stays within it. `dd seek` makes the
 /// write sparse, so the control costs no disk.
 fn file_size_limit(w: &World, b: Backend) {
