@@ -338,21 +338,25 @@ fn tmpfs_bounded(w: &World, b: Backend) {
 }
 per_backend!(tmpfs_bounded);
 
-/// An output flood twice the output limit is cut at the limit.
+/// An output flood on stdout and stderr, each twice the output limit: together they are cut at
+/// the limit.
 fn output_flood(w: &World, b: Backend) {
     let limit = Limits::default().output_bytes as usize;
-    let script = format!("head -c {} /dev/zero | tr '\\0' x", 2 * limit);
+    let script = format!(
+        "head -c {0} /dev/zero | tr '\\0' x & head -c {0} /dev/zero | tr '\\0' y >&2; wait",
+        2 * limit
+    );
     let run = confined(w, b, defaults, &script);
     assert!(!run.timed_out, "the flood did not end\n{run}");
     let slack = 64 << 10;
+    let total = run.stdout.len() + run.stderr.len();
     assert!(
-        run.stdout.len() <= limit + slack,
-        "ESCAPE: {} bytes of output passed the {limit}-byte cap\n{run}",
-        run.stdout.len()
+        total <= limit + slack,
+        "ESCAPE: {total} bytes of stdout+stderr passed the {limit}-byte cap\n{run}"
     );
     let control = control(w, &script);
     assert!(
-        control.stdout.len() >= 2 * limit,
+        control.stdout.len() >= 2 * limit && control.stderr.len() >= 2 * limit,
         "positive control failed\n{control}"
     );
 }
