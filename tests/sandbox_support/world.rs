@@ -41,7 +41,7 @@ pub const SECRET_VARS: [&str; 5] = [
     "ANTHROPIC_API_KEY",
     "AWS_SECRET_ACCESS_KEY",
     "GITHUB_TOKEN",
-    "ZEROCLAW_providers__openrouter__api_key",
+    "ZEROCLAW_ACP_BRIDGE_TOKEN",
 ];
 
 /// One test's workspace and surroundings.
@@ -86,7 +86,14 @@ impl World {
             fs::create_dir_all(dir).expect("mkdir");
         }
         for rel in HOME_SECRETS {
-            self.write(&self.home.join(rel), &self.secret(rel));
+            // TOML files stay valid TOML (a comment): `zeroclaw` itself loads
+            // `$HOME/.zeroclaw/config.toml`, and must not fail on it before confining anything.
+            let text = if rel.ends_with(".toml") {
+                format!("# {}\n", self.secret(rel))
+            } else {
+                self.secret(rel)
+            };
+            self.write(&self.home.join(rel), &text);
         }
         self.write(&self.other_ws.join("notes.txt"), &self.secret("other-ws"));
         self.write(&self.outside.join("target.txt"), &self.secret("outside"));
