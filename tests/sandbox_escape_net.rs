@@ -13,7 +13,7 @@ use std::net::{TcpListener, UdpSocket};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener};
 
-use sandbox_support::judge::{confined, control, defaults, not_escaped};
+use sandbox_support::judge::{Confine, confined, control, defaults, not_escaped};
 use sandbox_support::py::{self, py};
 use sandbox_support::run::Run;
 use sandbox_support::world::unique;
@@ -52,7 +52,17 @@ impl Listener for UnixListener {
 
 /// Confined: the script ran and the listener got nothing. Control: it got something.
 fn judge_listener(w: &World, b: Backend, listener: &dyn Listener, script: &str) {
-    let run: Run = confined(w, b, defaults, script);
+    judge_listener_with(w, b, defaults, listener, script);
+}
+
+fn judge_listener_with(
+    w: &World,
+    b: Backend,
+    confine: Confine,
+    listener: &dyn Listener,
+    script: &str,
+) {
+    let run: Run = confined(w, b, confine, script);
     assert!(
         !listener.reached(),
         "ESCAPE: the listener outside was reached\n{run}"
@@ -178,3 +188,27 @@ fn i386_socket(w: &World, b: Backend) {
     judge_listener(w, b, &socket, &script);
 }
 per_backend!(i386_socket);
+
+/// `--network allow` opens the host's network, not the host's Unix sockets: an ssh-agent or
+/// docker.sock outside the allowed roots stays unreachable.
+fn pathname_unix_socket_with_network_allowed(w: &World, b: Backend) {
+    let path = w.outside.join("agent.sock");
+    let listener = UnixListener::bind(&path).expect("bind unix");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let script = send("unix", &path.display().to_string(), 0);
+    judge_listener_with(w, b, |s, _| s.network_allow(), &listener, &script);
+}
+per_backend!(
+    pathname_unix_socket_with_network_allowed,
+    landlock: "known hole: with --network allow the Landlock-only rung cannot hide outside Unix sockets (documented)"
+);
+
+/// `--network allow` grants no privilege: a raw IP socket still needs CAP_NET_RAW.
+fn raw_socket_with_network_allowed(w: &World, b: Backend) {
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+    socket.set_nonblocking(true).expect("nonblocking");
+    let port = socket.local_addr().expect("addr").port();
+    let script = send("raw_udp", "127.0.0.1", port);
+    judge_listener_with(w, b, |s, _| s.network_allow(), &socket, &script);
+}
+per_backend!(raw_socket_with_network_allowed);
