@@ -190,10 +190,12 @@ impl Sandbox {
             }),
             Some(Message::Failed(e)) => {
                 let _ = child.wait().await;
+                crate::helper::cgroup::remove_after(pid as u32);
                 Err(e.into())
             }
             _ => {
                 let status = child.wait().await?;
+                crate::helper::cgroup::remove_after(pid as u32);
                 let mut stderr = String::new();
                 if let Some(err) = child.stderr.take() {
                     let _ = err.take(4096).read_to_string(&mut stderr).await;
@@ -415,7 +417,10 @@ impl Confined {
                     Some(Message::Failed(e)) => failed = Some(e),
                     _ => {}
                 },
-                s = self.child.wait(), if status.is_none() => status = Some(s?),
+                s = self.child.wait(), if status.is_none() => {
+                    status = Some(s?);
+                    crate::helper::cgroup::remove_after(self.pid as u32);
+                }
                 _ = &mut deadline, if end == End::Exited || status.is_some() => {
                     if status.is_some() { out = None; err = None; self.reports.done = true; continue; }
                     end = End::TimedOut;

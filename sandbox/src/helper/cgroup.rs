@@ -43,7 +43,8 @@ pub fn enter(limit: u64) -> Result<Option<PidsCgroup>, SetupError> {
     let Some(parent) = own_pids_cgroup() else {
         return Ok(None);
     };
-    let dir = parent.join(format!("zeroclaw-{}", std::process::id()));
+    sweep(&parent);
+    let dir = dir_for(&parent, std::process::id());
     if std::fs::create_dir(&dir).is_err() {
         return Ok(None);
     }
@@ -64,6 +65,35 @@ pub fn enter(limit: u64) -> Result<Option<PidsCgroup>, SetupError> {
         return Err(e);
     }
     Ok(Some(cg))
+}
+
+/// Removes cgroups left by helpers that are gone (a helper inside its user namespace cannot
+/// remove its own when the launcher died first).
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("zeroclaw-")) else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+fn dir_for(parent: &Path, helper: u32) -> PathBuf {
+    parent.join(format!("zeroclaw-{helper}"))
+}
+
+/// Launcher side: removes the cgroup of helper `helper` once it has been reaped (the helper
+/// started in the launcher's own cgroup, so the path is the same computed from here).
+pub fn remove_after(helper: u32) {
+    if let Some(parent) = own_pids_cgroup() {
+        let _ = std::fs::remove_dir(dir_for(&parent, helper));
+    }
 }
 
 impl PidsCgroup {

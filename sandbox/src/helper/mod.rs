@@ -6,7 +6,7 @@
 //! Landlock, seccomp last, exec with the allowlisted environment.
 
 mod caps;
-mod cgroup;
+pub(crate) mod cgroup;
 mod exec;
 mod landlock;
 mod mounts;
@@ -145,7 +145,11 @@ fn helper_main(inner: bool) -> Result<i32, SetupError> {
         Backend::Seatbelt => exec::run_seatbelt(&plan),
         Backend::None => exec::run_unconfined(&plan),
     };
-    if let Some(cg) = cgroup {
+    // The launcher removes the cgroup once it has reaped us (leaving it here would cost a
+    // second migration); if the launcher is gone, we do it.
+    if let Some(cg) = cgroup
+        && reaper::LAUNCHER_GONE.load(std::sync::atomic::Ordering::Relaxed)
+    {
         cg.remove();
     }
     result

@@ -105,10 +105,14 @@ fn wait_main(main: Pid) -> Option<ExitInfo> {
             Err(_) => return None,
         }
         if launcher_gone(pidfd.as_ref()) {
+            LAUNCHER_GONE.store(true, std::sync::atomic::Ordering::Relaxed);
             return None;
         }
     }
 }
+
+/// Set when the lifeline hung up: the launcher will not clean up after us.
+pub static LAUNCHER_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Sleeps until the command may have ended (its pidfd is readable) or the lifeline hangs
 /// up; true when the launcher is gone.
@@ -150,6 +154,14 @@ pub fn kill_descendants() {
 }
 
 fn children_of(parent: i32) -> Vec<i32> {
+    // One read of our own children list (CONFIG_PROC_CHILDREN); the /proc scan is the fallback.
+    let own = format!("/proc/{parent}/task/{parent}/children");
+    if let Ok(list) = std::fs::read_to_string(own) {
+        return list
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+    }
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
