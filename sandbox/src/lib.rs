@@ -21,6 +21,7 @@ pub mod backend;
 pub mod bubblewrap;
 pub mod detect;
 pub mod error;
+pub mod gitconfig;
 pub mod helper;
 pub mod launcher;
 pub mod plan;

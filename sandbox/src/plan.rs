@@ -146,6 +146,17 @@ pub fn build(
     argv: Vec<OsString>,
     scratch: Option<PathBuf>,
 ) -> Plan {
+    let git_targets = crate::gitconfig::targets(&profile.workspace);
+    let mut extended;
+    let profile = if git_targets.is_empty() {
+        profile
+    } else {
+        extended = profile.clone();
+        extended
+            .protected
+            .extend(git_targets.iter().map(|t| t.path.clone()));
+        &extended
+    };
     let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
     let (home, tmp) = match (&scratch, namespaced) {
         (Some(s), false) => (s.join("home"), s.join("tmp")),
@@ -163,7 +174,7 @@ pub fn build(
             Vec::new()
         },
         placeholders: if namespaced {
-            placeholders(profile)
+            placeholders_with(profile, &git_targets)
         } else {
             Vec::new()
         },
@@ -343,6 +354,11 @@ pub fn scrub_list(profile: &Profile) -> Vec<PathBuf> {
 
 /// Protected paths that do not exist yet (parents are created as directories too).
 pub fn placeholders(profile: &Profile) -> Vec<Placeholder> {
+    placeholders_with(profile, &[])
+}
+
+/// Like [`placeholders`], with the kinds known from the git config.
+fn placeholders_with(profile: &Profile, known: &[crate::gitconfig::Target]) -> Vec<Placeholder> {
     let mut out: Vec<Placeholder> = Vec::new();
     for path in &profile.protected {
         let Some(root) = profile.writable_roots().find(|r| is_under(path, r)) else {
@@ -355,7 +371,8 @@ pub fn placeholders(profile: &Profile) -> Vec<Placeholder> {
         chain.reverse();
         for p in chain {
             if p.symlink_metadata().is_err() {
-                let dir = p != path.as_path() || guess_dir(p);
+                let known_dir = known.iter().find(|t| t.path == p).map(|t| t.dir);
+                let dir = p != path.as_path() || known_dir.unwrap_or_else(|| guess_dir(p));
                 let ph = Placeholder {
                     path: p.to_path_buf(),
                     dir,

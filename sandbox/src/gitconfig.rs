@@ -1,0 +1,114 @@
+//! Reads the workspace's `.git/config` for paths that are as powerful as the config itself —
+//! `core.hooksPath` (hooks run by the host's next `git commit`), `include.path` and
+//! `includeIf.*.path` (more config) — so those inside the workspace get protected too.
+
+use std::path::{Path, PathBuf};
+
+/// A path the config points at, and whether it is a directory (hooks) or a file (include).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Absolute, lexically normalized path.
+    pub path: PathBuf,
+    /// A directory (`core.hooksPath`) rather than a file.
+    pub dir: bool,
+}
+
+/// The targets of `<workspace>/.git/config` that lie inside `workspace`.
+pub fn targets(workspace: &Path) -> Vec<Target> {
+    let git = workspace.join(".git");
+    let Ok(text) = std::fs::read_to_string(git.join("config")) else {
+        return Vec::new();
+    };
+    parse(&text)
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let dir = key == "core.hookspath";
+            let base = if dir { workspace } else { git.as_path() };
+            let path = normalize(&resolve(base, &value));
+            (path.starts_with(workspace) && path != workspace).then_some(Target { path, dir })
+        })
+        .collect()
+}
+
+fn resolve(base: &Path, value: &str) -> PathBuf {
+    let home = crate::profile::home_dir().unwrap_or_default();
+    match value.strip_prefix("~/") {
+        Some(rest) => home.join(rest),
+        None => base.join(value),
+    }
+}
+
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `(section.key, value)` for `core.hooksPath`, `include.path`, `includeIf "...".path`,
+/// keys lowercased, quotes stripped.
+fn parse(text: &str) -> Vec<(String, String)> {
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for raw in text.lines() {
+        let line = raw.trim();
+        if let Some(head) = line.strip_prefix('[') {
+            let name = head.split([']', ' ', '"']).next().unwrap_or("");
+            section = name.to_ascii_lowercase();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let key = format!("{section}.{}", key.trim().to_ascii_lowercase());
+        let value = value.trim().trim_matches('"').to_string();
+        if matches!(
+            key.as_str(),
+            "core.hookspath" | "include.path" | "includeif.path"
+        ) {
+            out.push((key, value));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_hooks_path_and_includes_inside_the_workspace() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join(".git")).unwrap();
+        let config = "[core]\n\thooksPath = .husky\n[include]\n\tpath = ../.gitconfig-local\n\
+                      [includeIf \"gitdir:~/x/\"]\n\tpath = \"/etc/outside\"\n[user]\n\tname = x\n";
+        std::fs::write(ws.path().join(".git/config"), config).unwrap();
+        let t = targets(ws.path());
+        assert_eq!(
+            t,
+            vec![
+                Target {
+                    path: ws.path().join(".husky"),
+                    dir: true
+                },
+                Target {
+                    path: ws.path().join(".gitconfig-local"),
+                    dir: false
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn no_config_no_targets() {
+        let ws = tempfile::tempdir().unwrap();
+        assert!(targets(ws.path()).is_empty());
+    }
+}
