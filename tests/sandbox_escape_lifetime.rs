@@ -119,6 +119,30 @@ fn python_daemon(w: &World, b: Backend) {
 }
 per_backend!(python_daemon);
 
+/// A detached process that keeps changing its pid (fork, parent exits, child carries on), to
+/// slip between the passes of a clean-up that walks the tree. It stops by itself after 20 s,
+/// so even an escape leaves nothing behind for long.
+const HOPPER: &str = r#"
+import os, sys, time
+end = time.time() + 20
+os.setsid()
+while time.time() < end:
+    if os.fork() > 0:
+        os._exit(0)
+    with open("hb", "a") as f:
+        f.write("hop\n")
+"#;
+
+fn pid_hopping_daemon(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let script = format!(
+        "{} >/dev/null 2>&1 </dev/null & {STARTED}",
+        py(HOPPER, std::slice::from_ref(&marker))
+    );
+    must_not_survive(w, b, &marker, &script);
+}
+per_backend!(pid_hopping_daemon);
+
 /// `--timeout` ends a command that spins, and takes its detached descendants with it.
 fn timeout_kills_detached_tree(w: &World, b: Backend) {
     let marker = unique("zcmark");

@@ -188,8 +188,13 @@ pub fn kill_survivors(marker: &str) {
 pub struct Reaper(pub String);
 
 impl Drop for Reaper {
+    /// Kills until nothing carrying the marker is left (a pid-hopping process needs several
+    /// passes), for at most two seconds.
     fn drop(&mut self) {
-        kill_survivors(&self.0);
-        kill_survivors(&self.0);
+        let end = Instant::now() + Duration::from_secs(2);
+        while !survivors(&self.0).is_empty() && Instant::now() < end {
+            kill_survivors(&self.0);
+            thread::sleep(Duration::from_millis(5));
+        }
     }
 }
