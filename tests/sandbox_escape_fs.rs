@@ -14,8 +14,9 @@ use std::path::Path;
 use sandbox_support::judge::{
     confined, control, defaults, no_secret, not_escaped, unchanged, with_ro,
 };
+use sandbox_support::procs::Reaper;
 use sandbox_support::py::{self, py};
-use sandbox_support::world::q;
+use sandbox_support::world::{q, unique};
 use sandbox_support::{Backend, World};
 
 // ---- Read outside the allowed roots -------------------------------------------------------
@@ -108,6 +109,28 @@ fn read_other_workspace(w: &World, b: Backend) {
     );
 }
 per_backend!(read_other_workspace);
+
+/// Another session's sandbox running beside ours: its workspace must not be reachable through
+/// its processes (`/proc/<pid>/cwd`, `/proc/<pid>/root`).
+fn read_other_session_through_proc(w: &World, b: Backend) {
+    let marker = unique("zcmark");
+    let _reaper = Reaper(marker.clone());
+    let other = w.confined(b).workspace(&w.other_ws);
+    let mut session = other.spawn_sh(&format!(
+        "echo started; while :; do sleep 0.1; done # {marker}"
+    ));
+    assert!(
+        session.read_line().contains("started"),
+        "the other session never started"
+    );
+    let notes = w.other_ws.join("notes.txt");
+    let script = format!(
+        "for p in /proc/[0-9]*; do cat $p/cwd/notes.txt $p/root{} 2>/dev/null; done; true",
+        notes.display()
+    );
+    no_secret(w, b, defaults, &script);
+}
+per_backend!(read_other_session_through_proc);
 
 /// The daemon's config dir and session database (`~/.zeroclaw`).
 fn read_daemon_config_dir(w: &World, b: Backend) {

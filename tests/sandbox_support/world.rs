@@ -149,6 +149,7 @@ pub struct Shell<'w> {
     envs: Vec<(String, String)>,
     deadline: Duration,
     real_home: bool,
+    workspace: Option<PathBuf>,
 }
 
 impl<'w> Shell<'w> {
@@ -160,6 +161,7 @@ impl<'w> Shell<'w> {
             envs: Vec::new(),
             deadline: Duration::from_secs(120),
             real_home: false,
+            workspace: None,
         }
     }
 
@@ -176,6 +178,12 @@ impl<'w> Shell<'w> {
 
     pub fn allow_write(self, path: &Path) -> Self {
         self.flag("--allow-write", path)
+    }
+
+    /// Another `--workspace` than the world's (another session of the same world).
+    pub fn workspace(mut self, dir: &Path) -> Self {
+        self.workspace = Some(dir.to_owned());
+        self
     }
 
     /// `zeroclaw sandbox run --timeout SECS` (ignored by the plain control).
@@ -232,7 +240,13 @@ impl<'w> Shell<'w> {
                 [zeroclaw(), "sandbox", "run", "--backend", backend.name()].map(OsString::from),
             );
             argv.push("--workspace".into());
-            argv.push(self.world.ws.clone().into());
+            argv.push(
+                self.workspace
+                    .as_ref()
+                    .unwrap_or(&self.world.ws)
+                    .clone()
+                    .into(),
+            );
             argv.extend(self.flags.iter().cloned());
             argv.push("--".into());
         }
