@@ -133,9 +133,14 @@ fn helper_main(inner: bool) -> Result<i32, SetupError> {
     let pdeathsig = matches!(plan.backend, Backend::None | Backend::Seatbelt);
     die_with_parent(plan.launcher_pid, pdeathsig.then_some(Signal::SIGKILL))?;
     new_session()?;
-    let cgroup = match plan.backend {
-        Backend::None | Backend::Seatbelt => None,
-        _ => cgroup::enter(plan.limits.processes)?,
+    // RLIMIT_NPROC bounds every uid but 0; only root needs the (costly: one RCU-synchronized
+    // migration) pids cgroup.
+    let needs_cgroup = nix::unistd::geteuid().is_root()
+        && !matches!(plan.backend, Backend::None | Backend::Seatbelt);
+    let cgroup = if needs_cgroup {
+        cgroup::enter(plan.limits.processes)?
+    } else {
+        None
     };
     PIDS_CGROUP.store(cgroup.is_some(), std::sync::atomic::Ordering::Relaxed);
     let result = match plan.backend {
