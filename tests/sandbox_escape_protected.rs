@@ -358,8 +358,6 @@ fn git_hooks_path_in_workspace(w: &World, b: Backend) {
 }
 per_backend!(
     git_hooks_path_in_workspace,
-    namespaces: "known hole: a workspace dir named by core.hooksPath in .git/config is not protected (reported to S1)",
-    bubblewrap: "known hole: a workspace dir named by core.hooksPath in .git/config is not protected (reported to S1)",
     landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
 );
 
@@ -414,7 +412,5 @@ fn git_config_include_in_workspace(w: &World, b: Backend) {
 }
 per_backend!(
     git_config_include_in_workspace,
-    namespaces: "known hole: a workspace dir named by [include] path in .git/config is not protected (reported to S1)",
-    bubblewrap: "known hole: a workspace dir named by [include] path in .git/config is not protected (reported to S1)",
     landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
 );
