@@ -299,16 +299,20 @@ async fn dropping_the_handle_kills_the_tree_via_the_lifeline() {
         let m = marker();
         let script = format!("setsid sh -c 'sleep {m}' & (sleep {m} &); sleep {m}");
         let c = s.spawn(&p, ["sh", "-c", &script]).await.unwrap();
+        let sleeps = || {
+            let exact = format!(": sleep {m} ");
+            processes_with(&m)
+                .iter()
+                .filter(|p| p.ends_with(&exact))
+                .count()
+        };
         for _ in 0..3000 {
-            if processes_with(&format!("sleep {m}")).len() >= 3 {
+            if sleeps() == 3 {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        assert!(
-            processes_with(&format!("sleep {m}")).len() >= 3,
-            "the tree never started"
-        );
+        assert_eq!(sleeps(), 3, "the three sleeps never started");
         drop(c);
         assert_eq!(
             gone_eventually(&m),

@@ -143,13 +143,20 @@ fn launcher_gone(pidfd: Option<&std::os::fd::OwnedFd>) -> bool {
 pub fn kill_descendants() {
     let me = std::process::id() as i32;
     loop {
-        for pid in children_of(me) {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => {}
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return, // ECHILD: nothing left
+        }
+        let mut kids = children_of(me);
+        if kids.is_empty() {
+            // The children file can miss a child that is forking right now; scan instead.
+            kids = scan_children_of(me);
+        }
+        for pid in kids {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
-        match waitpid(None, None) {
-            Ok(_) | Err(Errno::EINTR) => continue,
-            Err(_) => return,
-        }
+        let _ = waitpid(None, None);
     }
 }
 
@@ -162,6 +169,10 @@ fn children_of(parent: i32) -> Vec<i32> {
             .filter_map(|p| p.parse().ok())
             .collect();
     }
+    scan_children_of(parent)
+}
+
+fn scan_children_of(parent: i32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
