@@ -13,17 +13,42 @@ pub struct Target {
     pub dir: bool,
 }
 
-/// The targets of `<workspace>/.git/config` that lie inside `workspace`.
+/// The targets inside `workspace` of its `.git/config` and of the system and global configs
+/// (`/etc/gitconfig`, `~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`), where a relative
+/// `core.hooksPath` also means "per repository".
 pub fn targets(workspace: &Path) -> Vec<Target> {
     let git = workspace.join(".git");
-    let Ok(text) = std::fs::read_to_string(git.join("config")) else {
+    let mut files = vec![PathBuf::from("/etc/gitconfig")];
+    if let Some(home) = crate::profile::home_dir() {
+        files.push(home.join(".gitconfig"));
+        let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
+        files.push(
+            xdg.unwrap_or_else(|| home.join(".config"))
+                .join("git/config"),
+        );
+    }
+    files.push(git.join("config"));
+    let mut out: Vec<Target> = Vec::new();
+    for file in files {
+        for t in targets_of(&file, workspace) {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+fn targets_of(config: &Path, workspace: &Path) -> Vec<Target> {
+    let Ok(text) = std::fs::read_to_string(config) else {
         return Vec::new();
     };
+    let config_dir = config.parent().unwrap_or(Path::new("/"));
     parse(&text)
         .into_iter()
         .filter_map(|(key, value)| {
             let dir = key == "core.hookspath";
-            let base = if dir { workspace } else { git.as_path() };
+            let base = if dir { workspace } else { config_dir };
             let path = normalize(&resolve(base, &value));
             (path.starts_with(workspace) && path != workspace).then_some(Target { path, dir })
         })
