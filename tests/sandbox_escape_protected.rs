@@ -436,7 +436,5 @@ fn git_global_hooks_path_in_workspace(w: &World, b: Backend) {
 }
 per_backend!(
     git_global_hooks_path_in_workspace,
-    namespaces: "known hole: core.hooksPath from the user's global git config is not protected (reported to S1 05:05)",
-    bubblewrap: "known hole: core.hooksPath from the user's global git config is not protected (reported to S1 05:05)",
     landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
 );
