@@ -1,7 +1,8 @@
 //! zeroclaw: a hardened agent host driven over the Agent Client Protocol.
 //!
-//! Dependencies point one way: `rpc` <- `acp` -> `agent` -> {`provider`, `tools`}; `store` and
-//! `config` are used from above; every tool execution goes through the `zeroclaw-sandbox` crate.
+//! Dependencies point one way: `gateway` -> `acp`; `rpc` <- `acp` -> `agent` -> {`provider`,
+//! `tools`}; `store` and `config` are used from above; every tool execution goes through the
+//! `zeroclaw-sandbox` crate.
 
 pub mod acp;
 pub mod agent;
