@@ -6,7 +6,7 @@
 //! - daemon RSS idle and with 100 open sessions (100 connections), vs an idle `zeroclaw acp`.
 
 // The support modules' own `#[cfg(test)]` unit tests do not run under a harness-less bench.
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 #[path = "../tests/support/mod.rs"]
 mod support;
 

@@ -302,7 +302,7 @@ fn open_socket_dir(daemon: &Daemon) {
 }
 
 #[test]
-fn the_unix_socket_is_0660_and_admits_root_by_peer_credentials() {
+fn the_unix_socket_is_0660_and_admits_the_daemons_own_uid_by_peer_credentials() {
     let daemon = Daemon::builder().spawn();
     let mode = std::fs::metadata(daemon.unix()).unwrap().mode() & 0o777;
     assert_eq!(mode, 0o660, "socket mode {mode:o}");
