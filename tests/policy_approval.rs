@@ -65,7 +65,16 @@ fn allow_always_is_remembered_for_the_session_and_after_load_in_a_fresh_process(
         second.describe()
     );
 
-    s.respawn(&setup.permission(select("reject-once")));
+    let replayed = s.respawn(&setup.permission(select("reject-once")));
+    let replayed_write = replayed.iter().any(|u| {
+        u["sessionUpdate"] == "tool_call_update"
+            && u["status"] == "completed"
+            && u["toolCallId"] == first.call["toolCallId"]
+    });
+    assert!(
+        replayed_write,
+        "session/load replays the tool calls: {replayed:?}"
+    );
     let third = s.call("file_write", json!({"path": "c.txt", "content": "C"}));
     third.assert_completed();
     assert!(

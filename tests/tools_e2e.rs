@@ -30,6 +30,11 @@ fn shell_reports_exit_code_stdout_and_stderr() {
         json!({"command": "echo to-stdout; echo to-stderr >&2; pwd; exit 3"}),
     );
     assert_eq!(out.call["kind"], "execute", "{}", out.describe());
+    let title = out.call["title"].as_str().unwrap_or_default();
+    assert!(
+        title.contains("to-stdout"),
+        "the title shows the command: {title}"
+    );
     assert_eq!(
         out.call["rawInput"]["command"]
             .as_str()
@@ -343,4 +348,30 @@ fn find_diff(call: &Value, updates: &[Value]) -> Option<Value> {
         .chain(updates)
         .flat_map(|u| u["content"].as_array().cloned().unwrap_or_default())
         .find(|c| c["type"] == "diff")
+}
+
+#[test]
+fn deliver_file_refuses_files_over_ten_mebibytes_and_outside_the_workspace() {
+    let s = Scene::start(Setup::default());
+    let big = s.ws().join("big.bin");
+    fs::write(&big, vec![b'x'; 10 * 1024 * 1024 + 1]).unwrap();
+    let out = s.call("deliver_file", json!({"path": "big.bin"}));
+    out.assert_failed();
+    assert!(
+        !out.model_saw.is_empty(),
+        "the model sees why: {}",
+        out.describe()
+    );
+    fs::write(s.root.path().join("outside.pdf"), b"%PDF-outside").unwrap();
+    let outside = s.call("deliver_file", json!({"path": "../outside.pdf"}));
+    outside
+        .assert_failed()
+        .assert_result_contains("denied by policy");
+    let embedded = s
+        .client
+        .updates_for(&s.session)
+        .iter()
+        .flat_map(|u| u["content"].as_array().cloned().unwrap_or_default())
+        .any(|c| c["content"]["type"] == "resource");
+    assert!(!embedded, "nothing was embedded");
 }
