@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use axum::extract::connect_info::Connected;
 use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, SEC_WEBSOCKET_PROTOCOL};
-use axum::serve::IncomingStream;
+use axum::serve::{IncomingStream, Listener};
 
 use super::tokens::Tokens;
 use crate::config::GatewayConfig;
@@ -28,18 +28,39 @@ pub enum PeerInfo {
     Unix { cred: Option<(u32, u32)> },
 }
 
-impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for PeerInfo {
-    fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
-        let loopback = stream
-            .io()
-            .local_addr()
-            .map(|a| a.ip().is_loopback())
-            .unwrap_or(false);
-        PeerInfo::Tcp {
-            remote: *stream.remote_addr(),
-            loopback,
+/// A TCP listener whose accepted sockets get `TCP_NODELAY` (each streamed chunk is its own
+/// small frame: Nagle plus delayed ACKs would hold every one of them back).
+pub struct NoDelayTcpListener(pub tokio::net::TcpListener);
+
+impl Listener for NoDelayTcpListener {
+    type Io = tokio::net::TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (stream, addr) = Listener::accept(&mut self.0).await;
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "TCP_NODELAY not set");
         }
+        (stream, addr)
     }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.0.local_addr()
+    }
+}
+
+impl Connected<IncomingStream<'_, NoDelayTcpListener>> for PeerInfo {
+    fn connect_info(stream: IncomingStream<'_, NoDelayTcpListener>) -> Self {
+        tcp_peer(stream.io(), *stream.remote_addr())
+    }
+}
+
+fn tcp_peer(stream: &tokio::net::TcpStream, remote: SocketAddr) -> PeerInfo {
+    let loopback = stream
+        .local_addr()
+        .map(|a| a.ip().is_loopback())
+        .unwrap_or(false);
+    PeerInfo::Tcp { remote, loopback }
 }
 
 impl Connected<IncomingStream<'_, tokio::net::UnixListener>> for PeerInfo {

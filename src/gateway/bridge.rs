@@ -17,7 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::{Message, http};
-use tokio_tungstenite::{WebSocketStream, client_async, connect_async};
+use tokio_tungstenite::{WebSocketStream, client_async, connect_async_with_config};
 
 use super::auth::SUBPROTOCOL;
 use super::listen::Address;
@@ -89,7 +89,8 @@ async fn bridge(args: BridgeArgs) -> anyhow::Result<()> {
             relay(ws).await
         }
         Target::Url(url) => {
-            let (ws, _) = connect_async(request(url, token.as_deref())?)
+            // TCP_NODELAY: every relayed line is one small frame.
+            let (ws, _) = connect_async_with_config(request(url, token.as_deref())?, None, true)
                 .await
                 .map_err(|e| handshake_error(&target, e))?;
             relay(ws).await

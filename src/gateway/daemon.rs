@@ -14,7 +14,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::PeerInfo;
+use super::auth::{self, PeerInfo};
 use super::listen::{self, Listener};
 use super::{Gateway, health, systemd, ws};
 use crate::acp::{Server, server};
@@ -116,7 +116,8 @@ fn spawn_listener(
     let stop = stop.clone().cancelled_owned();
     match listener {
         Listener::Tcp(std_listener) => {
-            let listener = tokio::net::TcpListener::from_std(std_listener)?;
+            let listener =
+                auth::NoDelayTcpListener(tokio::net::TcpListener::from_std(std_listener)?);
             let service = app.into_make_service_with_connect_info::<PeerInfo>();
             serving.spawn(async move {
                 let served = axum::serve(listener, service).with_graceful_shutdown(stop);

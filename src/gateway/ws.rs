@@ -233,6 +233,7 @@ mod tests {
         let gateway = Arc::new(Gateway::new(server, &gateway_config, "none".into()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        let listener = auth::NoDelayTcpListener(listener);
         let app = super::super::daemon::router(&gateway)
             .into_make_service_with_connect_info::<PeerInfo>();
         tokio::spawn(async move { axum::serve(listener, app).await });
