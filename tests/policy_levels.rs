@@ -10,7 +10,7 @@ use std::fs;
 use serde_json::json;
 
 use support::acp_client::Permission;
-use tools_support::{KEY_CANARY, Scene, Setup};
+use tools_support::{ENV_CANARY, KEY_CANARY, Scene, Setup};
 
 /// A client that would approve anything: a refusal must come from the policy.
 fn approving(level: &str) -> Setup {
@@ -99,4 +99,16 @@ fn supervised_denies_paths_outside_the_workspace_without_asking() {
         .assert_result_contains("denied by policy");
     assert!(out.permission_requests.is_empty(), "{}", out.describe());
     assert!(!outside.exists());
+}
+
+#[test]
+fn tool_children_get_the_allowlisted_environment_only() {
+    let s = Scene::start(Setup::level("full"));
+    let out = s.call("shell", json!({"command": "env; echo env-listed"}));
+    out.assert_completed().assert_result_contains("env-listed");
+    assert!(
+        !out.model_saw.contains(ENV_CANARY) && !out.model_saw.contains("ZEROCLAW_providers"),
+        "the daemon's variables (and its provider key) never reach a child: {}",
+        out.describe()
+    );
 }
