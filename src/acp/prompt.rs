@@ -35,7 +35,7 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         }),
         cancel: guard.cancel.clone(),
         call_id: String::new(),
-        env: permission::tool_env(conn, &session, peer),
+        env: permission::tool_env(conn, &session, peer.clone()),
     };
     let outcome = run_turn(request, &conn.server.tools, &ctx)
         .await
@@ -44,7 +44,9 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
             RpcError::internal(error.to_string())
         })?;
     persist(conn, &session, &outcome).await;
-    drop(guard);
+    // The session is free for the next prompt now, but `session/stop` (which waits for the
+    // turn) is answered only after this answer is queued.
+    peer.release_after_response(guard.release());
     Ok(json!({
         "sessionId": session.id,
         "stopReason": outcome.stop_reason.as_str(),

@@ -25,6 +25,9 @@ pub struct Session {
     pub approvals: Approvals,
     history: Mutex<Arc<Vec<Entry>>>,
     turn: Mutex<Option<RunningTurn>>,
+    /// The end signal of the latest turn: it fires once that turn's answer is queued, which
+    /// may be a little after the session became free for the next prompt.
+    last_turn: Mutex<Option<watch::Receiver<()>>>,
     last_activity: Mutex<Instant>,
 }
 
@@ -38,8 +41,12 @@ struct RunningTurn {
 pub struct TurnGuard {
     session: Arc<Session>,
     pub cancel: CancellationToken,
-    _done: watch::Sender<()>,
+    done: Option<TurnAnswered>,
 }
+
+/// Dropped once the turn's `session/prompt` answer is queued; [`Session::wait_idle`] waits
+/// for it, so `session/stop` is always answered after the prompt it waited for.
+pub struct TurnAnswered(#[allow(dead_code)] watch::Sender<()>);
 
 /// `session/prompt` while a turn of the session runs.
 #[derive(Debug)]
@@ -65,6 +72,7 @@ impl Session {
             approvals: Approvals::restored(allowed_always(&history)),
             history: Mutex::new(Arc::new(history)),
             turn: Mutex::new(None),
+            last_turn: Mutex::new(None),
             last_activity: Mutex::new(Instant::now()),
         }
     }
@@ -77,6 +85,7 @@ impl Session {
         }
         let cancel = CancellationToken::new();
         let (done_tx, done_rx) = watch::channel(());
+        *lock(&self.last_turn) = Some(done_rx.clone());
         *slot = Some(RunningTurn {
             cancel: cancel.clone(),
             done: done_rx,
@@ -85,7 +94,7 @@ impl Session {
         Ok(TurnGuard {
             session: self.clone(),
             cancel,
-            _done: done_tx,
+            done: Some(TurnAnswered(done_tx)),
         })
     }
 
@@ -100,14 +109,18 @@ impl Session {
         lock(&self.turn).is_some()
     }
 
-    /// Returns once no turn is running.
+    /// Returns once no turn is running and the latest one has been answered.
     pub async fn wait_idle(&self) {
         loop {
-            let done = lock(&self.turn).as_ref().map(|t| t.done.clone());
-            let Some(mut done) = done else {
-                return;
+            let running = lock(&self.turn).as_ref().map(|t| t.done.clone());
+            let Some(mut done) = running else {
+                break;
             };
-            // Errs once the guard (the sender) is dropped: the turn ended.
+            // Errs once the sender is dropped: the turn ended.
+            while done.changed().await.is_ok() {}
+        }
+        let latest = lock(&self.last_turn).clone();
+        if let Some(mut done) = latest {
             while done.changed().await.is_ok() {}
         }
     }
@@ -127,6 +140,14 @@ impl Session {
 
     pub fn idle_for(&self) -> std::time::Duration {
         lock(&self.last_activity).elapsed()
+    }
+}
+
+impl TurnGuard {
+    /// Frees the session for the next prompt; the returned signal is to be dropped once the
+    /// turn's answer is queued.
+    pub fn release(mut self) -> TurnAnswered {
+        self.done.take().expect("a turn is released once")
     }
 }
 

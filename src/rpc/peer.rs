@@ -17,12 +17,17 @@ pub const OUTBOUND_ID_PREFIX: &str = "zc-out-";
 
 type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>>;
 
+/// Values a request handler wants kept alive until its response is queued.
+type Deferred = Arc<Mutex<Vec<Box<dyn Send>>>>;
+
 /// A cheap-to-clone handle for sending to the other side of one connection.
 #[derive(Clone)]
 pub struct Peer {
     out: mpsc::Sender<String>,
     pending: Pending,
     next_id: Arc<AtomicU64>,
+    /// Set on the clone handed to one request's handler (see [`Peer::for_request`]).
+    deferred: Option<Deferred>,
 }
 
 impl Peer {
@@ -32,6 +37,28 @@ impl Peer {
             out,
             pending: Arc::default(),
             next_id: Arc::default(),
+            deferred: None,
+        }
+    }
+
+    /// The clone given to the handler of one request: what it hands to
+    /// [`Peer::release_after_response`] lives until that request's response is queued.
+    pub fn for_request(&self) -> Self {
+        Self {
+            deferred: Some(Deferred::default()),
+            ..self.clone()
+        }
+    }
+
+    /// Keeps `value` alive until this request's response is queued, then drops it — so that
+    /// whatever waits for its drop (e.g. `session/stop` waiting for a turn) answers after this
+    /// request. Outside a request handler it is dropped at once.
+    pub fn release_after_response(&self, value: impl Send + 'static) {
+        if let Some(deferred) = &self.deferred {
+            deferred
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Box::new(value));
         }
     }
 
@@ -48,6 +75,10 @@ impl Peer {
             Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}),
         };
         self.send(message).await;
+        if let Some(deferred) = &self.deferred {
+            let released = std::mem::take(&mut *deferred.lock().unwrap_or_else(|e| e.into_inner()));
+            drop(released);
+        }
     }
 
     /// Sends a request to the client and waits for its answer, at most `timeout`.

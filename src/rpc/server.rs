@@ -101,7 +101,7 @@ fn spawn_request<H: Handler>(
     let key = id.to_string();
     let token = CancellationToken::new();
     lock(in_flight).insert(key.clone(), token.clone());
-    let (handler, peer, in_flight) = (handler.clone(), peer.clone(), in_flight.clone());
+    let (handler, peer, in_flight) = (handler.clone(), peer.for_request(), in_flight.clone());
     async move {
         let result = tokio::select! {
             result = handler.request(peer.clone(), method, params) => result,
