@@ -13,11 +13,11 @@ use crate::protocol::{Enforcement, Message};
 /// Confines the calling process per `plan` and execs the command; returns only on failure.
 pub fn confine_and_exec(plan: &Plan, mut report: Enforcement) -> Result<i32, SetupError> {
     report.backend = plan.backend.name().to_string();
-    if !super::PIDS_CGROUP.load(std::sync::atomic::Ordering::Relaxed)
+    if !super::ROOT_PROCESS_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
         && nix::unistd::geteuid().is_root()
     {
         report.notes.push(
-            "process limit not enforced: uid 0 ignores RLIMIT_NPROC and no pids cgroup is usable"
+            "process limit not enforced: uid 0 ignores RLIMIT_NPROC, and neither a pids cgroup nor a per-namespace pid_max is usable"
                 .into(),
         );
     }

@@ -11,6 +11,7 @@ mod exec;
 mod landlock;
 mod mounts;
 mod namespaces;
+mod pidns;
 mod reaper;
 mod rlimits;
 mod scratch;
@@ -76,8 +77,9 @@ pub fn run_if_helper_with(ops: &'static [(&'static str, OpFn)]) {
     sys_exit(code)
 }
 
-/// Whether the tree runs in its own pids cgroup (for the enforcement report).
-pub(crate) static PIDS_CGROUP: std::sync::atomic::AtomicBool =
+/// Whether the process limit also binds uid 0 (a pids cgroup or the pid namespace's
+/// `pid_max`), for the enforcement report.
+pub(crate) static ROOT_PROCESS_LIMIT: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
 
 /// The registered operation called `name`.
@@ -133,16 +135,23 @@ fn helper_main(inner: bool) -> Result<i32, SetupError> {
     let pdeathsig = matches!(plan.backend, Backend::None | Backend::Seatbelt);
     die_with_parent(plan.launcher_pid, pdeathsig.then_some(Signal::SIGKILL))?;
     new_session()?;
-    // RLIMIT_NPROC bounds every uid but 0; only root needs the (costly: one RCU-synchronized
-    // migration) pids cgroup.
+    // RLIMIT_NPROC bounds every uid but 0. For root, the namespace backend lowers its pid
+    // namespace's pid_max (one write); the others need a pids cgroup (costly: one
+    // RCU-synchronized migration).
+    let pid_namespace_limit =
+        plan.backend == Backend::Namespaces && pidns::usable(plan.limits.processes);
     let needs_cgroup = nix::unistd::geteuid().is_root()
+        && !pid_namespace_limit
         && !matches!(plan.backend, Backend::None | Backend::Seatbelt);
     let cgroup = if needs_cgroup {
         cgroup::enter(plan.limits.processes)?
     } else {
         None
     };
-    PIDS_CGROUP.store(cgroup.is_some(), std::sync::atomic::Ordering::Relaxed);
+    ROOT_PROCESS_LIMIT.store(
+        cgroup.is_some() || pid_namespace_limit,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let result = match plan.backend {
         Backend::Namespaces => namespaces::run(&plan),
         Backend::Bubblewrap => namespaces::run_bubblewrap(&plan),

@@ -47,6 +47,9 @@ fn init_main(plan: &Plan) -> Result<i32, SetupError> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
     let _ = nix::unistd::sethostname("zeroclaw");
+    if super::pidns::usable(plan.limits.processes) {
+        super::pidns::apply(plan.limits.processes)?;
+    }
     // The mount namespace is the init's own: pivot_root would otherwise move the helper's
     // root too, and the helper must keep seeing the host /proc to kill the tree.
     nix::sched::unshare(CloneFlags::CLONE_NEWNS)
