@@ -302,7 +302,15 @@ fn read_root_only_etc_files(w: &World, b: Backend) {
         files.dedup();
         files
     };
-    let script = "find /etc -type f ! -perm -o=r -exec cat {} + 2>/dev/null";
+    // Each file by its path, so a backend that hides /etc's listing but not the files
+    // themselves is still caught (a `find /etc` that fails at the top proves nothing).
+    let mut files: Vec<&std::path::PathBuf> = secrets.iter().map(|(f, _)| f).collect();
+    files.dedup();
+    let quoted: Vec<String> = files.iter().map(|f| q(f)).collect();
+    let script = &format!(
+        "for f in {}; do cat \"$f\"; done 2>/dev/null; find /etc -type f ! -perm -o=r -exec cat {{}} + 2>/dev/null",
+        quoted.join(" ")
+    );
     let run = confined(w, b, defaults, script);
     let leaked = leaked_from(&run.stdout);
     assert!(

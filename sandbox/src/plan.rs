@@ -108,6 +108,11 @@ pub struct Plan {
     pub cwd: PathBuf,
     /// New-root construction (namespace and bubblewrap backends).
     pub mounts: Vec<MountOp>,
+    /// Read-only roots among `mounts` whose root-owned files must stay unreadable to a child
+    /// running as uid 0 (the namespace backend started by root: `/etc`). The helper attaches
+    /// them idmapped (uid and gid 0 read as `nobody`), or masks their root-only files where
+    /// the kernel cannot; with this, the launcher needs no scan of `/etc`.
+    pub unowned: Vec<PathBuf>,
     /// Placeholders to create before mounting.
     pub placeholders: Vec<Placeholder>,
     /// Protected paths (for backends that express them directly, like Seatbelt).
@@ -158,6 +163,11 @@ pub fn build(
         &extended
     };
     let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
+    let unowned = if backend == Backend::Namespaces {
+        unowned_roots(profile)
+    } else {
+        Vec::new()
+    };
     let (home, tmp) = match (&scratch, namespaced) {
         (Some(s), false) => (s.join("home"), s.join("tmp")),
         _ => (sandbox_home(), PathBuf::from("/tmp")),
@@ -169,10 +179,11 @@ pub fn build(
         op: None,
         cwd: profile.cwd.clone(),
         mounts: if namespaced {
-            mounts(profile, &home)
+            mounts_with(profile, &home, &unowned)
         } else {
             Vec::new()
         },
+        unowned,
         placeholders: if namespaced {
             placeholders_with(profile, &git_targets)
         } else {
@@ -204,9 +215,35 @@ fn is_under(path: &Path, root: &Path) -> bool {
     path.starts_with(root)
 }
 
+/// `/etc` when root launches: root inside would own its root-only files. Only when `/etc`
+/// is a plain read-only root with no other root below it (those would be bound unmapped).
+fn unowned_roots(profile: &Profile) -> Vec<PathBuf> {
+    let etc = Path::new("/etc");
+    let below_etc = profile
+        .read_only
+        .iter()
+        .chain(profile.writable_roots())
+        .any(|r| r.starts_with(etc) && r != etc);
+    let plain_dir = etc.symlink_metadata().is_ok_and(|m| m.is_dir());
+    if nix::unistd::geteuid().is_root()
+        && plain_dir
+        && !below_etc
+        && profile.read_only.iter().any(|r| r == etc)
+    {
+        vec![etc.to_path_buf()]
+    } else {
+        Vec::new()
+    }
+}
+
 /// The new root: read-only roots, private HOME and /tmp, writable roots, pinned parents of
 /// protected paths, protected paths read-only, denied paths masked. Parents before children.
 pub fn mounts(profile: &Profile, home: &Path) -> Vec<MountOp> {
+    mounts_with(profile, home, &[])
+}
+
+/// Like [`mounts`]; root-only files under `unowned` roots are left to the helper.
+fn mounts_with(profile: &Profile, home: &Path, unowned: &[PathBuf]) -> Vec<MountOp> {
     let mut ops = Vec::new();
     for root in existing(&profile.read_only) {
         ops.push(bind_or_link(&root, false));
@@ -233,7 +270,7 @@ pub fn mounts(profile: &Profile, home: &Path) -> Vec<MountOp> {
         });
     }
     ops.extend(protected_mounts(profile));
-    ops.extend(masks(profile, &ops));
+    ops.extend(masks(profile, &ops, unowned));
     ops.sort_by_key(|op| depth(op.path()));
     ops
 }
@@ -287,15 +324,19 @@ fn protected_mounts(profile: &Profile) -> Vec<MountOp> {
     ops
 }
 
-fn masks(profile: &Profile, ops: &[MountOp]) -> Vec<MountOp> {
+fn masks(profile: &Profile, ops: &[MountOp], unowned: &[PathBuf]) -> Vec<MountOp> {
     let visible = |p: &Path| {
         ops.iter()
             .any(|op| matches!(op, MountOp::Bind { path, .. } if is_under(p, path)))
     };
+    let etc_unowned = unowned.iter().any(|u| u == Path::new("/etc"));
+    let private: &[PathBuf] = if etc_unowned { &[] } else { etc_private() };
+    let mut seen = std::collections::HashSet::new();
     profile
         .denied
         .iter()
-        .chain(etc_private().iter())
+        .chain(private.iter())
+        .filter(|p| seen.insert(*p))
         .filter(|p| visible(p))
         .filter_map(|p| match p.symlink_metadata() {
             Ok(m) if m.is_dir() => Some(MountOp::MaskDir { path: p.clone() }),
@@ -309,11 +350,14 @@ fn masks(profile: &Profile, ops: &[MountOp]) -> Vec<MountOp> {
 /// sandbox would still own it, so it is masked like an explicit secret. Cached per process.
 pub fn etc_private() -> &'static [PathBuf] {
     static CACHE: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    CACHE.get_or_init(|| {
-        let mut out = Vec::new();
-        walk_private(Path::new("/etc"), &mut out, 0);
-        out
-    })
+    CACHE.get_or_init(|| private_files(Path::new("/etc")))
+}
+
+/// Files and directories under `dir` that others may not read (not cached).
+pub fn private_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    walk_private(dir, &mut out, 0);
+    out
 }
 
 fn walk_private(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
@@ -399,7 +443,12 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
         .filter(|p| std::fs::read_link(p).is_err())
         .collect();
     if !namespaced {
-        read = subtract(read, &profile.denied);
+        // Root owns /etc's root-only files (TLS keys, database auth): leave them out too.
+        let mut hidden = profile.denied.clone();
+        if nix::unistd::geteuid().is_root() {
+            hidden.extend(etc_private().iter().cloned());
+        }
+        read = subtract(read, &hidden);
     }
     read.push(PathBuf::from("/proc"));
     if namespaced {

@@ -267,3 +267,112 @@ pub fn pidfd_open(pid: libc::pid_t) -> io::Result<std::os::fd::OwnedFd> {
     // SAFETY: `fd` is a fresh descriptor nobody else owns.
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as RawFd) })
 }
+
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+
+/// `open_tree(path, OPEN_TREE_CLONE | AT_RECURSIVE)`: a detached copy of the mounts at and
+/// below `path`, to be idmapped and attached elsewhere.
+pub fn clone_tree(path: &Path) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let c = cstring(path)?;
+    let flags =
+        OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint;
+    // SAFETY: `c` is a valid NUL-terminated path; the call only returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, c.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Idmaps the detached tree `tree` through the user namespace `userns` and makes it
+/// read-only, nosuid and nodev (recursively).
+pub fn idmap_tree_readonly(tree: RawFd, userns: RawFd) -> io::Result<()> {
+    let mut attr = MountAttr {
+        attr_set: MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: userns as u64,
+    };
+    // SAFETY: the empty path with AT_EMPTY_PATH names `tree` itself; `attr` is a live,
+    // correctly sized struct mount_attr the kernel only reads.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree,
+            c"".as_ptr(),
+            (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
+            &mut attr as *mut MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH)`: attaches a detached tree.
+pub fn attach_tree(tree: RawFd, target: &Path) -> io::Result<()> {
+    let c = cstring(target)?;
+    // SAFETY: both paths are valid NUL-terminated strings; the call reads nothing else.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// A user namespace whose uid and gid maps are both `map` (e.g. `"0 65534 1"`), held by a
+/// descriptor: a forked child unshares it and waits while we write its maps and open it.
+/// Needs privilege over the maps (root); only for the single-threaded helper.
+pub fn userns_with_map(map: &str) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::AsRawFd;
+    let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (go_r, go_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let pid = match fork()? {
+        None => {
+            // The parent's ends must not stay open here, or the read below never sees EOF.
+            drop((ready_r, go_w));
+            let mut byte = [0u8; 1];
+            // SAFETY: raw syscalls on descriptors this child holds, then _exit; nothing
+            // returns into the caller's code.
+            unsafe {
+                let ok = libc::unshare(libc::CLONE_NEWUSER) == 0;
+                libc::write(ready_w.as_raw_fd(), [u8::from(ok)].as_ptr().cast(), 1);
+                libc::read(go_r.as_raw_fd(), byte.as_mut_ptr().cast(), 1);
+                libc::_exit(0)
+            }
+        }
+        Some(pid) => pid,
+    };
+    drop((ready_w, go_r));
+    let result = (|| {
+        let mut ok = [0u8; 1];
+        if nix::unistd::read(&ready_r, &mut ok)? != 1 || ok[0] != 1 {
+            return Err(io::Error::other(
+                "unshare(CLONE_NEWUSER) failed in the idmap child",
+            ));
+        }
+        std::fs::write(format!("/proc/{pid}/uid_map"), map)?;
+        std::fs::write(format!("/proc/{pid}/gid_map"), map)?;
+        Ok(std::fs::File::open(format!("/proc/{pid}/ns/user"))?.into())
+    })();
+    drop(go_w);
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+    result
+}

@@ -2,13 +2,15 @@
 //! namespace, in this order:
 //! 1. make every mount private;
 //! 2. a tmpfs becomes `/` via `pivot_root`, the host root stays at `/oldroot`;
-//! 3. the plan's binds, links, tmpfs and masks (parents first);
+//! 3. the plan's binds, links, tmpfs and masks (parents first); the [`Unowned`] roots are
+//!    attached as idmapped trees instead of binds;
 //! 4. `/dev` and `/proc`;
 //! 5. detach `/oldroot`;
 //! 6. `/` read-only.
 //!
 //! Also creates protected-path placeholders (before the namespaces exist).
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -80,8 +82,59 @@ fn symlink_error(path: &Path) -> SetupError {
     .hint("a protected path or its parent was replaced by a symlink; remove it and retry")
 }
 
-/// Builds the new root from `ops`, then detaches the host root. `tmpfs_bytes` caps each tmpfs.
-pub fn build_root(ops: &[MountOp], tmpfs_bytes: u64) -> Result<(), SetupError> {
+/// Read-only roots whose root-owned files must stay unreadable to a child running as uid 0
+/// (see [`crate::plan::Plan::unowned`]): prepared by the helper while it still holds the
+/// host's privilege, before it enters the new user namespace.
+#[derive(Default)]
+pub struct Unowned {
+    /// Detached copies idmapped so that uid and gid 0 read as `nobody`: a file only root may
+    /// read is unreadable inside, whichever files exist when the child runs.
+    trees: Vec<(PathBuf, OwnedFd)>,
+    /// Where the kernel or filesystem cannot idmap: each root-only file found now, masked.
+    masks: Vec<MountOp>,
+}
+
+/// The ids of files under an unowned root: 0 becomes 65534 (`nobody`), every other id is
+/// unmapped; either way the child's uid 0 is not their owner.
+const UNOWNED_MAP: &str = "0 65534 1\n";
+
+impl Unowned {
+    /// Idmaps each of `roots`, falling back to masking its root-only files.
+    pub fn prepare(roots: &[PathBuf]) -> Unowned {
+        let mut out = Unowned::default();
+        if roots.is_empty() {
+            return out;
+        }
+        let userns = crate::sys::userns_with_map(UNOWNED_MAP);
+        for root in roots {
+            let tree = userns.as_ref().ok().and_then(|ns| {
+                let tree = crate::sys::clone_tree(root).ok()?;
+                crate::sys::idmap_tree_readonly(tree.as_raw_fd(), ns.as_raw_fd()).ok()?;
+                Some(tree)
+            });
+            match tree {
+                Some(tree) => out.trees.push((root.clone(), tree)),
+                None => out
+                    .masks
+                    .extend(crate::plan::private_files(root).into_iter().map(|path| {
+                        match path.symlink_metadata() {
+                            Ok(m) if m.is_dir() => MountOp::MaskDir { path },
+                            _ => MountOp::MaskFile { path },
+                        }
+                    })),
+            }
+        }
+        out
+    }
+
+    fn tree(&self, path: &Path) -> Option<&OwnedFd> {
+        self.trees.iter().find(|(p, _)| p == path).map(|(_, fd)| fd)
+    }
+}
+
+/// Builds the new root from `ops` (with `unowned` roots attached idmapped), then detaches the
+/// host root. `tmpfs_bytes` caps each tmpfs.
+pub fn build_root(ops: &[MountOp], tmpfs_bytes: u64, unowned: &Unowned) -> Result<(), SetupError> {
     mount(
         None::<&str>,
         "/",
@@ -92,7 +145,13 @@ pub fn build_root(ops: &[MountOp], tmpfs_bytes: u64) -> Result<(), SetupError> {
     .map_err(|e| err("mount(/, MS_REC|MS_PRIVATE)".into(), e))?;
     pivot_to_tmpfs()?;
     for op in ops {
-        apply(op, tmpfs_bytes)?;
+        match (op, op_tree(op, unowned)) {
+            (MountOp::Bind { path, .. }, Some(tree)) => attach(path, tree)?,
+            _ => apply(op, tmpfs_bytes)?,
+        }
+    }
+    for mask in &unowned.masks {
+        apply(mask, tmpfs_bytes)?;
     }
     mount_dev()?;
     mount_proc()?;
@@ -106,6 +165,27 @@ pub fn build_root(ops: &[MountOp], tmpfs_bytes: u64) -> Result<(), SetupError> {
         | MsFlags::MS_NODEV;
     mount(None::<&str>, "/", None::<&str>, ro, None::<&str>)
         .map_err(|e| err("mount(/, remount ro)".into(), e))
+}
+
+fn op_tree<'a>(op: &MountOp, unowned: &'a Unowned) -> Option<&'a OwnedFd> {
+    match op {
+        MountOp::Bind { path, rw: false } => unowned.tree(path),
+        _ => None,
+    }
+}
+
+fn attach(path: &Path, tree: &OwnedFd) -> Result<(), SetupError> {
+    mkdir_p(path)?;
+    crate::sys::attach_tree(tree.as_raw_fd(), path).map_err(|e| {
+        err(
+            format!(
+                "move_mount(idmapped {}, {})",
+                path.display(),
+                path.display()
+            ),
+            e,
+        )
+    })
 }
 
 fn pivot_to_tmpfs() -> Result<(), SetupError> {

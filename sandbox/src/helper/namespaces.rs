@@ -23,16 +23,18 @@ pub fn names(net: bool) -> Vec<String> {
 /// Helper side of the namespace backend: returns the command's shell exit code.
 pub fn run(plan: &Plan) -> Result<i32, SetupError> {
     mounts::create_placeholders(&plan.placeholders)?;
+    let unowned = mounts::Unowned::prepare(&plan.unowned);
     enter(plan.unshare_net)?;
     reaper::become_subreaper()?;
     let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match init {
         Some(pid) => {
+            drop(unowned);
             let code = reaper::supervise_child(Pid::from_raw(pid), false);
             mounts::scrub(&plan.scrub);
             Ok(code)
         }
-        None => super::sys_exit(match init_main(plan) {
+        None => super::sys_exit(match init_main(plan, unowned) {
             Ok(code) => code,
             Err(e) => {
                 send(&Message::Failed(e));
@@ -43,7 +45,7 @@ pub fn run(plan: &Plan) -> Result<i32, SetupError> {
 }
 
 /// pid 1 of the new namespace: root, /proc, /dev, then the command as its child.
-fn init_main(plan: &Plan) -> Result<i32, SetupError> {
+fn init_main(plan: &Plan, unowned: mounts::Unowned) -> Result<i32, SetupError> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
     let _ = nix::unistd::sethostname("zeroclaw");
@@ -54,7 +56,8 @@ fn init_main(plan: &Plan) -> Result<i32, SetupError> {
     // root too, and the helper must keep seeing the host /proc to kill the tree.
     nix::sched::unshare(CloneFlags::CLONE_NEWNS)
         .map_err(|e| SetupError::os(Stage::Namespaces, "unshare(CLONE_NEWNS)", &e.into()))?;
-    mounts::build_root(&plan.mounts, plan.limits.file_size_bytes)?;
+    mounts::build_root(&plan.mounts, plan.limits.file_size_bytes, &unowned)?;
+    drop(unowned);
     let enforcement = Enforcement {
         namespaces: names(plan.unshare_net),
         private_tmp: true,
