@@ -1,7 +1,8 @@
 //! The security policy of one session: built from `[autonomy]` (with the agent's override),
 //! it resolves and checks the paths a tool names ([`paths`]), classifies shell commands
 //! ([`risk`]), decides whether a call runs, asks, or is refused ([`approval`]), and turns
-//! itself into the sandbox profile every tool execution is confined by ([`profile`]).
+//! itself into the sandbox profile every tool execution is confined by ([`profile`]; what a
+//! `full` shell reaches outside the cwd: [`reach`]).
 //!
 //! The policy is the first gate and gives clear reasons; the kernel (the sandbox crate) is
 //! the guarantee. No argument from the model can approve anything: decisions depend only on
@@ -10,6 +11,7 @@
 pub mod approval;
 pub mod paths;
 pub mod profile;
+pub mod reach;
 pub mod risk;
 
 use std::path::{Path, PathBuf};

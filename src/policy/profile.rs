@@ -1,5 +1,6 @@
 //! Policy to sandbox profile: the session cwd is the writable workspace, allowed roots are
-//! added, forbidden paths are denied at the OS level, network per policy, limits from
+//! added (in `full`, a file tool's target directory, and for `shell` the whole host but the
+//! denied paths), forbidden paths are denied at the OS level, network per policy, limits from
 //! `[sandbox.limits]`; the environment stays the sandbox crate's allowlist (API keys and
 //! tokens never reach a child).
 
@@ -36,6 +37,19 @@ impl Policy {
             // cannot be hidden whole; the policy still refuses paths in it.
             if !cwd.starts_with(path) {
                 profile = profile.deny(path);
+            }
+        }
+        profile
+    }
+
+    /// The profile of one `shell` command in `cwd`: [`Policy::profile`], and in `full` the
+    /// whole host read-write but the denied, excluded and sandbox-owned paths
+    /// ([`super::reach`]).
+    pub fn shell_profile(&self, cwd: &Path) -> Profile {
+        let mut profile = self.profile(cwd, &[]);
+        if self.level == AutonomyLevel::Full {
+            for root in super::reach::host_roots(&profile) {
+                profile = profile.allow_write(root);
             }
         }
         profile

@@ -36,6 +36,11 @@ pub fn profile(ctx: &ToolContext, extra: &[(&Path, bool)]) -> Profile {
     ctx.env.policy.profile(&ctx.cwd, extra)
 }
 
+/// The profile of a `shell` command (the whole host but the denied paths in `full`).
+pub fn shell_profile(ctx: &ToolContext) -> Profile {
+    ctx.env.policy.shell_profile(&ctx.cwd)
+}
+
 /// Runs `sh -c command` confined; cancelled with the turn.
 pub async fn run_shell(
     ctx: &ToolContext,

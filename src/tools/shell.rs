@@ -79,7 +79,7 @@ impl Tool for Shell {
                 command,
             )
             .await?;
-            let mut profile = confine::profile(ctx, &[]);
+            let mut profile = confine::shell_profile(ctx);
             if let Some(secs) = timeout {
                 let secs = Duration::from_secs(secs.max(1));
                 profile.limits.wall_time = profile.limits.wall_time.min(secs);

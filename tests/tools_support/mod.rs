@@ -31,6 +31,8 @@ pub struct Setup {
     pub permission: Permission,
     /// Reuse this config dir (a restart on the same store).
     pub config_dir: Option<PathBuf>,
+    /// Where the scene's temp dirs are made (default: the system temp dir).
+    pub base: Option<PathBuf>,
 }
 
 impl Default for Setup {
@@ -41,6 +43,7 @@ impl Default for Setup {
             backend: None,
             permission: Permission::Select("allow-once".into()),
             config_dir: None,
+            base: None,
         }
     }
 }
@@ -64,6 +67,12 @@ impl Setup {
 
     pub fn permission(mut self, permission: Permission) -> Setup {
         self.permission = permission;
+        self
+    }
+
+    /// Makes the scene's dirs (root, fake HOME, config dir) under `dir`.
+    pub fn under(mut self, dir: impl Into<PathBuf>) -> Setup {
+        self.base = Some(dir.into());
         self
     }
 
@@ -117,14 +126,21 @@ pub struct Outcome {
 impl Scene {
     pub fn start(setup: Setup) -> Scene {
         let model = ModelServer::start_blocking(Vec::new());
-        let home = tempfile::tempdir().expect("fake home");
+        let tempdir = |what: &str| {
+            match &setup.base {
+                Some(base) => tempfile::Builder::new().prefix("zc-test-").tempdir_in(base),
+                None => tempfile::tempdir(),
+            }
+            .unwrap_or_else(|e| panic!("{what}: {e}"))
+        };
+        let home = tempdir("fake home");
         plant_home(home.path());
-        let root = tempfile::tempdir().expect("root");
+        let root = tempdir("root");
         std::fs::create_dir(root.path().join("ws")).expect("ws");
         let (config, config_dir) = match &setup.config_dir {
             Some(dir) => (None, dir.clone()),
             None => {
-                let t = tempfile::tempdir().expect("config dir");
+                let t = tempdir("config dir");
                 let p = t.path().to_path_buf();
                 (Some(t), p)
             }
