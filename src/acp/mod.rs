@@ -6,12 +6,14 @@
 //!   (`session/load`, `session/resume`), [`lifecycle`] (`session/cancel|stop|close`): one file
 //!   per method family.
 //! - [`sessions`] / [`session`]: the process-wide active set and one active session's state.
-//! - [`materialize`]: prompt content blocks to text (writing base64 blobs under `uploads/`).
+//! - [`materialize`]: prompt content blocks to text (writing base64 blobs under `uploads/`);
+//!   [`embed`]: `deliver_file` results re-read, re-hashed and embedded as resources.
 //! - [`params`], [`agents`], [`updates`]: parameter aliases, agent alias resolution, and the
 //!   `session/update` sink; [`permission`]: `session/request_permission` and a turn's tool env.
 
 pub mod agents;
 pub mod connection;
+pub mod embed;
 pub mod initialize;
 pub mod lifecycle;
 pub mod materialize;

@@ -1,6 +1,7 @@
 //! `session/request_permission` over the connection that sent the prompt, and the tool
-//! environment (policy, approvals, asker) of one turn. An unanswered request is denied after
-//! `session_timeout_secs`; a cancelled turn drops the request and the tool never runs.
+//! environment (policy, approvals, asker, embedder) of one turn. An unanswered request is
+//! denied after `session_timeout_secs`; a cancelled turn drops the request and the tool never
+//! runs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Connection;
+use super::embed::ConfinedEmbedder;
 use super::session::Session;
 use crate::policy::Policy;
 use crate::rpc::Peer;
@@ -43,5 +45,6 @@ pub fn tool_env(conn: &Connection, session: &Session, peer: Peer) -> Arc<ToolEnv
             session_id: session.id.clone(),
             timeout: Duration::from_secs(config.acp.session_timeout_secs),
         }),
+        embedder: Arc::new(ConfinedEmbedder),
     })
 }

@@ -1,7 +1,8 @@
 //! One prompt turn: the model is streamed step by step; each step's tool calls are announced
 //! (`tool_call`, pending), executed through the registry (`in_progress`, then `completed` or
-//! `failed`), and their results go back to the model, until it stops. Cancellation ends the
-//! model stream and the running tool at once. The caller stores [`TurnOutcome::entries`].
+//! `failed`; a `deliver_file` result is embedded by the session's embedder first), and their
+//! results go back to the model, until it stops. Cancellation ends the model stream and the
+//! running tool at once. The caller stores [`TurnOutcome::entries`].
 
 use std::sync::Arc;
 
@@ -266,7 +267,17 @@ impl Turn<'_> {
             call_id: call.id.clone(),
             env: self.ctx.env.clone(),
         };
-        tool.execute(call.args.clone(), &ctx).await.map_err(|e| e.0)
+        let mut output = tool
+            .execute(call.args.clone(), &ctx)
+            .await
+            .map_err(|e| e.0)?;
+        // A delivered file is embedded by the client-facing layer, which re-checks it.
+        if let Some(delivery) = output.delivery.take() {
+            let embedder = ctx.env.embedder.clone();
+            let item = embedder.embed(&ctx, &delivery).await.map_err(|e| e.0)?;
+            append_content(&mut output.extra, item);
+        }
+        Ok(output)
     }
 
     async fn finish(&mut self, call: &AnnouncedCall, result: Result<ToolOutput, String>) {
@@ -296,6 +307,17 @@ impl Turn<'_> {
         for call in calls {
             self.finish(call, Err(reason.to_owned())).await;
         }
+    }
+}
+
+/// Appends `item` to `extra`'s `content` list (made an object with one when needed).
+fn append_content(extra: &mut Value, item: Value) {
+    if !extra.is_object() {
+        *extra = Value::Object(Default::default());
+    }
+    match extra["content"].as_array_mut() {
+        Some(content) => content.push(item),
+        None => extra["content"] = Value::Array(vec![item]),
     }
 }
 

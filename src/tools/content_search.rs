@@ -94,6 +94,7 @@ impl Tool for ContentSearch {
             Ok(ToolOutput {
                 text,
                 extra: json!({"locations": locations}),
+                delivery: None,
             })
         })
     }

@@ -1,9 +1,11 @@
 //! `deliver_file`: hands a workspace file to the client as an embedded ACP resource with the
-//! content-addressed uri `attachment://deliver/<sha256>.<ext>` (spec: deliver_file). The bytes
-//! come from a confined read (same jail as `file_read`, 10 MiB cap); at embed time the file is
-//! read again, confined, and re-hashed, and a mismatch refuses the attachment.
+//! content-addressed uri `attachment://deliver/<sha256>.<ext>` (spec: deliver_file). The tool
+//! validates: it checks the path (same jail as `file_read`), reads the file confined (10 MiB
+//! cap) and hashes it — before any approval question — and returns a typed [`Delivery`]. It
+//! never embeds: the ACP layer (`acp::embed`) reads the file again, confined, through
+//! [`read_confined`], re-hashes, and attaches it only when the digest still matches.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -16,6 +18,19 @@ use super::{
 };
 use crate::policy::Access;
 use crate::policy::approval::Action;
+
+/// A validated delivery: what the ACP layer re-reads, checks and embeds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The resolved, policy-checked path.
+    pub path: PathBuf,
+    /// Full hex SHA-256 of the bytes the tool read.
+    pub sha256: String,
+    pub size: u64,
+    pub mime: String,
+    /// `attachment://deliver/<sha256>.<ext>`.
+    pub uri: String,
+}
 
 pub struct DeliverFile;
 
@@ -65,62 +80,51 @@ impl Tool for DeliverFile {
         Box::pin(async move {
             let raw = args::string(&args, "path")?;
             let path = ctx.env.policy.check_path(&ctx.cwd, raw, Access::Read)?;
+            // Validated before the question, so the bytes the user approves are the ones
+            // hashed; the ACP layer refuses the attachment if they changed since.
+            let (bytes, sha256) = read_confined(ctx, &path).await?;
             approve::gate(ctx, "deliver_file", ToolKind::Read, Action::Read, raw).await?;
-            let validated = confined_read(ctx, &path).await?;
-            let bytes = embed(ctx, &path, &validated.sha256).await?;
             let ext = extension(&path);
             let mime = match args::opt_string(&args, "mimeType")? {
                 Some(m) => m.to_owned(),
                 None => mime_of(&ext).to_owned(),
             };
-            let uri = format!("attachment://deliver/{}.{ext}", validated.sha256);
-            let title = self.title(&args);
+            let uri = format!("attachment://deliver/{sha256}.{ext}");
             let text = format!(
                 "Delivered {} ({} bytes) as {uri}",
                 file_name(&path),
-                validated.size
+                bytes.len()
             );
-            let blob = base64::engine::general_purpose::STANDARD.encode(&bytes);
             Ok(ToolOutput {
                 text,
-                extra: json!({
-                    "title": title,
-                    "uri": uri,
-                    "content": [{"type": "content", "content": {"type": "resource",
-                        "resource": {"uri": uri, "mimeType": mime, "blob": blob}}}],
+                extra: json!({"title": self.title(&args), "uri": uri}),
+                delivery: Some(Delivery {
+                    size: bytes.len() as u64,
+                    path,
+                    sha256,
+                    mime,
+                    uri,
                 }),
             })
         })
     }
 }
 
-/// One confined read; the daemon re-hashes what the child sent.
-async fn confined_read(ctx: &ToolContext, path: &Path) -> Result<BytesAnswer, ToolError> {
+/// One confined read of `path` (the `read_bytes` op, 10 MiB cap): the bytes and their
+/// SHA-256, computed here from the bytes received.
+pub async fn read_confined(ctx: &ToolContext, path: &Path) -> Result<(Vec<u8>, String), ToolError> {
     let mut profile = confine::profile(ctx, &[(parent(path), false)]);
     // base64 of the largest file, plus JSON framing.
     profile.limits.output_bytes = profile.limits.output_bytes.max(MAX_FILE_BYTES * 2);
     let request = BytesRequest {
         path: path.to_path_buf(),
     };
-    confine::run_op(ctx, &profile, "read_bytes", &request).await
-}
-
-/// The bytes to embed: read again (confined) and re-hashed; refused unless they still hash to
-/// `expected`.
-async fn embed(ctx: &ToolContext, path: &Path, expected: &str) -> Result<Vec<u8>, ToolError> {
-    let answer = confined_read(ctx, path).await?;
+    let answer: BytesAnswer = confine::run_op(ctx, &profile, "read_bytes", &request).await?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(answer.base64.as_bytes())
         .map_err(|e| ToolError(format!("deliver_file: bad bytes from the sandbox: {e}")))?;
-    let actual = hex::encode(Sha256::digest(&bytes));
-    if actual != expected {
-        return Err(ToolError(format!(
-            "deliver_file refused: {} changed between validation and delivery \
-             (sha256 {expected} became {actual}); not attached",
-            path.display()
-        )));
-    }
-    Ok(bytes)
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    Ok((bytes, sha256))
 }
 
 fn file_name(path: &Path) -> String {

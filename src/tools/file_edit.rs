@@ -79,6 +79,7 @@ impl Tool for FileEdit {
                     "content": [{"type": "diff", "path": path, "oldText": answer.old, "newText": answer.new}],
                     "locations": [{"path": path, "line": answer.line}],
                 }),
+                delivery: None,
             })
         })
     }

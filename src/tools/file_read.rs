@@ -81,6 +81,7 @@ impl Tool for FileRead {
             Ok(ToolOutput {
                 text,
                 extra: json!({"locations": [{"path": path, "line": answer.first_line}]}),
+                delivery: None,
             })
         })
     }

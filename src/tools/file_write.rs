@@ -76,6 +76,7 @@ impl Tool for FileWrite {
                     "content": [{"type": "diff", "path": path, "oldText": answer.old, "newText": content}],
                     "locations": [{"path": path, "line": 1}],
                 }),
+                delivery: None,
             })
         })
     }

@@ -93,19 +93,46 @@ pub trait Asker: Send + Sync {
     fn ask(&self, params: Value) -> BoxFuture<'_, Result<Value, String>>;
 }
 
-/// What tools of one session share: the policy, its remembered approvals, the asker.
+/// Turns a validated [`deliver_file::Delivery`] into the call's embedded resource (a
+/// `content` item), owned by the client-facing layer; `Err` fails the call and attaches
+/// nothing.
+pub trait Embedder: Send + Sync {
+    fn embed<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        delivery: &'a deliver_file::Delivery,
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
+}
+
+/// What tools of one session share: the policy, its remembered approvals, the asker, and
+/// what embeds delivered files.
 pub struct ToolEnv {
     pub policy: Policy,
     pub approvals: Approvals,
     pub asker: Arc<dyn Asker>,
+    pub embedder: Arc<dyn Embedder>,
 }
 
-/// An asker for contexts without a client: every question fails.
+/// An asker and embedder for contexts without a client: every question and delivery fails.
 pub struct NoClient;
 
 impl Asker for NoClient {
     fn ask(&self, _params: Value) -> BoxFuture<'_, Result<Value, String>> {
         Box::pin(async { Err("there is no client to ask".to_owned()) })
+    }
+}
+
+impl Embedder for NoClient {
+    fn embed<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        _delivery: &'a deliver_file::Delivery,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async {
+            Err(ToolError(
+                "there is no client to deliver the file to".into(),
+            ))
+        })
     }
 }
 
@@ -116,17 +143,21 @@ impl Default for ToolEnv {
             policy: Policy::default(),
             approvals: Approvals::default(),
             asker: Arc::new(NoClient),
+            embedder: Arc::new(NoClient),
         }
     }
 }
 
 /// A successful tool result: `text` goes back to the model and to the client; `extra` (an
 /// object or null) is merged into the final `tool_call_update` — its `content` items are
-/// appended after the text, its other keys (`locations`, `title`, `rawOutput`) set.
+/// appended after the text, its other keys (`locations`, `title`, `rawOutput`) set. A
+/// `delivery` (from `deliver_file`) is embedded by the session's [`Embedder`] before the call
+/// completes; if it cannot be, the call fails.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     pub text: String,
     pub extra: Value,
+    pub delivery: Option<deliver_file::Delivery>,
 }
 
 impl ToolOutput {
@@ -135,6 +166,7 @@ impl ToolOutput {
         ToolOutput {
             text: text.into(),
             extra: Value::Null,
+            delivery: None,
         }
     }
 }

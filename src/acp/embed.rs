@@ -1,0 +1,64 @@
+//! Embedding a `deliver_file` result as the call's ACP resource (spec: deliver_file). The tool
+//! validated and hashed the file; here, at embed time, the file is read again — confined, by
+//! the same `read_bytes` op (the daemon never opens a user's file itself) — and hashed again.
+//! Only bytes that still hash to the tool's digest become the `resource` blob; a file swapped
+//! in between fails the call with the reason, and nothing is attached or stored.
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::tools::deliver_file::{Delivery, read_confined};
+use crate::tools::{BoxFuture, Embedder, ToolContext, ToolError};
+
+/// The ACP layer's [`Embedder`].
+pub struct ConfinedEmbedder;
+
+impl Embedder for ConfinedEmbedder {
+    fn embed<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        delivery: &'a Delivery,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let (bytes, actual) = read_confined(ctx, &delivery.path).await?;
+            if actual != delivery.sha256 {
+                return Err(ToolError(format!(
+                    "deliver_file refused: {} changed between validation and delivery \
+                     (sha256 {} became {actual}); nothing was attached",
+                    delivery.path.display(),
+                    delivery.sha256
+                )));
+            }
+            Ok(resource(delivery, &bytes))
+        })
+    }
+}
+
+/// The `content` item carrying the file (spec: an embedded `resource` with `uri`, `mimeType`
+/// and a base64 `blob`).
+fn resource(delivery: &Delivery, bytes: &[u8]) -> Value {
+    let blob = base64::engine::general_purpose::STANDARD.encode(bytes);
+    json!({"type": "content", "content": {"type": "resource", "resource": {
+        "uri": delivery.uri, "mimeType": delivery.mime, "blob": blob}}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resource_carries_uri_mime_and_base64_blob() {
+        let delivery = Delivery {
+            path: "/w/a.txt".into(),
+            sha256: "00".into(),
+            size: 2,
+            mime: "text/plain".into(),
+            uri: "attachment://deliver/00.txt".into(),
+        };
+        let item = resource(&delivery, b"hi");
+        assert_eq!(item["content"]["type"], "resource");
+        assert_eq!(item["content"]["resource"]["uri"], delivery.uri);
+        assert_eq!(item["content"]["resource"]["mimeType"], "text/plain");
+        assert_eq!(item["content"]["resource"]["blob"], "aGk=");
+    }
+}
