@@ -12,11 +12,11 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use sandbox_support::judge::{
-    confined, control, defaults, no_secret, not_escaped, unchanged, with_ro,
+    Confine, confined, control, defaults, no_secret, not_escaped, unchanged, with_ro,
 };
 use sandbox_support::procs::Reaper;
 use sandbox_support::py::{self, py};
-use sandbox_support::world::{q, unique};
+use sandbox_support::world::{Snapshot, q, unique};
 use sandbox_support::{Backend, World};
 
 // ---- Read outside the allowed roots -------------------------------------------------------
@@ -198,6 +198,49 @@ fn read_token_files_under_allowed_home(w: &World, b: Backend) {
     w.assert_canary(&control(w, &script));
 }
 per_backend!(read_token_files_under_allowed_home);
+
+/// A writable root holding a denied directory (`~/.ssh` stays denied whoever allows `$HOME`):
+/// the key inside can be neither read nor listed, and nothing can be planted next to it, while
+/// the rest of the root stays writable (so the attack reached a root the child could use).
+fn denied_dir_inside_writable_root(w: &World, b: Backend, confine: Confine) {
+    let ssh = w.home.join(".ssh");
+    let planted = ssh.join("authorized_keys");
+    let allowed = w.home.join("projects/ok.txt");
+    fs::create_dir_all(w.home.join("projects")).expect("mkdir");
+    let script = format!(
+        "cat {0}/id_ed25519 {0}/id_rsa; ls -a {0}; echo ssh-ed25519 AAAA >> {1}; echo ok > {2}",
+        q(&ssh),
+        q(&planted),
+        q(&allowed)
+    );
+    let run = confined(w, b, confine, &script);
+    w.assert_no_canary(&run);
+    assert!(
+        Snapshot::of(&planted).is_none(),
+        "ESCAPE: a file was planted in the denied {}\n{run}",
+        ssh.display()
+    );
+    assert!(
+        fs::read_to_string(&allowed).is_ok_and(|t| t == "ok\n"),
+        "the writable root must stay writable beside the denied directory\n{run}"
+    );
+    let control = control(w, &script);
+    w.assert_canary(&control);
+    assert!(
+        Snapshot::of(&planted).is_some(),
+        "positive control failed: nothing planted\n{control}"
+    );
+}
+
+fn denied_dir_inside_allowed_write_root(w: &World, b: Backend) {
+    denied_dir_inside_writable_root(w, b, |s, w| s.allow_write(&w.home));
+}
+per_backend!(denied_dir_inside_allowed_write_root);
+
+fn denied_dir_inside_workspace(w: &World, b: Backend) {
+    denied_dir_inside_writable_root(w, b, |s, w| s.workspace(&w.home));
+}
+per_backend!(denied_dir_inside_workspace);
 
 /// A symlink planted in the workspace that points at a secret.
 fn read_through_planted_symlink(w: &World, b: Backend) {

@@ -442,20 +442,28 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
         .into_iter()
         .filter(|p| std::fs::read_link(p).is_err())
         .collect();
+    let mut write: Vec<PathBuf> = profile.writable_roots().cloned().collect();
     if !namespaced {
-        // Root owns /etc's root-only files (TLS keys, database auth): leave them out too.
+        // Without a new root nothing masks the denied paths: Landlock must leave them out of
+        // every rule. Root owns /etc's root-only files (TLS keys, database auth): those too.
         let mut hidden = profile.denied.clone();
         if nix::unistd::geteuid().is_root() {
             hidden.extend(etc_private().iter().cloned());
         }
         read = subtract(read, &hidden);
+        // A writable root holding a denied path (a workspace with `.ssh` in it) is carved the
+        // same way: its entries get the rights, the denied path gets none. Trade-off, fail
+        // closed: a Landlock right on a directory covers everything beneath it, so the root
+        // itself keeps no rights of its own — nothing can be listed, created, removed or
+        // renamed directly in it (its existing entries stay fully usable); the same holds
+        // for every directory between the root and the denied path.
+        write = subtract(write, &hidden);
     }
     read.push(PathBuf::from("/proc"));
     if namespaced {
         // The new root only holds allowed roots; listing it is harmless.
         read.push(PathBuf::from("/"));
     }
-    let mut write: Vec<PathBuf> = profile.writable_roots().cloned().collect();
     if namespaced {
         write.push(home.to_path_buf());
         write.push(tmp.to_path_buf());
@@ -485,7 +493,10 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
 }
 
 /// Replaces every root that contains a denied path by its children, recursively, leaving the
-/// denied paths out (Landlock is an allow-list by hierarchy).
+/// denied paths out (Landlock is an allow-list by hierarchy). Children that are symlinks are
+/// left out too: a rule is opened through the link and would land on its target (a link
+/// planted in a workspace could point at the denied path itself); a path through a link to an
+/// allowed place still resolves to that place's own rule.
 pub fn subtract(roots: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for root in roots {
@@ -499,7 +510,11 @@ pub fn subtract(roots: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(&root) else {
             continue;
         };
-        let children: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        let children: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| !t.is_symlink()))
+            .map(|e| e.path())
+            .collect();
         out.extend(subtract(children, denied));
     }
     out
@@ -557,8 +572,16 @@ fn path_var() -> String {
 mod tests {
     use super::*;
 
+    /// A scratch directory outside any git repository (and outside `/tmp`).
+    fn scratch() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("zc-plan-")
+            .tempdir_in("/var/tmp")
+            .unwrap()
+    }
+
     fn ws() -> (tempfile::TempDir, Profile) {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let p = Profile::for_workspace(dir.path());
         (dir, p)
     }
@@ -638,6 +661,66 @@ mod tests {
                 path: "/etc/shadow".into()
             }));
         }
+    }
+
+    #[test]
+    fn subtract_leaves_out_symlinks_beside_the_denied_path() {
+        let d = scratch();
+        let d = d.path();
+        std::fs::create_dir(d.join("secret")).unwrap();
+        std::fs::write(d.join("a"), "").unwrap();
+        std::os::unix::fs::symlink(d.join("secret"), d.join("link")).unwrap();
+        std::os::unix::fs::symlink("/etc", d.join("etc-link")).unwrap();
+        let out = subtract(vec![d.into()], &[d.join("secret")]);
+        assert_eq!(out, vec![d.join("a")]);
+    }
+
+    #[test]
+    fn landlock_only_plan_carves_denied_paths_out_of_writable_roots() {
+        let (d, p) = ws();
+        let ws = p.workspace.clone();
+        let ssh = ws.join(".ssh");
+        std::fs::create_dir_all(ssh.join("keys")).unwrap();
+        std::fs::create_dir(ws.join("src")).unwrap();
+        std::fs::write(ws.join("README"), "").unwrap();
+        let out = scratch();
+        let out_dir = crate::profile::absolute(out.path());
+        std::fs::create_dir(out_dir.join("cache")).unwrap();
+        let p = p
+            .deny(&ssh)
+            .allow_write(&out_dir)
+            .deny(out_dir.join("cache/secret"));
+        let plan = build(
+            Backend::Landlock,
+            &p,
+            vec!["true".into()],
+            Some("/s".into()),
+        );
+        let write = &plan.landlock.write;
+        for granted in [ws.join("src"), ws.join("README"), PathBuf::from("/s")] {
+            assert!(
+                write.contains(&granted),
+                "{granted:?} missing from {write:?}"
+            );
+        }
+        for denied in [
+            &ws,
+            &ssh,
+            &ssh.join("keys"),
+            &out_dir,
+            &out_dir.join("cache"),
+        ] {
+            assert!(
+                !write.iter().chain(&plan.landlock.read).any(|w| w == denied),
+                "{denied:?} granted: {write:?}"
+            );
+        }
+        assert!(!write.iter().any(|w| w.starts_with(&ssh)));
+        // The namespace backends mask instead: their Landlock stage keeps the whole root.
+        let plan = build(Backend::Namespaces, &p, vec!["true".into()], None);
+        assert!(plan.landlock.write.contains(&ws));
+        assert!(plan.mounts.contains(&MountOp::MaskDir { path: ssh }));
+        drop(d);
     }
 
     #[test]
