@@ -34,8 +34,28 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     push(&[&"--cap-drop", &"ALL"]);
     for op in &plan.mounts {
         match op {
-            MountOp::Bind { path, rw: false } => push(&[&"--ro-bind-try", path, path]),
-            MountOp::Bind { path, rw: true } => push(&[&"--bind", path, path]),
+            // A read-only root gone since planning is skipped; a protected path or writable
+            // root must exist (bwrap fails, naming it).
+            MountOp::Bind {
+                path,
+                rw: false,
+                optional: true,
+            } => push(&[&"--ro-bind-try", path, path]),
+            MountOp::Bind {
+                path,
+                rw: false,
+                optional: false,
+            } => push(&[&"--ro-bind", path, path]),
+            MountOp::Bind {
+                path,
+                rw: true,
+                optional: true,
+            } => push(&[&"--bind-try", path, path]),
+            MountOp::Bind {
+                path,
+                rw: true,
+                optional: false,
+            } => push(&[&"--bind", path, path]),
             MountOp::Symlink { path, target } => push(&[&"--symlink", target, path]),
             MountOp::Tmpfs { path, mode } => {
                 let size = plan.limits.file_size_bytes.to_string();
@@ -190,6 +210,30 @@ mod tests {
             .unwrap();
         let hooks_at = v.iter().position(|a| *a == hooks).unwrap();
         assert!(ws_at < hooks_at);
-        assert!(has_seq(&v, &["--ro-bind-try", &hooks, &hooks]));
+        assert!(has_seq(&v, &["--ro-bind", &hooks, &hooks]));
+    }
+
+    fn scratch() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("zc-bwrap-")
+            .tempdir_in("/var/tmp")
+            .unwrap()
+    }
+
+    /// Read-only roots may vanish before bwrap runs (skipped); protected paths and writable
+    /// roots may not (bwrap fails naming them).
+    #[test]
+    fn only_read_only_roots_are_bound_with_try() {
+        let (d, extra) = (scratch(), scratch());
+        let ws = d.path().canonicalize().unwrap();
+        let ro = extra.path().canonicalize().unwrap();
+        let (ro_s, ws_s) = (ro.display().to_string(), ws.display().to_string());
+        let config = ws.join(".git/config").display().to_string();
+        let v = argv(&Profile::for_workspace(&ws).allow_read(&ro));
+        assert!(has_seq(&v, &["--ro-bind-try", &ro_s, &ro_s]));
+        assert!(has_seq(&v, &["--ro-bind", &config, &config]));
+        assert!(has_seq(&v, &["--bind", &ws_s, &ws_s]));
+        assert!(!has_seq(&v, &["--ro-bind-try", &config]));
+        assert!(!v.iter().any(|a| a == "--bind-try"));
     }
 }

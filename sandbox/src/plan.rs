@@ -18,6 +18,11 @@ pub enum MountOp {
         path: PathBuf,
         /// Writable.
         rw: bool,
+        /// Skipped when the path is gone by the time the helper mounts (a read-only root that
+        /// existed when the plan was built; bwrap's `--ro-bind-try`). Otherwise a missing path
+        /// fails the call: a writable root or a protected path must be there.
+        #[serde(default)]
+        optional: bool,
     },
     /// A symlink in the new root (e.g. `/bin -> usr/bin` on merged-usr systems).
     Symlink {
@@ -246,7 +251,7 @@ pub fn mounts(profile: &Profile, home: &Path) -> Vec<MountOp> {
 fn mounts_with(profile: &Profile, home: &Path, unowned: &[PathBuf]) -> Vec<MountOp> {
     let mut ops = Vec::new();
     for root in existing(&profile.read_only) {
-        ops.push(bind_or_link(&root, false));
+        ops.push(bind_or_link(&root));
     }
     let home_allowed = profile
         .read_only
@@ -267,6 +272,7 @@ fn mounts_with(profile: &Profile, home: &Path, unowned: &[PathBuf]) -> Vec<Mount
         ops.push(MountOp::Bind {
             path: root,
             rw: true,
+            optional: false,
         });
     }
     ops.extend(protected_mounts(profile));
@@ -283,7 +289,8 @@ fn existing<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Vec<PathBuf> {
         .collect()
 }
 
-fn bind_or_link(root: &Path, rw: bool) -> MountOp {
+/// A read-only root: the same symlink when it is one, else an optional read-only bind.
+fn bind_or_link(root: &Path) -> MountOp {
     match std::fs::read_link(root) {
         Ok(target) => MountOp::Symlink {
             path: root.to_path_buf(),
@@ -291,7 +298,8 @@ fn bind_or_link(root: &Path, rw: bool) -> MountOp {
         },
         Err(_) => MountOp::Bind {
             path: root.to_path_buf(),
-            rw,
+            rw: false,
+            optional: true,
         },
     }
 }
@@ -311,6 +319,7 @@ fn protected_mounts(profile: &Profile) -> Vec<MountOp> {
             let pin = MountOp::Bind {
                 path: ancestor.to_path_buf(),
                 rw: true,
+                optional: false,
             };
             if !ops.contains(&pin) {
                 ops.push(pin);
@@ -319,6 +328,7 @@ fn protected_mounts(profile: &Profile) -> Vec<MountOp> {
         ops.push(MountOp::Bind {
             path: path.clone(),
             rw: false,
+            optional: false,
         });
     }
     ops
@@ -602,11 +612,13 @@ mod tests {
         let ops = mounts(&p, Path::new("/root"));
         assert!(ops.contains(&MountOp::Bind {
             path: p.workspace.clone(),
-            rw: true
+            rw: true,
+            optional: false
         }));
         assert!(ops.contains(&MountOp::Bind {
             path: "/usr".into(),
-            rw: false
+            rw: false,
+            optional: true
         }));
         assert!(ops.contains(&MountOp::Tmpfs {
             path: "/tmp".into(),
@@ -621,16 +633,43 @@ mod tests {
         let git = p.workspace.join(".git");
         assert!(ops.contains(&MountOp::Bind {
             path: git.clone(),
-            rw: true
+            rw: true,
+            optional: false
         }));
         assert!(ops.contains(&MountOp::Bind {
             path: git.join("hooks"),
-            rw: false
+            rw: false,
+            optional: false
         }));
         assert!(ops.contains(&MountOp::Bind {
             path: git.join("config"),
-            rw: false
+            rw: false,
+            optional: false
         }));
+    }
+
+    #[test]
+    fn only_read_only_roots_may_vanish_before_mounting() {
+        let (_d, p) = ws();
+        let extra = scratch();
+        let extra = crate::profile::absolute(extra.path());
+        let (ro, rw) = (extra.join("ro"), extra.join("rw"));
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::create_dir(&rw).unwrap();
+        let p = p.allow_read(&ro).allow_write(&rw);
+        let ops = mounts(&p, Path::new("/root"));
+        let optional = |path: &Path| {
+            ops.iter().find_map(|op| match op {
+                MountOp::Bind {
+                    path: at, optional, ..
+                } if at == path => Some(*optional),
+                _ => None,
+            })
+        };
+        assert_eq!(optional(&ro), Some(true));
+        assert_eq!(optional(&rw), Some(false));
+        assert_eq!(optional(&p.workspace), Some(false));
+        assert_eq!(optional(&p.workspace.join(".git/hooks")), Some(false));
     }
 
     #[test]

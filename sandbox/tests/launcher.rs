@@ -348,3 +348,69 @@ async fn a_helper_that_does_not_confine_is_a_setup_error_not_a_run() {
         assert!(call.contains("before reporting"), "{call}");
     }
 }
+
+/// A helper wrapper that removes `gone` just before exec'ing the real helper: the plan is
+/// already built (it exists then), the helper's mounts see it missing — deterministically.
+fn helper_removing(dir: &Path, gone: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let quoted = gone.display().to_string().replace('\'', r"'\''");
+    let script = format!("#!/bin/sh\n/bin/rm -rf '{quoted}'\nexec '{HELPER}' \"$@\"\n");
+    let path = dir.join("helper-wrapper.sh");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A read-only root that disappears between planning and mounting is skipped, like the roots
+/// missing at planning time; the rest of the sandbox works.
+#[tokio::test(flavor = "current_thread")]
+async fn a_read_only_root_removed_after_planning_is_skipped() {
+    for s in sandboxes() {
+        let backend = s.backend();
+        let (ws, tools, gone) = (workspace(), workspace(), workspace());
+        let kept = tools.path().join("kept");
+        std::fs::create_dir(&kept).unwrap();
+        std::fs::write(kept.join("data.txt"), "still-readable").unwrap();
+        let s = s.with_helper(helper_removing(tools.path(), gone.path()));
+        let p = Profile::for_workspace(ws.path())
+            .allow_read(gone.path())
+            .allow_read(&kept);
+        let script = format!("cat {}/data.txt && echo done > out.txt", kept.display());
+        let o = run(&s, &p, &script).await;
+        assert!(!gone.path().exists(), "{backend}: the wrapper did not run");
+        assert_eq!(
+            (o.shell_code(), o.stdout.as_slice()),
+            (0, &b"still-readable"[..]),
+            "{backend}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("out.txt")).unwrap(),
+            "done\n",
+            "{backend}"
+        );
+    }
+}
+
+/// A writable root that disappears between planning and mounting is an error naming it (the
+/// namespace backends bind it; Landlock-only grants nothing on a missing path).
+#[tokio::test(flavor = "current_thread")]
+async fn a_writable_root_removed_after_planning_fails_naming_it() {
+    for s in sandboxes() {
+        let backend = s.backend();
+        if backend == Backend::Landlock {
+            continue;
+        }
+        let (ws, tools, gone) = (workspace(), workspace(), workspace());
+        let s = s.with_helper(helper_removing(tools.path(), gone.path()));
+        let p = Profile::for_workspace(ws.path()).allow_write(gone.path());
+        let e = s.spawn(&p, ["true"]).await.err();
+        let Some(SandboxError::Setup(e)) = e else {
+            panic!("{backend}: expected a setup error, got {e:?}")
+        };
+        assert!(
+            e.to_string().contains(&gone.path().display().to_string()),
+            "{backend}: {e}"
+        );
+    }
+}

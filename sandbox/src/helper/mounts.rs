@@ -169,7 +169,9 @@ pub fn build_root(ops: &[MountOp], tmpfs_bytes: u64, unowned: &Unowned) -> Resul
 
 fn op_tree<'a>(op: &MountOp, unowned: &'a Unowned) -> Option<&'a OwnedFd> {
     match op {
-        MountOp::Bind { path, rw: false } => unowned.tree(path),
+        MountOp::Bind {
+            path, rw: false, ..
+        } => unowned.tree(path),
         _ => None,
     }
 }
@@ -211,7 +213,7 @@ fn old(path: &Path) -> PathBuf {
 
 fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
     match op {
-        MountOp::Bind { path, rw } => bind(path, *rw),
+        MountOp::Bind { path, rw, optional } => bind(path, *rw, *optional),
         MountOp::Symlink { path, target } => {
             mkdir_p(path.parent().unwrap_or(Path::new("/")))?;
             std::os::unix::fs::symlink(target, path).map_err(|e| {
@@ -246,12 +248,21 @@ fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
     }
 }
 
-fn bind(path: &Path, rw: bool) -> Result<(), SetupError> {
+/// Binds the host's `path` at the same place. A source gone since the plan was built is
+/// skipped when the bind is `optional` (a read-only root), and an error otherwise (a writable
+/// root or protected path must be there).
+fn bind(path: &Path, rw: bool, optional: bool) -> Result<(), SetupError> {
     let src = old(path);
     let meta = match src.symlink_metadata() {
         Ok(m) => m,
         Err(_) if has_non_dir_ancestor(&src) => return Ok(()),
-        Err(e) => return Err(err(format!("stat({})", path.display()), e)),
+        Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(err(format!("stat({})", path.display()), e).hint(
+                "a writable root or protected path disappeared while the sandbox was built; \
+                 recreate it and retry",
+            ));
+        }
     };
     if meta.file_type().is_symlink() {
         return Err(
