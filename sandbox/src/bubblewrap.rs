@@ -236,4 +236,22 @@ mod tests {
         assert!(!has_seq(&v, &["--ro-bind-try", &config]));
         assert!(!v.iter().any(|a| a == "--bind-try"));
     }
+
+    /// bwrap cannot create a mount point inside a masked (read-only, empty) directory, and
+    /// need not: the outer mask already hides everything below it.
+    #[test]
+    fn a_denied_path_inside_a_denied_directory_is_masked_once() {
+        let (d, extra) = (scratch(), scratch());
+        let data = extra.path().canonicalize().unwrap();
+        let (outer, inner) = (data.join("x"), data.join("x/sub"));
+        std::fs::create_dir_all(&inner).unwrap();
+        let p = Profile::for_workspace(d.path())
+            .allow_read(&data)
+            .deny(&outer)
+            .deny(&inner);
+        let v = argv(&p);
+        let (outer, inner) = (outer.display().to_string(), inner.display().to_string());
+        assert!(has_seq(&v, &["--tmpfs", &outer, "--remount-ro", &outer]));
+        assert!(!v.contains(&inner), "{inner} in {v:?}");
+    }
 }

@@ -342,7 +342,7 @@ fn masks(profile: &Profile, ops: &[MountOp], unowned: &[PathBuf]) -> Vec<MountOp
     let etc_unowned = unowned.iter().any(|u| u == Path::new("/etc"));
     let private: &[PathBuf] = if etc_unowned { &[] } else { etc_private() };
     let mut seen = std::collections::HashSet::new();
-    profile
+    let all: Vec<MountOp> = profile
         .denied
         .iter()
         .chain(private.iter())
@@ -352,6 +352,23 @@ fn masks(profile: &Profile, ops: &[MountOp], unowned: &[PathBuf]) -> Vec<MountOp
             Ok(m) if m.is_dir() => Some(MountOp::MaskDir { path: p.clone() }),
             Ok(_) => Some(MountOp::MaskFile { path: p.clone() }),
             Err(_) => None,
+        })
+        .collect();
+    // A path below a masked directory is already hidden (the mask is an empty tmpfs), and a
+    // mount on it would need a mount point created inside that read-only tmpfs (bwrap fails
+    // with "Can't mkdir ...: Read-only file system").
+    let hidden_dirs: Vec<PathBuf> = all
+        .iter()
+        .filter_map(|op| match op {
+            MountOp::MaskDir { path } => Some(path.clone()),
+            _ => None,
+        })
+        .collect();
+    all.into_iter()
+        .filter(|op| {
+            !hidden_dirs
+                .iter()
+                .any(|d| op.path() != d && op.path().starts_with(d))
         })
         .collect()
 }
@@ -670,6 +687,33 @@ mod tests {
         assert_eq!(optional(&rw), Some(false));
         assert_eq!(optional(&p.workspace), Some(false));
         assert_eq!(optional(&p.workspace.join(".git/hooks")), Some(false));
+    }
+
+    #[test]
+    fn a_denied_path_inside_a_masked_directory_is_not_masked_again() {
+        let (_d, p) = ws();
+        let dir = scratch();
+        let data = crate::profile::absolute(dir.path());
+        let outer = data.join("secret");
+        std::fs::create_dir_all(outer.join("sub")).unwrap();
+        std::fs::write(outer.join("key"), "").unwrap();
+        std::fs::write(data.join("token"), "").unwrap();
+        let p = p
+            .allow_read(&data)
+            .deny(outer.join("sub"))
+            .deny(&outer)
+            .deny(outer.join("key"))
+            .deny(data.join("token"));
+        let ops = mounts(&p, Path::new("/root"));
+        let mut masked: Vec<&Path> = ops
+            .iter()
+            .filter(|op| matches!(op, MountOp::MaskDir { .. } | MountOp::MaskFile { .. }))
+            .map(MountOp::path)
+            .filter(|m| m.starts_with(&data))
+            .collect();
+        masked.sort();
+        assert_eq!(masked, vec![outer.as_path(), &data.join("token")]);
+        assert!(ops.contains(&MountOp::MaskDir { path: outer }));
     }
 
     #[test]

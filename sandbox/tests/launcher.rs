@@ -414,3 +414,48 @@ async fn a_writable_root_removed_after_planning_fails_naming_it() {
         );
     }
 }
+
+/// A denied directory inside another denied directory, both under an allowed root (read-only
+/// or writable): masking the outer one hides the inner one too; the run succeeds and neither
+/// is readable, while the rest of the root is.
+#[tokio::test(flavor = "current_thread")]
+async fn nested_denied_paths_are_hidden_and_the_run_succeeds() {
+    for s in sandboxes() {
+        let backend = s.backend();
+        for writable in [false, true] {
+            let (ws, data) = (workspace(), workspace());
+            let outer = data.path().join("secret");
+            let inner = outer.join("sub");
+            std::fs::create_dir_all(&inner).unwrap();
+            std::fs::write(outer.join("a.txt"), "canary-outer").unwrap();
+            std::fs::write(inner.join("b.txt"), "canary-inner").unwrap();
+            std::fs::write(data.path().join("visible.txt"), "visible").unwrap();
+            let p = Profile::for_workspace(ws.path());
+            let p = if writable {
+                p.allow_write(data.path())
+            } else {
+                p.allow_read(data.path())
+            };
+            let p = p.deny(&outer).deny(&inner);
+            let d = data.path().display();
+            let script = format!(
+                "cat {d}/visible.txt; cat {d}/secret/a.txt {d}/secret/sub/b.txt; ls -R {d}/secret"
+            );
+            let o = run(&s, &p, &script).await;
+            let out = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(
+                o.stdout.starts_with(b"visible"),
+                "{backend} writable={writable}: {out}"
+            );
+            let listed = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                !out.contains("canary") && !listed.contains("a.txt") && !listed.contains("b.txt"),
+                "{backend} writable={writable}: a denied path was readable: {out}"
+            );
+        }
+    }
+}
