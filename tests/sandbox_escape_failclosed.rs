@@ -118,3 +118,42 @@ fn doctor_reports_and_fails_closed() {
         );
     }
 }
+
+/// `zeroclaw sandbox run` under a user namespace whose `user.max_user_namespaces` is 0 (what
+/// a container policy or AppArmor does to user namespaces at run time): `auto` notices it in
+/// the run itself, runs nothing there, and confines the command with the next rung that
+/// works (Landlock + seccomp), bubblewrap included in the check; naming `namespaces` is
+/// refused with the reason.
+#[test]
+fn blocked_user_namespaces_auto_falls_back_named_is_refused() {
+    let w = World::new();
+    let blocked = |backend: &str| {
+        let script = format!(
+            "echo 0 > /proc/sys/user/max_user_namespaces || exit 99; \
+             exec \"$0\" sandbox run --backend {backend} -- /bin/sh -c \
+             'grep ^Seccomp: /proc/self/status; echo ran > marker'"
+        );
+        Runner::new("unshare", &w.ws)
+            .args(["--user", "--map-root-user", "sh", "-c", &script, zeroclaw()])
+            .env("HOME", &w.home)
+            .run()
+    };
+    let named = blocked("namespaces");
+    if named.status_code() == Some(99) {
+        let why = "cannot set user.max_user_namespaces inside a user namespace here";
+        assert!(!sandbox_support::backend::ci(), "{why}\n{named}");
+        eprintln!("SKIP {why}");
+        return;
+    }
+    assert_refused(&w, &named, SETUP_FAILED, "namespaces");
+    let auto = blocked("auto");
+    assert_eq!(auto.status_code(), Some(0), "auto should fall back\n{auto}");
+    assert!(
+        w.ws.join("marker").exists(),
+        "auto did not run the command\n{auto}"
+    );
+    assert!(
+        auto.stdout.contains("Seccomp:\t2"),
+        "the fallback must still confine (seccomp filter)\n{auto}"
+    );
+}

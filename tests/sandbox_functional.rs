@@ -239,3 +239,29 @@ fn network_allowed(w: &World, b: Backend) {
     );
 }
 per_backend!(network_allowed);
+
+/// A pipeline whose reader stops early ends quietly: the command starts with SIGPIPE at its
+/// default action. (Rust programs ignore SIGPIPE, and an ignored signal survives `execve`, so
+/// a helper written in Rust must reset it.)
+fn sigpipe_has_its_default_action(w: &World, b: Backend) {
+    let run = w
+        .confined(b)
+        .sh("yes | head -n1; grep '^SigIgn:' /proc/self/status");
+    assert_ok(&run, "y\n");
+    assert!(
+        !run.stderr.contains("Broken pipe"),
+        "`yes` saw EPIPE instead of dying of SIGPIPE\n{run}"
+    );
+    let ignored = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .expect("SigIgn line");
+    assert_eq!(
+        ignored & (1 << (libc::SIGPIPE - 1)),
+        0,
+        "SIGPIPE is ignored in the sandbox\n{run}"
+    );
+}
+per_backend!(sigpipe_has_its_default_action);

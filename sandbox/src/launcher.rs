@@ -91,6 +91,23 @@ impl Sandbox {
         })
     }
 
+    /// Like [`Sandbox::new`] without trying user namespaces first (see
+    /// [`crate::detect::AssumingUserNamespaces`]): for one-shot callers, which on a
+    /// [`Stage::Namespaces`] failure of an `auto` choice fall back to [`Sandbox::new`].
+    pub fn new_unprobed(choice: BackendChoice, allow_partial: bool) -> Result<Self, SandboxError> {
+        let backend = crate::detect::choose(
+            choice,
+            allow_partial,
+            &crate::detect::AssumingUserNamespaces,
+        )?;
+        Ok(Sandbox {
+            backend,
+            allow_partial,
+            helper: PathBuf::from("/proc/self/exe"),
+            bwrap: crate::detect::bwrap_path(),
+        })
+    }
+
     /// Uses `exe` as the helper (it must call [`crate::helper::run_if_helper`] first thing).
     /// Defaults to `/proc/self/exe`.
     pub fn with_helper(mut self, exe: impl Into<PathBuf>) -> Self {
@@ -162,13 +179,7 @@ impl Sandbox {
         argv: Vec<OsString>,
         op: Option<String>,
     ) -> Result<Confined, SandboxError> {
-        validate(profile)?;
-        let scratch =
-            matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
-        let mut plan = crate::plan::build(self.backend, profile, argv, scratch);
-        plan.op = op;
-        plan.allow_partial = self.allow_partial;
-        plan.bwrap = self.bwrap.clone();
+        let plan = self.plan(profile, argv, op)?;
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
         let (mut child, plan_w, reports, lifeline) = self.start_helper()?;
         let _ = std::fs::File::from(plan_w).write_all(&json);
@@ -216,6 +227,23 @@ impl Sandbox {
                     .into())
             }
         }
+    }
+
+    /// The helper's instructions for `argv` (or the operation `op`) under `profile`.
+    pub(crate) fn plan(
+        &self,
+        profile: &Profile,
+        argv: Vec<OsString>,
+        op: Option<String>,
+    ) -> Result<crate::plan::Plan, SandboxError> {
+        validate(profile)?;
+        let scratch =
+            matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
+        let mut plan = crate::plan::build(self.backend, profile, argv, scratch);
+        plan.op = op;
+        plan.allow_partial = self.allow_partial;
+        plan.bwrap = self.bwrap.clone();
+        Ok(plan)
     }
 
     fn start_helper(&self) -> Result<(Child, OwnedFd, OwnedFd, OwnedFd), SandboxError> {
@@ -448,20 +476,28 @@ impl Confined {
     /// namespace's init, or each process under its subreaper) and exits once all are reaped,
     /// so the helper's exit means nothing is left.
     fn kill_tree(&self, alive: bool) {
-        if !alive || self.pid <= 0 {
-            return;
+        if alive {
+            kill_tree(self.backend, self.pid);
         }
-        let pid = Pid::from_raw(self.pid);
-        let _ = match self.backend {
-            Backend::None | Backend::Seatbelt => nix::sys::signal::killpg(pid, Signal::SIGKILL),
-            Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock => {
-                nix::sys::signal::kill(pid, Signal::SIGTERM)
-            }
-        };
     }
 }
 
-fn exit_from(status: std::process::ExitStatus) -> ExitInfo {
+/// Kills the tree of the helper `pid`: SIGTERM asks a supervising helper to kill and reap
+/// every descendant before it exits; the exec-only backends are killed as a process group.
+pub(crate) fn kill_tree(backend: Backend, pid: i32) {
+    if pid <= 0 {
+        return;
+    }
+    let pid = Pid::from_raw(pid);
+    let _ = match backend {
+        Backend::None | Backend::Seatbelt => nix::sys::signal::killpg(pid, Signal::SIGKILL),
+        Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock => {
+            nix::sys::signal::kill(pid, Signal::SIGTERM)
+        }
+    };
+}
+
+pub(crate) fn exit_from(status: std::process::ExitStatus) -> ExitInfo {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(c), _) => ExitInfo::Code(c),

@@ -10,8 +10,9 @@
 //!
 //! Module roles: `profile` (plain data), `plan` (profile resolved per backend, pure),
 //! `bubblewrap`/`seatbelt` (pure argv / SBPL builders), `detect` (probes, choice, report),
-//! `launcher` (spawn, stream, kill), `helper` (child side, one file per stage), `sys` (the
-//! few raw syscalls).
+//! `launcher` (spawn, stream, kill), `foreground` (the same for a single-threaded caller,
+//! without re-executing), `helper` (child side, one file per stage), `sys` (the few raw
+//! syscalls).
 //!
 //! # Test strategy
 //! Pure parts have unit tests; `tests/launcher.rs` runs real confined processes through a
@@ -21,6 +22,7 @@ pub mod backend;
 pub mod bubblewrap;
 pub mod detect;
 pub mod error;
+mod foreground;
 pub mod gitconfig;
 pub mod helper;
 pub mod launcher;

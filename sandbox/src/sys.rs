@@ -376,3 +376,17 @@ pub fn userns_with_map(map: &str) -> io::Result<std::os::fd::OwnedFd> {
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
     result
 }
+
+/// Default signal handling for the program about to be executed: SIGPIPE back to its default
+/// action (the Rust runtime ignores it, and an ignored signal survives `execve`) and an empty
+/// signal mask (a blocked signal survives it too).
+pub fn default_signals() {
+    // SAFETY: installing SIG_DFL registers no handler code; the mask call only reads the
+    // empty set it is given.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
+}

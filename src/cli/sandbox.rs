@@ -66,19 +66,77 @@ pub fn run(args: SandboxRunArgs) -> ExitCode {
 }
 
 /// Runs with the config's `[sandbox] backend` and `allow_partial`; flags override them.
+/// Must be called before any other thread exists: the command is confined by a child forked
+/// from this process ([`Sandbox::run_foreground`]), not by a re-executed helper.
 pub fn run_with(args: SandboxRunArgs, backend: BackendChoice, allow_partial: bool) -> ExitCode {
     let backend = args.backend.unwrap_or(backend);
     let allow_partial = args.allow_partial || allow_partial;
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return fail(&format!("cannot start the runtime: {e}")),
+    let profile = match profile(&args) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
     };
-    let code = runtime.block_on(run_async(args, backend, allow_partial));
-    runtime.shutdown_background();
-    code
+    // The run itself tries user namespaces (no probe child first); when `auto` finds them
+    // blocked there, nothing has run yet and the probed choice takes over.
+    let sandbox = match Sandbox::new_unprobed(backend, allow_partial) {
+        Ok(s) => s,
+        Err(e) => return explain(e),
+    };
+    let result = run_once(&sandbox, &profile, &args);
+    let namespaces_blocked = matches!(
+        &result,
+        Err(SandboxError::Setup(SetupError {
+            stage: Stage::Namespaces,
+            ..
+        }))
+    );
+    if namespaces_blocked && backend == BackendChoice::Auto {
+        match Sandbox::new(backend, allow_partial) {
+            Ok(probed) if probed.backend() != sandbox.backend() => {
+                return report(run_once(&probed, &profile, &args));
+            }
+            Ok(_) => {}
+            Err(e) => return explain(e),
+        }
+    }
+    report(result)
+}
+
+fn run_once(
+    sandbox: &Sandbox,
+    profile: &Profile,
+    args: &SandboxRunArgs,
+) -> Result<zeroclaw_sandbox::Outcome, SandboxError> {
+    if sandbox.backend() == zeroclaw_sandbox::Backend::None {
+        eprintln!("zeroclaw sandbox: WARNING backend = none, the command runs unconfined");
+    }
+    let on_output = |stream: Stream, bytes: &[u8]| {
+        let _ = match stream {
+            Stream::Stdout => std::io::stdout()
+                .lock()
+                .write_all(bytes)
+                .and_then(|_| std::io::stdout().flush()),
+            Stream::Stderr => std::io::stderr().lock().write_all(bytes),
+        };
+    };
+    sandbox.run_foreground(profile, &args.command, on_output)
+}
+
+fn report(result: Result<zeroclaw_sandbox::Outcome, SandboxError>) -> ExitCode {
+    match result {
+        Ok(o) => match o.end {
+            End::TimedOut => {
+                eprintln!("zeroclaw sandbox: wall-time limit reached; the process tree was killed");
+                ExitCode::from(EXIT_TIMEOUT)
+            }
+            End::OutputLimit => {
+                eprintln!("zeroclaw sandbox: output limit reached; the process tree was killed");
+                ExitCode::from(EXIT_OUTPUT_LIMIT)
+            }
+            End::Cancelled => ExitCode::from(130),
+            End::Exited => ExitCode::from((o.shell_code() & 0xff) as u8),
+        },
+        Err(e) => explain(e),
+    }
 }
 
 fn profile(args: &SandboxRunArgs) -> Result<Profile, String> {
@@ -97,56 +155,6 @@ fn profile(args: &SandboxRunArgs) -> Result<Profile, String> {
         p.limits.wall_time = Duration::from_secs(t);
     }
     Ok(p)
-}
-
-async fn run_async(args: SandboxRunArgs, backend: BackendChoice, allow_partial: bool) -> ExitCode {
-    let profile = match profile(&args) {
-        Ok(p) => p,
-        Err(e) => return fail(&e),
-    };
-    let sandbox = match Sandbox::new(backend, allow_partial) {
-        Ok(s) => s,
-        Err(e) => return explain(e),
-    };
-    let mut child = match sandbox.spawn(&profile, &args.command).await {
-        Ok(c) => c,
-        Err(e) => return explain(e),
-    };
-    if sandbox.backend() == zeroclaw_sandbox::Backend::None {
-        eprintln!("zeroclaw sandbox: WARNING backend = none, the command runs unconfined");
-    }
-    if let Some(mut stdin) = child.take_stdin() {
-        tokio::spawn(async move {
-            let _ = tokio::io::copy(&mut tokio::io::stdin(), &mut stdin).await;
-        });
-    }
-    let on_output = |stream: Stream, bytes: &[u8]| {
-        let _ = match stream {
-            Stream::Stdout => std::io::stdout()
-                .lock()
-                .write_all(bytes)
-                .and_then(|_| std::io::stdout().flush()),
-            Stream::Stderr => std::io::stderr().lock().write_all(bytes),
-        };
-    };
-    let cancel = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    match child.wait(on_output, cancel).await {
-        Ok(o) => match o.end {
-            End::TimedOut => {
-                eprintln!("zeroclaw sandbox: wall-time limit reached; the process tree was killed");
-                ExitCode::from(EXIT_TIMEOUT)
-            }
-            End::OutputLimit => {
-                eprintln!("zeroclaw sandbox: output limit reached; the process tree was killed");
-                ExitCode::from(EXIT_OUTPUT_LIMIT)
-            }
-            End::Cancelled => ExitCode::from(130),
-            End::Exited => ExitCode::from((o.shell_code() & 0xff) as u8),
-        },
-        Err(e) => explain(e),
-    }
 }
 
 fn fail(msg: &str) -> ExitCode {

@@ -130,7 +130,8 @@ fn cstr(s: &OsStr) -> CString {
     CString::new(s.as_bytes()).unwrap_or_default()
 }
 
-/// `execve(program, [program, args...], env)`; returns the error when it fails.
+/// `execve(program, [program, args...], env)` with default signal handling; returns the error
+/// when it fails.
 pub fn exec_path(
     program: &Path,
     args: &[OsString],
@@ -147,6 +148,7 @@ pub fn exec_path(
             CString::new(kv).unwrap_or_default()
         })
         .collect();
+    crate::sys::default_signals();
     let Err(e) = nix::unistd::execve(&cstr(program.as_os_str()), &argv, &envp);
     e.into()
 }

@@ -119,9 +119,27 @@ fn helper_main(inner: bool) -> Result<i32, SetupError> {
     assert_single_threaded()?;
     set_cloexec(REPORT_FD)?;
     let plan = read_plan()?;
+    run_plan(&plan, inner)
+}
+
+/// The helper stages in a child forked by a single-threaded launcher (see
+/// [`crate::foreground`]): the plan is already in memory, stdio and the report and lifeline
+/// pipes are installed on 0–2, [`REPORT_FD`] and [`LIFELINE_FD`]. Never returns.
+pub(crate) fn run_forked(plan: &Plan) -> ! {
+    let code = match set_cloexec(REPORT_FD).and_then(|_| run_plan(plan, false)) {
+        Ok(code) => code,
+        Err(e) => {
+            send(&Message::Failed(e));
+            SETUP_FAILED
+        }
+    };
+    sys_exit(code)
+}
+
+fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     if inner {
         return exec::confine_and_exec(
-            &plan,
+            plan,
             Enforcement {
                 namespaces: namespaces::names(plan.unshare_net),
                 private_tmp: true,
@@ -153,11 +171,11 @@ fn helper_main(inner: bool) -> Result<i32, SetupError> {
         std::sync::atomic::Ordering::Relaxed,
     );
     let result = match plan.backend {
-        Backend::Namespaces => namespaces::run(&plan),
-        Backend::Bubblewrap => namespaces::run_bubblewrap(&plan),
-        Backend::Landlock => reaper::run_landlock(&plan),
-        Backend::Seatbelt => exec::run_seatbelt(&plan),
-        Backend::None => exec::run_unconfined(&plan),
+        Backend::Namespaces => namespaces::run(plan),
+        Backend::Bubblewrap => namespaces::run_bubblewrap(plan),
+        Backend::Landlock => reaper::run_landlock(plan),
+        Backend::Seatbelt => exec::run_seatbelt(plan),
+        Backend::None => exec::run_unconfined(plan),
     };
     // The launcher removes the cgroup once it has reaped us (leaving it here would cost a
     // second migration); if the launcher is gone, we do it.

@@ -1,0 +1,525 @@
+//! Foreground runs for a single-threaded caller such as `zeroclaw sandbox run`: the helper
+//! stages run in a child forked from the caller instead of a re-executed binary (one fork
+//! instead of a second program start). The caller's stdin is relayed to the command through a
+//! pipe (the command never holds the caller's terminal), output goes to the caller within the
+//! output limit, and the wall-time limit, the output limit and SIGINT/SIGTERM/SIGHUP kill the
+//! whole tree, as with the async [`Sandbox::spawn`].
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::time::Instant;
+
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use crate::error::{SandboxError, SetupError, Stage};
+use crate::helper::{LIFELINE_FD, REPORT_FD};
+use crate::launcher::{End, Outcome, Sandbox, Stream, kill_tree};
+use crate::protocol::{Enforcement, ExitInfo, Message};
+
+const CHUNK: usize = 32 * 1024;
+
+impl Sandbox {
+    /// Runs `argv` confined by `profile` in the foreground of a **single-threaded** caller
+    /// (checked): stdin is relayed from the caller's, output is passed to `on_output` (not
+    /// kept in the returned [`Outcome`]) within the output limit. SIGINT, SIGTERM and SIGHUP
+    /// are held while it runs and end it as [`End::Cancelled`].
+    pub fn run_foreground<I, S>(
+        &self,
+        profile: &crate::Profile,
+        argv: I,
+        on_output: impl FnMut(Stream, &[u8]),
+    ) -> Result<Outcome, SandboxError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let argv: Vec<OsString> = argv.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        if argv.is_empty() {
+            return Err(SandboxError::Profile("empty command".into()));
+        }
+        let plan = self.plan(profile, argv, None)?;
+        single_threaded()?;
+        let signals = HeldSignals::new()?;
+        let pipes = Pipes::new()?;
+        let pid = match crate::sys::fork().map_err(|e| spawn_error("fork()", &e))? {
+            None => child(&plan, &pipes, &signals),
+            Some(pid) => pid,
+        };
+        let run = Running::new(self.backend(), pid, pipes, signals, profile)?;
+        let result = run.supervise(on_output, self.backend());
+        crate::helper::cgroup::remove_after(pid as u32);
+        result
+    }
+}
+
+fn spawn_error(call: &str, e: &std::io::Error) -> SandboxError {
+    SetupError::os(Stage::Spawn, call, e).into()
+}
+
+fn io(e: Errno) -> std::io::Error {
+    e.into()
+}
+
+fn single_threaded() -> Result<(), SandboxError> {
+    let tasks = std::fs::read_dir("/proc/self/task")
+        .map_err(|e| spawn_error("read_dir(/proc/self/task)", &e))?
+        .count();
+    if tasks == 1 {
+        return Ok(());
+    }
+    Err(SetupError::new(
+        Stage::Spawn,
+        format!("run_foreground needs a single-threaded caller; this process has {tasks} threads"),
+    )
+    .hint("use Sandbox::spawn from async code")
+    .into())
+}
+
+/// SIGINT, SIGTERM and SIGHUP blocked and readable from a signalfd; the old mask comes back
+/// on drop (and in the child before anything runs).
+struct HeldSignals {
+    fd: SignalFd,
+    old: SigSet,
+}
+
+impl HeldSignals {
+    fn new() -> Result<Self, SandboxError> {
+        let mut set = SigSet::empty();
+        for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+            set.add(s);
+        }
+        let old = set
+            .thread_swap_mask(SigmaskHow::SIG_BLOCK)
+            .map_err(|e| spawn_error("sigprocmask(SIG_BLOCK)", &io(e)))?;
+        let fd = SignalFd::with_flags(&set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
+            .map_err(|e| spawn_error("signalfd()", &io(e)));
+        match fd {
+            Ok(fd) => Ok(HeldSignals { fd, old }),
+            Err(e) => {
+                let _ = old.thread_set_mask();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for HeldSignals {
+    fn drop(&mut self) {
+        let _ = self.old.thread_set_mask();
+    }
+}
+
+/// Both ends of the command's stdin, stdout, stderr and of the report and lifeline pipes;
+/// the child's ends are duplicated high so installing them on 0–5 cannot clobber another.
+struct Pipes {
+    stdin: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    report: OwnedFd,
+    lifeline: OwnedFd,
+    /// (child's end, the descriptor it must become)
+    child: Vec<(OwnedFd, i32)>,
+}
+
+impl Pipes {
+    fn new() -> Result<Self, SandboxError> {
+        let pipe =
+            || nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_error("pipe2()", &io(e)));
+        let high = |fd: &OwnedFd| {
+            crate::sys::dup_high(fd.as_raw_fd()).map_err(|e| spawn_error("fcntl(F_DUPFD)", &e))
+        };
+        let (in_r, in_w) = pipe()?;
+        let (out_r, out_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
+        let (rep_r, rep_w) = pipe()?;
+        let (life_r, life_w) = pipe()?;
+        let child = vec![
+            (high(&in_r)?, 0),
+            (high(&out_w)?, 1),
+            (high(&err_w)?, 2),
+            (high(&rep_w)?, REPORT_FD),
+            (high(&life_r)?, LIFELINE_FD),
+        ];
+        Ok(Pipes {
+            stdin: in_w,
+            stdout: out_r,
+            stderr: err_r,
+            report: rep_r,
+            lifeline: life_w,
+            child,
+        })
+    }
+}
+
+/// The forked child: caller's signal mask back, pipes on 0–2 and the report and lifeline
+/// descriptors, nothing else open, then the helper stages. Never returns.
+fn child(plan: &crate::plan::Plan, pipes: &Pipes, signals: &HeldSignals) -> ! {
+    let _ = signals.old.thread_set_mask();
+    for (fd, target) in &pipes.child {
+        if crate::sys::dup_onto(fd.as_raw_fd(), *target).is_err() {
+            crate::sys::exit_now(crate::helper::SETUP_FAILED);
+        }
+    }
+    // Only 0–2, the report and the lifeline stay: fd 3 and up may be anything of the caller's.
+    let _ = nix::unistd::close(3);
+    let _ = crate::sys::close_from(LIFELINE_FD + 1);
+    crate::helper::run_forked(plan)
+}
+
+fn nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
+    fcntl(fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
+        .map(drop)
+        .map_err(|e| spawn_error("fcntl(O_NONBLOCK)", &io(e)))
+}
+
+/// The parent's side of one foreground run.
+struct Running {
+    backend: crate::Backend,
+    pid: i32,
+    pidfd: OwnedFd,
+    signals: HeldSignals,
+    stdin: Option<OwnedFd>,
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
+    report: Option<OwnedFd>,
+    _lifeline: OwnedFd,
+    limits: crate::Limits,
+}
+
+/// What the run has seen so far.
+#[derive(Default)]
+struct Seen {
+    report_text: Vec<u8>,
+    enforcement: Option<Enforcement>,
+    failed: Option<SetupError>,
+    exit: Option<ExitInfo>,
+    status: Option<ExitInfo>,
+    used: u64,
+    truncated: bool,
+    /// Bytes read from the caller's stdin not yet written to the command.
+    pending: Vec<u8>,
+    caller_stdin_open: bool,
+}
+
+impl Running {
+    fn new(
+        backend: crate::Backend,
+        pid: i32,
+        pipes: Pipes,
+        signals: HeldSignals,
+        profile: &crate::Profile,
+    ) -> Result<Self, SandboxError> {
+        let Pipes {
+            stdin,
+            stdout,
+            stderr,
+            report,
+            lifeline,
+            child,
+        } = pipes;
+        drop(child);
+        for fd in [&stdin, &stdout, &stderr, &report] {
+            nonblocking(fd)?;
+        }
+        let pidfd = match crate::sys::pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) => {
+                kill_tree(backend, pid);
+                let _ = waitpid(Pid::from_raw(pid), None);
+                return Err(spawn_error("pidfd_open()", &e));
+            }
+        };
+        Ok(Running {
+            backend,
+            pid,
+            pidfd,
+            signals,
+            stdin: Some(stdin),
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+            report: Some(report),
+            _lifeline: lifeline,
+            limits: profile.limits.clone(),
+        })
+    }
+
+    fn supervise(
+        mut self,
+        mut on_output: impl FnMut(Stream, &[u8]),
+        backend: crate::Backend,
+    ) -> Result<Outcome, SandboxError> {
+        let deadline = Instant::now() + self.limits.wall_time;
+        let mut seen = Seen {
+            caller_stdin_open: true,
+            ..Seen::default()
+        };
+        let mut end = End::Exited;
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            let streams_done = self.stdout.is_none() && self.stderr.is_none();
+            if seen.status.is_some()
+                && (streams_done || end != End::Exited)
+                && self.report.is_none()
+            {
+                break;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                if seen.status.is_some() {
+                    // The helper is gone; whatever still holds a pipe is not ours to wait for.
+                    (self.stdout, self.stderr, self.report) = (None, None, None);
+                    continue;
+                }
+                if end == End::Exited {
+                    end = End::TimedOut;
+                    kill_tree(self.backend, self.pid);
+                }
+            }
+            let wait = if now >= deadline {
+                PollTimeout::from(50u16)
+            } else {
+                let ms = (deadline - now).as_millis().min(i32::MAX as u128) as i32;
+                PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+            };
+            let ready = self.poll_once(wait, &seen)?;
+            for (source, revents) in ready {
+                match source {
+                    Source::Signal => {
+                        while self.signals.fd.read_signal().ok().flatten().is_some() {}
+                        if end == End::Exited && seen.status.is_none() {
+                            end = End::Cancelled;
+                            kill_tree(self.backend, self.pid);
+                        }
+                    }
+                    Source::Exit => seen.status = Some(self.reap()?),
+                    Source::Report => self.read_report(&mut buf, &mut seen),
+                    Source::Out(stream) => {
+                        let over = self.read_output(stream, &mut buf, &mut seen, &mut on_output);
+                        if over && end == End::Exited {
+                            end = End::OutputLimit;
+                            kill_tree(self.backend, self.pid);
+                        }
+                    }
+                    Source::CallerStdin => self.read_caller_stdin(&mut buf, &mut seen, revents),
+                    Source::CommandStdin => self.write_command_stdin(&mut seen),
+                }
+            }
+        }
+        finish(seen, end, backend)
+    }
+
+    fn poll_once(
+        &self,
+        timeout: PollTimeout,
+        seen: &Seen,
+    ) -> Result<Vec<(Source, PollFlags)>, SandboxError> {
+        let mut sources = vec![(Source::Signal, self.signals.fd.as_fd())];
+        if seen.status.is_none() {
+            sources.push((Source::Exit, self.pidfd.as_fd()));
+        }
+        if let Some(fd) = &self.report {
+            sources.push((Source::Report, fd.as_fd()));
+        }
+        if let Some(fd) = &self.stdout {
+            sources.push((Source::Out(Stream::Stdout), fd.as_fd()));
+        }
+        if let Some(fd) = &self.stderr {
+            sources.push((Source::Out(Stream::Stderr), fd.as_fd()));
+        }
+        if let Some(fd) = &self.stdin {
+            if !seen.pending.is_empty() {
+                sources.push((Source::CommandStdin, fd.as_fd()));
+            } else if seen.caller_stdin_open {
+                sources.push((Source::CallerStdin, caller_stdin()));
+            }
+        }
+        let mut fds: Vec<PollFd> = sources
+            .iter()
+            .map(|(source, fd)| {
+                let flags = match source {
+                    Source::CommandStdin => PollFlags::POLLOUT,
+                    _ => PollFlags::POLLIN,
+                };
+                PollFd::new(*fd, flags)
+            })
+            .collect();
+        match poll(&mut fds, timeout) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(spawn_error("poll()", &io(e))),
+        }
+        Ok(sources
+            .iter()
+            .zip(&fds)
+            .filter_map(|((source, _), fd)| {
+                let r = fd.revents().unwrap_or(PollFlags::empty());
+                (!r.is_empty()).then_some((*source, r))
+            })
+            .collect())
+    }
+
+    fn reap(&mut self) -> Result<ExitInfo, SandboxError> {
+        loop {
+            match waitpid(Pid::from_raw(self.pid), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(_, code)) => return Ok(ExitInfo::Code(code)),
+                Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(ExitInfo::Signal(sig as i32)),
+                Ok(WaitStatus::StillAlive) => {
+                    let _ = waitpid(Pid::from_raw(self.pid), None);
+                }
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(e) => return Err(spawn_error("waitpid()", &io(e))),
+            }
+        }
+    }
+
+    fn read_report(&mut self, buf: &mut [u8], seen: &mut Seen) {
+        let Some(fd) = &self.report else { return };
+        match nix::unistd::read(fd, buf) {
+            Ok(0) => self.report = None,
+            Ok(n) => seen.report_text.extend_from_slice(&buf[..n]),
+            Err(Errno::EAGAIN | Errno::EINTR) => return,
+            Err(_) => self.report = None,
+        }
+        while let Some(at) = seen.report_text.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = seen.report_text.drain(..=at).collect();
+            match serde_json::from_slice(&line) {
+                Ok(Message::Ready(e)) => seen.enforcement = Some(e),
+                Ok(Message::Failed(e)) => seen.failed = Some(e),
+                Ok(Message::Exited(info)) => seen.exit = Some(info),
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Reads one chunk of `stream`; true once the output limit is exceeded.
+    fn read_output(
+        &mut self,
+        stream: Stream,
+        buf: &mut [u8],
+        seen: &mut Seen,
+        on_output: &mut impl FnMut(Stream, &[u8]),
+    ) -> bool {
+        let slot = match stream {
+            Stream::Stdout => &mut self.stdout,
+            Stream::Stderr => &mut self.stderr,
+        };
+        let Some(fd) = slot else { return false };
+        let n = match nix::unistd::read(&*fd, buf) {
+            Ok(0) => {
+                *slot = None;
+                return false;
+            }
+            Ok(n) => n,
+            Err(Errno::EAGAIN | Errno::EINTR) => return false,
+            Err(_) => {
+                *slot = None;
+                return false;
+            }
+        };
+        let room = self.limits.output_bytes.saturating_sub(seen.used) as usize;
+        let keep = n.min(room);
+        seen.used += keep as u64;
+        if keep > 0 {
+            on_output(stream, &buf[..keep]);
+        }
+        if keep < n {
+            seen.truncated = true;
+            return true;
+        }
+        false
+    }
+
+    fn read_caller_stdin(&mut self, buf: &mut [u8], seen: &mut Seen, revents: PollFlags) {
+        if revents.intersects(PollFlags::POLLNVAL) {
+            seen.caller_stdin_open = false;
+            self.stdin = None;
+            return;
+        }
+        match nix::unistd::read(caller_stdin(), buf) {
+            Ok(0) | Err(Errno::EBADF) => {
+                seen.caller_stdin_open = false;
+                self.stdin = None; // EOF reaches the command
+            }
+            Ok(n) => seen.pending.extend_from_slice(&buf[..n]),
+            Err(Errno::EAGAIN | Errno::EINTR) => {}
+            Err(_) => {
+                seen.caller_stdin_open = false;
+                self.stdin = None;
+            }
+        }
+    }
+
+    fn write_command_stdin(&mut self, seen: &mut Seen) {
+        let Some(fd) = &self.stdin else {
+            seen.pending.clear();
+            return;
+        };
+        match nix::unistd::write(fd, &seen.pending) {
+            Ok(n) => {
+                seen.pending.drain(..n);
+            }
+            Err(Errno::EAGAIN | Errno::EINTR) => {}
+            Err(_) => {
+                // The command closed its stdin: stop relaying.
+                seen.pending.clear();
+                seen.caller_stdin_open = false;
+                self.stdin = None;
+            }
+        }
+    }
+}
+
+fn caller_stdin() -> BorrowedFd<'static> {
+    // SAFETY: descriptor 0 belongs to the process for its whole life; the borrow is only
+    // used for poll and read, and a closed fd 0 reports POLLNVAL/EBADF, handled above.
+    unsafe { BorrowedFd::borrow_raw(0) }
+}
+
+/// What a ready descriptor is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Signal,
+    Exit,
+    Report,
+    Out(Stream),
+    CallerStdin,
+    CommandStdin,
+}
+
+fn finish(seen: Seen, end: End, backend: crate::Backend) -> Result<Outcome, SandboxError> {
+    if let Some(e) = seen.failed {
+        return Err(e.into());
+    }
+    let status = seen
+        .status
+        .unwrap_or(ExitInfo::Code(crate::helper::SETUP_FAILED));
+    let Some(enforcement) = seen.enforcement else {
+        let (stage, hint) = if backend == crate::Backend::Bubblewrap {
+            (
+                Stage::Bubblewrap,
+                "bubblewrap's own message is printed above",
+            )
+        } else {
+            (Stage::Spawn, "the helper's stderr is printed above")
+        };
+        return Err(SetupError::new(
+            stage,
+            format!("the helper ended ({status:?}) before confining the command"),
+        )
+        .hint(hint)
+        .into());
+    };
+    Ok(Outcome {
+        exit: seen.exit.unwrap_or(status),
+        end,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        truncated: seen.truncated,
+        enforcement,
+    })
+}
