@@ -84,6 +84,9 @@ pub struct LandlockPlan {
     pub devices: Vec<PathBuf>,
     /// Deny TCP bind/connect and scope abstract sockets.
     pub deny_network: bool,
+    /// Open rule paths refusing any symlink on the way (host paths, Landlock-only backend:
+    /// a link planted after planning must not move a rule onto its target).
+    pub no_symlinks: bool,
 }
 
 /// Switches for the seccomp filter.
@@ -471,9 +474,14 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
         .collect();
     let mut write: Vec<PathBuf> = profile.writable_roots().cloned().collect();
     if !namespaced {
+        // The helper opens rule paths refusing every symlink on the way, so name each root by
+        // its real path (a home under a symlinked /home keeps its rules).
+        read = canonical(read);
+        write = canonical(write);
         // Without a new root nothing masks the denied paths: Landlock must leave them out of
         // every rule. Root owns /etc's root-only files (TLS keys, database auth): those too.
         let mut hidden = profile.denied.clone();
+        hidden.extend(canonical(profile.denied.clone()));
         if nix::unistd::geteuid().is_root() {
             hidden.extend(etc_private().iter().cloned());
         }
@@ -516,7 +524,16 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
         write,
         devices,
         deny_network: profile.network == Network::Deny,
+        no_symlinks: !namespaced,
     }
+}
+
+/// Each path by its real path (symlinks resolved), or as given when it cannot be resolved.
+fn canonical(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    paths
+        .into_iter()
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+        .collect()
 }
 
 /// Replaces every root that contains a denied path by its children, recursively, leaving the

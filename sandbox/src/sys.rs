@@ -390,3 +390,35 @@ pub fn default_signals() {
         libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
     }
 }
+
+/// `openat2(path, O_PATH)`; with `refuse_symlinks` (`RESOLVE_NO_SYMLINKS`) only when no
+/// component of it is a symlink (ELOOP otherwise), so a rule opened from it lands exactly on
+/// the planned inode even if a symlink was planted on the way meanwhile.
+pub fn open_path(path: &Path, refuse_symlinks: bool) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let c = cstring(path)?;
+    // SAFETY: open_how is plain old data; zeroed is a valid value before the fields are set.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    how.resolve = if refuse_symlinks {
+        libc::RESOLVE_NO_SYMLINKS
+    } else {
+        0
+    };
+    // SAFETY: `c` is a valid NUL-terminated path and `how` a live open_how of the size passed;
+    // the call only returns a new descriptor.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as RawFd) })
+}

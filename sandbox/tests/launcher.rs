@@ -459,3 +459,61 @@ async fn nested_denied_paths_are_hidden_and_the_run_succeeds() {
         }
     }
 }
+
+/// A helper wrapper that runs `sh_line` just before exec'ing the real helper (after the plan
+/// was built): a deterministic stand-in for another process racing the launcher.
+fn helper_running(dir: &Path, sh_line: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = format!("#!/bin/sh\n{sh_line}\nexec '{HELPER}' \"$@\"\n");
+    let path = dir.join("helper-race.sh");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A writable root holding a denied path is carved into its entries; one of those entries
+/// replaced by a symlink to a secret directory after planning (as another sandbox sharing the
+/// root could) must not carry a rule onto the secret: it is neither readable nor writable.
+#[tokio::test(flavor = "current_thread")]
+async fn an_entry_swapped_for_a_symlink_after_planning_grants_nothing() {
+    for s in sandboxes() {
+        let backend = s.backend();
+        let (ws, data, secret, tools) = (workspace(), workspace(), workspace(), workspace());
+        let d = data.path();
+        std::fs::create_dir_all(d.join(".ssh")).unwrap();
+        std::fs::create_dir(d.join("src")).unwrap();
+        std::fs::write(secret.path().join("key.txt"), "canary-swapped").unwrap();
+        let swap = format!(
+            "mv '{0}/src' '{0}/src.orig' && ln -s '{1}' '{0}/src'",
+            d.display(),
+            secret.path().display()
+        );
+        let s = s.with_helper(helper_running(tools.path(), &swap));
+        let p = Profile::for_workspace(ws.path())
+            .allow_write(d)
+            .deny(d.join(".ssh"));
+        let script = format!(
+            "cat {0}/src/key.txt; echo planted > {0}/src/planted.txt; ls {0}/src/",
+            d.display()
+        );
+        let o = run(&s, &p, &script).await;
+        assert!(
+            d.join("src").is_symlink(),
+            "{backend}: the wrapper did not run"
+        );
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let listed = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            !out.contains("canary-swapped") && !listed.lines().any(|l| l == "key.txt"),
+            "{backend}: ESCAPE, the secret was read or listed through the swapped entry: {out}"
+        );
+        assert!(
+            !secret.path().join("planted.txt").exists(),
+            "{backend}: ESCAPE, a file was written through the swapped entry: {out}"
+        );
+    }
+}

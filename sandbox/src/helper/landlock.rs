@@ -3,8 +3,8 @@
 //! when the network is denied. ABI 6 is full enforcement; less is refused unless allowed.
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use crate::error::{SetupError, Stage};
@@ -48,8 +48,16 @@ pub fn apply(plan: &LandlockPlan, allow_partial: bool) -> Result<(u32, String), 
         (&plan.devices, devices),
     ] {
         for path in paths {
-            let Ok(fd) = PathFd::new(path) else { continue };
-            let access = if path.is_dir() {
+            // On host paths (Landlock-only backend) no symlink on the way — the plan's paths are
+            // canonical, and a link planted since planning, e.g. by another sandbox sharing a
+            // writable root, would otherwise move the rule onto its target. Such a path gets
+            // no rule (fail closed).
+            let Ok(fd) = crate::sys::open_path(path, plan.no_symlinks) else {
+                continue;
+            };
+            let is_dir = nix::sys::stat::fstat(&fd)
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+            let access = if is_dir {
                 access
             } else {
                 access & AccessFs::from_file(TARGET_ABI)
