@@ -242,6 +242,61 @@ fn denied_dir_inside_workspace(w: &World, b: Backend) {
 }
 per_backend!(denied_dir_inside_workspace);
 
+/// A writable root holding a denied directory that does not exist yet (`~/.ssh` before the
+/// user ever ran ssh-keygen): the child can neither create it nor plant a key in it — also not
+/// through an inherited descriptor, nor by moving a parent away (`~/.cargo` for the denied
+/// `~/.cargo/credentials.toml`) and recreating the path — while the rest of the root stays
+/// writable, and nothing is left on the host afterwards.
+fn missing_denied_dir_inside_writable_root(w: &World, b: Backend, confine: Confine) {
+    let ssh = w.home.join(".ssh");
+    let planted = ssh.join("authorized_keys");
+    let cargo = w.home.join(".cargo");
+    let credentials = cargo.join("credentials.toml");
+    let allowed = w.home.join("projects/ok.txt");
+    fs::remove_dir_all(&ssh).expect("rm -r .ssh");
+    fs::remove_dir_all(&cargo).expect("rm -r .cargo");
+    fs::create_dir_all(w.home.join("projects")).expect("mkdir");
+    let script = format!(
+        "mkdir {0}; mkdir -p {0}; echo ssh-ed25519 AAAA >> {1}; \
+         for f in /proc/self/fd/*; do echo ssh-ed25519 AAAA >> \"$f/authorized_keys\"; done; \
+         mkdir -p {2}; echo t > {2}/x; mv {3} {3}.moved; mkdir -p {3}; echo t > {2}; \
+         echo ok > {4}",
+        q(&ssh),
+        q(&planted),
+        q(&credentials),
+        q(&cargo),
+        q(&allowed)
+    );
+    let run = confined(w, b, confine, &script);
+    let moved = w.home.join(".cargo.moved");
+    for path in [&ssh, &cargo, &moved] {
+        assert!(
+            Snapshot::of(path).is_none(),
+            "ESCAPE (or a placeholder left behind): {} exists on the host\n{run}",
+            path.display()
+        );
+    }
+    assert!(
+        fs::read_to_string(&allowed).is_ok_and(|t| t == "ok\n"),
+        "the writable root must stay writable beside the denied directory\n{run}"
+    );
+    let control = control(w, &script);
+    assert!(
+        Snapshot::of(&planted).is_some() && Snapshot::of(&credentials).is_some(),
+        "positive control failed: nothing planted\n{control}"
+    );
+}
+
+fn missing_denied_dir_inside_allowed_write_root(w: &World, b: Backend) {
+    missing_denied_dir_inside_writable_root(w, b, |s, w| s.allow_write(&w.home));
+}
+per_backend!(missing_denied_dir_inside_allowed_write_root);
+
+fn missing_denied_dir_inside_workspace(w: &World, b: Backend) {
+    missing_denied_dir_inside_writable_root(w, b, |s, w| s.workspace(&w.home));
+}
+per_backend!(missing_denied_dir_inside_workspace);
+
 /// A symlink planted in the workspace that points at a secret.
 fn read_through_planted_symlink(w: &World, b: Backend) {
     symlink(w.home.join(".ssh/id_ed25519"), w.ws.join("key-link")).expect("symlink");

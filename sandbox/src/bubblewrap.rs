@@ -254,4 +254,27 @@ mod tests {
         assert!(has_seq(&v, &["--tmpfs", &outer, "--remount-ro", &outer]));
         assert!(!v.contains(&inner), "{inner} in {v:?}");
     }
+
+    /// A denied path missing from a writable root is masked after the root is bound (the
+    /// helper creates its placeholder before bwrap runs), its parent pinned.
+    #[test]
+    fn a_missing_denied_path_in_the_workspace_is_masked_after_binding_it() {
+        let d = scratch();
+        let ws = d.path().canonicalize().unwrap();
+        let (ssh, cargo) = (ws.join(".ssh"), ws.join(".cargo"));
+        let creds = cargo.join("credentials.toml");
+        let v = argv(&Profile::for_workspace(&ws).deny(&ssh).deny(&creds));
+        let s = |p: &Path| p.display().to_string();
+        let (ws_s, ssh_s, cargo_s, creds_s) = (s(&ws), s(&ssh), s(&cargo), s(&creds));
+        let at = |seq: &[&str]| {
+            v.windows(seq.len())
+                .position(|w| w.iter().zip(seq).all(|(a, b)| a == b))
+                .unwrap_or_else(|| panic!("{seq:?} missing from {v:?}"))
+        };
+        let bound = at(&["--bind", &ws_s, &ws_s]);
+        assert!(bound < at(&["--tmpfs", &ssh_s, "--remount-ro", &ssh_s]));
+        let pinned = at(&["--bind", &cargo_s, &cargo_s]);
+        assert!(bound < pinned);
+        assert!(pinned < at(&["--tmpfs", &creds_s, "--remount-ro", &creds_s]));
+    }
 }

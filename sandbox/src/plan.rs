@@ -63,14 +63,20 @@ impl MountOp {
     }
 }
 
-/// A protected path that does not exist yet: created empty before the mounts so that a
-/// read-only bind can sit on it.
+/// A path inside a writable root that must exist before the mounts, so that a mount can sit on
+/// it: a protected path that does not exist yet (kept afterwards), or a denied path and each
+/// directory between its writable root and it (`denied`, listed whether they exist or not).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Placeholder {
     /// Absolute path inside a writable root.
     pub path: PathBuf,
     /// Directory (else an empty file).
     pub dir: bool,
+    /// On the way to (or at) a denied path: always a directory, created when missing, held
+    /// under a shared lock for the run (so a concurrent run's cleanup cannot remove it from
+    /// under this run's mask) and removed afterwards when it is still empty and ours.
+    #[serde(default)]
+    pub denied: bool,
 }
 
 /// Paths for the Landlock ruleset (paths as seen by the confined command).
@@ -121,7 +127,7 @@ pub struct Plan {
     /// them idmapped (uid and gid 0 read as `nobody`), or masks their root-only files where
     /// the kernel cannot; with this, the launcher needs no scan of `/etc`.
     pub unowned: Vec<PathBuf>,
-    /// Placeholders to create before mounting.
+    /// Placeholders to create (and, for denied paths, lock) before mounting.
     pub placeholders: Vec<Placeholder>,
     /// Protected paths (for backends that express them directly, like Seatbelt).
     pub protected: Vec<PathBuf>,
@@ -245,7 +251,9 @@ fn unowned_roots(profile: &Profile) -> Vec<PathBuf> {
 }
 
 /// The new root: read-only roots, private HOME and /tmp, writable roots, pinned parents of
-/// protected paths, protected paths read-only, denied paths masked. Parents before children.
+/// protected and guarded denied paths, protected paths read-only, denied paths masked (also,
+/// inside a writable root, when they do not exist yet: see [`guarded_denied`]). Parents
+/// before children.
 pub fn mounts(profile: &Profile, home: &Path) -> Vec<MountOp> {
     mounts_with(profile, home, &[])
 }
@@ -279,6 +287,11 @@ fn mounts_with(profile: &Profile, home: &Path, unowned: &[PathBuf]) -> Vec<Mount
         });
     }
     ops.extend(protected_mounts(profile));
+    for op in denied_mounts(profile) {
+        if !ops.contains(&op) {
+            ops.push(op);
+        }
+    }
     ops.extend(masks(profile, &ops, unowned));
     ops.sort_by_key(|op| depth(op.path()));
     ops
@@ -333,6 +346,89 @@ fn protected_mounts(profile: &Profile) -> Vec<MountOp> {
             rw: false,
             optional: false,
         });
+    }
+    ops
+}
+
+/// Denied paths a child could otherwise create or swap inside a writable root (the namespace
+/// backends), with that root: every denied path below the innermost existing writable root
+/// holding it, unless a deeper read-only root or protected path covers it (nothing can be
+/// created there), another denied path above it hides it, or it exists as something other
+/// than a directory (a file is masked as before). An existing denied directory is guarded too:
+/// it may be another run's placeholder, which must not be removed while this run masks it. A
+/// chain through a symlink is guarded only when the denied path is missing (the helper then
+/// refuses the symlink); an existing one is masked as before.
+pub fn guarded_denied(profile: &Profile) -> Vec<(&Path, &Path)> {
+    let mut out = Vec::new();
+    for denied in &profile.denied {
+        let Some(root) = profile
+            .writable_roots()
+            .filter(|r| is_under(denied, r) && *r != denied && r.is_dir())
+            .max_by_key(|r| depth(r))
+        else {
+            continue;
+        };
+        let covered = profile
+            .read_only
+            .iter()
+            .filter(|r| r.symlink_metadata().is_ok())
+            .chain(&profile.protected)
+            .any(|r| is_under(denied, r) && depth(r) > depth(root));
+        let hidden = profile
+            .denied
+            .iter()
+            .any(|d| d != denied && is_under(denied, d));
+        if covered || hidden {
+            continue;
+        }
+        let chain: Vec<&Path> = denied
+            .ancestors()
+            .take_while(|a| *a != root.as_path())
+            .collect();
+        let kinds: Vec<Option<std::fs::FileType>> = chain
+            .iter()
+            .map(|p| p.symlink_metadata().ok().map(|m| m.file_type()))
+            .collect();
+        let leaf_missing = kinds[0].is_none();
+        let through_link = kinds.iter().flatten().any(|k| k.is_symlink());
+        let non_dir = kinds[1..]
+            .iter()
+            .flatten()
+            .any(|k| !k.is_dir() && !k.is_symlink())
+            || kinds[0].is_some_and(|k| !k.is_dir());
+        if non_dir || (through_link && !leaf_missing) {
+            continue;
+        }
+        out.push((root.as_path(), denied.as_path()));
+    }
+    out
+}
+
+/// For each guarded denied path: its ancestors below the writable root pinned (bound onto
+/// themselves, so no parent can be renamed away and recreated without the mask), and the path
+/// itself masked with an empty read-only tmpfs when it does not exist yet (the helper creates
+/// it as a directory first). An existing one is masked by [`masks`].
+fn denied_mounts(profile: &Profile) -> Vec<MountOp> {
+    let mut ops = Vec::new();
+    for (root, denied) in guarded_denied(profile) {
+        for ancestor in denied.ancestors().skip(1) {
+            if ancestor == root {
+                break;
+            }
+            let pin = MountOp::Bind {
+                path: ancestor.to_path_buf(),
+                rw: true,
+                optional: false,
+            };
+            if !ops.contains(&pin) {
+                ops.push(pin);
+            }
+        }
+        if denied.symlink_metadata().is_err() {
+            ops.push(MountOp::MaskDir {
+                path: denied.to_path_buf(),
+            });
+        }
     }
     ops
 }
@@ -426,7 +522,8 @@ pub fn scrub_list(profile: &Profile) -> Vec<PathBuf> {
     }
 }
 
-/// Protected paths that do not exist yet (parents are created as directories too).
+/// Protected paths that do not exist yet (parents are created as directories too), then each
+/// guarded denied path with the directories above it (see [`guarded_denied`]).
 pub fn placeholders(profile: &Profile) -> Vec<Placeholder> {
     placeholders_with(profile, &[])
 }
@@ -450,10 +547,26 @@ fn placeholders_with(profile: &Profile, known: &[crate::gitconfig::Target]) -> V
                 let ph = Placeholder {
                     path: p.to_path_buf(),
                     dir,
+                    denied: false,
                 };
                 if !out.contains(&ph) {
                     out.push(ph);
                 }
+            }
+        }
+    }
+    // A missing denied path is always a directory: nothing can be created at its name or in
+    // it (the mask is an empty read-only tmpfs), whatever the name (`.ssh` or `.netrc`).
+    for (root, denied) in guarded_denied(profile) {
+        let mut chain: Vec<&Path> = denied.ancestors().take_while(|a| *a != root).collect();
+        chain.reverse();
+        for p in chain {
+            if !out.iter().any(|ph| ph.path == p) {
+                out.push(Placeholder {
+                    path: p.to_path_buf(),
+                    dir: true,
+                    denied: true,
+                });
             }
         }
     }
@@ -740,16 +853,110 @@ mod tests {
         let git = p.workspace.join(".git");
         assert!(ph.contains(&Placeholder {
             path: git.clone(),
-            dir: true
+            dir: true,
+            denied: false
         }));
         assert!(ph.contains(&Placeholder {
             path: git.join("hooks"),
-            dir: true
+            dir: true,
+            denied: false
         }));
         assert!(ph.contains(&Placeholder {
             path: git.join("config"),
-            dir: false
+            dir: false,
+            denied: false
         }));
+    }
+
+    /// Denied paths missing from a writable root get directory placeholders (parents first,
+    /// a file-like name too) and an empty read-only mask, their parents a pin; one missing
+    /// from a read-only root gets neither (nothing can be created there).
+    #[test]
+    fn missing_denied_paths_in_a_writable_root_get_placeholders_pins_and_masks() {
+        let (_d, p) = ws();
+        let ws = p.workspace.clone();
+        let ro = scratch();
+        let ro = crate::profile::absolute(ro.path());
+        let (ssh, netrc, cargo) = (ws.join(".ssh"), ws.join(".netrc"), ws.join(".cargo"));
+        let creds = cargo.join("credentials.toml");
+        let p = p
+            .allow_read(&ro)
+            .deny(&ssh)
+            .deny(&netrc)
+            .deny(&creds)
+            .deny(ro.join(".ssh"));
+        let plan = build(Backend::Namespaces, &p, vec!["true".into()], None);
+        let guarded: Vec<&Path> = plan
+            .placeholders
+            .iter()
+            .filter(|ph| ph.denied)
+            .inspect(|ph| assert!(ph.dir, "{ph:?}"))
+            .map(|ph| ph.path.as_path())
+            .collect();
+        assert_eq!(guarded, [ssh.as_path(), &netrc, &cargo, &creds]);
+        for masked in [&ssh, &netrc, &creds] {
+            assert!(
+                plan.mounts.contains(&MountOp::MaskDir {
+                    path: masked.clone()
+                }),
+                "{masked:?} not masked: {:?}",
+                plan.mounts
+            );
+        }
+        assert!(plan.mounts.contains(&MountOp::Bind {
+            path: cargo.clone(),
+            rw: true,
+            optional: false
+        }));
+        let depths: Vec<usize> = plan.mounts.iter().map(|o| depth(o.path())).collect();
+        assert!(depths.is_sorted());
+        assert!(
+            !plan
+                .mounts
+                .iter()
+                .any(|op| op.path().starts_with(&ro) && op.path() != ro)
+        );
+        assert!(!plan.placeholders.iter().any(|ph| ph.path.starts_with(&ro)));
+        // The Landlock-only rung carves instead: nothing is created.
+        let plan = build(
+            Backend::Landlock,
+            &p,
+            vec!["true".into()],
+            Some("/s".into()),
+        );
+        assert!(plan.placeholders.is_empty());
+    }
+
+    /// An existing denied directory in a writable root is held too (it may be another run's
+    /// placeholder); an existing denied file is masked as before, and a path below another
+    /// denied path is left to that one's mask.
+    #[test]
+    fn existing_denied_directories_are_held_files_and_nested_paths_are_not() {
+        let (_d, p) = ws();
+        let ws = p.workspace.clone();
+        std::fs::create_dir(ws.join(".aws")).unwrap();
+        std::fs::write(ws.join(".npmrc"), "").unwrap();
+        let p = p
+            .deny(ws.join(".aws"))
+            .deny(ws.join(".npmrc"))
+            .deny(ws.join(".aws/credentials"));
+        let guarded: Vec<PathBuf> = placeholders(&p)
+            .into_iter()
+            .filter(|ph| ph.denied)
+            .map(|ph| ph.path)
+            .collect();
+        assert_eq!(guarded, [ws.join(".aws")]);
+        let ops = mounts(&p, Path::new("/root"));
+        assert!(ops.contains(&MountOp::MaskDir {
+            path: ws.join(".aws")
+        }));
+        assert!(ops.contains(&MountOp::MaskFile {
+            path: ws.join(".npmrc")
+        }));
+        assert!(
+            !ops.iter()
+                .any(|op| op.path() == ws.join(".aws/credentials"))
+        );
     }
 
     #[test]

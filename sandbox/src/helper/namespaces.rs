@@ -1,7 +1,9 @@
 //! The namespace backends' process tree: the helper unshares user, mount, pid, ipc, uts (and
 //! net) namespaces, forks the pid namespace's init, which builds the new root and forks the
 //! command; when the init exits the kernel kills everything left in the namespace. The
-//! bubblewrap backend execs bwrap instead, which runs our inner stage.
+//! bubblewrap backend execs bwrap instead, which runs our inner stage. Both first create the
+//! placeholders and hold the denied-path guards ([`mounts::guard_denied`]), released (and
+//! removed when no other run holds them) once the tree is gone.
 
 use nix::sched::CloneFlags;
 use nix::unistd::Pid;
@@ -23,6 +25,14 @@ pub fn names(net: bool) -> Vec<String> {
 /// Helper side of the namespace backend: returns the command's shell exit code.
 pub fn run(plan: &Plan) -> Result<i32, SetupError> {
     mounts::create_placeholders(&plan.placeholders)?;
+    let mut guards = mounts::guard_denied(&plan.placeholders)?;
+    let result = run_guarded(plan, &mut guards);
+    guards.release();
+    result
+}
+
+/// [`run`] with the denied-path placeholders held; `guards` are closed in the init.
+fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupError> {
     let unowned = mounts::Unowned::prepare(&plan.unowned);
     enter(plan.unshare_net)?;
     reaper::become_subreaper()?;
@@ -34,7 +44,7 @@ pub fn run(plan: &Plan) -> Result<i32, SetupError> {
             mounts::scrub(&plan.scrub);
             Ok(code)
         }
-        None => super::sys_exit(match init_main(plan, unowned) {
+        None => super::sys_exit(match init_main(plan, unowned, guards) {
             Ok(code) => code,
             Err(e) => {
                 send(&Message::Failed(e));
@@ -45,7 +55,13 @@ pub fn run(plan: &Plan) -> Result<i32, SetupError> {
 }
 
 /// pid 1 of the new namespace: root, /proc, /dev, then the command as its child.
-fn init_main(plan: &Plan, unowned: mounts::Unowned) -> Result<i32, SetupError> {
+fn init_main(
+    plan: &Plan,
+    unowned: mounts::Unowned,
+    guards: &mut mounts::Guards,
+) -> Result<i32, SetupError> {
+    // The helper keeps the locks; a descriptor of a host directory must not reach the command.
+    guards.forget();
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
     let _ = nix::unistd::sethostname("zeroclaw");
@@ -121,13 +137,30 @@ pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
     let io = |e: std::io::Error| SetupError::os(Stage::Bubblewrap, "dup2(plan/report fd)", &e);
     crate::sys::dup_onto(memfd.as_raw_fd(), super::PLAN_FD).map_err(io)?;
     crate::sys::dup_onto(super::REPORT_FD, super::REPORT_FD).map_err(io)?;
+    // Only now: a guard opened earlier could get PLAN_FD's number and be replaced by the plan.
+    let mut guards = mounts::guard_denied(&plan.placeholders)?;
+    let result = run_bwrap_guarded(plan, &bwrap, &helper, memfd, &mut guards);
+    guards.release();
+    result
+}
+
+/// The rest of [`run_bubblewrap`], the denied-path placeholders held (closed in bwrap's
+/// process before it runs).
+fn run_bwrap_guarded(
+    plan: &Plan,
+    bwrap: &std::path::Path,
+    helper: &std::path::Path,
+    memfd: std::os::fd::OwnedFd,
+    guards: &mut mounts::Guards,
+) -> Result<i32, SetupError> {
     let mut outer = plan.clone();
     outer.mounts = mounts::bwrap_binds(&plan.mounts)?;
-    let args = crate::bubblewrap::args(&outer, &helper);
+    let args = crate::bubblewrap::args(&outer, helper);
     reaper::become_subreaper()?;
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Bubblewrap, "fork()", &e))?;
     let Some(pid) = child else {
-        let err = exec::exec_path(&bwrap, &args, &[]);
+        guards.forget();
+        let err = exec::exec_path(bwrap, &args, &[]);
         return Err(SetupError::os(
             Stage::Bubblewrap,
             format!("execve({})", bwrap.display()),
