@@ -517,3 +517,94 @@ async fn an_entry_swapped_for_a_symlink_after_planning_grants_nothing() {
         );
     }
 }
+
+/// Denied paths that do not exist yet inside a writable root (`.ssh`, a file name like
+/// `.netrc`, and one two levels down): the run succeeds, the root stays writable beside them,
+/// none of them can be created inside, and nothing is left on the host afterwards.
+#[tokio::test(flavor = "current_thread")]
+async fn missing_denied_paths_in_a_writable_root_stay_absent_and_leave_nothing() {
+    for s in sandboxes() {
+        let backend = s.backend();
+        let (ws, home) = (workspace(), workspace());
+        let h = home.path();
+        std::fs::create_dir(h.join("sub")).unwrap();
+        let p = Profile::for_workspace(ws.path())
+            .allow_write(h)
+            .deny(h.join(".ssh"))
+            .deny(h.join(".netrc"))
+            .deny(h.join(".cargo/credentials.toml"));
+        let hd = h.display();
+        let script = format!(
+            "echo ok > {hd}/sub/ok.txt && cat {hd}/sub/ok.txt; mkdir -p {hd}/.ssh; \
+             echo key >> {hd}/.ssh/authorized_keys; echo m > {hd}/.netrc; \
+             echo t > {hd}/.cargo/credentials.toml/x; mv {hd}/.cargo {hd}/moved; \
+             mkdir -p {hd}/.cargo; echo t > {hd}/.cargo/credentials.toml; true"
+        );
+        let o = run(&s, &p, &script).await;
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(o.shell_code(), 0, "{backend}: {out}");
+        assert!(o.stdout.starts_with(b"ok"), "{backend}: {out}");
+        let mut left: Vec<String> = std::fs::read_dir(h)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["sub"], "{backend}: left on the host\n{out}");
+    }
+}
+
+/// Two runs on the same writable root denying the same missing path, the first ending while
+/// the second still runs: the first must not remove the placeholder the second's mask sits on
+/// (that would detach the mask), and the last one out removes it.
+#[tokio::test(flavor = "current_thread")]
+async fn a_concurrent_run_keeps_the_denied_placeholder_until_the_last_one_ends() {
+    for s in sandboxes() {
+        let backend = s.backend();
+        let (ws, home) = (workspace(), workspace());
+        let h = home.path().to_path_buf();
+        let ssh = h.join(".ssh");
+        let p = Profile::for_workspace(ws.path()).allow_write(&h).deny(&ssh);
+        let go = h.join("go");
+        let long_script = format!(
+            "echo started; while [ ! -e {g} ]; do sleep 0.05; done; \
+             mkdir -p {s}; echo key >> {s}/authorized_keys; echo done",
+            g = go.display(),
+            s = ssh.display()
+        );
+        let long = s.spawn(&p, ["sh", "-c", &long_script]).await.unwrap();
+        let mut long_out = Vec::new();
+        // The first run is up (its placeholder exists) before the short one starts.
+        let started = std::time::Instant::now();
+        while backend.name() != "landlock"
+            && !ssh.exists()
+            && started.elapsed() < std::time::Duration::from_secs(10)
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let short = run(&s, &p, "true").await;
+        assert_eq!(short.shell_code(), 0, "{backend}");
+        std::fs::write(&go, "").unwrap();
+        let o = long
+            .wait(
+                |_, b: &[u8]| long_out.extend_from_slice(b),
+                std::future::pending(),
+            )
+            .await
+            .unwrap();
+        let out = String::from_utf8_lossy(&long_out).into_owned();
+        assert!(
+            std::fs::symlink_metadata(ssh.join("authorized_keys")).is_err(),
+            "{backend}: ESCAPE: the second run planted a key after the first one ended: {out}"
+        );
+        assert!(out.contains("done"), "{backend}: {out} {:?}", o.exit);
+        assert!(
+            std::fs::symlink_metadata(&ssh).is_err(),
+            "{backend}: placeholder left behind: {out}"
+        );
+    }
+}
