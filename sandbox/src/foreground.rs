@@ -391,7 +391,7 @@ impl Running {
                 Ok(Message::Ready(e)) => seen.enforcement = Some(e),
                 Ok(Message::Failed(e)) => seen.failed = Some(e),
                 Ok(Message::Exited(info)) => seen.exit = Some(info),
-                Err(_) => {}
+                Ok(Message::Ended(_)) | Err(_) => {}
             }
         }
     }

@@ -1,23 +1,20 @@
-//! The daemon side: [`Sandbox`] spawns the re-executed helper with piped stdio, hands it the
-//! plan, waits for its "confined" report ([`Confined`]), streams output with a cap, and kills
-//! the whole tree on timeout, cancellation, output overflow or drop.
+//! The daemon side: [`Sandbox`] has its zygote ([`crate::spawner`]) fork a helper with piped
+//! stdio, hands it the plan, waits for its "confined" report ([`Confined`]), streams output
+//! with a cap, and kills the whole tree on timeout, cancellation, output overflow or drop.
 
 use std::ffi::{OsStr, OsString};
 use std::future::Future;
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
 use crate::backend::{Backend, BackendChoice};
 use crate::error::{SandboxError, SetupError, Stage};
-use crate::helper::{HELPER_ARG, LIFELINE_FD, PLAN_FD, REPORT_FD};
 use crate::profile::Profile;
 use crate::protocol::{Enforcement, ExitInfo, Message};
 
@@ -28,6 +25,7 @@ pub struct Sandbox {
     allow_partial: bool,
     helper: PathBuf,
     bwrap: Option<PathBuf>,
+    spawner: crate::spawner::Spawner,
 }
 
 /// Which stream a chunk of output came from.
@@ -88,6 +86,7 @@ impl Sandbox {
             allow_partial,
             helper: PathBuf::from("/proc/self/exe"),
             bwrap: crate::detect::bwrap_path(),
+            spawner: crate::spawner::Spawner::default(),
         })
     }
 
@@ -105,6 +104,7 @@ impl Sandbox {
             allow_partial,
             helper: PathBuf::from("/proc/self/exe"),
             bwrap: crate::detect::bwrap_path(),
+            spawner: crate::spawner::Spawner::default(),
         })
     }
 
@@ -112,6 +112,7 @@ impl Sandbox {
     /// Defaults to `/proc/self/exe`.
     pub fn with_helper(mut self, exe: impl Into<PathBuf>) -> Self {
         self.helper = exe.into();
+        self.spawner = crate::spawner::Spawner::default();
         self
     }
 
@@ -181,17 +182,30 @@ impl Sandbox {
     ) -> Result<Confined, SandboxError> {
         let plan = self.plan(profile, argv, op)?;
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
-        let (mut child, plan_w, reports, lifeline) = self.start_helper()?;
+        let pipes = HelperPipes::new()?;
+        let forked = self.spawner.fork(&self.helper, pipes.child_ends())?;
+        let HelperPipes {
+            stdin,
+            stdout,
+            stderr,
+            plan: plan_w,
+            report,
+            lifeline,
+            child,
+        } = pipes;
+        drop(child); // the helper's ends live on in the helper only
+        // The helper reads the whole plan first; if it died, the write fails (EPIPE).
         let _ = std::fs::File::from(plan_w).write_all(&json);
-        let mut reports = Reports::new(reports)?;
-        let pid = child.id().unwrap_or(0) as i32;
+        let mut reports = Reports::new(report)?;
+        let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)?;
+        let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(stderr)?;
         match reports.next().await {
             Some(Message::Ready(enforcement)) => Ok(Confined {
-                stdin: child.stdin.take(),
-                stdout: child.stdout.take(),
-                stderr: child.stderr.take(),
-                child,
-                pid,
+                stdin: Some(tokio::net::unix::pipe::Sender::from_owned_fd(stdin)?),
+                stdout: Some(stdout),
+                stderr: Some(stderr),
+                pid: forked.pid,
+                pidfd: forked.pidfd,
                 backend: self.backend,
                 limits: profile.limits.clone(),
                 reports,
@@ -199,27 +213,23 @@ impl Sandbox {
                 done: false,
                 _lifeline: lifeline,
             }),
-            Some(Message::Failed(e)) => {
-                let _ = child.wait().await;
-                crate::helper::cgroup::remove_after(pid as u32);
-                Err(e.into())
-            }
-            _ => {
-                let status = child.wait().await?;
-                crate::helper::cgroup::remove_after(pid as u32);
-                let mut stderr = String::new();
-                if let Some(err) = child.stderr.take() {
-                    let _ = err.take(4096).read_to_string(&mut stderr).await;
-                }
+            Some(Message::Failed(e)) => Err(e.into()),
+            other => {
+                let ended = match other {
+                    Some(Message::Ended(info)) => format!("{info:?}"),
+                    _ => "without a word".to_string(),
+                };
+                let mut text = String::new();
+                let _ = stderr.take(4096).read_to_string(&mut text).await;
                 let stage = if self.backend == Backend::Bubblewrap {
                     Stage::Bubblewrap
                 } else {
                     Stage::Spawn
                 };
                 let call = format!(
-                    "helper {} exited ({status}) before reporting: {}",
+                    "helper {} ended ({ended}) before reporting: {}",
                     self.helper.display(),
-                    stderr.trim()
+                    text.trim()
                 );
                 Err(SetupError::new(stage, call)
                     .hint("a helper binary must call zeroclaw_sandbox::helper::run_if_helper() first in main; \
@@ -245,42 +255,43 @@ impl Sandbox {
         plan.bwrap = self.bwrap.clone();
         Ok(plan)
     }
+}
 
-    fn start_helper(&self) -> Result<(Child, OwnedFd, OwnedFd, OwnedFd), SandboxError> {
-        let (plan_r, plan_w) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
-        let (rep_r, rep_w) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
-        let plan_hi = crate::sys::dup_high(plan_r.as_raw_fd())?;
-        let rep_hi = crate::sys::dup_high(rep_w.as_raw_fd())?;
-        let (life_r, life_w) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
-        let life_hi = crate::sys::dup_high(life_r.as_raw_fd())?;
-        drop((plan_r, rep_w, life_r));
-        let (a, b, c) = (plan_hi.as_raw_fd(), rep_hi.as_raw_fd(), life_hi.as_raw_fd());
-        let mut cmd = tokio::process::Command::new(&self.helper);
-        cmd.arg(HELPER_ARG)
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // SAFETY: the closure runs in the forked child before exec and only calls dup2/fcntl
-        // (async-signal-safe) on descriptors that stay open in the parent until spawn returns.
-        unsafe {
-            cmd.pre_exec(move || {
-                crate::sys::dup_onto(a, PLAN_FD)?;
-                crate::sys::dup_onto(b, REPORT_FD)?;
-                crate::sys::dup_onto(c, LIFELINE_FD)
-            });
-        }
-        let child = cmd.spawn().map_err(|e| {
-            SetupError::os(
-                Stage::Spawn,
-                format!("spawn({})", self.helper.display()),
-                &e,
-            )
-        })?;
-        Ok((child, plan_w, rep_r, life_w))
+/// The six pipes of one execution: our ends, and the helper's (in the zygote's order: stdin,
+/// stdout, stderr, plan, report, lifeline), which close here once the zygote has them.
+struct HelperPipes {
+    stdin: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    plan: OwnedFd,
+    report: OwnedFd,
+    lifeline: OwnedFd,
+    child: [OwnedFd; 6],
+}
+
+impl HelperPipes {
+    fn new() -> Result<Self, SandboxError> {
+        let pipe =
+            || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from);
+        let (in_r, in_w) = pipe()?;
+        let (out_r, out_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
+        let (plan_r, plan_w) = pipe()?;
+        let (rep_r, rep_w) = pipe()?;
+        let (life_r, life_w) = pipe()?;
+        Ok(HelperPipes {
+            stdin: in_w,
+            stdout: out_r,
+            stderr: err_r,
+            plan: plan_w,
+            report: rep_r,
+            lifeline: life_w,
+            child: [in_r, out_w, err_w, plan_r, rep_w, life_r],
+        })
+    }
+
+    fn child_ends(&self) -> [std::os::fd::RawFd; 6] {
+        self.child.each_ref().map(|fd| fd.as_raw_fd())
     }
 }
 
@@ -346,11 +357,12 @@ impl Reports {
 /// A running confined command.
 pub struct Confined {
     /// The command's stdin (take it to write, drop it to close).
-    pub stdin: Option<ChildStdin>,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
-    child: Child,
+    pub stdin: Option<tokio::net::unix::pipe::Sender>,
+    stdout: Option<tokio::net::unix::pipe::Receiver>,
+    stderr: Option<tokio::net::unix::pipe::Receiver>,
     pid: i32,
+    /// The helper's pidfd: signals reach it and never a recycled pid.
+    pidfd: OwnedFd,
     backend: Backend,
     limits: crate::profile::Limits,
     reports: Reports,
@@ -404,7 +416,7 @@ impl Confined {
     }
 
     /// Takes the command's stdin.
-    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+    pub fn take_stdin(&mut self) -> Option<tokio::net::unix::pipe::Sender> {
         self.stdin.take()
     }
 
@@ -423,8 +435,9 @@ impl Confined {
         let (mut end, mut status, mut exit_msg, mut failed) = (End::Exited, None, None, None);
         let cap = self.limits.output_bytes;
         loop {
+            // `status`: the helper ended (the zygote reaped it) — so did everything it started.
             let streams_done = out.is_none() && err.is_none();
-            if status.is_some() && (streams_done || end != End::Exited) && self.reports.done {
+            if status.is_some() && (streams_done || end != End::Exited) {
                 break;
             }
             tokio::select! {
@@ -443,14 +456,13 @@ impl Confined {
                 m = self.reports.next(), if !self.reports.done => match m {
                     Some(Message::Exited(info)) => exit_msg = Some(info),
                     Some(Message::Failed(e)) => failed = Some(e),
-                    _ => {}
+                    Some(Message::Ended(info)) => status = Some(info),
+                    Some(Message::Ready(_)) => {}
+                    // End of file without a word from the zygote: it died; the helper is gone.
+                    None => { status.get_or_insert(ExitInfo::Code(crate::helper::SETUP_FAILED)); }
                 },
-                s = self.child.wait(), if status.is_none() => {
-                    status = Some(s?);
-                    crate::helper::cgroup::remove_after(self.pid as u32);
-                }
                 _ = &mut deadline, if end == End::Exited || status.is_some() => {
-                    if status.is_some() { out = None; err = None; self.reports.done = true; continue; }
+                    if status.is_some() { out = None; err = None; continue; }
                     end = End::TimedOut;
                     self.kill_tree(true);
                 }
@@ -461,7 +473,9 @@ impl Confined {
         if let Some(e) = failed {
             return Err(e.into());
         }
-        let exit = exit_msg.unwrap_or_else(|| exit_from(status.expect("loop ends with a status")));
+        let exit = exit_msg
+            .or(status)
+            .unwrap_or(ExitInfo::Code(crate::helper::SETUP_FAILED));
         Ok(Outcome {
             exit,
             end,
@@ -476,8 +490,14 @@ impl Confined {
     /// namespace's init, or each process under its subreaper) and exits once all are reaped,
     /// so the helper's exit means nothing is left.
     fn kill_tree(&self, alive: bool) {
-        if alive {
-            kill_tree(self.backend, self.pid);
+        if !alive {
+            return;
+        }
+        match self.backend {
+            Backend::None | Backend::Seatbelt => kill_tree(self.backend, self.pid),
+            Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock => {
+                let _ = crate::sys::pidfd_signal(&self.pidfd, libc::SIGTERM);
+            }
         }
     }
 }
@@ -497,20 +517,11 @@ pub(crate) fn kill_tree(backend: Backend, pid: i32) {
     };
 }
 
-pub(crate) fn exit_from(status: std::process::ExitStatus) -> ExitInfo {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => ExitInfo::Code(c),
-        (None, Some(s)) => ExitInfo::Signal(s),
-        _ => ExitInfo::Code(crate::helper::SETUP_FAILED),
-    }
-}
-
 impl Drop for Confined {
     fn drop(&mut self) {
         if !self.done {
-            let alive = matches!(self.child.try_wait(), Ok(None));
-            self.kill_tree(alive);
+            // Through the pidfd: harmless if the helper has already ended.
+            self.kill_tree(true);
         }
     }
 }

@@ -30,6 +30,7 @@ pub mod plan;
 pub mod profile;
 pub mod protocol;
 pub mod seatbelt;
+mod spawner;
 mod sys;
 
 pub use backend::{Backend, BackendChoice};

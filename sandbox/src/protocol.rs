@@ -49,6 +49,8 @@ pub enum Message {
     Failed(SetupError),
     /// The command ended.
     Exited(ExitInfo),
+    /// The helper itself ended (written by the zygote that reaped it; always the last line).
+    Ended(ExitInfo),
 }
 
 impl Message {

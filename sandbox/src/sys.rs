@@ -422,3 +422,24 @@ pub fn open_path(path: &Path, refuse_symlinks: bool) -> io::Result<std::os::fd::
     // SAFETY: `fd` is a fresh descriptor nobody else owns.
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as RawFd) })
 }
+
+/// `pidfd_send_signal(pidfd, sig)`: signals exactly the process the pidfd refers to (never a
+/// process that reused its pid); an error once it has ended.
+pub fn pidfd_signal(pidfd: &std::os::fd::OwnedFd, sig: libc::c_int) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a null siginfo and zero flags are valid; the call only signals the process.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0u32,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

@@ -16,6 +16,7 @@ mod reaper;
 mod rlimits;
 mod scratch;
 mod seccomp;
+pub(crate) mod zygote;
 
 pub use seccomp::compile as compile_seccomp;
 
@@ -66,7 +67,15 @@ pub fn run_if_helper_with(ops: &'static [(&'static str, OpFn)]) {
         return;
     }
     let _ = OPS.set(ops);
-    let inner = args.next().as_deref() == Some(OsStr::new(INNER_ARG));
+    let second = args.next();
+    if second.as_deref() == Some(OsStr::new(zygote::ZYGOTE_ARG)) {
+        zygote::serve();
+    }
+    helper_exit(second.as_deref() == Some(OsStr::new(INNER_ARG)))
+}
+
+/// The helper proper (re-executed, or forked by the zygote): confine, run, exit.
+fn helper_exit(inner: bool) -> ! {
     let code = match helper_main(inner) {
         Ok(code) => code,
         Err(e) => {
@@ -110,8 +119,8 @@ pub(crate) fn send(msg: &Message) {
 }
 
 fn borrow(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
-    // SAFETY: REPORT_FD is installed by the launcher before exec and stays open (close-on-exec)
-    // for the helper's whole life; the borrow is only used for a single write.
+    // SAFETY: REPORT_FD and LIFELINE_FD are installed by the launcher (or the zygote) before
+    // the helper starts and stay open for its whole life; a borrow is used for one call.
     unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
 }
 
@@ -230,6 +239,17 @@ fn die_with_parent(launcher: u32, signal: Option<Signal>) -> Result<(), SetupErr
             SetupError::os(Stage::DieWithParent, "prctl(PR_SET_PDEATHSIG)", &e.into())
         })?;
     }
+    if zygote::FORKED.load(std::sync::atomic::Ordering::Relaxed) {
+        // Our parent is the zygote; the launcher's liveness is the lifeline's.
+        return if lifeline_hung_up() {
+            Err(SetupError::new(
+                Stage::DieWithParent,
+                "launcher exited before the helper started",
+            ))
+        } else {
+            Ok(())
+        };
+    }
     if nix::unistd::getppid().as_raw() as u32 != launcher {
         return Err(SetupError::new(
             Stage::DieWithParent,
@@ -237,6 +257,15 @@ fn die_with_parent(launcher: u32, signal: Option<Signal>) -> Result<(), SetupErr
         ));
     }
     Ok(())
+}
+
+fn lifeline_hung_up() -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(borrow(LIFELINE_FD), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok()
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
 }
 
 /// A new session: no controlling terminal, so no TIOCSTI into the user's terminal.

@@ -1,0 +1,201 @@
+//! The zygote: one single-threaded helper process per [`crate::Sandbox`], started once, that
+//! forks a helper per execution instead of the launcher re-executing the binary each time.
+//!
+//! Protocol on its control socket (`SOCK_SEQPACKET`, at [`CONTROL_FD`] when it starts): each
+//! request is one byte with six descriptors attached — the command's stdin, stdout, stderr, the
+//! plan, report and lifeline pipe ends, in that order. The zygote forks; the child installs
+//! them on 0–5 and runs exactly what a re-executed helper runs (it reads its plan from
+//! [`super::PLAN_FD`]). The reply is the child's pid (4 bytes, little endian) with its pidfd
+//! attached. The zygote keeps each child's report pipe until it has reaped the child, then
+//! writes [`Message::Ended`] with the child's exit status there and closes it. End of file on
+//! the control socket (the launcher is gone) ends the zygote; each helper still has its own
+//! lifeline.
+
+use std::collections::HashMap;
+use std::io::{IoSlice, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+
+use crate::protocol::{ExitInfo, Message};
+
+/// Second argument that starts the zygote.
+pub const ZYGOTE_ARG: &str = "zygote";
+/// Where the launcher installs the control socket.
+pub const CONTROL_FD: RawFd = 3;
+/// Descriptors attached to each request.
+pub const REQUEST_FDS: usize = 6;
+
+/// Set in a helper forked by the zygote: its parent is the zygote, not the launcher.
+pub(crate) static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs the zygote until the launcher closes the control socket. Never returns.
+pub(crate) fn serve() -> ! {
+    let code = match Zygote::new().and_then(Zygote::run) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("zeroclaw sandbox zygote: {e}");
+            super::SETUP_FAILED
+        }
+    };
+    crate::sys::exit_now(code)
+}
+
+struct Zygote {
+    control: OwnedFd,
+    children: SignalFd,
+    old_mask: SigSet,
+    /// Report pipe of each live helper, written once it is reaped.
+    reports: HashMap<i32, OwnedFd>,
+}
+
+impl Zygote {
+    fn new() -> std::io::Result<Zygote> {
+        // SAFETY: the launcher installed the control socket at CONTROL_FD before exec; we take
+        // sole ownership of it here, once.
+        let installed = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
+        // Above the fixed numbers 0–5 the helpers' descriptors are installed on.
+        let control = crate::sys::dup_high(installed.as_raw_fd())?;
+        drop(installed);
+        let mut set = SigSet::empty();
+        set.add(Signal::SIGCHLD);
+        let old_mask = set.thread_swap_mask(SigmaskHow::SIG_BLOCK)?;
+        let children = SignalFd::with_flags(&set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
+        Ok(Zygote {
+            control,
+            children,
+            old_mask,
+            reports: HashMap::new(),
+        })
+    }
+
+    fn run(mut self) -> std::io::Result<()> {
+        loop {
+            let mut fds = [
+                PollFd::new(self.control.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.children.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+            let (request, exited) = (ready(&fds[0]), ready(&fds[1]));
+            if exited {
+                while self.children.read_signal().ok().flatten().is_some() {}
+                self.reap();
+            }
+            if request && !self.serve_one()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Handles one request; false once the launcher is gone.
+    fn serve_one(&mut self) -> std::io::Result<bool> {
+        let mut byte = [0u8; 1];
+        let mut iov = [IoSliceMut::new(&mut byte)];
+        let mut space = nix::cmsg_space!([RawFd; REQUEST_FDS]);
+        let msg = match recvmsg::<()>(
+            self.control.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Ok(m) => m,
+            Err(Errno::EINTR | Errno::EAGAIN) => return Ok(true),
+            Err(_) => return Ok(false),
+        };
+        if msg.bytes == 0 {
+            return Ok(false);
+        }
+        let mut received: Vec<OwnedFd> = Vec::new();
+        for cmsg in msg.cmsgs()? {
+            if let ControlMessageOwned::ScmRights(fds) = cmsg {
+                // SAFETY: SCM_RIGHTS descriptors are new in this process and owned by nobody.
+                received.extend(
+                    fds.into_iter()
+                        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+                );
+            }
+        }
+        if received.len() != REQUEST_FDS {
+            // A malformed request: answer with pid 0 and no descriptor.
+            self.reply(0, None);
+            return Ok(true);
+        }
+        match crate::sys::fork() {
+            Ok(None) => self.child(&received),
+            Ok(Some(pid)) => {
+                let pidfd = crate::sys::pidfd_open(pid).ok();
+                self.reply(pid, pidfd.as_ref());
+                let report = received.swap_remove(4);
+                self.reports.insert(pid, report);
+                Ok(true)
+            }
+            Err(_) => {
+                self.reply(0, None);
+                Ok(true)
+            }
+        }
+    }
+
+    fn reply(&self, pid: i32, pidfd: Option<&OwnedFd>) {
+        let bytes = pid.to_le_bytes();
+        let iov = [IoSlice::new(&bytes)];
+        let fds: Vec<RawFd> = pidfd.iter().map(|fd| fd.as_raw_fd()).collect();
+        let cmsgs: Vec<ControlMessage> = if fds.is_empty() {
+            Vec::new()
+        } else {
+            vec![ControlMessage::ScmRights(&fds)]
+        };
+        let _ = sendmsg::<()>(
+            self.control.as_raw_fd(),
+            &iov,
+            &cmsgs,
+            MsgFlags::empty(),
+            None,
+        );
+    }
+
+    /// The forked helper: the request's descriptors on 0–5, nothing else open, the caller's
+    /// signal mask, then the ordinary helper stages.
+    fn child(&self, received: &[OwnedFd]) -> ! {
+        let _ = self.old_mask.thread_set_mask();
+        // High copies first, so installing one cannot clobber another not yet installed.
+        let high: Vec<OwnedFd> = received
+            .iter()
+            .map(|fd| crate::sys::dup_high(fd.as_raw_fd()))
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|_| crate::sys::exit_now(super::SETUP_FAILED));
+        for (target, fd) in high.iter().enumerate() {
+            if crate::sys::dup_onto(fd.as_raw_fd(), target as RawFd).is_err() {
+                crate::sys::exit_now(super::SETUP_FAILED);
+            }
+        }
+        let _ = crate::sys::close_from(super::LIFELINE_FD + 1);
+        FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
+        super::helper_exit(false)
+    }
+
+    /// Reaps every exited helper and tells its launcher how it ended.
+    fn reap(&mut self) {
+        loop {
+            let (pid, info) = match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) => (pid, ExitInfo::Code(code)),
+                Ok(WaitStatus::Signaled(pid, sig, _)) => (pid, ExitInfo::Signal(sig as i32)),
+                Ok(WaitStatus::StillAlive) | Err(_) => return,
+                Ok(_) => continue,
+            };
+            if let Some(report) = self.reports.remove(&pid.as_raw()) {
+                let _ = nix::unistd::write(&report, &Message::Ended(info).encode());
+            }
+            super::cgroup::remove_after(pid.as_raw() as u32);
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The launcher's link to its zygote ([`crate::helper::zygote`]): starts it once per
+//! [`crate::Sandbox`] (the helper binary re-executed a single time), hands it each execution's
+//! descriptors and gets back the forked helper's pid and pidfd. A zygote that died is started
+//! again on the next request; one that cannot serve is a [`Stage::Spawn`] setup error.
+
+use std::io::{IoSlice, IoSliceMut, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use nix::sys::socket::{
+    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
+    sendmsg, setsockopt, socketpair, sockopt,
+};
+use nix::sys::time::TimeVal;
+
+use crate::error::{SandboxError, SetupError, Stage};
+use crate::helper::HELPER_ARG;
+use crate::helper::zygote::{CONTROL_FD, REQUEST_FDS, ZYGOTE_ARG};
+
+/// The zygote of one sandbox, shared by its clones; started on first use.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Spawner {
+    zygote: Arc<Mutex<Option<Zygote>>>,
+}
+
+/// A running zygote: its process and our end of the control socket.
+#[derive(Debug)]
+struct Zygote {
+    process: Child,
+    control: OwnedFd,
+}
+
+/// A helper forked by the zygote.
+pub(crate) struct Forked {
+    pub pid: i32,
+    pub pidfd: OwnedFd,
+}
+
+impl Spawner {
+    /// Forks a helper with `fds` (stdin, stdout, stderr, plan, report, lifeline) installed.
+    pub fn fork(&self, helper: &Path, fds: [RawFd; REQUEST_FDS]) -> Result<Forked, SandboxError> {
+        let mut slot = self.zygote.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = None;
+        for _ in 0..2 {
+            if slot.is_none() {
+                *slot = Some(Zygote::start(helper)?);
+            }
+            let zygote = slot.as_mut().expect("started above");
+            match zygote.request(fds) {
+                Ok(forked) => return Ok(forked),
+                Err(why) => {
+                    let stderr = slot.take().map(Zygote::stop).unwrap_or_default();
+                    last = Some((why, stderr));
+                }
+            }
+        }
+        let (why, stderr) = last.unwrap_or_default();
+        Err(SetupError::new(
+            Stage::Spawn,
+            format!(
+                "helper {} does not serve as a zygote ({why}): {}",
+                helper.display(),
+                stderr.trim()
+            ),
+        )
+        .hint("a helper binary must call zeroclaw_sandbox::helper::run_if_helper() first in main")
+        .into())
+    }
+}
+
+impl Zygote {
+    fn start(helper: &Path) -> Result<Zygote, SandboxError> {
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .map_err(|e| spawn_error(helper, "socketpair(SOCK_SEQPACKET)", e.into()))?;
+        // A wedged zygote must not hang a tool call forever.
+        let timeout = TimeVal::new(10, 0);
+        let _ = setsockopt(&ours, sockopt::ReceiveTimeout, &timeout);
+        let _ = setsockopt(&ours, sockopt::SendTimeout, &timeout);
+        let theirs_raw = theirs.as_raw_fd();
+        let mut cmd = Command::new(helper);
+        cmd.args([HELPER_ARG, ZYGOTE_ARG])
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // SAFETY: the closure runs in the forked child before exec and only calls dup2/fcntl
+        // (async-signal-safe) on a descriptor that stays open in the parent until spawn returns.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                crate::sys::dup_onto(theirs_raw, CONTROL_FD)
+            });
+        }
+        let process = cmd
+            .spawn()
+            .map_err(|e| spawn_error(helper, "spawn(zygote)", e))?;
+        drop(theirs);
+        Ok(Zygote {
+            process,
+            control: ours,
+        })
+    }
+
+    fn request(&mut self, fds: [RawFd; REQUEST_FDS]) -> Result<Forked, String> {
+        let iov = [IoSlice::new(&[1u8])];
+        sendmsg::<()>(
+            self.control.as_raw_fd(),
+            &iov,
+            &[ControlMessage::ScmRights(&fds)],
+            MsgFlags::MSG_NOSIGNAL,
+            None,
+        )
+        .map_err(|e| format!("sendmsg: {e}"))?;
+        let mut pid = [0u8; 4];
+        let mut iov = [IoSliceMut::new(&mut pid)];
+        let mut space = nix::cmsg_space!([RawFd; 1]);
+        let msg = recvmsg::<()>(
+            self.control.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        )
+        .map_err(|e| format!("recvmsg: {e}"))?;
+        let bytes = msg.bytes;
+        let mut pidfd = None;
+        for cmsg in msg.cmsgs().map_err(|e| e.to_string())? {
+            if let ControlMessageOwned::ScmRights(received) = cmsg {
+                for fd in received {
+                    // SAFETY: SCM_RIGHTS descriptors are new in this process, owned by nobody.
+                    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                    pidfd.get_or_insert(owned);
+                }
+            }
+        }
+        let pid = i32::from_le_bytes(pid);
+        match (bytes, pidfd) {
+            (4, Some(pidfd)) if pid > 0 => Ok(Forked { pid, pidfd }),
+            (0, _) => Err("the zygote exited".into()),
+            _ => Err(format!("the zygote could not fork (answered pid {pid})")),
+        }
+    }
+
+    /// Stops the zygote; returns what it said on stderr.
+    fn stop(mut self) -> String {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+        let mut text = String::new();
+        if let Some(mut err) = self.process.stderr.take() {
+            let _ = (&mut err).take(4096).read_to_string(&mut text);
+        }
+        text
+    }
+}
+
+impl Drop for Zygote {
+    fn drop(&mut self) {
+        // End of file on the control socket ends it; kill and reap in case it is stuck.
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+fn spawn_error(helper: &Path, call: &str, e: std::io::Error) -> SandboxError {
+    SetupError::os(Stage::Spawn, format!("{call} {}", helper.display()), &e).into()
+}
