@@ -80,6 +80,37 @@ pub fn close_from(first: RawFd) -> io::Result<()> {
     }
 }
 
+/// Closes every descriptor from `first` up except `keep`.
+pub fn close_from_except(first: RawFd, keep: Option<RawFd>) -> io::Result<()> {
+    match keep {
+        Some(k) if k >= first => {
+            if k > first {
+                close_range(first, k - 1)?;
+            }
+            close_from(k + 1)
+        }
+        _ => close_from(first),
+    }
+}
+
+fn close_range(first: RawFd, last: RawFd) -> io::Result<()> {
+    // SAFETY: close_range only closes descriptors; the caller holds no Rust owner of one in
+    // the range that it uses afterwards.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first as libc::c_uint,
+            last as libc::c_uint,
+            0,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// The running kernel's Landlock ABI version, `None` when Landlock is unavailable.
 pub fn landlock_abi() -> Option<u32> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;

@@ -606,3 +606,65 @@ async fn a_concurrent_run_keeps_the_denied_placeholder_until_the_last_one_ends()
         );
     }
 }
+
+/// The zygote: a `Sandbox` starts one helper process on first use and forks every execution
+/// from it; a zygote killed from outside is replaced on the next run (which succeeds); none is
+/// left once the `Sandbox` is dropped.
+#[tokio::test(flavor = "current_thread")]
+async fn the_zygote_is_reused_replaced_when_killed_and_gone_with_the_sandbox() {
+    for s in sandboxes() {
+        let backend = s.backend();
+        let (ws, tools) = (workspace(), workspace());
+        // A uniquely named link to the helper: its zygote is found by its command line.
+        let link = tools.path().join(format!("zc-zygote-{}", marker()));
+        std::os::unix::fs::symlink(HELPER, &link).unwrap();
+        let needle = format!("{} ", link.display());
+        let zygotes = || -> Vec<i32> {
+            processes_with(&needle)
+                .iter()
+                .filter(|p| p.contains(" zygote"))
+                .filter_map(|p| p.split(':').next()?.parse().ok())
+                .collect()
+        };
+        let s = s.with_helper(&link);
+        let p = Profile::for_workspace(ws.path());
+        assert_eq!(run(&s, &p, "exit 3").await.shell_code(), 3, "{backend}");
+        let first = zygotes();
+        assert_eq!(
+            first.len(),
+            1,
+            "{backend}: one zygote expected, found {first:?}"
+        );
+        assert_eq!(run(&s, &p, "exit 4").await.shell_code(), 4, "{backend}");
+        assert_eq!(zygotes(), first, "{backend}: the zygote was not reused");
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(first[0]),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        for _ in 0..200 {
+            if !zygotes().contains(&first[0]) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(run(&s, &p, "exit 5").await.shell_code(), 5, "{backend}");
+        let second = zygotes();
+        assert!(
+            second.len() == 1 && second != first,
+            "{backend}: expected a new zygote, found {second:?} (was {first:?})"
+        );
+        drop(s);
+        let mut left = zygotes();
+        for _ in 0..200 {
+            if left.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            left = zygotes();
+        }
+        assert!(
+            left.is_empty(),
+            "{backend}: zygote {left:?} outlived its Sandbox"
+        );
+    }
+}

@@ -282,6 +282,31 @@ pub struct Unowned {
 /// unmapped; either way the child's uid 0 is not their owner.
 const UNOWNED_MAP: &str = "0 65534 1\n";
 
+/// The idmap user namespace, made once by the zygote (see [`warm_up`]) and inherited by every
+/// helper it forks; a helper without one makes its own.
+static UNOWNED_USERNS: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
+
+/// Zygote start-up, as root: makes the idmap user namespace once (a fork and a user
+/// namespace fewer per execution). Returns its descriptor, which forked helpers keep open.
+pub fn warm_up() -> Option<std::os::fd::RawFd> {
+    if !nix::unistd::geteuid().is_root() {
+        return None;
+    }
+    let fd = crate::sys::userns_with_map(UNOWNED_MAP)
+        .and_then(|fd| crate::sys::dup_high(fd.as_raw_fd()))
+        .ok()?;
+    let raw = fd.as_raw_fd();
+    UNOWNED_USERNS.set(fd).ok()?;
+    Some(raw)
+}
+
+fn unowned_userns() -> std::io::Result<OwnedFd> {
+    match UNOWNED_USERNS.get() {
+        Some(fd) => fd.try_clone(),
+        None => crate::sys::userns_with_map(UNOWNED_MAP),
+    }
+}
+
 impl Unowned {
     /// Idmaps each of `roots`, falling back to masking its root-only files.
     pub fn prepare(roots: &[PathBuf]) -> Unowned {
@@ -289,7 +314,7 @@ impl Unowned {
         if roots.is_empty() {
             return out;
         }
-        let userns = crate::sys::userns_with_map(UNOWNED_MAP);
+        let userns = unowned_userns();
         for root in roots {
             let tree = userns.as_ref().ok().and_then(|ns| {
                 let tree = crate::sys::clone_tree(root).ok()?;

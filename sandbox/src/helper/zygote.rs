@@ -48,6 +48,8 @@ pub(crate) fn serve() -> ! {
 
 struct Zygote {
     control: OwnedFd,
+    /// Kept open in forked helpers (see [`super::mounts::warm_up`]).
+    inherited: Option<RawFd>,
     children: SignalFd,
     old_mask: SigSet,
     /// Report pipe of each live helper, written once it is reaped.
@@ -66,8 +68,10 @@ impl Zygote {
         set.add(Signal::SIGCHLD);
         let old_mask = set.thread_swap_mask(SigmaskHow::SIG_BLOCK)?;
         let children = SignalFd::with_flags(&set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
+        let inherited = super::mounts::warm_up();
         Ok(Zygote {
             control,
+            inherited,
             children,
             old_mask,
             reports: HashMap::new(),
@@ -178,7 +182,7 @@ impl Zygote {
                 crate::sys::exit_now(super::SETUP_FAILED);
             }
         }
-        let _ = crate::sys::close_from(super::LIFELINE_FD + 1);
+        let _ = crate::sys::close_from_except(super::LIFELINE_FD + 1, self.inherited);
         FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
         super::helper_exit(false)
     }
