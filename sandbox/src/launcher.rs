@@ -81,31 +81,26 @@ impl Sandbox {
     /// Detects what works here and picks the backend for `choice` (fails closed).
     pub fn new(choice: BackendChoice, allow_partial: bool) -> Result<Self, SandboxError> {
         let backend = crate::detect::choose(choice, allow_partial, &crate::detect::Live)?;
-        Ok(Sandbox {
-            backend,
-            allow_partial,
-            helper: PathBuf::from("/proc/self/exe"),
-            bwrap: crate::detect::bwrap_path(),
-            spawner: crate::spawner::Spawner::default(),
-        })
+        Ok(Self::with_backend(backend, allow_partial))
     }
 
     /// Like [`Sandbox::new`] without trying user namespaces first (see
     /// [`crate::detect::AssumingUserNamespaces`]): for one-shot callers, which on a
     /// [`Stage::Namespaces`] failure of an `auto` choice fall back to [`Sandbox::new`].
     pub fn new_unprobed(choice: BackendChoice, allow_partial: bool) -> Result<Self, SandboxError> {
-        let backend = crate::detect::choose(
-            choice,
-            allow_partial,
-            &crate::detect::AssumingUserNamespaces,
-        )?;
-        Ok(Sandbox {
+        let probes = crate::detect::AssumingUserNamespaces;
+        let backend = crate::detect::choose(choice, allow_partial, &probes)?;
+        Ok(Self::with_backend(backend, allow_partial))
+    }
+
+    fn with_backend(backend: Backend, allow_partial: bool) -> Self {
+        Sandbox {
             backend,
             allow_partial,
             helper: PathBuf::from("/proc/self/exe"),
             bwrap: crate::detect::bwrap_path(),
             spawner: crate::spawner::Spawner::default(),
-        })
+        }
     }
 
     /// Uses `exe` as the helper (it must call [`crate::helper::run_if_helper`] first thing).

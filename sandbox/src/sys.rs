@@ -70,14 +70,7 @@ pub fn harden_mount(path: &Path, readonly: bool) -> io::Result<()> {
 
 /// Closes every descriptor from `first` up.
 pub fn close_from(first: RawFd) -> io::Result<()> {
-    // SAFETY: close_range only closes descriptors; nothing in the helper holds a Rust owner of
-    // a descriptor at or above `first` that it uses afterwards.
-    let rc = unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, u32::MAX, 0) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    close_range(first, RawFd::MAX)
 }
 
 /// Closes every descriptor from `first` up except `keep`.
@@ -93,17 +86,16 @@ pub fn close_from_except(first: RawFd, keep: Option<RawFd>) -> io::Result<()> {
     }
 }
 
+/// Closes descriptors `first..=last` (`RawFd::MAX`: all above `first`).
 fn close_range(first: RawFd, last: RawFd) -> io::Result<()> {
+    let last = if last == RawFd::MAX {
+        u32::MAX
+    } else {
+        last as u32
+    };
     // SAFETY: close_range only closes descriptors; the caller holds no Rust owner of one in
     // the range that it uses afterwards.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            first as libc::c_uint,
-            last as libc::c_uint,
-            0,
-        )
-    };
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, last, 0) };
     if rc == 0 {
         Ok(())
     } else {
