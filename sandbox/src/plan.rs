@@ -206,7 +206,11 @@ pub fn build(
         protected: profile.protected.clone(),
         denied: profile.denied.clone(),
         scrub: scrub_list(profile),
-        landlock: landlock(profile, namespaced, &home, &tmp),
+        landlock: if backend == Backend::None {
+            LandlockPlan::default() // unconfined: no ruleset, no /etc scan
+        } else {
+            landlock(profile, namespaced, &home, &tmp)
+        },
         seccomp: SeccompPlan {
             deny_inet: profile.network == Network::Deny,
             deny_all_sockets: profile.network == Network::Deny && !namespaced,
