@@ -9,23 +9,24 @@
 //! Goals (reported, not asserted): cold start ≤ 5 ms, turn ratio ≤ 10×, load ≤ 50 ms.
 
 #[allow(dead_code)]
+mod common;
+#[allow(dead_code)]
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{Acp, CHUNKS, PacedSse, median, ms};
 use model_server::{ModelServer, text_reply};
 use serde_json::{Value, json};
 
 const COLD_RUNS: usize = 25;
 const TURNS: usize = 500;
 const LOAD_RUNS: usize = 5;
-const CHUNKS: usize = 1_000;
-const CHUNK_GAP: Duration = Duration::from_micros(500);
 
 fn main() {
     let config = tempfile::tempdir().expect("config dir");
@@ -40,103 +41,15 @@ fn main() {
     chunk_latency(work.path());
 }
 
-/// A `zeroclaw acp` process driven line by line from this thread.
-struct Acp {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Acp {
-    fn spawn(config_dir: &Path, base_url: &str) -> Acp {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
-            .arg("acp")
-            .env("ZEROCLAW_CONFIG_DIR", config_dir)
-            .env("ZEROCLAW_providers__local__kind", "openai")
-            .env("ZEROCLAW_providers__local__base_url", base_url)
-            .env("ZEROCLAW_providers__local__api_key", "bench")
-            .env("ZEROCLAW_agents__coder__provider", "local")
-            .env("ZEROCLAW_agents__coder__model", "m")
-            .env_remove("ZEROCLAW_LOG")
-            .current_dir(config_dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn zeroclaw acp");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Acp {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        }
-    }
-
-    fn send(&mut self, method: &str, params: Value) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        let mut line = serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        )
-        .unwrap();
-        line.push(b'\n');
-        self.stdin.write_all(&line).expect("write request");
-        self.stdin.flush().unwrap();
-        id
-    }
-
-    fn read_message(&mut self) -> Value {
-        let mut line = String::new();
-        let n = self.stdout.read_line(&mut line).expect("read stdout");
-        assert!(n > 0, "zeroclaw acp closed stdout");
-        serde_json::from_str(&line).expect("JSON line")
-    }
-
-    /// Reads until the response to `id`; calls `on_update` for every notification before it.
-    fn response(&mut self, id: u64, mut on_update: impl FnMut(&Value)) -> Value {
-        loop {
-            let msg = self.read_message();
-            if msg.get("method").is_some() {
-                on_update(&msg);
-            } else if msg["id"] == id {
-                assert!(msg.get("error").is_none(), "request failed: {msg}");
-                return msg["result"].clone();
-            }
-        }
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.send(method, params);
-        self.response(id, |_| {})
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin);
-        let _ = self.child.wait();
-    }
-}
-
-fn median(samples: &mut [Duration]) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 fn cold_start(config_dir: &Path) {
     // One warm-up run creates the store and pulls the binary into the page cache.
-    Acp::spawn(config_dir, "http://127.0.0.1:9/v1").finish();
+    Acp::spawn(config_dir, "http://127.0.0.1:9/v1", &[]).finish();
     let mut zeroclaw = Vec::new();
     let mut baseline = Vec::new();
     let mut version = Vec::new();
     for _ in 0..COLD_RUNS {
         let start = Instant::now();
-        let mut acp = Acp::spawn(config_dir, "http://127.0.0.1:9/v1");
+        let mut acp = Acp::spawn(config_dir, "http://127.0.0.1:9/v1", &[]);
         acp.call("initialize", json!({"protocolVersion": 1}));
         zeroclaw.push(start.elapsed());
         acp.finish();
@@ -173,7 +86,7 @@ fn turns_and_load(config_dir: &Path, work: &Path) -> String {
     let script = (0..3 * TURNS).map(|_| text_reply(reply)).collect();
     let model = ModelServer::start_blocking(script);
 
-    let mut acp = Acp::spawn(config_dir, &model.base_url());
+    let mut acp = Acp::spawn(config_dir, &model.base_url(), &[]);
     acp.call("initialize", json!({"protocolVersion": 1}));
     let created = acp.call("session/new", json!({"cwd": work, "mcpServers": []}));
     let session = created["sessionId"].as_str().unwrap().to_string();
@@ -221,7 +134,7 @@ fn turns_and_load(config_dir: &Path, work: &Path) -> String {
     let mut loads = Vec::new();
     let mut replayed = 0usize;
     for _ in 0..LOAD_RUNS {
-        let mut fresh = Acp::spawn(config_dir, &model.base_url());
+        let mut fresh = Acp::spawn(config_dir, &model.base_url(), &[]);
         fresh.call("initialize", json!({"protocolVersion": 1}));
         let start = Instant::now();
         let id = fresh.send("session/load", json!({"sessionId": session}));
@@ -307,7 +220,7 @@ fn chunk_latency(work: &Path) {
 
     let config = tempfile::tempdir().unwrap();
     let server = PacedSse::start(epoch);
-    let mut acp = Acp::spawn(config.path(), &format!("http://{}/v1", server.addr));
+    let mut acp = Acp::spawn(config.path(), &server.base_url(), &[]);
     acp.call("initialize", json!({"protocolVersion": 1}));
     let created = acp.call("session/new", json!({"cwd": work, "mcpServers": []}));
     let session = created["sessionId"].as_str().unwrap().to_string();
@@ -352,68 +265,4 @@ fn latencies(sent: &[Duration], arrived: &[Duration]) -> Vec<Duration> {
         .zip(arrived)
         .map(|(s, a)| a.saturating_sub(*s))
         .collect()
-}
-
-/// A one-shot SSE server sending `CHUNKS` text deltas `"<i>,"`, `CHUNK_GAP` apart, recording
-/// when each was written (as offsets from a shared epoch).
-struct PacedSse {
-    addr: String,
-    thread: std::thread::JoinHandle<Vec<Duration>>,
-}
-
-impl PacedSse {
-    fn start(epoch: Instant) -> PacedSse {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let thread = std::thread::spawn(move || {
-            let (mut socket, _) = listener.accept().unwrap();
-            socket.set_nodelay(true).unwrap();
-            read_request(&mut socket);
-            socket
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
-                .unwrap();
-            let mut sent = Vec::with_capacity(CHUNKS);
-            for i in 0..CHUNKS {
-                std::thread::sleep(CHUNK_GAP);
-                let chunk = json!({"choices": [{"index": 0, "delta": {"content": format!("{i},")}, "finish_reason": null}]});
-                socket
-                    .write_all(format!("data: {chunk}\n\n").as_bytes())
-                    .unwrap();
-                sent.push(epoch.elapsed());
-            }
-            let done = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
-            let _ = socket.write_all(format!("data: {done}\n\ndata: [DONE]\n\n").as_bytes());
-            sent
-        });
-        PacedSse { addr, thread }
-    }
-
-    fn finish(self) -> Vec<Duration> {
-        self.thread.join().expect("paced SSE server")
-    }
-}
-
-/// Reads an HTTP request head and its `content-length` body.
-fn read_request(socket: &mut TcpStream) {
-    let mut data = Vec::new();
-    let mut piece = [0u8; 8192];
-    loop {
-        let n = socket.read(&mut piece).unwrap();
-        if n == 0 {
-            return;
-        }
-        data.extend_from_slice(&piece[..n]);
-        let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") else {
-            continue;
-        };
-        let head = String::from_utf8_lossy(&data[..end]).to_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        if data.len() >= end + 4 + length {
-            return;
-        }
-    }
 }

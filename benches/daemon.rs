@@ -6,25 +6,26 @@
 //! - daemon RSS idle and with 100 open sessions (100 connections), vs an idle `zeroclaw acp`.
 
 // The support modules' own `#[cfg(test)]` unit tests do not run under a harness-less bench.
+#[allow(dead_code)]
+mod common;
 #[allow(unused_imports)]
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{CHUNKS, PacedSse};
 use serde_json::{Value, json};
 use support::acp_client::{memory_kib, model_env};
 use support::ws_conn::{Endpoint, TokenAt, Upgrade};
 use support::ws_daemon::{Daemon, zeroclaw};
 use tokio_tungstenite::tungstenite::{self, Message, WebSocket};
 
-const CHUNKS: usize = 1_000;
-const CHUNK_GAP: Duration = Duration::from_micros(500);
 const CONNECTS: usize = 300;
 const SPAWNS: usize = 30;
 const SESSIONS: usize = 100;
@@ -302,75 +303,4 @@ fn resident_memory(work: &Path) {
 
 fn rss(pid: u32) -> u64 {
     memory_kib(pid).map(|(_, rss)| rss).expect("VmRSS")
-}
-
-// --- a paced SSE model server ---
-
-/// A one-shot SSE server sending `CHUNKS` text deltas `"<i>,"`, `CHUNK_GAP` apart, recording
-/// each send time as an offset from the shared epoch.
-struct PacedSse {
-    addr: String,
-    thread: std::thread::JoinHandle<Vec<Duration>>,
-}
-
-impl PacedSse {
-    fn start(epoch: Instant) -> PacedSse {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let thread = std::thread::spawn(move || {
-            let (mut socket, _) = listener.accept().unwrap();
-            socket.set_nodelay(true).unwrap();
-            skip_request(&mut socket);
-            let head =
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-            socket.write_all(head.as_bytes()).unwrap();
-            let mut sent = Vec::with_capacity(CHUNKS);
-            for i in 0..CHUNKS {
-                std::thread::sleep(CHUNK_GAP);
-                let delta = json!({"content": format!("{i},")});
-                let chunk =
-                    json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
-                socket
-                    .write_all(format!("data: {chunk}\n\n").as_bytes())
-                    .unwrap();
-                sent.push(epoch.elapsed());
-            }
-            let done = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
-            let _ = socket.write_all(format!("data: {done}\n\ndata: [DONE]\n\n").as_bytes());
-            sent
-        });
-        PacedSse { addr, thread }
-    }
-
-    fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
-    }
-
-    fn finish(self) -> Vec<Duration> {
-        self.thread.join().expect("paced SSE server")
-    }
-}
-
-/// Reads a request head and its `content-length` body.
-fn skip_request(socket: &mut TcpStream) {
-    let mut data = Vec::new();
-    let mut piece = [0u8; 8192];
-    while let Ok(n) = socket.read(&mut piece) {
-        if n == 0 {
-            return;
-        }
-        data.extend_from_slice(&piece[..n]);
-        let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") else {
-            continue;
-        };
-        let head = String::from_utf8_lossy(&data[..end]).to_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        if data.len() >= end + 4 + length {
-            return;
-        }
-    }
 }

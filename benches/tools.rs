@@ -6,14 +6,16 @@
 //! call are measured too. Medians; ratios printed, nothing asserted.
 
 #[allow(dead_code)]
+mod common;
+#[allow(dead_code)]
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::{Acp, median, ms};
 use model_server::{ModelServer, Reply, text_reply, tool_reply};
 use serde_json::{Value, json};
 
@@ -30,7 +32,7 @@ fn main() {
     )
     .expect("small file");
     let model = ModelServer::start_blocking(Vec::new());
-    let mut acp = Acp::spawn(config.path(), &model.base_url());
+    let mut acp = spawn_full(config.path(), &model.base_url());
     acp.call("initialize", json!({"protocolVersion": 1}));
     println!(
         "tool-call overhead ({}), medians of {RUNS}",
@@ -113,60 +115,27 @@ fn direct(mut f: impl FnMut()) -> Duration {
     median(&mut samples)
 }
 
-fn median(samples: &mut [Duration]) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64().max(1e-9)
 }
 
-/// A `zeroclaw acp` process (autonomy `full`: no prompts) driven line by line.
-struct Acp {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
+/// `zeroclaw acp` with autonomy `full` (no prompts).
+fn spawn_full(config_dir: &Path, base_url: &str) -> Acp {
+    std::fs::write(
+        config_dir.join("config.toml"),
+        "[autonomy]\nlevel = \"full\"\n",
+    )
+    .expect("config.toml");
+    Acp::spawn(config_dir, base_url, &[("ZEROCLAW_acp__max_sessions", "8")])
 }
 
-impl Acp {
-    fn spawn(config_dir: &Path, base_url: &str) -> Acp {
-        std::fs::write(
-            config_dir.join("config.toml"),
-            "[autonomy]\nlevel = \"full\"\n",
-        )
-        .expect("config.toml");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
-            .arg("acp")
-            .env("ZEROCLAW_CONFIG_DIR", config_dir)
-            .env("ZEROCLAW_providers__local__kind", "openai")
-            .env("ZEROCLAW_providers__local__base_url", base_url)
-            .env("ZEROCLAW_providers__local__api_key", "bench")
-            .env("ZEROCLAW_agents__coder__provider", "local")
-            .env("ZEROCLAW_agents__coder__model", "m")
-            .env("ZEROCLAW_acp__max_sessions", "8")
-            .env_remove("ZEROCLAW_LOG")
-            .current_dir(config_dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn zeroclaw acp");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        Acp {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        }
-    }
+/// Session and turn helpers of this bench.
+trait ToolTurns {
+    fn new_session(&mut self, cwd: &Path) -> String;
+    fn turn(&mut self, model: &ModelServer, session: &str, kind: &Kind) -> Duration;
+}
 
+impl ToolTurns for Acp {
     fn new_session(&mut self, cwd: &Path) -> String {
         let created = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
         created["sessionId"]
@@ -177,7 +146,7 @@ impl Acp {
 
     /// One timed turn; panics unless a scripted tool call completed.
     fn turn(&mut self, model: &ModelServer, session: &str, kind: &Kind) -> Duration {
-        let call_id = format!("bench-{}", self.next_id);
+        let call_id = format!("bench-{}", self.next_id());
         for reply in script(kind, &call_id) {
             model.push(reply);
         }
@@ -197,43 +166,6 @@ impl Acp {
             assert_eq!(last, Some("completed"), "{name} ran: {statuses:?}");
         }
         took
-    }
-
-    fn send(&mut self, method: &str, params: Value) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let mut line = serde_json::to_vec(&msg).expect("serialize");
-        line.push(b'\n');
-        self.stdin.write_all(&line).expect("write request");
-        self.stdin.flush().expect("flush");
-        id
-    }
-
-    /// Reads until the response to `id`; calls `on_update` for every notification before it.
-    fn response(&mut self, id: u64, mut on_update: impl FnMut(&Value)) -> Value {
-        loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read stdout");
-            assert!(n > 0, "zeroclaw acp closed stdout");
-            let msg: Value = serde_json::from_str(&line).expect("JSON line");
-            if msg.get("method").is_some() {
-                on_update(&msg);
-            } else if msg["id"] == id {
-                assert!(msg.get("error").is_none(), "request failed: {msg}");
-                return msg["result"].clone();
-            }
-        }
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.send(method, params);
-        self.response(id, |_| {})
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin);
-        let _ = self.child.wait();
     }
 }
 
