@@ -324,6 +324,24 @@ fn bind_or_link(root: &Path) -> MountOp {
     }
 }
 
+/// Binds each ancestor of `path` strictly below `root` onto itself (once), so none can be
+/// renamed or replaced during the run.
+fn pin_ancestors(path: &Path, root: &Path, ops: &mut Vec<MountOp>) {
+    for ancestor in path.ancestors().skip(1) {
+        if ancestor == root || !is_under(ancestor, root) {
+            break;
+        }
+        let pin = MountOp::Bind {
+            path: ancestor.to_path_buf(),
+            rw: true,
+            optional: false,
+        };
+        if !ops.contains(&pin) {
+            ops.push(pin);
+        }
+    }
+}
+
 /// Every ancestor of a protected path below its writable root is pinned (bound onto itself, so
 /// it cannot be renamed or replaced), and the protected path itself is bound read-only.
 fn protected_mounts(profile: &Profile) -> Vec<MountOp> {
@@ -332,19 +350,7 @@ fn protected_mounts(profile: &Profile) -> Vec<MountOp> {
         let Some(root) = profile.writable_roots().find(|r| is_under(path, r)) else {
             continue;
         };
-        for ancestor in path.ancestors().skip(1) {
-            if ancestor == root.as_path() || !is_under(ancestor, root) {
-                break;
-            }
-            let pin = MountOp::Bind {
-                path: ancestor.to_path_buf(),
-                rw: true,
-                optional: false,
-            };
-            if !ops.contains(&pin) {
-                ops.push(pin);
-            }
-        }
+        pin_ancestors(path, root, &mut ops);
         ops.push(MountOp::Bind {
             path: path.clone(),
             rw: false,
@@ -415,19 +421,7 @@ pub fn guarded_denied(profile: &Profile) -> Vec<(&Path, &Path)> {
 fn denied_mounts(profile: &Profile) -> Vec<MountOp> {
     let mut ops = Vec::new();
     for (root, denied) in guarded_denied(profile) {
-        for ancestor in denied.ancestors().skip(1) {
-            if ancestor == root {
-                break;
-            }
-            let pin = MountOp::Bind {
-                path: ancestor.to_path_buf(),
-                rw: true,
-                optional: false,
-            };
-            if !ops.contains(&pin) {
-                ops.push(pin);
-            }
-        }
+        pin_ancestors(denied, root, &mut ops);
         if denied.symlink_metadata().is_err() {
             ops.push(MountOp::MaskDir {
                 path: denied.to_path_buf(),

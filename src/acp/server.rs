@@ -83,6 +83,21 @@ impl Server {
     }
 }
 
+/// The multi-threaded runtime and the store at `path` (see [`open_store`]), opened on a thread
+/// while the runtime is built: cold start is a product figure.
+pub fn runtime_and_store(
+    path: std::path::PathBuf,
+) -> anyhow::Result<(tokio::runtime::Runtime, Option<Store>)> {
+    let opening = std::thread::spawn(move || open_store(&path));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let store = opening
+        .join()
+        .map_err(|_| anyhow::anyhow!("opening the session store panicked"))?;
+    Ok((runtime, store))
+}
+
 /// The store at `path`, or `None` with a notice on stderr (whatever the log filter says).
 pub fn open_store(path: &Path) -> Option<Store> {
     match Store::open(path) {

@@ -32,15 +32,7 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     if let Some(secs) = args.session_timeout {
         config.acp.session_timeout_secs = secs;
     }
-    // Opening SQLite overlaps with building the runtime: cold start is a product figure.
-    let store_path = config.store_path();
-    let opening = std::thread::spawn(move || server::open_store(&store_path));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let store = opening
-        .join()
-        .map_err(|_| anyhow::anyhow!("opening the session store panicked"))?;
+    let (runtime, store) = server::runtime_and_store(config.store_path())?;
     runtime.block_on(serve_stdio(config, store));
     // Tasks still running (an outbound request nobody answers) must not hold the exit.
     runtime.shutdown_background();

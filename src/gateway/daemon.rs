@@ -46,14 +46,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<std::process::ExitCode> {
     } else {
         activated
     };
-    let store_path = config.store_path();
-    let opening = std::thread::spawn(move || server::open_store(&store_path));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let store = opening
-        .join()
-        .map_err(|_| anyhow::anyhow!("opening the session store panicked"))?;
+    let (runtime, store) = server::runtime_and_store(config.store_path())?;
     let sockets: Vec<(PathBuf, bool)> = listeners.iter().filter_map(unix_socket).collect();
     let result = runtime.block_on(serve(config, store, listeners, args));
     listen::remove_owned(&sockets);
