@@ -3,16 +3,16 @@
 //! A [`Profile`] says what a child may do (roots, protected and denied paths, network, limits,
 //! environment). [`detect`] probes the machine once and picks a backend from the ladder
 //! (namespaces, bubblewrap, Landlock-only, Seatbelt; `none` only by name) — failing closed.
-//! The [`Sandbox`] launcher (async, daemon side) re-executes the current binary as a
-//! single-threaded helper ([`helper::run_if_helper`], the first line of `main`), which
-//! confines itself stage by stage and execs the command; setup failures come back as a
-//! [`SetupError`] naming the [`Stage`].
+//! The [`Sandbox`] launcher (async, daemon side) re-executes the current binary once as a
+//! single-threaded zygote ([`helper::run_if_helper`], the first line of `main`), which forks a
+//! helper per execution; the helper confines itself stage by stage and execs the command;
+//! setup failures come back as a [`SetupError`] naming the [`Stage`].
 //!
 //! Module roles: `profile` (plain data), `plan` (profile resolved per backend, pure),
 //! `bubblewrap`/`seatbelt` (pure argv / SBPL builders), `detect` (probes, choice, report),
-//! `launcher` (spawn, stream, kill), `foreground` (the same for a single-threaded caller,
-//! without re-executing), `helper` (child side, one file per stage), `sys` (the few raw
-//! syscalls).
+//! `launcher` (spawn, stream, kill), `spawner` (the launcher's link to its zygote),
+//! `foreground` (the same for a single-threaded caller, forking the helper itself), `helper`
+//! (child side, one file per stage, and the zygote), `sys` (the few raw syscalls).
 //!
 //! # Test strategy
 //! Pure parts have unit tests; `tests/launcher.rs` runs real confined processes through a
