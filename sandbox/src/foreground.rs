@@ -391,7 +391,7 @@ impl Running {
                 Ok(Message::Ready(e)) => seen.enforcement = Some(e),
                 Ok(Message::Failed(e)) => seen.failed = Some(e),
                 Ok(Message::Exited(info)) => seen.exit = Some(info),
-                Ok(Message::Ended(_)) | Err(_) => {}
+                Ok(Message::Ended(_) | Message::Prepared(_)) | Err(_) => {}
             }
         }
     }

@@ -26,6 +26,7 @@ pub struct Sandbox {
     helper: PathBuf,
     bwrap: Option<PathBuf>,
     spawner: crate::spawner::Spawner,
+    warm: crate::warm::Pool,
 }
 
 /// Which stream a chunk of output came from.
@@ -100,6 +101,7 @@ impl Sandbox {
             helper: PathBuf::from("/proc/self/exe"),
             bwrap: crate::detect::bwrap_path(),
             spawner: crate::spawner::Spawner::default(),
+            warm: crate::warm::Pool::default(),
         }
     }
 
@@ -108,6 +110,7 @@ impl Sandbox {
     pub fn with_helper(mut self, exe: impl Into<PathBuf>) -> Self {
         self.helper = exe.into();
         self.spawner = crate::spawner::Spawner::default();
+        self.warm = crate::warm::Pool::default();
         self
     }
 
@@ -177,8 +180,34 @@ impl Sandbox {
     ) -> Result<Confined, SandboxError> {
         let plan = self.plan(profile, argv, op)?;
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
+        if self.backend == Backend::Namespaces
+            && let Some(warm) = self.warm.take(&plan).await
+        {
+            let (stdin_r, stdin) = pipe()?;
+            let (stdout, stdout_w) = pipe()?;
+            let (stderr, stderr_w) = pipe()?;
+            let stdio = [&stdin_r, &stdout_w, &stderr_w].map(|fd| fd.as_raw_fd());
+            // Stale or gone: it is told to end, and we start cold.
+            if let Some(taken) = warm.hand_over(&plan, &json, stdio) {
+                drop((stdin_r, stdout_w, stderr_w));
+                let started = Started {
+                    stdin,
+                    stdout,
+                    stderr,
+                    forked: taken.forked,
+                    report: taken.report,
+                    lifeline: taken.lifeline,
+                };
+                match self.confirm(profile, started).await {
+                    Ok(confined) => return Ok(confined),
+                    // Nothing of the call ran (the command starts only after "ready"): a
+                    // helper that died waiting, say with its zygote, costs a cold start.
+                    Err(e) => tracing::debug!("warm helper failed, starting cold: {e}"),
+                }
+            }
+        }
         let pipes = HelperPipes::new()?;
-        let forked = self.spawner.fork(&self.helper, pipes.child_ends())?;
+        let forked = self.spawner.fork(&self.helper, &pipes.child_ends())?;
         let HelperPipes {
             stdin,
             stdout,
@@ -191,10 +220,35 @@ impl Sandbox {
         drop(child); // the helper's ends live on in the helper only
         // The helper reads the whole plan first; if it died, the write fails (EPIPE).
         let _ = std::fs::File::from(plan_w).write_all(&json);
+        let started = Started {
+            stdin,
+            stdout,
+            stderr,
+            forked,
+            report,
+            lifeline,
+        };
+        self.confirm(profile, started).await
+    }
+
+    /// Waits for the helper's "confined" report and returns the running command.
+    async fn confirm(&self, profile: &Profile, started: Started) -> Result<Confined, SandboxError> {
+        let Started {
+            stdin,
+            stdout,
+            stderr,
+            forked,
+            report,
+            lifeline,
+        } = started;
         let mut reports = Reports::new(report)?;
         let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)?;
         let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(stderr)?;
-        match reports.next().await {
+        let mut first = reports.next().await;
+        while let Some(Message::Prepared(_)) = first {
+            first = reports.next().await;
+        }
+        match first {
             Some(Message::Ready(enforcement)) => Ok(Confined {
                 stdin: Some(tokio::net::unix::pipe::Sender::from_owned_fd(stdin)?),
                 stdout: Some(stdout),
@@ -207,6 +261,10 @@ impl Sandbox {
                 enforcement,
                 done: false,
                 _lifeline: lifeline,
+                refill: (self.backend == Backend::Namespaces).then(|| Refill {
+                    sandbox: self.clone(),
+                    profile: profile.clone(),
+                }),
             }),
             Some(Message::Failed(e)) => Err(e.into()),
             other => {
@@ -250,6 +308,28 @@ impl Sandbox {
         plan.bwrap = self.bwrap.clone();
         Ok(plan)
     }
+}
+
+/// A helper that has its plan: our ends of its pipes.
+struct Started {
+    stdin: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    forked: crate::spawner::Forked,
+    report: OwnedFd,
+    lifeline: OwnedFd,
+}
+
+/// A pipe, (read end, write end), both close-on-exec.
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)
+}
+
+/// What a finished namespace-backend call leaves behind: the shape of the next one, for a
+/// warm helper ([`crate::warm`]).
+struct Refill {
+    sandbox: Sandbox,
+    profile: Profile,
 }
 
 /// The six pipes of one execution: our ends, and the helper's (in the zygote's order: stdin,
@@ -365,6 +445,8 @@ pub struct Confined {
     done: bool,
     /// While open, the helper keeps the command alive; closing it (drop) kills the tree.
     _lifeline: OwnedFd,
+    /// Set for the namespace backend: once the call ended cleanly, prepare the next.
+    refill: Option<Refill>,
 }
 
 /// Output collected so far.
@@ -452,7 +534,7 @@ impl Confined {
                     Some(Message::Exited(info)) => exit_msg = Some(info),
                     Some(Message::Failed(e)) => failed = Some(e),
                     Some(Message::Ended(info)) => status = Some(info),
-                    Some(Message::Ready(_)) => {}
+                    Some(Message::Ready(_) | Message::Prepared(_)) => {}
                     // End of file without a word from the zygote: it died; the helper is gone.
                     None => { status.get_or_insert(ExitInfo::Code(crate::helper::SETUP_FAILED)); }
                 },
@@ -467,6 +549,19 @@ impl Confined {
         self.done = true;
         if let Some(e) = failed {
             return Err(e.into());
+        }
+        // The helper has been reaped, so its whole tree is gone: no confined process is
+        // left to race the next call's preparation.
+        if let (Some(r), End::Exited, true) = (self.refill.take(), end, status.is_some()) {
+            let Refill { sandbox, profile } = r;
+            let (pool, spawner, helper) = (
+                sandbox.warm.clone(),
+                sandbox.spawner.clone(),
+                sandbox.helper.clone(),
+            );
+            pool.refill(&spawner, &helper, move || {
+                sandbox.plan(&profile, Vec::new(), None).ok()
+            });
         }
         let exit = exit_msg
             .or(status)

@@ -11,7 +11,8 @@
 //! Module roles: `profile` (plain data), `plan` (profile resolved per backend, pure),
 //! `bubblewrap`/`seatbelt` (pure argv / SBPL builders), `detect` (probes, choice, report),
 //! `launcher` (spawn, stream, kill), `spawner` (the launcher's link to its zygote),
-//! `foreground` (the same for a single-threaded caller, forking the helper itself), `helper`
+//! `foreground` (the same for a single-threaded caller, forking the helper itself), `warm`
+//! (helpers prepared ahead of the next call), `helper`
 //! (child side, one file per stage, and the zygote), `sys` (the few raw syscalls).
 //!
 //! # Test strategy
@@ -32,6 +33,7 @@ pub mod protocol;
 pub mod seatbelt;
 mod spawner;
 mod sys;
+pub mod warm;
 
 pub use backend::{Backend, BackendChoice};
 pub use error::{SandboxError, SetupError, Stage};

@@ -151,6 +151,10 @@ pub struct Plan {
     pub bwrap: Option<PathBuf>,
     /// pid of the launcher, so the helper notices if it died before `PR_SET_PDEATHSIG`.
     pub launcher_pid: u32,
+    /// A warm helper (see [`crate::warm`]): the init waits on [`crate::warm::GO_FD`] for the
+    /// call's plan and stdio once the root is built.
+    #[serde(default)]
+    pub warm: bool,
 }
 
 /// Where the private HOME lives inside the sandbox on the namespace backends.
@@ -222,6 +226,7 @@ pub fn build(
         scratch,
         bwrap: None,
         launcher_pid: std::process::id(),
+        warm: false,
     }
 }
 

@@ -51,6 +51,9 @@ pub enum Message {
     Exited(ExitInfo),
     /// The helper itself ended (written by the zygote that reaped it; always the last line).
     Ended(ExitInfo),
+    /// A warm helper's root is built and waits for its call; the value is the
+    /// [`crate::warm::fingerprint`] taken just before mounting.
+    Prepared(u64),
 }
 
 impl Message {

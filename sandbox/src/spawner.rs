@@ -17,7 +17,7 @@ use nix::sys::time::TimeVal;
 
 use crate::error::{SandboxError, SetupError, Stage};
 use crate::helper::HELPER_ARG;
-use crate::helper::zygote::{CONTROL_FD, REQUEST_FDS, ZYGOTE_ARG};
+use crate::helper::zygote::{CONTROL_FD, ZYGOTE_ARG};
 
 /// The zygote of one sandbox, shared by its clones; started on first use.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +32,12 @@ struct Zygote {
     control: OwnedFd,
 }
 
+/// Why a request failed, and whether the zygote had received its descriptors.
+struct Failure {
+    why: String,
+    delivered: bool,
+}
+
 /// A helper forked by the zygote.
 pub(crate) struct Forked {
     pub pid: i32,
@@ -39,8 +45,9 @@ pub(crate) struct Forked {
 }
 
 impl Spawner {
-    /// Forks a helper with `fds` (stdin, stdout, stderr, plan, report, lifeline) installed.
-    pub fn fork(&self, helper: &Path, fds: [RawFd; REQUEST_FDS]) -> Result<Forked, SandboxError> {
+    /// Forks a helper with `fds` (stdin, stdout, stderr, plan, report, lifeline, and a warm
+    /// helper's go socket) installed.
+    pub fn fork(&self, helper: &Path, fds: &[RawFd]) -> Result<Forked, SandboxError> {
         let mut slot = self.zygote.lock().unwrap_or_else(|e| e.into_inner());
         let mut last = None;
         for _ in 0..2 {
@@ -50,9 +57,14 @@ impl Spawner {
             let zygote = slot.as_mut().expect("started above");
             match zygote.request(fds) {
                 Ok(forked) => return Ok(forked),
-                Err(why) => {
+                Err(Failure { why, delivered }) => {
                     let stderr = slot.take().map(Zygote::stop).unwrap_or_default();
                     last = Some((why, stderr));
+                    // A zygote that took the descriptors may have forked a helper before it
+                    // died: a second one with the same pipes would race it for the plan.
+                    if delivered {
+                        break;
+                    }
                 }
             }
         }
@@ -107,16 +119,24 @@ impl Zygote {
         })
     }
 
-    fn request(&mut self, fds: [RawFd; REQUEST_FDS]) -> Result<Forked, String> {
+    fn request(&mut self, fds: &[RawFd]) -> Result<Forked, Failure> {
+        let undelivered = |why: String| Failure {
+            why,
+            delivered: false,
+        };
+        let delivered = |why: String| Failure {
+            why,
+            delivered: true,
+        };
         let iov = [IoSlice::new(&[1u8])];
         sendmsg::<()>(
             self.control.as_raw_fd(),
             &iov,
-            &[ControlMessage::ScmRights(&fds)],
+            &[ControlMessage::ScmRights(fds)],
             MsgFlags::MSG_NOSIGNAL,
             None,
         )
-        .map_err(|e| format!("sendmsg: {e}"))?;
+        .map_err(|e| undelivered(format!("sendmsg: {e}")))?;
         let mut pid = [0u8; 4];
         let mut iov = [IoSliceMut::new(&mut pid)];
         let mut space = nix::cmsg_space!([RawFd; 1]);
@@ -126,10 +146,10 @@ impl Zygote {
             Some(&mut space),
             MsgFlags::MSG_CMSG_CLOEXEC,
         )
-        .map_err(|e| format!("recvmsg: {e}"))?;
+        .map_err(|e| delivered(format!("recvmsg: {e}")))?;
         let bytes = msg.bytes;
         let mut pidfd = None;
-        for cmsg in msg.cmsgs().map_err(|e| e.to_string())? {
+        for cmsg in msg.cmsgs().map_err(|e| delivered(e.to_string()))? {
             if let ControlMessageOwned::ScmRights(received) = cmsg {
                 for fd in received {
                     // SAFETY: SCM_RIGHTS descriptors are new in this process, owned by nobody.
@@ -141,8 +161,10 @@ impl Zygote {
         let pid = i32::from_le_bytes(pid);
         match (bytes, pidfd) {
             (4, Some(pidfd)) if pid > 0 => Ok(Forked { pid, pidfd }),
-            (0, _) => Err("the zygote exited".into()),
-            _ => Err(format!("the zygote could not fork (answered pid {pid})")),
+            (0, _) => Err(delivered("the zygote exited".into())),
+            _ => Err(delivered(format!(
+                "the zygote could not fork (answered pid {pid})"
+            ))),
         }
     }
 

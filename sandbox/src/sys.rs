@@ -466,3 +466,28 @@ pub fn pidfd_signal(pidfd: &std::os::fd::OwnedFd, sig: libc::c_int) -> io::Resul
         Err(io::Error::last_os_error())
     }
 }
+
+/// The id of the mount `path` (not following a final symlink) is on: the never-reused 64-bit
+/// id where the kernel has one (Linux 6.8+), else the plain one.
+pub fn mount_id(path: &Path) -> io::Result<u64> {
+    let c = cstring(path)?;
+    // SAFETY: `statx` is plain old data; all-zero is a valid value for it.
+    let mut buf: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `buf` a writable statx the kernel fills.
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_MNT_ID | libc::STATX_MNT_ID_UNIQUE,
+            &mut buf,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if buf.stx_mask & (libc::STATX_MNT_ID | libc::STATX_MNT_ID_UNIQUE) == 0 {
+        return Err(io::Error::from(io::ErrorKind::Unsupported));
+    }
+    Ok(buf.stx_mnt_id)
+}

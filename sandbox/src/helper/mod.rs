@@ -9,7 +9,7 @@ mod caps;
 pub(crate) mod cgroup;
 mod exec;
 mod landlock;
-mod mounts;
+pub(crate) mod mounts;
 mod namespaces;
 mod pidns;
 mod reaper;

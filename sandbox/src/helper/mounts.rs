@@ -70,7 +70,7 @@ pub fn create_placeholders(list: &[Placeholder]) -> Result<(), SetupError> {
 /// holds it last removes it, also one left behind by a helper that was killed. Invisible to
 /// the child inside the leaf (masked); an ancestor's marker is visible but only lets an empty
 /// directory be removed.
-const MARKER: &str = ".zeroclaw-placeholder";
+pub(crate) const MARKER: &str = ".zeroclaw-placeholder";
 
 /// Tries to get hold of a guarded path again when a concurrent run removed it between our
 /// `mkdir` and our lock.

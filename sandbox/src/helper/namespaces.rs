@@ -40,6 +40,10 @@ fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupErr
     match init {
         Some(pid) => {
             drop(unowned);
+            if plan.warm {
+                // Only the init waits for the call; the launcher sees it gone if the init dies.
+                let _ = nix::unistd::close(crate::warm::GO_FD);
+            }
             let code = reaper::supervise_child(Pid::from_raw(pid), false);
             mounts::scrub(&plan.scrub);
             Ok(code)
@@ -72,8 +76,25 @@ fn init_main(
     // root too, and the helper must keep seeing the host /proc to kill the tree.
     nix::sched::unshare(CloneFlags::CLONE_NEWNS)
         .map_err(|e| SetupError::os(Stage::Namespaces, "unshare(CLONE_NEWNS)", &e.into()))?;
+    // Still the host's view: what the root is about to be built from.
+    let recorded = plan.warm.then(|| crate::warm::fingerprint(plan));
     mounts::build_root(&plan.mounts, plan.limits.file_size_bytes, &unowned)?;
     drop(unowned);
+    let call;
+    let plan = match recorded {
+        Some(fingerprint) => {
+            let mounted = crate::warm::mount_ids(plan);
+            call = await_call(plan, fingerprint)?;
+            if crate::warm::mount_ids(&call) != mounted {
+                return Err(SetupError::new(
+                    Stage::Plan,
+                    "warm helper: a path its root depends on changed on the host",
+                ));
+            }
+            &call
+        }
+        None => plan,
+    };
     let enforcement = Enforcement {
         namespaces: names(plan.unshare_net),
         private_tmp: true,
@@ -89,6 +110,62 @@ fn init_main(
             Ok(shell_code(exit))
         }
     }
+}
+
+/// A warm init with its root built: reports [`Message::Prepared`], then waits on
+/// [`crate::warm::GO_FD`] for the call — its plan (one message) with the command's stdin,
+/// stdout and stderr attached, which replace the placeholders on 0–2.
+fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use std::io::IoSliceMut;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    send(&Message::Prepared(fingerprint));
+    let fail = |what: String| SetupError::new(Stage::Plan, format!("warm helper: {what}"));
+    let mut buf = vec![0u8; crate::warm::MAX_CALL_BYTES];
+    let mut iov = [IoSliceMut::new(&mut buf)];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 3]);
+    let msg = loop {
+        match recvmsg::<()>(
+            crate::warm::GO_FD,
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => break other.map_err(|e| fail(format!("recvmsg: {e}")))?,
+        }
+    };
+    let mut stdio: Vec<OwnedFd> = Vec::new();
+    for cmsg in msg.cmsgs().map_err(|e| fail(e.to_string()))? {
+        if let ControlMessageOwned::ScmRights(fds) = cmsg {
+            // SAFETY: SCM_RIGHTS descriptors are new in this process and owned by nobody.
+            stdio.extend(
+                fds.into_iter()
+                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            );
+        }
+    }
+    let (bytes, truncated) = (msg.bytes, msg.flags.contains(MsgFlags::MSG_TRUNC));
+    if bytes == 0 {
+        return Err(fail("the launcher let it go unused".into()));
+    }
+    if truncated || stdio.len() != 3 {
+        return Err(fail(format!(
+            "malformed call ({bytes} bytes, {} descriptors)",
+            stdio.len()
+        )));
+    }
+    let call: Plan = serde_json::from_slice(&buf[..bytes])
+        .map_err(|e| fail(format!("parse the call's plan: {e}")))?;
+    if crate::warm::key(&call) != crate::warm::key(prepared) {
+        return Err(fail("the call does not match the prepared root".into()));
+    }
+    for (target, fd) in stdio.iter().enumerate() {
+        crate::sys::dup_onto(fd.as_raw_fd(), target as i32)
+            .map_err(|e| SetupError::os(Stage::Plan, "dup2(stdio)", &e))?;
+    }
+    let _ = nix::unistd::close(crate::warm::GO_FD);
+    Ok(call)
 }
 
 /// unshare (user, pid, ipc, uts, net) + uid/gid maps that keep the caller's ids.

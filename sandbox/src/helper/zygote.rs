@@ -3,8 +3,9 @@
 //!
 //! Protocol on its control socket (`SOCK_SEQPACKET`, at [`CONTROL_FD`] when it starts): each
 //! request is one byte with six descriptors attached — the command's stdin, stdout, stderr, the
-//! plan, report and lifeline pipe ends, in that order. The zygote forks; the child installs
-//! them on 0–5 and runs exactly what a re-executed helper runs (it reads its plan from
+//! plan, report and lifeline pipe ends, in that order — or seven for a warm helper, the last
+//! being its go socket ([`crate::warm`]). The zygote forks; the child installs them on 0–5
+//! (and 6) and runs exactly what a re-executed helper runs (it reads its plan from
 //! [`super::PLAN_FD`]). The reply is the child's pid (4 bytes, little endian) with its pidfd
 //! attached. The zygote keeps each child's report pipe until it has reaped the child, then
 //! writes [`Message::Ended`] with the child's exit status there and closes it. End of file on
@@ -30,6 +31,8 @@ pub const ZYGOTE_ARG: &str = "zygote";
 pub const CONTROL_FD: RawFd = 3;
 /// Descriptors attached to each request.
 pub const REQUEST_FDS: usize = 6;
+/// Descriptors attached to a request for a warm helper (plus its go socket).
+pub const WARM_REQUEST_FDS: usize = REQUEST_FDS + 1;
 
 /// Set in a helper forked by the zygote: its parent is the zygote, not the launcher.
 pub(crate) static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -47,6 +50,7 @@ pub(crate) fn serve() -> ! {
 }
 
 struct Zygote {
+    pid: nix::unistd::Pid,
     control: OwnedFd,
     /// Kept open in forked helpers (see [`super::mounts::warm_up`]).
     inherited: Option<RawFd>,
@@ -70,6 +74,7 @@ impl Zygote {
         let children = SignalFd::with_flags(&set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
         let inherited = super::mounts::warm_up();
         Ok(Zygote {
+            pid: nix::unistd::getpid(),
             control,
             inherited,
             children,
@@ -104,7 +109,7 @@ impl Zygote {
     fn serve_one(&mut self) -> std::io::Result<bool> {
         let mut byte = [0u8; 1];
         let mut iov = [IoSliceMut::new(&mut byte)];
-        let mut space = nix::cmsg_space!([RawFd; REQUEST_FDS]);
+        let mut space = nix::cmsg_space!([RawFd; WARM_REQUEST_FDS]);
         let msg = match recvmsg::<()>(
             self.control.as_raw_fd(),
             &mut iov,
@@ -128,7 +133,7 @@ impl Zygote {
                 );
             }
         }
-        if received.len() != REQUEST_FDS {
+        if received.len() != REQUEST_FDS && received.len() != WARM_REQUEST_FDS {
             // A malformed request: answer with pid 0 and no descriptor.
             self.reply(0, None);
             return Ok(true);
@@ -167,8 +172,8 @@ impl Zygote {
         );
     }
 
-    /// The forked helper: the request's descriptors on 0–5, nothing else open, the caller's
-    /// signal mask, then the ordinary helper stages.
+    /// The forked helper: the request's descriptors on 0–5 (6), nothing else open, the
+    /// caller's signal mask, then the ordinary helper stages.
     fn child(&self, received: &[OwnedFd]) -> ! {
         let _ = self.old_mask.thread_set_mask();
         // High copies first, so installing one cannot clobber another not yet installed.
@@ -182,7 +187,15 @@ impl Zygote {
                 crate::sys::exit_now(super::SETUP_FAILED);
             }
         }
-        let _ = crate::sys::close_from_except(super::LIFELINE_FD + 1, self.inherited);
+        let _ = crate::sys::close_from_except(high.len() as RawFd, self.inherited);
+        if high.len() == WARM_REQUEST_FDS {
+            // A warm helper waits for a call the launcher may never make: it ends with us.
+            if nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err()
+                || nix::unistd::getppid() != self.pid
+            {
+                crate::sys::exit_now(super::SETUP_FAILED);
+            }
+        }
         FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
         super::helper_exit(false)
     }

@@ -1,0 +1,359 @@
+//! Warm helpers (namespace backend): after a call ends, the launcher has its zygote fork the
+//! helper for the *next* call of the same shape ahead of time. That helper creates the
+//! namespaces and builds the new root, then its pid-namespace init waits on a socket for the
+//! call itself: the final plan and the command's stdio. A call whose plan has the same
+//! [`key`] takes it and skips straight to the last fork, confinement and `execve`.
+//!
+//! Each call still gets namespaces, a root and a `/tmp` of its own: a warm helper serves one
+//! call and is made only once the previous call's tree is gone, so no confined process can
+//! race its preparation. Staleness is checked on both sides, and either discards the warm
+//! helper for a cold start:
+//! - the init records the identity (device, inode, type, or absence) of every host path the
+//!   root depends on just before mounting ([`fingerprint`]) and reports it
+//!   ([`Message::Prepared`]); the launcher recomputes it when it hands the call over (a
+//!   workspace or `.git` moved aside and made anew);
+//! - the init records which mount each of those paths resolves to once the root is built
+//!   ([`mount_ids`]) and compares when the call arrives (a mounted path deleted and made
+//!   anew on the host, whose new inode may reuse the old number).
+//!
+//! [`Message::Prepared`]: crate::protocol::Message::Prepared
+
+use std::io::{IoSlice, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+
+use crate::plan::{MountOp, Plan};
+use crate::protocol::Message;
+use crate::spawner::{Forked, Spawner};
+
+/// Descriptor of the go socket in a warm helper (after the zygote's six).
+pub const GO_FD: std::os::fd::RawFd = 6;
+
+/// Largest call message (a plan as JSON) sent over the go socket; a bigger plan starts cold.
+pub const MAX_CALL_BYTES: usize = 128 * 1024;
+
+/// Warm helpers kept per sandbox (one per distinct call shape, least recently made evicted).
+pub const MAX_WARM: usize = 4;
+
+/// The part of a plan that shapes the namespaces and the root, i.e. what a warm helper has
+/// already applied: everything but the command, its environment, cwd, the Landlock and
+/// seccomp rules and the limits applied after the last fork.
+pub fn key(plan: &Plan) -> Plan {
+    let mut k = plan.clone();
+    k.argv.clear();
+    k.op = None;
+    k.env.clear();
+    k.cwd.clear();
+    k.landlock = Default::default();
+    k.seccomp = Default::default();
+    k.launcher_pid = 0;
+    k.warm = false;
+    k.limits = crate::profile::Limits {
+        processes: plan.limits.processes,
+        file_size_bytes: plan.limits.file_size_bytes,
+        ..Default::default()
+    };
+    k
+}
+
+/// Host paths whose identity the prepared root depends on.
+fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {
+    let mounted = plan.mounts.iter().filter_map(|op| match op {
+        MountOp::Bind { path, .. } | MountOp::MaskFile { path } | MountOp::MaskDir { path } => {
+            Some(path.as_path())
+        }
+        MountOp::Symlink { .. } | MountOp::Tmpfs { .. } => None,
+    });
+    mounted
+        .chain(plan.placeholders.iter().map(|p| p.path.as_path()))
+        .chain(plan.unowned.iter().map(|p| p.as_path()))
+}
+
+/// A hash of the identity of every path the root depends on, as seen now (symlinks not
+/// followed). FNV-1a: both sides are the same code, nothing else reads it.
+pub fn fingerprint(plan: &Plan) -> u64 {
+    let mut h = Fnv::default();
+    for path in identity_paths(plan) {
+        h.write(path.as_os_str().as_bytes());
+        match std::fs::symlink_metadata(path) {
+            Ok(m) => {
+                h.write(&m.dev().to_le_bytes());
+                h.write(&m.ino().to_le_bytes());
+                h.write(&(m.mode() & libc::S_IFMT).to_le_bytes());
+            }
+            Err(e) => h.write(&e.raw_os_error().unwrap_or(-1).to_le_bytes()),
+        }
+        h.write(&[0xff]);
+    }
+    h.0
+}
+
+/// The mount each path the root depends on resolves to, inside the root (taken by the init
+/// once built, and again when its call arrives). A host that deleted or replaced a mounted
+/// path (`rm -rf .git/hooks; mkdir .git/hooks`) detached our mount from it, which changes
+/// its id even when the new inode reuses the old number and the fingerprint cannot tell.
+pub fn mount_ids(plan: &Plan) -> Vec<Option<u64>> {
+    identity_paths(plan)
+        .map(|p| crate::sys::mount_id(p).ok())
+        .collect()
+}
+
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// A helper prepared for the next call of one shape (launcher side).
+#[derive(Debug)]
+pub(crate) struct Warm {
+    key: Plan,
+    pid: i32,
+    pidfd: OwnedFd,
+    go: OwnedFd,
+    report: OwnedFd,
+    lifeline: OwnedFd,
+}
+
+/// What a warm helper has reported so far.
+enum Progress {
+    /// Its root is built from paths whose identity hashed to this.
+    Prepared(u64),
+    /// Still building (nothing reported yet).
+    Building,
+    /// Failed, ended, or said something unexpected.
+    Gone,
+}
+
+impl Warm {
+    /// Reads what the helper reported without waiting; consumes `Prepared` only.
+    fn progress(&self) -> Progress {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let mut fds = [PollFd::new(self.report.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::ZERO) {
+            Ok(0) => return Progress::Building,
+            Ok(_) => {}
+            Err(_) => return Progress::Gone,
+        }
+        // One short line written at once (below PIPE_BUF), so one read has all of it.
+        let mut buf = [0u8; 256];
+        let n = match nix::unistd::read(&self.report, &mut buf) {
+            Ok(n) => n,
+            Err(_) => return Progress::Gone,
+        };
+        match serde_json::from_slice(buf[..n].strip_suffix(b"\n").unwrap_or(b"")) {
+            Ok(Message::Prepared(fingerprint)) => Progress::Prepared(fingerprint),
+            _ => Progress::Gone,
+        }
+    }
+
+    /// Hands the call (`plan` as `json`, with the command's stdio) to the waiting init.
+    /// `None` when the helper is stale or gone (it is told to end): start cold instead.
+    pub fn hand_over(self, plan: &Plan, json: &[u8], stdio: [RawFd; 3]) -> Option<Taken> {
+        let fresh = match self.progress() {
+            Progress::Prepared(recorded) => recorded == fingerprint(plan),
+            Progress::Building => true,
+            Progress::Gone => false,
+        };
+        let iov = [IoSlice::new(json)];
+        let sent = fresh
+            && json.len() <= MAX_CALL_BYTES
+            && sendmsg::<()>(
+                self.go.as_raw_fd(),
+                &iov,
+                &[ControlMessage::ScmRights(&stdio)],
+                MsgFlags::MSG_NOSIGNAL,
+                None,
+            )
+            .is_ok();
+        if !sent {
+            self.discard();
+            return None;
+        }
+        // The call stays queued for the init after our end of the socket closes.
+        let Warm {
+            pid,
+            pidfd,
+            report,
+            lifeline,
+            ..
+        } = self;
+        Some(Taken {
+            forked: Forked { pid, pidfd },
+            report,
+            lifeline,
+        })
+    }
+
+    /// Ends the helper (SIGTERM: it kills its tree and cleans up; so would the closed
+    /// lifeline, a little later).
+    fn discard(self) {
+        let _ = crate::sys::pidfd_signal(&self.pidfd, libc::SIGTERM);
+    }
+}
+
+/// A warm helper that took a call: what the launcher keeps of it.
+pub(crate) struct Taken {
+    pub forked: Forked,
+    pub report: OwnedFd,
+    pub lifeline: OwnedFd,
+}
+
+/// The warm helpers of one sandbox, shared by its clones.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Pool(Arc<tokio::sync::Mutex<Vec<Warm>>>);
+
+impl Pool {
+    /// Takes the helper prepared for `plan`'s shape, if any (waiting for one being made).
+    pub async fn take(&self, plan: &Plan) -> Option<Warm> {
+        let key = key(plan);
+        let mut warm = self.0.lock().await;
+        let at = warm.iter().position(|w| w.key == key)?;
+        Some(warm.remove(at))
+    }
+
+    /// Has a helper prepared in the background for the plan `next` builds (built now, after
+    /// the previous call, so it sees what that call left). Nothing without a runtime, when
+    /// one is being made already, or when `next` has no plan. Call once the previous call's
+    /// tree is gone.
+    pub fn refill(
+        &self,
+        spawner: &Spawner,
+        helper: &Path,
+        next: impl FnOnce() -> Option<Plan> + Send + 'static,
+    ) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Ok(mut warm) = self.0.clone().try_lock_owned() else {
+            return;
+        };
+        let (spawner, helper) = (spawner.clone(), helper.to_owned());
+        // Planning and forking through the zygote block for a moment; the pool stays locked
+        // meanwhile, so the next call waits for this helper rather than starting cold beside
+        // it.
+        runtime.spawn_blocking(move || {
+            let Some(plan) = next() else { return };
+            let key = key(&plan);
+            if warm.iter().any(|w| w.key == key) || makes_placeholders(&plan) {
+                return;
+            }
+            if let Ok(made) = prepare(&spawner, &helper, plan, key) {
+                if warm.len() >= MAX_WARM {
+                    warm.remove(0).discard();
+                }
+                warm.push(made);
+            }
+        });
+    }
+}
+
+/// Whether a helper for `plan` would create (or keep) a denied-path placeholder: one that
+/// waits would hold it on the host for as long as it waits, so such calls start cold.
+fn makes_placeholders(plan: &Plan) -> bool {
+    plan.placeholders.iter().filter(|p| p.denied).any(|p| {
+        std::fs::symlink_metadata(&p.path).is_err()
+            || std::fs::symlink_metadata(p.path.join(crate::helper::mounts::MARKER)).is_ok()
+    })
+}
+
+/// Has the zygote fork a warm helper for `plan` (its stdio on `/dev/null` until the call).
+fn prepare(spawner: &Spawner, helper: &Path, mut plan: Plan, key: Plan) -> std::io::Result<Warm> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+    plan.warm = true;
+    let json = serde_json::to_vec(&plan)?;
+    let null = std::fs::File::open("/dev/null")?;
+    let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from);
+    let (plan_r, plan_w) = pipe()?;
+    let (report_r, report_w) = pipe()?;
+    let (life_r, life_w) = pipe()?;
+    let (go, go_theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )?;
+    let n = null.as_raw_fd();
+    let fds = [
+        n,
+        n,
+        n,
+        plan_r.as_raw_fd(),
+        report_w.as_raw_fd(),
+        life_r.as_raw_fd(),
+        go_theirs.as_raw_fd(),
+    ];
+    let forked = spawner
+        .fork(helper, &fds)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    drop((null, plan_r, report_w, life_r, go_theirs));
+    std::fs::File::from(plan_w).write_all(&json)?;
+    Ok(Warm {
+        key,
+        pid: forked.pid,
+        pidfd: forked.pidfd,
+        go,
+        report: report_r,
+        lifeline: life_w,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Backend;
+    use crate::profile::Profile;
+
+    fn plan(ws: &Path, argv: &str) -> Plan {
+        crate::plan::build(
+            Backend::Namespaces,
+            &Profile::for_workspace(ws),
+            vec![argv.into()],
+            None,
+        )
+    }
+
+    #[test]
+    fn the_key_ignores_the_command_but_not_the_root() {
+        let ws = tempfile::tempdir().unwrap();
+        let (a, b) = (plan(ws.path(), "true"), plan(ws.path(), "false"));
+        assert_eq!(key(&a), key(&b));
+        let mut c = a.clone();
+        c.unshare_net = !c.unshare_net;
+        assert_ne!(key(&a), key(&c));
+        let other = tempfile::tempdir().unwrap();
+        assert_ne!(key(&a), key(&plan(other.path(), "true")));
+    }
+
+    #[test]
+    fn the_fingerprint_sees_a_path_appear_or_be_replaced() {
+        let ws = tempfile::tempdir().unwrap();
+        let p = plan(ws.path(), "true");
+        let before = fingerprint(&p);
+        assert_eq!(before, fingerprint(&p));
+        // Replacing the workspace directory (same path, new inode) changes it.
+        let moved = ws.path().with_extension("old");
+        std::fs::rename(ws.path(), &moved).unwrap();
+        std::fs::create_dir(ws.path()).unwrap();
+        assert_ne!(before, fingerprint(&p));
+        std::fs::remove_dir(ws.path()).unwrap();
+        std::fs::rename(&moved, ws.path()).unwrap();
+        assert_eq!(before, fingerprint(&p));
+    }
+}
