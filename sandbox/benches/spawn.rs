@@ -1,6 +1,8 @@
 //! Spawn overhead, measured in one run: bare `/bin/true` versus the launcher on each backend
-//! available here, and `zeroclaw sandbox run -- true` versus `bwrap --ro-bind / / --unshare-all
-//! -- true`. Prints mean time per spawn and ratios against the baselines of the same run.
+//! available here, back to back and paced (a pause before each spawn, as between an agent's
+//! tool calls: the namespace backend then finds a warm helper ready), and `zeroclaw sandbox
+//! run -- true` versus `bwrap --ro-bind / / --unshare-all -- true`. Prints mean time per
+//! spawn and ratios against the baselines of the same run.
 //!
 //! `cargo build --release --bin zeroclaw && cargo bench -p zeroclaw-sandbox --bench spawn`
 //! (`ZEROCLAW_BIN` overrides the zeroclaw binary, `SPAWN_ITERATIONS` the count).
@@ -29,6 +31,22 @@ fn mean(n: u32, mut f: impl FnMut()) -> Duration {
     start.elapsed() / n
 }
 
+/// Pause before each paced spawn (not timed).
+const PACE: Duration = Duration::from_millis(20);
+
+/// Mean time of `f` with [`PACE`] before each call, only the calls timed.
+fn mean_paced(n: u32, mut f: impl FnMut()) -> Duration {
+    f();
+    let mut total = Duration::ZERO;
+    for _ in 0..n {
+        std::thread::sleep(PACE);
+        let start = Instant::now();
+        f();
+        total += start.elapsed();
+    }
+    total / n
+}
+
 fn run_quiet(cmd: &mut Command) {
     let status = cmd
         .stdin(Stdio::null())
@@ -55,8 +73,11 @@ fn main() {
         .unwrap();
     let profile = Profile::for_workspace(ws.path());
     let bare = mean(n, || run_quiet(&mut Command::new("/bin/true")));
-    println!("{n} spawns each; mean per spawn\n");
+    let paced = n.min(100);
+    let bare_paced = mean_paced(paced, || run_quiet(&mut Command::new("/bin/true")));
+    println!("{n} spawns each ({paced} paced, {PACE:?} apart); mean per spawn\n");
     println!("{:<34} {:>9.3} ms", "bare /bin/true", ms(bare));
+    println!("{:<34} {:>9.3} ms", "bare /bin/true, paced", ms(bare_paced));
     for choice in [
         BackendChoice::Namespaces,
         BackendChoice::Bubblewrap,
@@ -69,21 +90,27 @@ fn main() {
                 continue;
             }
         };
-        let t = mean(n, || {
+        let once = || {
             let o = rt
                 .block_on(sandbox.run(&profile, ["/bin/true"], std::future::pending()))
                 .unwrap();
             assert_eq!(o.shell_code(), 0);
-        });
-        println!(
-            "{:<34} {:>9.3} ms  ratio {:>5.2}x  overhead {:+.3} ms",
-            format!("launcher {choice}"),
-            ms(t),
-            t.as_secs_f64() / bare.as_secs_f64(),
-            ms(t) - ms(bare)
-        );
+        };
+        let t = mean(n, once);
+        report(&format!("launcher {choice}"), t, bare);
+        let t = mean_paced(paced, once);
+        report(&format!("launcher {choice}, paced"), t, bare_paced);
     }
     cli_versus_bwrap(n, ws.path());
+}
+
+fn report(what: &str, t: Duration, base: Duration) {
+    println!(
+        "{what:<34} {:>9.3} ms  ratio {:>5.2}x  overhead {:+.3} ms",
+        ms(t),
+        t.as_secs_f64() / base.as_secs_f64(),
+        ms(t) - ms(base)
+    );
 }
 
 fn cli_versus_bwrap(n: u32, ws: &std::path::Path) {
