@@ -49,7 +49,9 @@ pub enum Message {
     Failed(SetupError),
     /// The command ended.
     Exited(ExitInfo),
-    /// The helper itself ended (written by the zygote that reaped it; always the last line).
+    /// The helper is done: every process of the call is reaped. Written by the helper as it
+    /// exits, and by the zygote once it has reaped it (always the last line, so a helper that
+    /// died without a word is noticed too).
     Ended(ExitInfo),
     /// A warm helper's root is built and waits for its call; the value is the
     /// [`crate::warm::fingerprint`] taken just before mounting.

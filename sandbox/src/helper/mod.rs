@@ -193,7 +193,27 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     {
         cg.remove();
     }
+    // Every process of the call is reaped and the clean-up done: the launcher need not wait
+    // for our exit (and the zygote's word on it) to return the outcome.
+    if let Ok(code) = result {
+        send(&Message::Ended(ExitInfo::Code(code)));
+    }
     result
+}
+
+/// Points our stdin, stdout and stderr at `/dev/null` once the tree has its own copies, so
+/// the command's output reaches end of file when the tree is gone, not when we exit.
+pub(crate) fn release_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        use std::os::fd::AsRawFd;
+        for fd in 0..=2 {
+            let _ = crate::sys::dup_onto(null.as_raw_fd(), fd);
+        }
+    }
 }
 
 /// The helper must be single-threaded: namespaces, Landlock and seccomp apply per thread, and

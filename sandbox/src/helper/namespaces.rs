@@ -40,6 +40,7 @@ fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupErr
     match init {
         Some(pid) => {
             drop(unowned);
+            super::release_stdio();
             if plan.warm {
                 // Only the init waits for the call; the launcher sees it gone if the init dies.
                 let _ = nix::unistd::close(crate::warm::GO_FD);
@@ -245,6 +246,7 @@ fn run_bwrap_guarded(
         ));
     };
     drop(memfd);
+    super::release_stdio();
     let code = reaper::supervise_child(Pid::from_raw(pid), false);
     mounts::scrub(&plan.scrub);
     Ok(code)
