@@ -50,6 +50,30 @@ fn shell_and_coreutils(w: &World, b: Backend) {
 }
 per_backend!(shell_and_coreutils);
 
+/// Mode and time changes in the workspace and TMPDIR (supervised on the Landlock-only rung):
+/// `chmod +x` and running the script, `touch -d`, `cp -p`, `tar x` (owner not restored:
+/// chown stays denied there), `fchmod` and `futimens` on a descriptor, `chmod` through a
+/// directory descriptor, in TMPDIR too.
+fn workspace_modes_and_times(w: &World, b: Backend) {
+    let py_fd = r#"import os; fd = os.open("f.txt", os.O_RDONLY); os.fchmod(fd, 0o640); os.utime(fd, (7, 7)); d = os.open(".", os.O_PATH); os.chmod("g.txt", 0o604, dir_fd=d); print("py", oct(os.stat("f.txt").st_mode & 0o777), int(os.stat("f.txt").st_mtime), oct(os.stat("g.txt").st_mode & 0o777))"#;
+    let script = format!(
+        "set -e; printf '#!/bin/sh\\necho script-ran\\n' > s.sh; chmod +x s.sh; ./s.sh; \
+         touch -d 2001-02-03 s.sh; date -r s.sh +%Y; mkdir d; cp -p s.sh d/; date -r d/s.sh +%Y; \
+         tar cf t.tar d; mkdir x; tar xf t.tar -C x --no-same-owner; test -x x/d/s.sh; date -r x/d/s.sh +%Y; \
+         echo a > f.txt; echo b > g.txt; {PYTHON} -c '{py_fd}'; \
+         t=$(mktemp); chmod 600 \"$t\"; touch -d 2002-01-01 \"$t\"; date -r \"$t\" +%Y; echo done"
+    );
+    let run = w.confined(b).sh(&script);
+    assert_ok(
+        &run,
+        "script-ran\n2001\n2001\n2001\npy 0o640 7 0o604\n2002\ndone",
+    );
+    let meta = fs::metadata(w.ws.join("s.sh")).expect("s.sh");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(meta.permissions().mode() & 0o111, 0o111, "{run}");
+}
+per_backend!(workspace_modes_and_times);
+
 const GIT_IDENTITY: &str = "-c user.name=zc -c user.email=zc@example.invalid";
 
 /// `git init`, `add` and `commit`, all confined, in a fresh project directory of the

@@ -11,7 +11,27 @@ use crate::plan::Plan;
 use crate::protocol::{Enforcement, Message};
 
 /// Confines the calling process per `plan` and execs the command; returns only on failure.
-pub fn confine_and_exec(plan: &Plan, mut report: Enforcement) -> Result<i32, SetupError> {
+pub fn confine_and_exec(plan: &Plan, report: Enforcement) -> Result<i32, SetupError> {
+    confine_and_exec_with(plan, report, None)
+}
+
+/// [`confine_and_exec`] on the Landlock-only rung: `supervisor` is this child's end of a
+/// socketpair to the helper, which supervises mode and time changes (`notify.rs`); the
+/// listener of that last seccomp filter is sent over it just before the command runs.
+pub fn confine_and_exec_supervised(
+    plan: &Plan,
+    report: Enforcement,
+    supervisor: std::os::fd::OwnedFd,
+) -> Result<i32, SetupError> {
+    confine_and_exec_with(plan, report, Some(supervisor))
+}
+
+fn confine_and_exec_with(
+    plan: &Plan,
+    mut report: Enforcement,
+    supervisor: Option<std::os::fd::OwnedFd>,
+) -> Result<i32, SetupError> {
+    use std::os::fd::AsRawFd;
     report.backend = plan.backend.name().to_string();
     if !super::ROOT_PROCESS_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
         && nix::unistd::geteuid().is_root()
@@ -26,7 +46,8 @@ pub fn confine_and_exec(plan: &Plan, mut report: Enforcement) -> Result<i32, Set
     std::env::set_current_dir(&plan.cwd)
         .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
     let target = target(plan)?;
-    crate::sys::close_from(REPORT_FD + 1)
+    let keep = supervisor.as_ref().map(AsRawFd::as_raw_fd);
+    crate::sys::close_from_except(REPORT_FD + 1, keep)
         .map_err(|e| SetupError::os(Stage::CloseFds, "close_range(5, ~0)", &e))?;
     caps::drop_all()?;
     report.capabilities_dropped = true;
@@ -37,6 +58,18 @@ pub fn confine_and_exec(plan: &Plan, mut report: Enforcement) -> Result<i32, Set
     report.landlock_abi = abi;
     report.landlock = status;
     seccomp::apply(&plan.seccomp)?;
+    // Landlock has no right for chmod/utimes: on the Landlock-only rung they go to the
+    // helper, which performs them only inside the writable roots. Without it, refuse to run.
+    match supervisor {
+        Some(sock) => super::reaper::notify::install_and_hand_over(sock)?,
+        None if plan.seccomp.deny_attr_changes => {
+            return Err(SetupError::new(
+                Stage::Seccomp,
+                "no supervisor for chmod/utimes on the Landlock-only rung",
+            ));
+        }
+        None => {}
+    }
     report.seccomp = true;
     send(&Message::Ready(report));
     run_target(target, plan)

@@ -7,6 +7,11 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+// The module lives beside this one (helper/notify.rs); declared here, its only user besides
+// exec.rs, so the helper's mod.rs (shared with the namespace work) stays as it is.
+#[path = "notify.rs"]
+pub(super) mod notify;
+
 use super::{exec, scratch, send, shell_code};
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
@@ -40,9 +45,19 @@ pub fn run_landlock(plan: &Plan) -> Result<i32, SetupError> {
 }
 
 fn supervise(plan: &Plan) -> Result<i32, SetupError> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
     become_subreaper()?;
+    // The child sends the listener of its chmod/utimes filter back over this pair.
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| SetupError::os(Stage::Init, "socketpair()", &e.into()))?;
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     let Some(pid) = child else {
+        drop(ours);
         let report = Enforcement {
             notes: vec![
                 "landlock backend: no namespaces; /tmp is not private (TMPDIR is), other processes' \
@@ -59,9 +74,15 @@ fn supervise(plan: &Plan) -> Result<i32, SetupError> {
                 &e.into(),
             ));
         }
-        super::finish(exec::confine_and_exec(plan, report));
+        super::finish(exec::confine_and_exec_supervised(plan, report, theirs));
     };
-    Ok(supervise_child(Pid::from_raw(pid), true))
+    drop(theirs);
+    // Blocks until the child sent its listener (just before execve) or ended without one
+    // (a setup failure it reports itself); nothing of the command runs before.
+    let supervisor = notify::receive(&ours).map(|l| notify::Supervisor::new(l, plan));
+    drop(ours);
+    let exit = wait_main(Pid::from_raw(pid), supervisor.as_ref());
+    Ok(finish_tree(exit, true))
 }
 
 /// Makes the helper the reaper of every orphaned descendant and lets SIGTERM (timeout,
@@ -75,7 +96,11 @@ pub fn become_subreaper() -> Result<(), SetupError> {
 /// Waits for `main` (or SIGTERM), then kills and reaps every descendant, so when the helper
 /// exits nothing it started is left. Returns the shell exit code.
 pub fn supervise_child(main: Pid, report_exit: bool) -> i32 {
-    let exit = wait_main(main);
+    finish_tree(wait_main(main, None), report_exit)
+}
+
+/// Kills and reaps every descendant, reports how the command ended; the shell exit code.
+fn finish_tree(exit: Option<ExitInfo>, report_exit: bool) -> i32 {
     kill_descendants();
     match exit {
         Some(info) => {
@@ -88,9 +113,11 @@ pub fn supervise_child(main: Pid, report_exit: bool) -> i32 {
     }
 }
 
-/// Waits for the command; `None` when SIGTERM asked us to stop first.
-fn wait_main(main: Pid) -> Option<ExitInfo> {
+/// Waits for the command, answering `supervisor`'s notifications meanwhile; `None` when
+/// SIGTERM asked us to stop first.
+fn wait_main(main: Pid, supervisor: Option<&notify::Supervisor>) -> Option<ExitInfo> {
     let pidfd = crate::sys::pidfd_open(main.as_raw()).ok();
+    let mut supervisor = supervisor;
     loop {
         if crate::sys::terminate_requested() {
             return None;
@@ -104,19 +131,40 @@ fn wait_main(main: Pid) -> Option<ExitInfo> {
             Ok(_) | Err(Errno::EINTR) => continue,
             Err(_) => return None,
         }
-        if launcher_gone(pidfd.as_ref()) {
-            LAUNCHER_GONE.store(true, std::sync::atomic::Ordering::Relaxed);
-            return None;
+        match wake(pidfd.as_ref(), supervisor) {
+            Wake::LauncherGone => {
+                LAUNCHER_GONE.store(true, std::sync::atomic::Ordering::Relaxed);
+                return None;
+            }
+            Wake::Notification => {
+                if let Some(s) = supervisor
+                    && !s.serve_one()
+                {
+                    supervisor = None;
+                }
+            }
+            // No task uses the filter any more (or its listener failed): stop polling it; a
+            // later call would fail with ENOSYS, never run unsupervised.
+            Wake::ListenerDone => supervisor = None,
+            Wake::Other => {}
         }
     }
+}
+
+/// Why [`wake`] returned.
+enum Wake {
+    LauncherGone,
+    Notification,
+    ListenerDone,
+    Other,
 }
 
 /// Set when the lifeline hung up: the launcher will not clean up after us.
 pub static LAUNCHER_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Sleeps until the command may have ended (its pidfd is readable) or the lifeline hangs
-/// up; true when the launcher is gone.
-fn launcher_gone(pidfd: Option<&std::os::fd::OwnedFd>) -> bool {
+/// Sleeps until the command may have ended (its pidfd is readable), the lifeline hangs up or
+/// the supervisor's listener has a notification.
+fn wake(pidfd: Option<&std::os::fd::OwnedFd>, supervisor: Option<&notify::Supervisor>) -> Wake {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::{AsFd, BorrowedFd};
     // SAFETY: LIFELINE_FD is installed by the launcher and never closed by the supervisor.
@@ -125,16 +173,28 @@ fn launcher_gone(pidfd: Option<&std::os::fd::OwnedFd>) -> bool {
     if let Some(p) = pidfd {
         fds.push(PollFd::new(p.as_fd(), PollFlags::POLLIN));
     }
+    let listener_at = fds.len();
+    if let Some(s) = supervisor {
+        fds.push(PollFd::new(s.fd(), PollFlags::POLLIN));
+    }
     let timeout = if pidfd.is_some() {
         PollTimeout::NONE
     } else {
         PollTimeout::from(50u16)
     };
-    match poll(&mut fds, timeout) {
-        Ok(_) => fds[0].revents().is_some_and(|r| {
-            r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
-        }),
-        Err(_) => false,
+    if poll(&mut fds, timeout).is_err() {
+        return Wake::Other;
+    }
+    let any = PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR;
+    if fds[0].revents().is_some_and(|r| r.intersects(any)) {
+        return Wake::LauncherGone;
+    }
+    match fds.get(listener_at).and_then(|f| f.revents()) {
+        Some(r) if r.contains(PollFlags::POLLIN) => Wake::Notification,
+        Some(r) if r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) => {
+            Wake::ListenerDone
+        }
+        _ => Wake::Other,
     }
 }
 

@@ -70,7 +70,9 @@ const CHOWNS: &[i64] = &[
 const CHOWNS: &[i64] = &[libc::SYS_fchown, libc::SYS_fchownat];
 
 /// Mode changes with the index of their mode argument: on the Landlock-only rung they may not
-/// set setuid/setgid bits (ordinary `chmod +x` keeps working for git, cc, scripts).
+/// set setuid/setgid bits. The other mode changes (and time changes) go on to the helper's
+/// supervisor (`notify.rs`, a later filter), which performs them only inside the writable
+/// roots; an EPERM here takes precedence over its notification.
 #[cfg(target_arch = "x86_64")]
 const CHMODS: &[(i64, u8)] = &[
     (libc::SYS_chmod, 1),
