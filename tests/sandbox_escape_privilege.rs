@@ -32,8 +32,10 @@ fn capabilities(text: &str) -> Vec<(String, String)> {
 }
 
 /// Root inside must hold no capability at all: effective, permitted, bounding, ambient.
+/// (`exec`: the reader is the command itself — on the Landlock-only rung its descendants
+/// cannot read their own /proc/self.)
 fn retained_capabilities(w: &World, b: Backend) {
-    let script = "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status";
+    let script = "exec grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status";
     let run = confined(w, b, defaults, script);
     let caps = capabilities(&run.stdout);
     assert_eq!(caps.len(), 5, "expected five capability sets\n{run}");
@@ -54,7 +56,7 @@ fn retained_capabilities(w: &World, b: Backend) {
 per_backend!(retained_capabilities);
 
 fn no_new_privs(w: &World, b: Backend) {
-    let script = "grep NoNewPrivs /proc/self/status";
+    let script = "exec grep NoNewPrivs /proc/self/status";
     let run = confined(w, b, defaults, script);
     assert!(
         run.stdout.contains("NoNewPrivs:\t1"),
@@ -68,16 +70,14 @@ fn no_new_privs(w: &World, b: Backend) {
 }
 per_backend!(no_new_privs);
 
-/// A setuid-root copy of `cat` gains nothing: no capabilities, no secret.
+/// A setuid-root copy of `cat` gains nothing: no capabilities, no secret. It is exec'd, so it
+/// reads its own /proc/self as the command itself (see `retained_capabilities`).
 fn setuid_binary(w: &World, b: Backend) {
     let suid = w.ws.join("suidcat");
     fs::copy("/bin/cat", &suid).expect("copy cat");
     fs::set_permissions(&suid, fs::Permissions::from_mode(0o4755)).expect("chmod 4755");
     let key = w.home.join(".ssh/id_ed25519");
-    let script = format!(
-        "./suidcat /proc/self/status | grep -E '^CapEff'; ./suidcat {}",
-        q(&key)
-    );
+    let script = format!("exec ./suidcat /proc/self/status {}", q(&key));
     let run = confined(w, b, defaults, &script);
     w.assert_no_canary(&run);
     assert!(

@@ -7,6 +7,8 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
+use std::path::{Path, PathBuf};
+
 use crate::error::{SetupError, Stage};
 use crate::plan::LandlockPlan;
 
@@ -42,8 +44,22 @@ pub fn apply(plan: &LandlockPlan, allow_partial: bool) -> Result<(u32, String), 
     let mut created = ruleset
         .create()
         .map_err(|e| fail("landlock_create_ruleset", e))?;
+    // Without a pid namespace (Landlock-only rung: host paths, opened without symlinks) a rule
+    // on /proc would show every process's cmdline; rules are inode-based, so /proc is granted
+    // entry by entry instead (see `proc_entries`).
+    let read_paths: Vec<PathBuf> = plan
+        .read
+        .iter()
+        .flat_map(|p| {
+            if plan.no_symlinks && p == Path::new("/proc") {
+                proc_entries()
+            } else {
+                vec![p.clone()]
+            }
+        })
+        .collect();
     for (paths, access) in [
-        (&plan.read, read),
+        (&read_paths, read),
         (&plan.write, all),
         (&plan.devices, devices),
     ] {
@@ -82,10 +98,55 @@ pub fn apply(plan: &LandlockPlan, allow_partial: bool) -> Result<(u32, String), 
     }
 }
 
+/// `/proc` without other processes: its entries that are not process directories (cpuinfo,
+/// meminfo, stat, sys, ...; the `self`, `thread-self`, `mounts`, `net` links are left out, a
+/// rule through them would land on a process directory) and the calling process's own
+/// directory, which the command keeps across `execve`. `/proc/self/...` thus works for the
+/// command itself; its descendants get no process directory at all, their own included
+/// (Landlock can only take rights away after `restrict_self`).
+fn proc_entries() -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from(format!("/proc/{}", std::process::id()))];
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        out.extend(
+            dir.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| !t.is_symlink()))
+                .filter(|e| {
+                    let name = e.file_name();
+                    let name = name.as_encoded_bytes();
+                    !name.is_empty() && !name.iter().all(u8::is_ascii_digit)
+                })
+                .map(|e| e.path()),
+        );
+    }
+    out
+}
+
 fn partial(abi: u32) -> SetupError {
     SetupError::new(
         Stage::Landlock,
         format!("Landlock ABI {abi} enforces only part of the ruleset (need ABI 6)"),
     )
     .hint("upgrade to Linux >= 6.12, or set [sandbox] allow_partial = true to accept")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_entries_hold_no_other_process() {
+        let entries = proc_entries();
+        let own = PathBuf::from(format!("/proc/{}", std::process::id()));
+        assert!(entries.contains(&own));
+        assert!(entries.contains(&PathBuf::from("/proc/cpuinfo")));
+        assert!(entries.contains(&PathBuf::from("/proc/sys")));
+        for link in ["/proc/self", "/proc/thread-self", "/proc/mounts"] {
+            assert!(!entries.contains(&PathBuf::from(link)), "{link}");
+        }
+        let numeric = |p: &PathBuf| {
+            p.file_name()
+                .is_some_and(|n| n.as_encoded_bytes().iter().all(u8::is_ascii_digit))
+        };
+        assert_eq!(entries.iter().filter(|p| numeric(p)).count(), 1);
+    }
 }
