@@ -340,8 +340,9 @@ fn the_kernel_alone_denies_every_injection_but_protected_paths_landlock() {
 }
 
 #[test]
-#[ignore = "pending: the landlock rung does not enforce protected paths (sandbox/README.md, \
-            Backends); .git/hooks stays writable there. The policy layer denies it"]
+#[ignore = "reduced rung (chosen only by name): protected paths are not enforced without a \
+            mount namespace (sandbox/README.md, Backends); .git/hooks stays writable there. The \
+            policy layer denies it"]
 fn the_kernel_alone_denies_planting_a_git_hook_landlock() {
     kernel_alone("landlock", Which::OnlyHooks);
 }

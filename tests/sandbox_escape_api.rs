@@ -132,7 +132,7 @@ fn protected_custom_paths(w: &World, b: Backend) {
 }
 per_backend!(
     protected_custom_paths,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 /// A heartbeat loop, detached with `setsid`, then a wait: the tree a cancellation must end.

@@ -120,18 +120,19 @@ fn doctor_reports_and_fails_closed() {
 }
 
 /// `zeroclaw sandbox run` under a user namespace whose `user.max_user_namespaces` is 0 (what
-/// a container policy or AppArmor does to user namespaces at run time): `auto` notices it in
-/// the run itself, runs nothing there, and confines the command with the next rung that
-/// works (Landlock + seccomp), bubblewrap included in the check; naming `namespaces` is
-/// refused with the reason.
+/// a container policy or AppArmor does to user namespaces at run time): naming `namespaces`
+/// is refused with the reason; `auto` notices it in the run itself, runs nothing there, and —
+/// bubblewrap failing too — refuses as well, naming the reduced Landlock-only rung that
+/// `backend = "landlock"` accepts (never chosen silently); named, that rung confines the
+/// command (seccomp filter in place).
 #[test]
-fn blocked_user_namespaces_auto_falls_back_named_is_refused() {
+fn blocked_user_namespaces_auto_refuses_landlock_by_name_runs() {
     let w = World::new();
     let blocked = |backend: &str| {
         let script = format!(
             "echo 0 > /proc/sys/user/max_user_namespaces || exit 99; \
              exec \"$0\" sandbox run --backend {backend} -- /bin/sh -c \
-             'grep ^Seccomp: /proc/self/status; echo ran > marker'"
+             'grep ^Seccomp: /proc/$$/status; echo ran > marker'"
         );
         Runner::new("unshare", &w.ws)
             .args(["--user", "--map-root-user", "sh", "-c", &script, zeroclaw()])
@@ -147,13 +148,23 @@ fn blocked_user_namespaces_auto_falls_back_named_is_refused() {
     }
     assert_refused(&w, &named, SETUP_FAILED, "namespaces");
     let auto = blocked("auto");
-    assert_eq!(auto.status_code(), Some(0), "auto should fall back\n{auto}");
+    assert_refused(&w, &auto, SETUP_FAILED, "backend = \"landlock\"");
     assert!(
-        w.ws.join("marker").exists(),
-        "auto did not run the command\n{auto}"
+        auto.stderr.contains("bubblewrap") && auto.stderr.contains(".git/hooks"),
+        "the refusal names what failed and what the Landlock rung does not guarantee\n{auto}"
+    );
+    let landlock = blocked("landlock");
+    assert_eq!(
+        landlock.status_code(),
+        Some(0),
+        "named, the Landlock rung runs\n{landlock}"
     );
     assert!(
-        auto.stdout.contains("Seccomp:\t2"),
-        "the fallback must still confine (seccomp filter)\n{auto}"
+        w.ws.join("marker").exists(),
+        "the Landlock rung did not run the command\n{landlock}"
+    );
+    assert!(
+        landlock.stdout.contains("Seccomp:\t2"),
+        "the Landlock rung must still confine (seccomp filter)\n{landlock}"
     );
 }

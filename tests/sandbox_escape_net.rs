@@ -200,7 +200,7 @@ fn pathname_unix_socket_with_network_allowed(w: &World, b: Backend) {
 }
 per_backend!(
     pathname_unix_socket_with_network_allowed,
-    landlock: "known hole: with --network allow the Landlock-only rung cannot hide outside Unix sockets (documented)"
+    landlock: "reduced rung (chosen only by name): with --network allow outside Unix sockets are reachable (see doctor)"
 );
 
 /// `--network allow` grants no privilege: a raw IP socket still needs CAP_NET_RAW.

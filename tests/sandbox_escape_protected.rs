@@ -47,7 +47,7 @@ fn git_hook_with_existing_git(w: &World, b: Backend) {
 }
 per_backend!(
     git_hook_with_existing_git,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 /// `.git` does not exist yet: creating it with a hook or a config must still fail. (The
@@ -70,7 +70,7 @@ fn git_hook_without_git(w: &World, b: Backend) {
 }
 per_backend!(
     git_hook_without_git,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 fn git_config_modified(w: &World, b: Backend) {
@@ -81,7 +81,7 @@ fn git_config_modified(w: &World, b: Backend) {
 }
 per_backend!(
     git_config_modified,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 /// Judged on what the host's `git` will read: the hook and config must keep their content and
@@ -124,7 +124,7 @@ fn git_renamed_and_recreated(w: &World, b: Backend) {
 }
 per_backend!(
     git_renamed_and_recreated,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 fn git_replaced_with_symlink(w: &World, b: Backend) {
@@ -132,7 +132,7 @@ fn git_replaced_with_symlink(w: &World, b: Backend) {
 }
 per_backend!(
     git_replaced_with_symlink,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 fn git_removed_and_recreated(w: &World, b: Backend) {
@@ -144,7 +144,7 @@ fn git_removed_and_recreated(w: &World, b: Backend) {
 }
 per_backend!(
     git_removed_and_recreated,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 fn git_hooks_dir_swapped(w: &World, b: Backend) {
@@ -156,7 +156,7 @@ fn git_hooks_dir_swapped(w: &World, b: Backend) {
 }
 per_backend!(
     git_hooks_dir_swapped,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 /// An existing hook reached through a link planted by the child: a hard link shares the inode,
@@ -171,7 +171,7 @@ fn git_hook_through_links(w: &World, b: Backend) {
 }
 per_backend!(
     git_hook_through_links,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 /// What the host's git makes of the workspace: its common dir (where hooks and config live).
@@ -255,7 +255,7 @@ fn git_gitfile_redirect(w: &World, b: Backend) {
 }
 per_backend!(
     git_gitfile_redirect,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 /// Hooks already there: a disabled (non-executable) hook must not be switched on, and the
@@ -272,7 +272,7 @@ fn git_existing_hooks_altered(w: &World, b: Backend) {
 }
 per_backend!(
     git_existing_hooks_altered,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 /// A workspace repository plus an attacker's repository `evil/` (with a hook) beside it;
@@ -358,7 +358,7 @@ fn git_hooks_path_in_workspace(w: &World, b: Backend) {
 }
 per_backend!(
     git_hooks_path_in_workspace,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 /// `.git/hooks` as a symlink to a tracked directory of the workspace (a common set-up): the
@@ -394,7 +394,7 @@ fn git_hooks_dir_symlinked(w: &World, b: Backend) {
 }
 per_backend!(
     git_hooks_dir_symlinked,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 /// `[include] path = ../.gitconfig-local` in the protected config: the included workspace file
@@ -412,7 +412,7 @@ fn git_config_include_in_workspace(w: &World, b: Backend) {
 }
 per_backend!(
     git_config_include_in_workspace,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
 /// `git config --global core.hooksPath .githooks` (per-repo tracked hooks, a common set-up):
@@ -436,5 +436,5 @@ fn git_global_hooks_path_in_workspace(w: &World, b: Backend) {
 }
 per_backend!(
     git_global_hooks_path_in_workspace,
-    landlock: "known hole: protected paths are not enforced on the Landlock-only rung (reduced, see doctor)"
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );

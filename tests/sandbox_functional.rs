@@ -201,7 +201,7 @@ fn private_tmp(w: &World, b: Backend) {
 }
 per_backend!(
     private_tmp,
-    landlock: "known gap: no private /tmp on the Landlock-only rung (only a private TMPDIR)"
+    landlock: "reduced rung (chosen only by name): no private /tmp without a mount namespace (only a private TMPDIR)"
 );
 
 fn exit_code_passthrough(w: &World, b: Backend) {

@@ -385,8 +385,20 @@ fn status(backend: Backend, p: &impl ProbeSource) -> BackendStatus {
     }
 }
 
+/// What the Landlock-only rung does not guarantee (no namespaces), for the `auto` error, the
+/// report's REDUCED lines and the docs. It is never chosen by `auto`, only by name.
+pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
+    ".git/hooks and .git/config are not protected (no mount namespace to make them read-only)",
+    "/tmp is the host's (only TMPDIR and HOME are private)",
+    "with the network allowed, Unix sockets outside the workspace (docker.sock, ssh-agent) are reachable; with it denied, every socket is",
+    "chown is refused outright (tar x as root cannot restore owners)",
+    "the command's descendants cannot read /proc/self (only the command's own /proc entry is granted)",
+];
+
 /// Picks the backend for `choice`: a named backend must be available, `auto` takes the
-/// strongest confining rung, `none` only when named, partial Landlock only when allowed.
+/// strongest rung with namespaces (namespaces, bubblewrap; Seatbelt on macOS) and never the
+/// Landlock-only rung, which is used only when named; `none` only when named; partial
+/// Landlock only when allowed.
 pub fn choose(
     choice: BackendChoice,
     allow_partial: bool,
@@ -409,26 +421,44 @@ pub fn choose(
         }
         return Ok(named);
     }
-    let confining = Backend::LADDER.iter().filter(|b| **b != Backend::None);
-    if let Some(s) = confining.map(|b| status(*b, p)).find(usable) {
+    let automatic = |b: &&Backend| !matches!(b, Backend::None | Backend::Landlock);
+    let candidates: Vec<BackendStatus> = Backend::LADDER
+        .iter()
+        .filter(automatic)
+        .map(|b| status(*b, p))
+        .collect();
+    if let Some(s) = candidates.iter().find(|s| usable(s)) {
         return Ok(s.backend);
     }
-    let all = statuses(p);
+    let why = |s: &BackendStatus| {
+        if s.partial {
+            "partial Landlock (allow_partial = false)".to_string()
+        } else {
+            s.reason.clone()
+        }
+    };
+    let mut reason = candidates
+        .iter()
+        .map(|s| format!("{}: {}", s.backend, why(s)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let landlock = status(Backend::Landlock, p);
+    reason += &if usable(&landlock) {
+        format!(
+            ". The reduced Landlock-only rung works here but is never chosen automatically: \
+             set [sandbox] backend = \"landlock\" (CLI: --backend landlock) to accept it; it does not guarantee: {}",
+            LANDLOCK_RUNG_LIMITS.join("; ")
+        )
+    } else {
+        format!(
+            ". The reduced Landlock-only rung (backend = \"landlock\", only by name) is not \
+             usable either: {}",
+            why(&landlock)
+        )
+    };
     Err(SandboxError::Unavailable {
         requested: choice,
-        reason: all
-            .iter()
-            .filter(|s| s.backend != Backend::None)
-            .map(|s| {
-                let why = if s.partial {
-                    "partial Landlock (allow_partial = false)"
-                } else {
-                    s.reason.as_str()
-                };
-                format!("{}: {why}", s.backend)
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
+        reason,
     })
 }
 
@@ -506,40 +536,48 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                 ),
             ]
         }
-        Backend::Landlock => vec![
-            g(
-                "reads limited to allowed roots; secrets excluded",
-                "Landlock (per-entry rules)",
-            ),
-            g(
-                "writes limited to the workspace and a private TMPDIR/HOME",
-                "Landlock",
-            ),
-            g(
-                "no network, no Unix sockets at all",
-                "seccomp (socket denied) + Landlock TCP + scopes",
-            ),
-            g(
-                "no signals/ptrace to outside processes",
-                "Landlock scope + seccomp",
-            ),
-            g(
-                "no privilege",
-                "capabilities dropped + no_new_privs + seccomp",
-            ),
-            g(
-                "no descendant outlives the call",
-                "child subreaper kills every descendant",
-            ),
-            g(
-                "REDUCED: .git/hooks and .git/config are not protected; /tmp is shared (TMPDIR private)",
-                "none",
-            ),
-            g(
-                "REDUCED: chown denied, chmod without setuid/setgid bits allowed (also on files outside the workspace the uid owns)",
-                "seccomp",
-            ),
-        ],
+        Backend::Landlock => {
+            let mut v = vec![
+                g(
+                    "reads limited to allowed roots; secrets excluded",
+                    "Landlock (per-entry rules)",
+                ),
+                g(
+                    "writes limited to the workspace and a private TMPDIR/HOME",
+                    "Landlock",
+                ),
+                g(
+                    "mode and time changes (chmod, utimensat, ...) only inside the writable roots, on files the uid owns, never setuid/setgid",
+                    "seccomp user notification, performed by the helper",
+                ),
+                g(
+                    "other processes' /proc entries hidden",
+                    "Landlock (rules on /proc's non-process entries and the command's own)",
+                ),
+                g(
+                    "no network when denied (every socket refused)",
+                    "seccomp (socket denied) + Landlock TCP + scopes",
+                ),
+                g(
+                    "no signals/ptrace to outside processes",
+                    "Landlock scope + seccomp",
+                ),
+                g(
+                    "no privilege",
+                    "capabilities dropped + no_new_privs + seccomp",
+                ),
+                g(
+                    "no descendant outlives the call",
+                    "child subreaper kills every descendant",
+                ),
+            ];
+            v.extend(
+                LANDLOCK_RUNG_LIMITS
+                    .iter()
+                    .map(|l| g(&format!("REDUCED (chosen only by name): {l}"), "none")),
+            );
+            v
+        }
         Backend::Seatbelt => vec![g(
             "file, network and process rules",
             "Seatbelt (sandbox-exec)",
@@ -582,10 +620,27 @@ mod tests {
             choose(BackendChoice::Auto, false, &probes(false, true, 7)).unwrap(),
             Backend::Bubblewrap
         );
+    }
+
+    #[test]
+    fn auto_never_takes_the_landlock_rung() {
+        let e = choose(BackendChoice::Auto, false, &probes(false, false, 7)).unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, SandboxError::Unavailable { .. }), "{text}");
+        assert!(text.contains("namespaces: missing"), "{text}");
+        assert!(text.contains("bubblewrap: missing"), "{text}");
+        assert!(text.contains("backend = \"landlock\""), "{text}");
+        assert!(text.contains(".git/hooks"), "{text}");
+        // Named, it is still used.
         assert_eq!(
-            choose(BackendChoice::Auto, false, &probes(false, false, 7)).unwrap(),
+            choose(BackendChoice::Landlock, false, &probes(false, false, 7)).unwrap(),
             Backend::Landlock
         );
+        // Without Landlock the error says so instead of offering it.
+        let text = choose(BackendChoice::Auto, false, &probes(false, false, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("not usable either"), "{text}");
     }
 
     #[test]
@@ -630,10 +685,16 @@ mod tests {
 
     #[test]
     fn report_names_the_choice_and_its_guarantees() {
-        let r = report_from(BackendChoice::Auto, false, probes(false, false, 7));
+        let r = report_from(BackendChoice::Landlock, false, probes(false, false, 7));
         assert_eq!(r.chosen, Some(Backend::Landlock));
         assert!(r.error.is_none());
         assert!(r.guarantees.iter().any(|g| g.what.starts_with("REDUCED")));
+        // Mode changes and other processes' /proc are no longer among the reduced ones.
+        assert!(
+            !r.guarantees
+                .iter()
+                .any(|g| g.what.starts_with("REDUCED") && g.what.contains("chmod"))
+        );
         assert_eq!(r.backends.len(), 5);
         assert!(r.missing.iter().any(|m| m.starts_with("namespaces:")));
         let json = serde_json::to_value(&r).unwrap();
@@ -647,6 +708,16 @@ mod tests {
         ] {
             assert!(json.get(key).is_some(), "{key}");
         }
+    }
+
+    #[test]
+    fn auto_report_without_namespaces_offers_landlock_by_name() {
+        let r = report_from(BackendChoice::Auto, false, probes(false, false, 7));
+        assert_eq!(r.chosen, None);
+        assert!(r.guarantees.is_empty());
+        assert!(r.error.unwrap().contains("backend = \"landlock\""));
+        let landlock = r.backends.iter().find(|s| s.backend == Backend::Landlock);
+        assert!(landlock.is_some_and(|s| s.available));
     }
 
     #[test]

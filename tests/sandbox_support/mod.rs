@@ -23,8 +23,10 @@
 
 /// Generates one `#[test]` per backend for the attack function of the same name:
 /// `per_backend!(read_ssh_keys);` gives `read_ssh_keys::{namespaces, bubblewrap, landlock}`, each
-/// skipping (or failing on CI) when its backend is missing. A known, unfixed hole on one
-/// backend is marked `per_backend!(name, landlock: "known hole: ...")`, which ignores that test only.
+/// skipping (or failing on CI) when its backend is missing. What the reduced Landlock-only rung
+/// (which `auto` never picks) cannot guarantee is marked
+/// `per_backend!(name, landlock: "reduced rung (chosen only by name): ...")`, which ignores
+/// that test only.
 #[allow(unused_macros)]
 macro_rules! per_backend {
     ($name:ident $(, namespaces: $ns:literal)? $(, bubblewrap: $bw:literal)? $(, landlock: $ll:literal)?) => {

@@ -58,13 +58,19 @@ fn supervise(plan: &Plan) -> Result<i32, SetupError> {
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     let Some(pid) = child else {
         drop(ours);
+        let mut notes = vec![
+            "landlock backend (reduced rung, chosen only by name): no namespaces; chmod/utimes \
+             are performed by the helper only inside the writable roots; other processes' /proc \
+             entries are hidden"
+                .to_string(),
+        ];
+        notes.extend(
+            crate::detect::LANDLOCK_RUNG_LIMITS
+                .iter()
+                .map(|l| format!("NOT guaranteed: {l}")),
+        );
         let report = Enforcement {
-            notes: vec![
-                "landlock backend: no namespaces; /tmp is not private (TMPDIR is), other processes' \
-                 /proc/<pid>/cmdline are readable, all sockets are denied when network is denied"
-                    .into(),
-                "protected paths (.git/hooks, .git/config) are NOT enforced on this backend".into(),
-            ],
+            notes,
             ..Enforcement::default()
         };
         if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
