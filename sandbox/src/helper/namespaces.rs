@@ -36,9 +36,13 @@ fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupErr
     let unowned = mounts::Unowned::prepare(&plan.unowned);
     enter(plan.unshare_net)?;
     reaper::become_subreaper()?;
+    let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| SetupError::os(Stage::Init, "pipe2()", &e.into()))?;
     let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match init {
         Some(pid) => {
+            drop(unshared_w);
+            hold_mount_namespace(pid, unshared_r);
             drop(unowned);
             super::release_stdio();
             if plan.warm {
@@ -49,7 +53,7 @@ fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupErr
             mounts::scrub(&plan.scrub);
             Ok(code)
         }
-        None => super::sys_exit(match init_main(plan, unowned, guards) {
+        None => super::sys_exit(match init_main(plan, unowned, guards, unshared_w) {
             Ok(code) => code,
             Err(e) => {
                 send(&Message::Failed(e));
@@ -59,11 +63,28 @@ fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupErr
     }
 }
 
+/// The init's mount namespace, held by the helper until it exits.
+static MOUNT_NAMESPACE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+
+/// Keeps a reference to the init's mount namespace once the init has made it (one byte on
+/// `unshared`), so that tearing it down (unmounting the whole root, an RCU grace period)
+/// happens when the helper exits, after it has reported the tree gone — not when the init
+/// exits, which the report waits for.
+fn hold_mount_namespace(init: i32, unshared: std::os::fd::OwnedFd) {
+    let mut byte = [0u8; 1];
+    if let Ok(1) = nix::unistd::read(&unshared, &mut byte)
+        && let Ok(ns) = std::fs::File::open(format!("/proc/{init}/ns/mnt"))
+    {
+        let _ = MOUNT_NAMESPACE.set(ns);
+    }
+}
+
 /// pid 1 of the new namespace: root, /proc, /dev, then the command as its child.
 fn init_main(
     plan: &Plan,
     unowned: mounts::Unowned,
     guards: &mut mounts::Guards,
+    unshared: std::os::fd::OwnedFd,
 ) -> Result<i32, SetupError> {
     // The helper keeps the locks; a descriptor of a host directory must not reach the command.
     guards.forget();
@@ -77,6 +98,8 @@ fn init_main(
     // root too, and the helper must keep seeing the host /proc to kill the tree.
     nix::sched::unshare(CloneFlags::CLONE_NEWNS)
         .map_err(|e| SetupError::os(Stage::Namespaces, "unshare(CLONE_NEWNS)", &e.into()))?;
+    let _ = nix::unistd::write(&unshared, &[1]);
+    drop(unshared);
     // Still the host's view: what the root is about to be built from.
     let recorded = plan.warm.then(|| crate::warm::fingerprint(plan));
     mounts::build_root(&plan.mounts, plan.limits.file_size_bytes, &unowned)?;
