@@ -452,6 +452,7 @@ fn decode(call: &Call, read: impl Fn(u64, usize) -> Result<Vec<u8>, Errno>) -> D
         })
     };
     let mode = |m: u64| Change::Mode(m as u32 & 0o7777);
+    #[cfg(target_arch = "x86_64")] // utimes and futimesat: x86_64 only
     let timeval_pair = |addr: u64| -> Result<Change, Errno> {
         if addr == 0 {
             return Ok(Change::Times(None));
