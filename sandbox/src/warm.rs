@@ -1,8 +1,9 @@
 //! Warm helpers (namespace backend): after a call ends, the launcher has its zygote fork the
 //! helper for the *next* call of the same shape ahead of time. That helper creates the
-//! namespaces and builds the new root, then its pid-namespace init waits on a socket for the
-//! call itself: the final plan and the command's stdio. A call whose plan has the same
-//! [`key`] takes it and skips straight to the last fork, confinement and `execve`.
+//! namespaces and builds the new root, and its pid-namespace init confines itself (capabilities,
+//! no_new_privs, Landlock, seccomp), then waits on a socket for the call itself: the final plan
+//! and the command's stdio. A call whose plan has the same [`key`] takes it and skips straight
+//! to the last fork, the command's limits and cwd, and `execve`.
 //!
 //! Each call still gets namespaces, a root and a `/tmp` of its own: a warm helper serves one
 //! call and is made only once the previous call's tree is gone, so no confined process can
@@ -40,17 +41,15 @@ pub const MAX_CALL_BYTES: usize = 128 * 1024;
 /// Warm helpers kept per sandbox (one per distinct call shape, least recently made evicted).
 pub const MAX_WARM: usize = 4;
 
-/// The part of a plan that shapes the namespaces and the root, i.e. what a warm helper has
-/// already applied: everything but the command, its environment, cwd, the Landlock and
-/// seccomp rules and the limits applied after the last fork.
+/// The part of a plan a warm helper has already applied — the namespaces, the root, and the
+/// confinement of its init (capabilities, Landlock, seccomp), which the command inherits:
+/// everything but the command, its environment, cwd and the limits set after the last fork.
 pub fn key(plan: &Plan) -> Plan {
     let mut k = plan.clone();
     k.argv.clear();
     k.op = None;
     k.env.clear();
     k.cwd.clear();
-    k.landlock = Default::default();
-    k.seccomp = Default::default();
     k.launcher_pid = 0;
     k.warm = false;
     k.limits = crate::profile::Limits {

@@ -26,12 +26,37 @@ pub fn confine_and_exec_supervised(
     confine_and_exec_with(plan, report, Some(supervisor))
 }
 
-fn confine_and_exec_with(
+/// The command of a warm init that has confined itself ([`confine_self`] before its call
+/// arrived): limits, cwd, stray descriptors, report, `execve`.
+pub fn exec_confined(plan: &Plan, mut report: Enforcement) -> Result<i32, SetupError> {
+    let target = prepare(plan, &mut report, None)?;
+    send(&Message::Ready(report));
+    run_target(target, plan)
+}
+
+/// Capabilities, no_new_privs, Landlock and seccomp (last) on the calling process; what it
+/// forks afterwards inherits them.
+pub fn confine_self(plan: &Plan, report: &mut Enforcement) -> Result<(), SetupError> {
+    caps::drop_all()?;
+    report.capabilities_dropped = true;
+    nix::sys::prctl::set_no_new_privs()
+        .map_err(|e| SetupError::os(Stage::NoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)", &e.into()))?;
+    report.no_new_privs = true;
+    let (abi, status) = landlock::apply(&plan.landlock, plan.allow_partial)?;
+    report.landlock_abi = abi;
+    report.landlock = status;
+    seccomp::apply(&plan.seccomp)?;
+    report.seccomp = true;
+    Ok(())
+}
+
+/// The report's backend and notes, rlimits, cwd, the target, stray descriptors closed (but
+/// `keep`).
+fn prepare(
     plan: &Plan,
-    mut report: Enforcement,
-    supervisor: Option<std::os::fd::OwnedFd>,
-) -> Result<i32, SetupError> {
-    use std::os::fd::AsRawFd;
+    report: &mut Enforcement,
+    keep: Option<std::os::fd::RawFd>,
+) -> Result<Target, SetupError> {
     report.backend = plan.backend.name().to_string();
     if !super::ROOT_PROCESS_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
         && nix::unistd::geteuid().is_root()
@@ -46,18 +71,20 @@ fn confine_and_exec_with(
     std::env::set_current_dir(&plan.cwd)
         .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
     let target = target(plan)?;
-    let keep = supervisor.as_ref().map(AsRawFd::as_raw_fd);
     crate::sys::close_from_except(REPORT_FD + 1, keep)
         .map_err(|e| SetupError::os(Stage::CloseFds, "close_range(5, ~0)", &e))?;
-    caps::drop_all()?;
-    report.capabilities_dropped = true;
-    nix::sys::prctl::set_no_new_privs()
-        .map_err(|e| SetupError::os(Stage::NoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)", &e.into()))?;
-    report.no_new_privs = true;
-    let (abi, status) = landlock::apply(&plan.landlock, plan.allow_partial)?;
-    report.landlock_abi = abi;
-    report.landlock = status;
-    seccomp::apply(&plan.seccomp)?;
+    Ok(target)
+}
+
+fn confine_and_exec_with(
+    plan: &Plan,
+    mut report: Enforcement,
+    supervisor: Option<std::os::fd::OwnedFd>,
+) -> Result<i32, SetupError> {
+    use std::os::fd::AsRawFd;
+    let keep = supervisor.as_ref().map(AsRawFd::as_raw_fd);
+    let target = prepare(plan, &mut report, keep)?;
+    confine_self(plan, &mut report)?;
     // Landlock has no right for chmod/utimes: on the Landlock-only rung they go to the
     // helper, which performs them only inside the writable roots. Without it, refuse to run.
     match supervisor {
@@ -70,7 +97,6 @@ fn confine_and_exec_with(
         }
         None => {}
     }
-    report.seccomp = true;
     send(&Message::Ready(report));
     run_target(target, plan)
 }

@@ -104,10 +104,19 @@ fn init_main(
     let recorded = plan.warm.then(|| crate::warm::fingerprint(plan));
     mounts::build_root(&plan.mounts, plan.limits.file_size_bytes, &unowned)?;
     drop(unowned);
+    let mut enforcement = Enforcement {
+        namespaces: names(plan.unshare_net),
+        private_tmp: true,
+        protected_paths: true,
+        ..Enforcement::default()
+    };
     let call;
     let plan = match recorded {
         Some(fingerprint) => {
             let mounted = crate::warm::mount_ids(plan);
+            // Confined before the call arrives (its shape, rules included, is this plan's):
+            // the command only has its limits, cwd and descriptors left to set.
+            exec::confine_self(plan, &mut enforcement)?;
             call = await_call(plan, fingerprint)?;
             if crate::warm::mount_ids(&call) != mounted {
                 return Err(SetupError::new(
@@ -119,14 +128,9 @@ fn init_main(
         }
         None => plan,
     };
-    let enforcement = Enforcement {
-        namespaces: names(plan.unshare_net),
-        private_tmp: true,
-        protected_paths: true,
-        ..Enforcement::default()
-    };
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match child {
+        None if recorded.is_some() => super::finish(exec::exec_confined(plan, enforcement)),
         None => super::finish(exec::confine_and_exec(plan, enforcement)),
         Some(pid) => {
             let exit = reaper::reap_until(Pid::from_raw(pid));
