@@ -491,3 +491,53 @@ pub fn mount_id(path: &Path) -> io::Result<u64> {
     }
     Ok(buf.stx_mnt_id)
 }
+
+/// Stack of a [`spawn_shared`] child (it confines itself and execs: little depth needed).
+const SHARED_STACK: usize = 512 * 1024;
+
+/// Starts `child` in a new process that shares our memory until it execs or exits
+/// (`clone(CLONE_VM | CLONE_VFORK)` on a stack of its own, as `posix_spawn` does): no page
+/// tables are copied, and we are suspended until then. `child` should end in `execve` or
+/// [`exit_now`]; if it returns, the process exits with 127. Returns the child's pid.
+pub fn spawn_shared(child: &mut dyn FnMut()) -> io::Result<libc::pid_t> {
+    extern "C" fn trampoline(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` is the `&mut dyn FnMut` passed to clone below, alive for the whole
+        // call: the parent is suspended (CLONE_VFORK) until this process execs or exits.
+        let child = unsafe { &mut *(arg as *mut &mut dyn FnMut()) };
+        child();
+        exit_now(127)
+    }
+    // SAFETY: an anonymous private mapping; checked for failure below.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            SHARED_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let mut arg: &mut dyn FnMut() = child;
+    // SAFETY: the child runs `trampoline` on the fresh stack (its top, 16-byte aligned, is
+    // passed: stacks grow down) and never returns into our frames: it execs or _exits. It
+    // shares our memory but we are suspended until then (CLONE_VFORK), and the helper is
+    // single-threaded, so no lock can be held by anyone else while it allocates. Its
+    // credentials, rlimits, cwd, descriptors and signal handlers are its own (no
+    // CLONE_THREAD/FS/FILES/SIGHAND).
+    let pid = unsafe {
+        libc::clone(
+            trampoline,
+            (stack as *mut u8).add(SHARED_STACK) as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut arg) as *mut &mut dyn FnMut() as *mut libc::c_void,
+        )
+    };
+    let err = io::Error::last_os_error();
+    // SAFETY: the child has exec'd or exited, so nothing runs on this stack any more.
+    unsafe { libc::munmap(stack, SHARED_STACK) };
+    if pid < 0 { Err(err) } else { Ok(pid) }
+}

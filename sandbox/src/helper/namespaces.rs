@@ -128,16 +128,33 @@ fn init_main(
         }
         None => plan,
     };
-    let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
-    match child {
-        None if recorded.is_some() => super::finish(exec::exec_confined(plan, enforcement)),
-        None => super::finish(exec::confine_and_exec(plan, enforcement)),
-        Some(pid) => {
-            let exit = reaper::reap_until(Pid::from_raw(pid));
-            send(&Message::Exited(exit));
-            Ok(shell_code(exit))
+    let warm = recorded.is_some();
+    let mut enforcement = Some(enforcement);
+    let mut command = || {
+        let report = enforcement.take().unwrap_or_default();
+        super::finish(if warm {
+            exec::exec_confined(plan, report)
+        } else {
+            exec::confine_and_exec(plan, report)
+        })
+    };
+    // A program is exec'd right away: its process shares our memory until then, no copy.
+    // An in-process operation runs in a copy, so its work never touches the init's memory.
+    let pid = if plan.op.is_none() {
+        crate::sys::spawn_shared(&mut || command())
+    } else {
+        match crate::sys::fork() {
+            Ok(None) => {
+                command();
+                crate::sys::exit_now(127)
+            }
+            other => other.map(|pid| pid.unwrap_or_default()),
         }
     }
+    .map_err(|e| SetupError::os(Stage::Init, "clone()", &e))?;
+    let exit = reaper::reap_until(Pid::from_raw(pid));
+    send(&Message::Exited(exit));
+    Ok(shell_code(exit))
 }
 
 /// A warm init with its root built: reports [`Message::Prepared`], then waits on
