@@ -263,11 +263,14 @@ impl Pool {
     }
 }
 
-/// Whether a helper for `plan` would create (or keep) a denied-path placeholder: one that
-/// waits would hold it on the host for as long as it waits, so such calls start cold.
+/// Whether a helper for `plan` would create something on the host (a protected-path
+/// placeholder, which a cold call creates too, or a denied-path one) or keep a denied-path
+/// placeholder of ours: a helper waiting for a call that may never come must not, so such
+/// calls start cold. (A protected path is listed only while it does not exist.)
 fn makes_placeholders(plan: &Plan) -> bool {
-    plan.placeholders.iter().filter(|p| p.denied).any(|p| {
-        std::fs::symlink_metadata(&p.path).is_err()
+    plan.placeholders.iter().any(|p| {
+        !p.denied
+            || std::fs::symlink_metadata(&p.path).is_err()
             || std::fs::symlink_metadata(p.path.join(crate::helper::mounts::MARKER)).is_ok()
     })
 }
