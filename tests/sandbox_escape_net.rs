@@ -11,12 +11,12 @@ use std::fs;
 use std::io::ErrorKind;
 use std::net::{TcpListener, UdpSocket};
 use std::os::linux::net::SocketAddrExt;
-use std::os::unix::net::{SocketAddr, UnixListener};
+use std::os::unix::net::{SocketAddr, UnixDatagram, UnixListener};
 
 use sandbox_support::judge::{Confine, confined, control, defaults, not_escaped};
 use sandbox_support::py::{self, py};
 use sandbox_support::run::Run;
-use sandbox_support::world::unique;
+use sandbox_support::world::{q, unique};
 use sandbox_support::{Backend, World};
 
 /// Something the test listens on and can ask "did anyone reach you?".
@@ -47,6 +47,12 @@ impl Listener for UdpSocket {
 impl Listener for UnixListener {
     fn reached(&self) -> bool {
         arrived(self.accept())
+    }
+}
+
+impl Listener for UnixDatagram {
+    fn reached(&self) -> bool {
+        arrived(self.recv(&mut [0; 512]))
     }
 }
 
@@ -198,10 +204,48 @@ fn pathname_unix_socket_with_network_allowed(w: &World, b: Backend) {
     let script = send("unix", &path.display().to_string(), 0);
     judge_listener_with(w, b, |s, _| s.network_allow(), &listener, &script);
 }
-per_backend!(
-    pathname_unix_socket_with_network_allowed,
-    landlock: "reduced rung (chosen only by name): with --network allow outside Unix sockets are reachable (see doctor)"
-);
+per_backend!(pathname_unix_socket_with_network_allowed);
+
+/// The same through a symlink planted in the workspace, and through a relative path.
+fn pathname_unix_socket_through_a_workspace_link(w: &World, b: Backend) {
+    let path = w.outside.join("agent.sock");
+    let listener = UnixListener::bind(&path).expect("bind unix");
+    listener.set_nonblocking(true).expect("nonblocking");
+    std::os::unix::fs::symlink(&path, w.ws.join("agent-link.sock")).expect("symlink");
+    let script = format!(
+        "{}; cd {} && {}",
+        send("unix", "agent-link.sock", 0),
+        q(&w.outside),
+        send("unix", "agent.sock", 0)
+    );
+    judge_listener_with(w, b, |s, _| s.network_allow(), &listener, &script);
+}
+per_backend!(pathname_unix_socket_through_a_workspace_link);
+
+/// A Unix datagram (`sendto` a path, as to `/dev/log` or journald) outside the roots, network
+/// allowed: on the Landlock-only rung the filter cannot read sendto's address, so no Unix
+/// datagram socket can be made there at all.
+fn unix_datagram_with_network_allowed(w: &World, b: Backend) {
+    let path = w.outside.join("log.sock");
+    let sink = UnixDatagram::bind(&path).expect("bind unix dgram");
+    sink.set_nonblocking(true).expect("nonblocking");
+    let src = format!(
+        r#"
+import socket, sys
+for make in (lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM),
+             lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0]):
+    try:
+        s = make()
+        s.sendto(b"zc", {path:?})
+        print("ZC_ESCAPED dgram", flush=True)
+    except OSError as e:
+        print("dgram failed:", e, flush=True)
+"#,
+        path = path.display().to_string()
+    );
+    judge_listener_with(w, b, |s, _| s.network_allow(), &sink, &py(&src, &[]));
+}
+per_backend!(unix_datagram_with_network_allowed);
 
 /// `--network allow` grants no privilege: a raw IP socket still needs CAP_NET_RAW.
 fn raw_socket_with_network_allowed(w: &World, b: Backend) {

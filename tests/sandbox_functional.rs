@@ -264,6 +264,31 @@ fn network_allowed(w: &World, b: Backend) {
 }
 per_backend!(network_allowed);
 
+/// With the network allowed, a Unix socket served inside the workspace is reachable (by path,
+/// relative and absolute; supervised on the Landlock-only rung), and TCP still works.
+fn unix_socket_in_workspace_with_network_allowed(w: &World, b: Backend) {
+    let src = r#"
+import os, socket
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind("srv.sock"); srv.listen(4)
+for target in ("srv.sock", os.path.abspath("srv.sock")):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(target); c.sendall(b"ping")
+    conn, _ = srv.accept()
+    print("got", conn.recv(4).decode(), flush=True)
+    conn.close(); c.close()
+a, b = socket.socketpair()
+a.sendall(b"pair"); print("pair", b.recv(4).decode(), flush=True)
+"#;
+    let quoted = src.replace('\'', r"'\''");
+    let run = w
+        .confined(b)
+        .network_allow()
+        .sh(&format!("{PYTHON} -c '{quoted}'"));
+    assert_ok(&run, "got ping\ngot ping\npair pair\n");
+}
+per_backend!(unix_socket_in_workspace_with_network_allowed);
+
 /// A pipeline whose reader stops early ends quietly: the command starts with SIGPIPE at its
 /// default action. (Rust programs ignore SIGPIPE, and an ignored signal survives `execve`, so
 /// a helper written in Rust must reset it.)

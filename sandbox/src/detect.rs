@@ -390,7 +390,7 @@ fn status(backend: Backend, p: &impl ProbeSource) -> BackendStatus {
 pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
     ".git/hooks and .git/config are not protected (no mount namespace to make them read-only)",
     "/tmp is the host's (only TMPDIR and HOME are private)",
-    "with the network allowed, Unix sockets outside the workspace (docker.sock, ssh-agent) are reachable; with it denied, every socket is",
+    "with the network denied every socket is refused, Unix ones included; with it allowed no Unix datagram socket can be made",
     "chown is refused outright (tar x as root cannot restore owners)",
     "the command's descendants cannot read /proc/self (only the command's own /proc entry is granted)",
 ];
@@ -557,6 +557,10 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                 g(
                     "no network when denied (every socket refused)",
                     "seccomp (socket denied) + Landlock TCP + scopes",
+                ),
+                g(
+                    "network allowed: Unix sockets outside the writable roots (docker.sock, ssh-agent) unreachable",
+                    "seccomp user notification: connect performed by the helper; Unix datagram sockets denied",
                 ),
                 g(
                     "no signals/ptrace to outside processes",

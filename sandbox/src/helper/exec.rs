@@ -85,10 +85,14 @@ fn confine_and_exec_with(
     let keep = supervisor.as_ref().map(AsRawFd::as_raw_fd);
     let target = prepare(plan, &mut report, keep)?;
     confine_self(plan, &mut report)?;
-    // Landlock has no right for chmod/utimes: on the Landlock-only rung they go to the
-    // helper, which performs them only inside the writable roots. Without it, refuse to run.
+    // Landlock has no right for chmod/utimes (nor for connecting to a pathname Unix socket):
+    // on the Landlock-only rung they go to the helper, which performs them only inside the
+    // writable roots. Without it, refuse to run.
     match supervisor {
-        Some(sock) => super::reaper::notify::install_and_hand_over(sock)?,
+        // With the network allowed, connect too: outside Unix sockets stay out of reach.
+        Some(sock) => {
+            super::reaper::notify::install_and_hand_over(sock, !plan.seccomp.deny_all_sockets)?;
+        }
         None if plan.seccomp.deny_attr_changes => {
             return Err(SetupError::new(
                 Stage::Seccomp,

@@ -38,7 +38,11 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use nix::errno::Errno;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
 
 use crate::error::{SetupError, Stage};
@@ -112,8 +116,8 @@ fn jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 
 /// The classic-BPF program: a foreign architecture is allowed here (the deny filter kills
 /// it), each supervised number (and, on x86_64, every x32 call) returns USER_NOTIF, anything
-/// else ALLOW.
-pub fn program() -> Result<Vec<libc::sock_filter>, SetupError> {
+/// else ALLOW. With `connect` (network allowed), `connect` is supervised too.
+pub fn program(connect: bool) -> Result<Vec<libc::sock_filter>, SetupError> {
     use libc::{BPF_ABS, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_K, BPF_LD, BPF_RET, BPF_W};
     let arch = AUDIT_ARCH.ok_or_else(|| {
         SetupError::new(
@@ -125,7 +129,11 @@ pub fn program() -> Result<Vec<libc::sock_filter>, SetupError> {
         )
         .hint("use a namespace backend on this architecture")
     })?;
-    let numbers: Vec<u32> = SUPERVISED.iter().map(|n| *n as u32).collect();
+    let numbers: Vec<u32> = SUPERVISED
+        .iter()
+        .chain(connect.then_some(&libc::SYS_connect))
+        .map(|n| *n as u32)
+        .collect();
     let x32 = usize::from(X32_SYSCALL_BIT.is_some());
     // Layout: [0] ld arch, [1] jeq arch, [2] ld nr, [3..3+x32) jge x32, then one jeq per
     // number, then ret ALLOW, ret USER_NOTIF.
@@ -156,8 +164,8 @@ pub fn program() -> Result<Vec<libc::sock_filter>, SetupError> {
 
 /// Installs the notifying filter on the calling thread (no_new_privs is set) and returns its
 /// listener.
-pub fn install() -> Result<OwnedFd, SetupError> {
-    let mut prog = program()?;
+pub fn install(connect: bool) -> Result<OwnedFd, SetupError> {
+    let mut prog = program(connect)?;
     let fprog = libc::sock_fprog {
         len: prog.len() as u16,
         filter: prog.as_mut_ptr(),
@@ -185,9 +193,10 @@ pub fn install() -> Result<OwnedFd, SetupError> {
 }
 
 /// Child side: installs the filter and sends its listener to the supervisor over `sock`,
-/// closing both (the command must not hold the listener).
-pub fn install_and_hand_over(sock: OwnedFd) -> Result<(), SetupError> {
-    let listener = install()?;
+/// closing both (the command must not hold the listener). `connect`: supervise `connect` too
+/// (network allowed: pathname Unix sockets only inside the writable roots).
+pub fn install_and_hand_over(sock: OwnedFd, connect: bool) -> Result<(), SetupError> {
+    let listener = install(connect)?;
     let fds = [listener.as_raw_fd()];
     let cmsg = [ControlMessage::ScmRights(&fds)];
     sendmsg::<()>(
@@ -271,10 +280,16 @@ type Decoded = Result<Option<(Target, Change)>, Errno>;
 
 /// The supervisor: the listener and the roots a change may touch.
 pub struct Supervisor {
-    listener: OwnedFd,
+    listener: Arc<OwnedFd>,
     writable: Vec<PathBuf>,
     denied: Vec<PathBuf>,
+    /// Connects being performed on their own threads.
+    connecting: Arc<AtomicUsize>,
 }
+
+/// Most `connect`s performed at once (each on its own thread, since a blocking connect may
+/// wait long and the supervisor must keep serving); beyond that, EAGAIN.
+const MAX_CONNECTS: usize = 32;
 
 /// A notification as the kernel delivers it, with the fields the decoder reads.
 struct Call {
@@ -289,9 +304,10 @@ impl Supervisor {
         let mut denied = plan.denied.clone();
         denied.extend(plan.denied.iter().filter_map(|d| d.canonicalize().ok()));
         Supervisor {
-            listener,
+            listener: Arc::new(listener),
             writable: plan.landlock.write.clone(),
             denied,
+            connecting: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -316,47 +332,123 @@ impl Supervisor {
             // ENOENT: the caller went away before we read it; EINTR: a signal (SIGTERM).
             return matches!(Errno::last(), Errno::ENOENT | Errno::EINTR);
         }
+        if i64::from(notif.data.nr) == libc::SYS_connect {
+            self.serve_connect(&notif);
+            return true;
+        }
         let call = Call {
             nr: i64::from(notif.data.nr),
             args: notif.data.args,
         };
-        let answer = match self.handle(notif.id, notif.pid, &call) {
-            Ok(()) => 0,
-            Err(e) => -(e as i32),
-        };
-        if !self.valid(notif.id) {
-            return true; // interrupted or killed: nobody to answer
-        }
-        let mut resp = libc::seccomp_notif_resp {
-            id: notif.id,
-            val: 0,
-            error: answer,
-            flags: 0,
-        };
-        // SAFETY: `resp` is a live seccomp_notif_resp, the size the request encodes; the
-        // kernel only reads it.
-        let rc = unsafe {
-            libc::ioctl(
-                self.listener.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_SEND,
-                &mut resp as *mut libc::seccomp_notif_resp,
-            )
-        };
-        rc == 0 || matches!(Errno::last(), Errno::ENOENT | Errno::EINTR)
+        let answer = self.handle(notif.id, notif.pid, &call);
+        reply(&self.listener, notif.id, answer)
     }
 
     /// Whether notification `id` is still pending (its caller is still blocked in it).
     fn valid(&self, id: u64) -> bool {
-        let mut id = id;
-        // SAFETY: `id` is a live u64 the kernel only reads.
-        let rc = unsafe {
-            libc::ioctl(
-                self.listener.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
-                &mut id as *mut u64,
+        valid(&self.listener, id)
+    }
+
+    /// `connect`: checked here, performed on a thread of its own (it may block), which
+    /// answers.
+    fn serve_connect(&self, notif: &libc::seccomp_notif) {
+        let id = notif.id;
+        let (sock, addr, keep) = match self.prepare_connect(id, notif.pid, notif.data.args) {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                reply(&self.listener, id, Err(e));
+                return;
+            }
+        };
+        if self.connecting.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTS {
+            self.connecting.fetch_sub(1, Ordering::SeqCst);
+            reply(&self.listener, id, Err(Errno::EAGAIN));
+            return;
+        }
+        let listener = Arc::clone(&self.listener);
+        let connecting = Arc::clone(&self.connecting);
+        // The thread inherits our mask: SIGTERM blocked there, so it always interrupts the
+        // supervisor's own wait instead (the flag it sets is process-wide).
+        let mut term = SigSet::empty();
+        term.add(Signal::SIGTERM);
+        let mut old = SigSet::empty();
+        let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&term), Some(&mut old));
+        let spawned = std::thread::Builder::new()
+            .name("connect".into())
+            .spawn(move || {
+                let answer = connect_raw(&sock, &addr);
+                drop(keep);
+                reply(&listener, id, answer);
+                connecting.fetch_sub(1, Ordering::SeqCst);
+            });
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+        if spawned.is_err() {
+            self.connecting.fetch_sub(1, Ordering::SeqCst);
+            reply(&self.listener, id, Err(Errno::EAGAIN));
+        }
+    }
+
+    /// The socket (our copy), the address to connect it to and what must stay open until
+    /// then. A pathname Unix address must name a socket inside the writable roots (outside
+    /// them, EACCES); it is connected through `/proc/self/fd/N` of the O_PATH descriptor that
+    /// was checked, so a path swapped meanwhile changes nothing. Other families and abstract
+    /// or unnamed Unix addresses go through unchanged (the network is allowed).
+    fn prepare_connect(
+        &self,
+        id: u64,
+        tid: u32,
+        args: [u64; 6],
+    ) -> Result<(OwnedFd, Vec<u8>, Option<OwnedFd>), Errno> {
+        let status = Status::of(tid).ok_or(Errno::EPERM)?;
+        let pidfd = crate::sys::pidfd_open(status.tgid).map_err(|_| Errno::EPERM)?;
+        if !self.valid(id) {
+            return Err(Errno::EPERM);
+        }
+        let len = args[2] as u32 as usize;
+        if len > std::mem::size_of::<libc::sockaddr_storage>() {
+            return Err(Errno::EINVAL);
+        }
+        let addr = if len == 0 {
+            Vec::new()
+        } else {
+            read_remote(tid, args[1], len)?
+        };
+        let sock = fetch_fd(&pidfd, fd_arg(args[0]))?;
+        let domain = socket_domain(&sock).map_err(|_| Errno::ENOTSOCK)?;
+        let family = addr
+            .get(..2)
+            .map(|b| i32::from(u16::from_ne_bytes([b[0], b[1]])));
+        let named = domain == libc::AF_UNIX
+            && family == Some(libc::AF_UNIX)
+            && addr.get(2).is_some_and(|b| *b != 0);
+        if !named {
+            return Ok((sock, addr, None));
+        }
+        let path: Vec<u8> = addr[2..].iter().take_while(|b| **b != 0).copied().collect();
+        let base = if path.first() == Some(&b'/') {
+            None
+        } else {
+            Some(
+                std::fs::File::open(format!("/proc/{tid}/cwd"))
+                    .map(OwnedFd::from)
+                    .map_err(|_| Errno::EPERM)?,
             )
         };
-        rc == 0
+        let dir = base.as_ref().map_or(libc::AT_FDCWD, |b| b.as_raw_fd());
+        let file = openat2(dir, &path, true)?;
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|_| Errno::EACCES)?;
+        if !self.may_change(&real) {
+            return Err(Errno::EACCES);
+        }
+        let st = nix::sys::stat::fstat(&file).map_err(|_| Errno::EACCES)?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+            return Err(Errno::ECONNREFUSED);
+        }
+        let mut checked = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        checked.extend_from_slice(format!("/proc/self/fd/{}", file.as_raw_fd()).as_bytes());
+        checked.push(0);
+        Ok((sock, checked, Some(file)))
     }
 
     fn handle(&self, id: u64, tid: u32, call: &Call) -> Result<(), Errno> {
@@ -424,6 +516,79 @@ impl Status {
             fsuid: field("Uid:")?.get(3)?.parse().ok()?,
         })
     }
+}
+
+/// Whether notification `id` on `listener` is still pending.
+fn valid(listener: &OwnedFd, id: u64) -> bool {
+    let mut id = id;
+    // SAFETY: `id` is a live u64 the kernel only reads.
+    let rc = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &mut id as *mut u64,
+        )
+    };
+    rc == 0
+}
+
+/// Answers notification `id` with 0 or the errno, if its caller still waits. False when the
+/// listener is unusable.
+fn reply(listener: &OwnedFd, id: u64, answer: Result<(), Errno>) -> bool {
+    if !valid(listener, id) {
+        return true; // interrupted or killed: nobody to answer
+    }
+    let mut resp = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: answer.err().map_or(0, |e| -(e as i32)),
+        flags: 0,
+    };
+    // SAFETY: `resp` is a live seccomp_notif_resp, the size the request encodes; the kernel
+    // only reads it.
+    let rc = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &mut resp as *mut libc::seccomp_notif_resp,
+        )
+    };
+    rc == 0 || matches!(Errno::last(), Errno::ENOENT | Errno::EINTR)
+}
+
+/// `SO_DOMAIN` of a socket.
+fn socket_domain(sock: &OwnedFd) -> Result<i32, Errno> {
+    let mut domain: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `domain` and `len` are live and sized for an int option; the kernel writes at
+    // most `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_DOMAIN,
+            (&mut domain as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(domain)
+    } else {
+        Err(Errno::last())
+    }
+}
+
+/// `connect(sock, addr)` on our copy of the caller's socket (the same open socket).
+fn connect_raw(sock: &OwnedFd, addr: &[u8]) -> Result<(), Errno> {
+    let ptr = if addr.is_empty() {
+        std::ptr::null()
+    } else {
+        addr.as_ptr().cast::<libc::sockaddr>()
+    };
+    // SAFETY: `ptr` is NULL with length 0 or points at `addr`, live for the call and of the
+    // length passed; the kernel only reads it.
+    let rc = unsafe { libc::connect(sock.as_raw_fd(), ptr, addr.len() as libc::socklen_t) };
+    if rc == 0 { Ok(()) } else { Err(Errno::last()) }
 }
 
 const UTIME_NOW: i64 = (1 << 30) - 1;
@@ -796,11 +961,11 @@ mod tests {
 
     #[test]
     fn program_sends_each_supervised_call_to_the_listener() {
-        let prog = program().unwrap();
+        let prog = program(true).unwrap();
         let ret_notify = prog.last().unwrap();
         assert_eq!(ret_notify.k, libc::SECCOMP_RET_USER_NOTIF);
         let notify_at = prog.len() - 1;
-        for nr in SUPERVISED {
+        for nr in SUPERVISED.iter().chain([&libc::SYS_connect]) {
             let (i, ins) = prog
                 .iter()
                 .enumerate()
@@ -813,6 +978,14 @@ mod tests {
         }
         // A foreign architecture jumps to ALLOW (the deny filter kills it).
         assert_eq!(2 + usize::from(prog[1].jf), notify_at - 1);
+        // Without network, connect is not supervised.
+        let jeq = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+        let prog = program(false).unwrap();
+        assert!(
+            !prog
+                .iter()
+                .any(|i| i.code == jeq && i.k == libc::SYS_connect as u32)
+        );
     }
 
     #[test]
@@ -915,9 +1088,10 @@ mod tests {
     fn only_writable_roots_outside_denied_paths_may_change() {
         let (a, _b) = nix::unistd::pipe().unwrap();
         let s = Supervisor {
-            listener: a,
+            listener: Arc::new(a),
             writable: vec![PathBuf::from("/ws"), PathBuf::from("/scratch/x")],
             denied: vec![PathBuf::from("/ws/.ssh")],
+            connecting: Arc::new(AtomicUsize::new(0)),
         };
         assert!(s.may_change(Path::new("/ws/a.sh")));
         assert!(s.may_change(Path::new("/ws")));

@@ -60,8 +60,8 @@ fn supervise(plan: &Plan) -> Result<i32, SetupError> {
         drop(ours);
         let mut notes = vec![
             "landlock backend (reduced rung, chosen only by name): no namespaces; chmod/utimes \
-             are performed by the helper only inside the writable roots; other processes' /proc \
-             entries are hidden"
+             (and connect, when the network is allowed) are performed by the helper, only inside \
+             the writable roots; other processes' /proc entries are hidden"
                 .to_string(),
         ];
         notes.extend(

@@ -141,6 +141,19 @@ fn rules(plan: &SeccompPlan) -> BTreeMap<i64, Vec<SeccompRule>> {
             map.insert(*s, bits.into_iter().map(set_bit).collect());
         }
     }
+    if plan.deny_attr_changes && !plan.deny_all_sockets {
+        // Landlock-only rung with the network allowed: `connect` is supervised (pathname Unix
+        // sockets only inside the writable roots), but a Unix datagram socket reaches any
+        // path with sendto/sendmsg, whose address a filter cannot read: no such sockets.
+        let dgram = || {
+            rule(vec![
+                cond(0, Len::Dword, Op::Eq, libc::AF_UNIX as u64),
+                cond(1, Len::Dword, Op::MaskedEq(0xf), libc::SOCK_DGRAM as u64),
+            ])
+        };
+        map.insert(libc::SYS_socket, vec![dgram()]);
+        map.insert(libc::SYS_socketpair, vec![dgram()]);
+    }
     if plan.deny_all_sockets {
         map.insert(libc::SYS_socket, vec![]);
     } else if plan.deny_inet {
@@ -251,6 +264,24 @@ mod tests {
     fn sockets_are_allowed_when_network_is_allowed() {
         let map = rules(&SeccompPlan::default());
         assert!(!map.contains_key(&libc::SYS_socket));
+    }
+
+    #[test]
+    fn landlock_only_with_network_denies_unix_datagrams() {
+        let map = rules(&SeccompPlan {
+            deny_inet: false,
+            deny_all_sockets: false,
+            deny_attr_changes: true,
+        });
+        assert_eq!(map.get(&libc::SYS_socket).map(Vec::len), Some(1));
+        assert_eq!(map.get(&libc::SYS_socketpair).map(Vec::len), Some(1));
+        assert!(
+            compile(&SeccompPlan {
+                deny_attr_changes: true,
+                ..SeccompPlan::default()
+            })
+            .is_ok()
+        );
     }
 
     #[test]
