@@ -29,6 +29,9 @@ pub struct Enforcement {
     pub protected_paths: bool,
     /// Reduced guarantees, in words.
     pub notes: Vec<String>,
+    /// Served by a helper prepared before the call arrived (see [`crate::warm`]).
+    #[serde(default)]
+    pub warm: bool,
 }
 
 /// How the command ended, as seen by the helper.

@@ -101,7 +101,7 @@ async fn the_next_call_is_served_by_a_helper_prepared_after_the_last_one() {
         .await
         .unwrap();
     assert!(
-        waiting.contains(&(c.id() as i32)),
+        waiting.contains(&(c.id() as i32)) && c.enforcement().warm,
         "the call was not served by a waiting helper: {} not in {waiting:?}",
         c.id()
     );
@@ -120,6 +120,7 @@ async fn the_next_call_is_served_by_a_helper_prepared_after_the_last_one() {
     await_warm(&needle);
     let o = sh(&s, &p, "test ! -e /tmp/left").await;
     assert_eq!(o.shell_code(), 0, "/tmp of the last call is visible");
+    assert!(o.enforcement.warm);
 }
 
 /// The host replaces what a waiting helper's root protects: the helper must not be used,
@@ -159,6 +160,7 @@ async fn a_helper_is_not_used_once_the_paths_it_protects_are_replaced() {
             !git.join("hooks/pre-commit").exists(),
             "ESCAPE: a hook was planted through a stale warm helper: {o:?}"
         );
+        assert!(!o.enforcement.warm, "a stale helper served the call");
     }
 }
 

@@ -117,6 +117,7 @@ fn init_main(
             // Confined before the call arrives (its shape, rules included, is this plan's):
             // the command only has its limits, cwd and descriptors left to set.
             exec::confine_self(plan, &mut enforcement)?;
+            enforcement.warm = true;
             call = await_call(plan, fingerprint)?;
             if crate::warm::mount_ids(&call) != mounted {
                 return Err(SetupError::new(
