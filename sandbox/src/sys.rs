@@ -541,3 +541,70 @@ pub fn spawn_shared(child: &mut dyn FnMut()) -> io::Result<libc::pid_t> {
     unsafe { libc::munmap(stack, SHARED_STACK) };
     if pid < 0 { Err(err) } else { Ok(pid) }
 }
+
+/// Stack of the child [`userns_with_map_light`] starts: it makes two raw syscalls and returns.
+const HOLDER_STACK: usize = 16 * 1024;
+
+/// The idmap holder's body. `arg` points to the pipe's `[read, write]` descriptor numbers: it
+/// closes its own copy of the write end (its descriptor table is a copy of the parent's), then
+/// blocks until the read end reports end of file — the parent closed its end, or died — and
+/// returns (the `clone` wrapper ends the child with `exit`).
+extern "C" fn hold_until_eof(arg: *mut libc::c_void) -> libc::c_int {
+    let mut byte = 0u8;
+    // SAFETY: `arg` points to a `[c_int; 2]` the parent keeps alive until it has reaped this
+    // child; `byte` is a live one-byte buffer on this child's own stack. Only raw syscalls run
+    // here: no allocation, no lock, no thread-local state (the address space is the parent's).
+    unsafe {
+        let fds = *(arg as *const [libc::c_int; 2]);
+        libc::syscall(libc::SYS_close, fds[1]);
+        libc::syscall(libc::SYS_read, fds[0], &mut byte as *mut u8, 1usize);
+    }
+    0
+}
+
+/// Like [`userns_with_map`], at a fraction of the cost: the holder of the new user namespace is
+/// a child started with `clone(CLONE_VM | CLONE_NEWUSER)` on a small stack (no copy of the
+/// address space, nothing to tear down when it ends), created directly in the namespace, so its
+/// maps can be written as soon as `clone` returns. It only makes raw syscalls: it closes its
+/// copy of a pipe's write end and reads until ours is closed (by us, or by our death: it never
+/// outlives us). Needs privilege over the maps (root); for a
+/// single-threaded process.
+pub fn userns_with_map_light(map: &str) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::AsRawFd;
+    let (hold_r, hold_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let fds: [libc::c_int; 2] = [hold_r.as_raw_fd(), hold_w.as_raw_fd()];
+    let mut stack = vec![0u8; HOLDER_STACK];
+    // The stack grows down; the top is 16-byte aligned as the ABI requires.
+    let top = (stack.as_mut_ptr() as usize + HOLDER_STACK) & !15;
+    // SAFETY: the child runs only `hold_until_eof` (two raw syscalls on its own stack, reading
+    // `fds`) and then `exit`s; it shares our memory but touches none of it beyond that stack
+    // and `fds`, both of which stay alive until we have reaped the child below. Without
+    // CLONE_SETTLS/CLONE_THREAD it is an ordinary child (SIGCHLD on exit) that waitpid reaps.
+    let pid = unsafe {
+        libc::clone(
+            hold_until_eof,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_NEWUSER | libc::SIGCHLD,
+            &fds as *const [libc::c_int; 2] as *mut libc::c_void,
+        )
+    };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let result = (|| {
+        std::fs::write(format!("/proc/{pid}/uid_map"), map)?;
+        std::fs::write(format!("/proc/{pid}/gid_map"), map)?;
+        Ok(std::fs::File::open(format!("/proc/{pid}/ns/user"))?.into())
+    })();
+    drop(hold_w);
+    let mut status = 0;
+    // SAFETY: waits for the child started above; `status` is a valid out-pointer. __WCLONE is
+    // not needed: the child's exit signal is SIGCHLD.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
+        && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+    {}
+    // Only now may the holder's stack and `fds` (read by it) go.
+    drop(stack);
+    drop(hold_r);
+    result
+}
