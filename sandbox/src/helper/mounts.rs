@@ -424,36 +424,57 @@ fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
     match op {
         MountOp::Bind { path, rw, optional } => bind(path, *rw, *optional),
         MountOp::Symlink { path, target } => {
-            mkdir_p(path.parent().unwrap_or(Path::new("/")))?;
-            std::os::unix::fs::symlink(target, path).map_err(|e| {
+            let failed = |e| {
                 err(
                     format!("symlink({} -> {})", path.display(), target.display()),
                     e,
                 )
-            })
+            };
+            match std::os::unix::fs::symlink(target, path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    mkdir_p(path.parent().unwrap_or(Path::new("/")))?;
+                    std::os::unix::fs::symlink(target, path).map_err(failed)
+                }
+                made => made.map_err(failed),
+            }
         }
         MountOp::Tmpfs { path, mode } => {
             tmpfs(path, &format!("mode={mode:o},size={tmpfs_bytes}"), false)
         }
-        MountOp::MaskDir { path } | MountOp::MaskFile { path }
-            if path.symlink_metadata().is_err() =>
-        {
-            Ok(())
+        MountOp::MaskDir { path } => {
+            let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+            let data = "mode=0,size=4k";
+            let mounted = mount(Some("tmpfs"), path, Some("tmpfs"), flags, Some(data));
+            mask_mounted(path, mounted, || {
+                format!("mount(tmpfs, {}, {data})", path.display())
+            })
         }
-        MountOp::MaskDir { path } => tmpfs(path, "mode=0,size=4k", true),
         MountOp::MaskFile { path } => {
             let null = Path::new(OLD).join("dev/null");
-            mount(
-                Some(&null),
-                path,
-                None::<&str>,
-                MsFlags::MS_BIND,
-                None::<&str>,
-            )
-            .map_err(|e| err(format!("mount(/dev/null -> {}, bind)", path.display()), e))?;
-            harden_mount(path, true)
-                .map_err(|e| err(format!("mount_setattr({}, ro)", path.display()), e))
+            let flags = MsFlags::MS_BIND;
+            let mounted = mount(Some(&null), path, None::<&str>, flags, None::<&str>);
+            mask_mounted(path, mounted, || {
+                format!("mount(/dev/null -> {}, bind)", path.display())
+            })
         }
+    }
+}
+
+/// Finishes a mask mounted over `path` (read-only, nosuid, nodev). A path with nothing there
+/// (nor possible, below a non-directory) has nothing to hide and is skipped: the mount's
+/// ENOENT/ENOTDIR says so without a `stat` first. Anything that is there but could not be
+/// masked (a dangling symlink, a file where a directory was planned) fails the call.
+fn mask_mounted(
+    path: &Path,
+    mounted: nix::Result<()>,
+    call: impl FnOnce() -> String,
+) -> Result<(), SetupError> {
+    use nix::errno::Errno;
+    match mounted {
+        Ok(()) => harden_mount(path, true)
+            .map_err(|e| err(format!("mount_setattr({}, ro)", path.display()), e)),
+        Err(Errno::ENOENT | Errno::ENOTDIR) if path.symlink_metadata().is_err() => Ok(()),
+        Err(e) => Err(err(call(), e)),
     }
 }
 
@@ -516,21 +537,42 @@ fn tmpfs(path: &Path, data: &str, readonly: bool) -> Result<(), SetupError> {
     Ok(())
 }
 
+/// `mkdir -p`, one `mkdir` per directory in the usual cases: the path itself first (it exists,
+/// or only it is missing), its parents only when that says they are missing. Something other
+/// than a directory in the way is left for the mount on it to refuse.
 fn mkdir_p(path: &Path) -> Result<(), SetupError> {
-    if path.is_dir() {
-        return Ok(());
+    use nix::errno::Errno;
+    match nix::unistd::mkdir(path, nix::sys::stat::Mode::from_bits_truncate(0o755)) {
+        Ok(()) | Err(Errno::EEXIST) => Ok(()),
+        Err(Errno::ENOENT) => {
+            if let Some(parent) = path.parent() {
+                mkdir_p(parent)?;
+            }
+            match nix::unistd::mkdir(path, nix::sys::stat::Mode::from_bits_truncate(0o755)) {
+                Ok(()) | Err(Errno::EEXIST) => Ok(()),
+                Err(e) => Err(err(format!("mkdir -p {}", path.display()), e)),
+            }
+        }
+        Err(e) => Err(err(format!("mkdir -p {}", path.display()), e)),
     }
-    std::fs::create_dir_all(path).map_err(|e| err(format!("mkdir -p {}", path.display()), e))
 }
 
+/// An empty file at `path` to mount a file on (one `mknod`; kept if something is there).
 fn touch(path: &Path) -> Result<(), SetupError> {
-    if path.exists() {
-        return Ok(());
+    use nix::errno::Errno;
+    use nix::sys::stat::{Mode, SFlag, mknod};
+    let make = || mknod(path, SFlag::S_IFREG, Mode::from_bits_truncate(0o644), 0);
+    match make() {
+        Ok(()) | Err(Errno::EEXIST) => Ok(()),
+        Err(Errno::ENOENT) => {
+            mkdir_p(path.parent().unwrap_or(Path::new("/")))?;
+            match make() {
+                Ok(()) | Err(Errno::EEXIST) => Ok(()),
+                Err(e) => Err(err(format!("create({})", path.display()), e)),
+            }
+        }
+        Err(e) => Err(err(format!("create({})", path.display()), e)),
     }
-    mkdir_p(path.parent().unwrap_or(Path::new("/")))?;
-    std::fs::File::create(path)
-        .map(drop)
-        .map_err(|e| err(format!("create({})", path.display()), e))
 }
 
 /// A minimal `/dev`: the harmless character devices bound from the host, a private `/dev/shm`
@@ -540,16 +582,18 @@ fn mount_dev() -> Result<(), SetupError> {
     for dev in DEVICES {
         let path = Path::new("/dev").join(dev);
         let src = Path::new(OLD).join("dev").join(dev);
-        if src.exists() {
-            touch(&path)?;
-            mount(
-                Some(&src),
-                &path,
-                None::<&str>,
-                MsFlags::MS_BIND,
-                None::<&str>,
-            )
-            .map_err(|e| err(format!("mount({}, bind)", path.display()), e))?;
+        touch(&path)?;
+        match mount(
+            Some(&src),
+            &path,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        ) {
+            Ok(()) => {}
+            // Not on the host: no node either.
+            Err(nix::errno::Errno::ENOENT) => drop(std::fs::remove_file(&path)),
+            Err(e) => return Err(err(format!("mount({}, bind)", path.display()), e)),
         }
     }
     for (link, target) in [
@@ -582,17 +626,13 @@ fn mount_proc() -> Result<(), SetupError> {
             .hint("the host's /proc is partly masked (container?); run on a host or use backend = \"landlock\"")
     })?;
     for sub in ["/proc/sys", "/proc/sysrq-trigger"] {
-        if Path::new(sub).exists() {
-            mount(
-                Some(sub),
-                sub,
-                None::<&str>,
-                MsFlags::MS_BIND | MsFlags::MS_REC,
-                None::<&str>,
-            )
-            .map_err(|e| err(format!("mount({sub}, bind)"), e))?;
-            harden_mount(Path::new(sub), true)
-                .map_err(|e| err(format!("mount_setattr({sub}, ro)"), e))?;
+        let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
+        match mount(Some(sub), sub, None::<&str>, flags, None::<&str>) {
+            Ok(()) => harden_mount(Path::new(sub), true)
+                .map_err(|e| err(format!("mount_setattr({sub}, ro)"), e))?,
+            // Not in this kernel's /proc (sysrq-trigger without CONFIG_MAGIC_SYSRQ).
+            Err(nix::errno::Errno::ENOENT) => {}
+            Err(e) => return Err(err(format!("mount({sub}, bind)"), e)),
         }
     }
     Ok(())
