@@ -51,15 +51,15 @@ fn shell_and_coreutils(w: &World, b: Backend) {
 per_backend!(shell_and_coreutils);
 
 /// Mode and time changes in the workspace and TMPDIR (supervised on the Landlock-only rung):
-/// `chmod +x` and running the script, `touch -d`, `cp -p`, `tar x` (owner not restored:
-/// chown stays denied there), `fchmod` and `futimens` on a descriptor, `chmod` through a
-/// directory descriptor, in TMPDIR too.
+/// `chmod +x` and running the script, `touch -d`, `cp -p`, `cp -a` and `tar x` (restoring the
+/// owner, as root), `fchmod` and `futimens` on a descriptor, `chmod` through a directory
+/// descriptor, in TMPDIR too.
 fn workspace_modes_and_times(w: &World, b: Backend) {
     let py_fd = r#"import os; fd = os.open("f.txt", os.O_RDONLY); os.fchmod(fd, 0o640); os.utime(fd, (7, 7)); d = os.open(".", os.O_PATH); os.chmod("g.txt", 0o604, dir_fd=d); print("py", oct(os.stat("f.txt").st_mode & 0o777), int(os.stat("f.txt").st_mtime), oct(os.stat("g.txt").st_mode & 0o777))"#;
     let script = format!(
         "set -e; printf '#!/bin/sh\\necho script-ran\\n' > s.sh; chmod +x s.sh; ./s.sh; \
          touch -d 2001-02-03 s.sh; date -r s.sh +%Y; mkdir d; cp -p s.sh d/; date -r d/s.sh +%Y; \
-         tar cf t.tar d; mkdir x; tar xf t.tar -C x --no-same-owner; test -x x/d/s.sh; date -r x/d/s.sh +%Y; \
+         tar cf t.tar d; mkdir x; tar xf t.tar -C x; cp -a d y; test -x x/d/s.sh; date -r x/d/s.sh +%Y; \
          echo a > f.txt; echo b > g.txt; {PYTHON} -c '{py_fd}'; \
          t=$(mktemp); chmod 600 \"$t\"; touch -d 2002-01-01 \"$t\"; date -r \"$t\" +%Y; echo done"
     );

@@ -391,7 +391,6 @@ pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
     ".git/hooks and .git/config are not protected (no mount namespace to make them read-only)",
     "/tmp is the host's (only TMPDIR and HOME are private)",
     "with the network denied every socket is refused, Unix ones included; with it allowed no Unix datagram socket can be made",
-    "chown is refused outright (tar x as root cannot restore owners)",
     "the command's descendants cannot read /proc/self (only the command's own /proc entry is granted)",
 ];
 
@@ -547,7 +546,7 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                     "Landlock",
                 ),
                 g(
-                    "mode and time changes (chmod, utimensat, ...) only inside the writable roots, on files the uid owns, never setuid/setgid",
+                    "mode, owner and time changes (chmod, chown, utimensat, ...) only inside the writable roots, on files the uid owns, never setuid/setgid, never to another owner",
                     "seccomp user notification, performed by the helper",
                 ),
                 g(

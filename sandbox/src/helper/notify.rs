@@ -1,4 +1,5 @@
-//! Mode and time changes on the Landlock-only rung, supervised by the helper.
+//! Mode, owner and time changes (and, with the network allowed, `connect`) on the
+//! Landlock-only rung, supervised by the helper.
 //!
 //! Landlock has no right for `chmod` or `utimensat`, and without a user namespace the confined
 //! uid (root on CI, capabilities dropped) owns files outside the workspace: `chmod 0644
@@ -23,6 +24,9 @@
 //! the errno, after checking the notification is still pending
 //! (`SECCOMP_IOCTL_NOTIF_ID_VALID`). Anything unexpected is EPERM (fail closed); a supervisor
 //! that is gone leaves these syscalls failing with ENOSYS.
+//!
+//! Owner changes (`chown` family) go the same way and are accepted only when they keep the
+//! current owner and group (`tar x` and `cp -a` as root restore the owner a file already has).
 //!
 //! Deliberate differences from the kernel: touching a file's times to "now" needs ownership
 //! here (the kernel also accepts write permission), and a path through `/proc/self/fd/N` or
@@ -76,6 +80,10 @@ const SYS_FCHMODAT2: i64 = 452;
 /// The supervised system calls.
 #[cfg(target_arch = "x86_64")]
 const SUPERVISED: &[i64] = &[
+    libc::SYS_chown,
+    libc::SYS_fchown,
+    libc::SYS_lchown,
+    libc::SYS_fchownat,
     libc::SYS_chmod,
     libc::SYS_fchmod,
     libc::SYS_fchmodat,
@@ -87,6 +95,8 @@ const SUPERVISED: &[i64] = &[
 ];
 #[cfg(not(target_arch = "x86_64"))]
 const SUPERVISED: &[i64] = &[
+    libc::SYS_fchown,
+    libc::SYS_fchownat,
     libc::SYS_fchmod,
     libc::SYS_fchmodat,
     SYS_FCHMODAT2,
@@ -258,6 +268,9 @@ enum Change {
     Mode(u32),
     /// New access and modification times; `None` is "now" (a NULL times argument).
     Times(Option<[libc::timespec; 2]>),
+    /// New owner and group (`u32::MAX`: unchanged); only the current ones are accepted, so
+    /// `tar x` and `cp -a` as root, restoring the owner they already have, keep working.
+    Owner(u32, u32),
 }
 
 /// Which file a call names.
@@ -486,6 +499,12 @@ impl Supervisor {
         {
             return Err(Errno::EPERM);
         }
+        let keeps = |wanted: u32, current: u32| wanted == u32::MAX || wanted == current;
+        if let Change::Owner(uid, gid) = change
+            && !(keeps(uid, st.st_uid) && keeps(gid, st.st_gid))
+        {
+            return Err(Errno::EPERM);
+        }
         Ok(())
     }
 
@@ -617,6 +636,7 @@ fn decode(call: &Call, read: impl Fn(u64, usize) -> Result<Vec<u8>, Errno>) -> D
         })
     };
     let mode = |m: u64| Change::Mode(m as u32 & 0o7777);
+    let owner = |u: u64, g: u64| Change::Owner(u as u32, g as u32);
     #[cfg(target_arch = "x86_64")] // utimes and futimesat: x86_64 only
     let timeval_pair = |addr: u64| -> Result<Change, Errno> {
         if addr == 0 {
@@ -642,6 +662,11 @@ fn decode(call: &Call, read: impl Fn(u64, usize) -> Result<Vec<u8>, Errno>) -> D
     let nr = call.nr;
     #[cfg(target_arch = "x86_64")]
     {
+        if nr == libc::SYS_chown || nr == libc::SYS_lchown {
+            let follow = nr == libc::SYS_chown;
+            let target = at(libc::AT_FDCWD as u64, a[0], follow, false)?;
+            return Ok(Some((target, owner(a[1], a[2]))));
+        }
         if nr == libc::SYS_chmod {
             return Ok(Some((
                 at(libc::AT_FDCWD as u64, a[0], true, false)?,
@@ -683,6 +708,18 @@ fn decode(call: &Call, read: impl Fn(u64, usize) -> Result<Vec<u8>, Errno>) -> D
                 change,
             )));
         }
+    }
+    if nr == libc::SYS_fchown {
+        return Ok(Some((Target::Fd(fd_arg(a[0])), owner(a[1], a[2]))));
+    }
+    if nr == libc::SYS_fchownat {
+        let flags = a[4] as u32 as i32;
+        if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let follow = flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+        let empty = flags & libc::AT_EMPTY_PATH != 0;
+        return Ok(Some((at(a[0], a[1], follow, empty)?, owner(a[2], a[3]))));
     }
     if nr == libc::SYS_fchmod {
         return Ok(Some((Target::Fd(fd_arg(a[0])), mode(a[1]))));
@@ -897,6 +934,16 @@ fn apply(file: &OwnedFd, change: Change) -> Result<(), Errno> {
                 libc::AT_EMPTY_PATH,
             )
         },
+        // SAFETY: the empty path with AT_EMPTY_PATH names `file` itself; nothing else is read.
+        Change::Owner(uid, gid) => unsafe {
+            libc::fchownat(
+                file.as_raw_fd(),
+                c"".as_ptr(),
+                uid,
+                gid,
+                libc::AT_EMPTY_PATH,
+            ) as libc::c_long
+        },
         Change::Times(times) => {
             let ptr = times.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
             // SAFETY: the empty path with AT_EMPTY_PATH names `file`; `ptr` is NULL or points
@@ -1068,6 +1115,23 @@ mod tests {
             ),
             Err(Errno::EINVAL)
         );
+        // fchownat(dirfd, path, uid, gid, AT_SYMLINK_NOFOLLOW); -1 keeps a value.
+        let (t, c) = decode_with(
+            libc::SYS_fchownat,
+            [
+                at_fdcwd,
+                0x1000,
+                0,
+                u32::MAX as u64,
+                libc::AT_SYMLINK_NOFOLLOW as u64,
+                0,
+            ],
+            &[(0x1000, path)],
+        )
+        .unwrap()
+        .unwrap();
+        assert!(matches!(t, Target::Path { follow: false, .. }));
+        assert_eq!(c, Change::Owner(0, u32::MAX));
         // An unknown number is refused.
         assert_eq!(
             decode_with(libc::SYS_getpid, [0; 6], &[]),

@@ -58,21 +58,10 @@ const DENIED: &[i64] = &[
     libc::SYS_pidfd_getfd,
 ];
 
-/// Owner changes (Landlock has no right for them): denied outright on the Landlock-only rung.
-#[cfg(target_arch = "x86_64")]
-const CHOWNS: &[i64] = &[
-    libc::SYS_chown,
-    libc::SYS_fchown,
-    libc::SYS_lchown,
-    libc::SYS_fchownat,
-];
-#[cfg(not(target_arch = "x86_64"))]
-const CHOWNS: &[i64] = &[libc::SYS_fchown, libc::SYS_fchownat];
-
 /// Mode changes with the index of their mode argument: on the Landlock-only rung they may not
-/// set setuid/setgid bits. The other mode changes (and time changes) go on to the helper's
-/// supervisor (`notify.rs`, a later filter), which performs them only inside the writable
-/// roots; an EPERM here takes precedence over its notification.
+/// set setuid/setgid bits. The other mode changes (and owner and time changes) go on to the
+/// helper's supervisor (`notify.rs`, a later filter), which performs them only inside the
+/// writable roots; an EPERM here takes precedence over its notification.
 #[cfg(target_arch = "x86_64")]
 const CHMODS: &[(i64, u8)] = &[
     (libc::SYS_chmod, 1),
@@ -132,9 +121,8 @@ fn rules(plan: &SeccompPlan) -> BTreeMap<i64, Vec<SeccompRule>> {
         ])],
     );
     if plan.deny_attr_changes {
-        for s in CHOWNS {
-            map.insert(*s, vec![]);
-        }
+        // Owner changes (Landlock has no right for them either) go to the supervisor, which
+        // accepts only the current owner and group.
         for (s, mode_arg) in CHMODS {
             let bits = [libc::S_ISUID as u64, libc::S_ISGID as u64];
             let set_bit = |b: u64| rule(vec![cond(*mode_arg, Len::Dword, Op::MaskedEq(b), b)]);
@@ -292,7 +280,6 @@ mod tests {
             deny_attr_changes: true,
         });
         assert_eq!(map.get(&libc::SYS_socket).map(Vec::len), Some(0));
-        assert_eq!(map.get(&libc::SYS_fchownat).map(Vec::len), Some(0));
         assert_eq!(map.get(&libc::SYS_fchmodat).map(Vec::len), Some(2));
     }
 }
