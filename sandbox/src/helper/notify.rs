@@ -28,6 +28,16 @@
 //! Owner changes (`chown` family) go the same way and are accepted only when they keep the
 //! current owner and group (`tar x` and `cp -a` as root restore the owner a file already has).
 //!
+//! With the network allowed, `connect` is supervised too (Landlock does not cover pathname
+//! Unix sockets: an ssh-agent or docker.sock outside the roots would be reachable). The
+//! helper connects its own copy of the socket (`pidfd_getfd`): a pathname Unix address must
+//! name a socket in a writable root and is connected through `/proc/self/fd/N` of the
+//! descriptor that was checked; other families and abstract addresses are connected as given
+//! (CONTINUE would be unsafe here as well: the filter cannot see the socket's family, and the
+//! descriptor or address could be swapped after a check). Each connect runs on a thread of
+//! its own, since a blocking connect may wait long. Unix datagram sockets, which reach any
+//! path through `sendto`/`sendmsg`, are refused by the deny filter on that rung.
+//!
 //! Deliberate differences from the kernel: touching a file's times to "now" needs ownership
 //! here (the kernel also accepts write permission), and a path through `/proc/self/fd/N` or
 //! `/proc/thread-self/fd/N` (glibc's `lchmod` fallback) is taken as the child's descriptor N.
@@ -41,7 +51,6 @@ use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
