@@ -102,8 +102,9 @@ pub struct SeccompPlan {
     pub deny_inet: bool,
     /// Deny `socket()` entirely (Landlock-only backend: pathname Unix sockets cannot be hidden).
     pub deny_all_sockets: bool,
-    /// Deny chown and setuid/setgid chmod (Landlock-only backend: Landlock does not cover
-    /// attribute changes).
+    /// Landlock-only backend (Landlock does not cover attribute changes): refuse setuid/setgid
+    /// modes, and route mode, time and owner changes (and `connect` with the network allowed)
+    /// to the helper's supervisor (`helper/notify.rs`).
     pub deny_attr_changes: bool,
 }
 
