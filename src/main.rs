@@ -48,11 +48,37 @@ enum Command {
     },
 }
 
+/// `zeroclaw sandbox ...` parsed on its own: the same subcommand (name, help and arguments) as
+/// in [`Cli`], without building the parser of every other subcommand first. A one-shot `sandbox
+/// run` spends its start-up time here (issue 3's benchmark).
+#[derive(Parser)]
+#[command(name = "zeroclaw")]
+struct SandboxCli {
+    #[command(subcommand)]
+    command: SandboxOnly,
+}
+
+#[derive(Subcommand)]
+enum SandboxOnly {
+    /// Run a command confined exactly as a supervised session's shell tool would.
+    #[command(subcommand)]
+    Sandbox(sandbox::SandboxCommand),
+}
+
 fn main() -> ExitCode {
     // First statement: the re-executed confined helper branches off here, before argument
     // parsing, logging or any runtime thread exists.
     zeroclaw_sandbox::helper::run_if_helper_with(zeroclaw::tools::ops::OPS);
 
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("sandbox")) {
+        // Nothing on this path logs (the command's own output is relayed, setup failures are
+        // explained on stderr), so no subscriber is set up either.
+        let SandboxOnly::Sandbox(sandbox::SandboxCommand::Run(args)) = SandboxCli::parse().command;
+        return finish(
+            sandbox_settings(None)
+                .map(|(backend, partial)| sandbox::run_with(args, backend, partial)),
+        );
+    }
     let cli = Cli::parse();
     init_logging();
     let result = match cli.command {
@@ -66,6 +92,10 @@ fn main() -> ExitCode {
         Command::Doctor { args, config_dir } => sandbox_settings(config_dir.as_deref())
             .map(|(backend, partial)| doctor::run_with(args, backend, partial)),
     };
+    finish(result)
+}
+
+fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
