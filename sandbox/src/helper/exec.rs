@@ -16,7 +16,7 @@ pub fn confine_and_exec(plan: &Plan, report: Enforcement) -> Result<i32, SetupEr
 }
 
 /// [`confine_and_exec`] on the Landlock-only rung: `supervisor` is this child's end of a
-/// socketpair to the helper, which supervises mode and time changes (`notify.rs`); the
+/// socketpair to the helper, which supervises mode and time changes (`notify/`); the
 /// listener of that last seccomp filter is sent over it just before the command runs.
 pub fn confine_and_exec_supervised(
     plan: &Plan,
@@ -91,7 +91,7 @@ fn confine_and_exec_with(
     match supervisor {
         // With the network allowed, connect too: outside Unix sockets stay out of reach.
         Some(sock) => {
-            super::reaper::notify::install_and_hand_over(sock, !plan.seccomp.deny_all_sockets)?;
+            super::notify::install_and_hand_over(sock, !plan.seccomp.deny_all_sockets)?;
         }
         None if plan.seccomp.deny_attr_changes => {
             return Err(SetupError::new(

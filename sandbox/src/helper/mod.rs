@@ -11,6 +11,7 @@ mod exec;
 mod landlock;
 pub(crate) mod mounts;
 mod namespaces;
+mod notify;
 mod pidns;
 mod reaper;
 mod rlimits;

@@ -7,12 +7,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-// The module lives beside this one (helper/notify.rs); declared here, its only user besides
-// exec.rs, so the helper's mod.rs (shared with the namespace work) stays as it is.
-#[path = "notify.rs"]
-pub(super) mod notify;
-
-use super::{exec, scratch, send, shell_code};
+use super::{exec, notify, scratch, send, shell_code};
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
 use crate::protocol::{Enforcement, ExitInfo, Message};

@@ -1,0 +1,158 @@
+//! `connect` (network allowed): the socket and address checked, a pathname Unix address
+//! only inside the writable roots and through the descriptor that was checked, then the
+//! connect performed on our copy of the socket on a thread of its own.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use nix::errno::Errno;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+
+use super::Supervisor;
+use super::decode::{Status, fd_arg, read_remote};
+use super::emulate::{fetch_fd, openat2};
+use super::listener::reply;
+
+/// Most `connect`s performed at once (each on its own thread, since a blocking connect may
+/// wait long and the supervisor must keep serving); beyond that, EAGAIN.
+const MAX_CONNECTS: usize = 32;
+
+impl Supervisor {
+    /// `connect`: checked here, performed on a thread of its own (it may block), which
+    /// answers.
+    pub(super) fn serve_connect(&self, notif: &libc::seccomp_notif) {
+        let id = notif.id;
+        let (sock, addr, keep) = match self.prepare_connect(id, notif.pid, notif.data.args) {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                reply(&self.listener, id, Err(e));
+                return;
+            }
+        };
+        if self.connecting.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTS {
+            self.connecting.fetch_sub(1, Ordering::SeqCst);
+            reply(&self.listener, id, Err(Errno::EAGAIN));
+            return;
+        }
+        let listener = Arc::clone(&self.listener);
+        let connecting = Arc::clone(&self.connecting);
+        // The thread inherits our mask: SIGTERM blocked there, so it always interrupts the
+        // supervisor's own wait instead (the flag it sets is process-wide).
+        let mut term = SigSet::empty();
+        term.add(Signal::SIGTERM);
+        let mut old = SigSet::empty();
+        let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&term), Some(&mut old));
+        let spawned = std::thread::Builder::new()
+            .name("connect".into())
+            .spawn(move || {
+                let answer = connect_raw(&sock, &addr);
+                drop(keep);
+                reply(&listener, id, answer);
+                connecting.fetch_sub(1, Ordering::SeqCst);
+            });
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+        if spawned.is_err() {
+            self.connecting.fetch_sub(1, Ordering::SeqCst);
+            reply(&self.listener, id, Err(Errno::EAGAIN));
+        }
+    }
+
+    /// The socket (our copy), the address to connect it to and what must stay open until
+    /// then. A pathname Unix address must name a socket inside the writable roots (outside
+    /// them, EACCES); it is connected through `/proc/self/fd/N` of the O_PATH descriptor that
+    /// was checked, so a path swapped meanwhile changes nothing. Other families and abstract
+    /// or unnamed Unix addresses go through unchanged (the network is allowed).
+    fn prepare_connect(
+        &self,
+        id: u64,
+        tid: u32,
+        args: [u64; 6],
+    ) -> Result<(OwnedFd, Vec<u8>, Option<OwnedFd>), Errno> {
+        let status = Status::of(tid).ok_or(Errno::EPERM)?;
+        let pidfd = crate::sys::pidfd_open(status.tgid).map_err(|_| Errno::EPERM)?;
+        if !self.valid(id) {
+            return Err(Errno::EPERM);
+        }
+        let len = args[2] as u32 as usize;
+        if len > std::mem::size_of::<libc::sockaddr_storage>() {
+            return Err(Errno::EINVAL);
+        }
+        let addr = if len == 0 {
+            Vec::new()
+        } else {
+            read_remote(tid, args[1], len)?
+        };
+        let sock = fetch_fd(&pidfd, fd_arg(args[0]))?;
+        let domain = socket_domain(&sock).map_err(|_| Errno::ENOTSOCK)?;
+        let family = addr
+            .get(..2)
+            .map(|b| i32::from(u16::from_ne_bytes([b[0], b[1]])));
+        let named = domain == libc::AF_UNIX
+            && family == Some(libc::AF_UNIX)
+            && addr.get(2).is_some_and(|b| *b != 0);
+        if !named {
+            return Ok((sock, addr, None));
+        }
+        let path: Vec<u8> = addr[2..].iter().take_while(|b| **b != 0).copied().collect();
+        let base = if path.first() == Some(&b'/') {
+            None
+        } else {
+            Some(
+                std::fs::File::open(format!("/proc/{tid}/cwd"))
+                    .map(OwnedFd::from)
+                    .map_err(|_| Errno::EPERM)?,
+            )
+        };
+        let dir = base.as_ref().map_or(libc::AT_FDCWD, |b| b.as_raw_fd());
+        let file = openat2(dir, &path, true)?;
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|_| Errno::EACCES)?;
+        if !self.may_change(&real) {
+            return Err(Errno::EACCES);
+        }
+        let st = nix::sys::stat::fstat(&file).map_err(|_| Errno::EACCES)?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+            return Err(Errno::ECONNREFUSED);
+        }
+        let mut checked = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        checked.extend_from_slice(format!("/proc/self/fd/{}", file.as_raw_fd()).as_bytes());
+        checked.push(0);
+        Ok((sock, checked, Some(file)))
+    }
+}
+
+/// `SO_DOMAIN` of a socket.
+fn socket_domain(sock: &OwnedFd) -> Result<i32, Errno> {
+    let mut domain: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `domain` and `len` are live and sized for an int option; the kernel writes at
+    // most `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_DOMAIN,
+            (&mut domain as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(domain)
+    } else {
+        Err(Errno::last())
+    }
+}
+
+/// `connect(sock, addr)` on our copy of the caller's socket (the same open socket).
+fn connect_raw(sock: &OwnedFd, addr: &[u8]) -> Result<(), Errno> {
+    let ptr = if addr.is_empty() {
+        std::ptr::null()
+    } else {
+        addr.as_ptr().cast::<libc::sockaddr>()
+    };
+    // SAFETY: `ptr` is NULL with length 0 or points at `addr`, live for the call and of the
+    // length passed; the kernel only reads it.
+    let rc = unsafe { libc::connect(sock.as_raw_fd(), ptr, addr.len() as libc::socklen_t) };
+    if rc == 0 { Ok(()) } else { Err(Errno::last()) }
+}

@@ -1,0 +1,248 @@
+//! Performing a change on the supervisor's own descriptor: opening the target as the caller
+//! would reach it (`pidfd_getfd`, or `openat2` relative to its directory), the checks against
+//! the writable roots, the denied paths and the owner, then `fchmodat2`/`fchownat`/`utimensat`
+//! with `AT_EMPTY_PATH`.
+
+use std::ffi::{CString, OsString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+
+use super::Supervisor;
+use super::decode::{Change, Target};
+use super::filter::SYS_FCHMODAT2;
+
+impl Supervisor {
+    /// The checks, on the descriptor about to be changed.
+    pub(super) fn check(&self, file: &OwnedFd, fsuid: u32, change: Change) -> Result<(), Errno> {
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|_| Errno::EPERM)?;
+        if !self.may_change(&real) {
+            return Err(Errno::EPERM);
+        }
+        let st = nix::sys::stat::fstat(file).map_err(|_| Errno::EPERM)?;
+        if st.st_uid != fsuid {
+            return Err(Errno::EPERM);
+        }
+        if let Change::Mode(mode) = change
+            && mode & (libc::S_ISUID | libc::S_ISGID) != 0
+        {
+            return Err(Errno::EPERM);
+        }
+        let keeps = |wanted: u32, current: u32| wanted == u32::MAX || wanted == current;
+        if let Change::Owner(uid, gid) = change
+            && !(keeps(uid, st.st_uid) && keeps(gid, st.st_gid))
+        {
+            return Err(Errno::EPERM);
+        }
+        Ok(())
+    }
+
+    /// A real path the child may change the mode or times of.
+    pub(super) fn may_change(&self, real: &Path) -> bool {
+        real.is_absolute()
+            && self.writable.iter().any(|w| real.starts_with(w))
+            && !self.denied.iter().any(|d| real.starts_with(d))
+    }
+}
+
+/// `pidfd_getfd(pidfd, fd)`: our own copy of the caller's descriptor `fd`.
+pub(super) fn fetch_fd(pidfd: &OwnedFd, fd: i32) -> Result<OwnedFd, Errno> {
+    if fd < 0 {
+        return Err(Errno::EBADF);
+    }
+    // SAFETY: the call only duplicates a descriptor into our table (close-on-exec) and
+    // returns it; no memory is passed.
+    let new = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0u32) };
+    if new < 0 {
+        return Err(match Errno::last() {
+            Errno::EBADF => Errno::EBADF,
+            _ => Errno::EPERM,
+        });
+    }
+    // SAFETY: `new` is a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(new as RawFd) })
+}
+
+/// `N` of a path `/proc/self/fd/N` or `/proc/thread-self/fd/N`: the caller's descriptor.
+fn own_fd_path(path: &[u8]) -> Option<i32> {
+    let rest = path
+        .strip_prefix(b"/proc/self/fd/")
+        .or_else(|| path.strip_prefix(b"/proc/thread-self/fd/"))?;
+    if rest.is_empty() || !rest.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(rest).ok()?.parse().ok()
+}
+
+/// Opens what `target` names, as the caller would reach it.
+pub(super) fn open_target(target: &Target, tid: u32, pidfd: &OwnedFd) -> Result<OwnedFd, Errno> {
+    match target {
+        Target::Fd(fd) => {
+            let file = fetch_fd(pidfd, *fd)?;
+            // fchmod and futimens refuse O_PATH descriptors.
+            let fl = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL)
+                .map_err(|_| Errno::EPERM)?;
+            if fl & libc::O_PATH != 0 {
+                return Err(Errno::EBADF);
+            }
+            Ok(file)
+        }
+        Target::Path {
+            dirfd,
+            path,
+            follow,
+            empty_path,
+        } => {
+            if let Some(fd) = own_fd_path(path) {
+                return fetch_fd(pidfd, fd);
+            }
+            let base = if path.first() == Some(&b'/') {
+                None
+            } else if *dirfd == libc::AT_FDCWD {
+                Some(
+                    std::fs::File::open(format!("/proc/{tid}/cwd"))
+                        .map(OwnedFd::from)
+                        .map_err(|_| Errno::EPERM)?,
+                )
+            } else {
+                Some(fetch_fd(pidfd, *dirfd)?)
+            };
+            if path.is_empty() {
+                if !*empty_path {
+                    return Err(Errno::ENOENT);
+                }
+                return base.ok_or(Errno::EPERM);
+            }
+            let dir = base.as_ref().map_or(libc::AT_FDCWD, |b| b.as_raw_fd());
+            openat2(dir, path, *follow)
+        }
+    }
+}
+
+/// `openat2(dir, path, O_PATH [| O_NOFOLLOW], RESOLVE_NO_MAGICLINKS)`.
+pub(super) fn openat2(dir: RawFd, path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
+    let c = CString::new(path).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: open_how is plain old data; zeroed is a valid value before the fields are set.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    if !follow {
+        how.flags |= libc::O_NOFOLLOW as u64;
+    }
+    how.resolve = libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: `c` is a valid NUL-terminated path and `how` a live open_how of the size
+    // passed; the call only returns a new descriptor.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Makes the change on our own descriptor.
+pub(super) fn apply(file: &OwnedFd, change: Change) -> Result<(), Errno> {
+    let rc = match change {
+        // SAFETY: the empty path with AT_EMPTY_PATH names `file` itself; nothing else is read.
+        Change::Mode(mode) => unsafe {
+            libc::syscall(
+                SYS_FCHMODAT2,
+                file.as_raw_fd(),
+                c"".as_ptr(),
+                mode,
+                libc::AT_EMPTY_PATH,
+            )
+        },
+        // SAFETY: the empty path with AT_EMPTY_PATH names `file` itself; nothing else is read.
+        Change::Owner(uid, gid) => unsafe {
+            libc::fchownat(
+                file.as_raw_fd(),
+                c"".as_ptr(),
+                uid,
+                gid,
+                libc::AT_EMPTY_PATH,
+            ) as libc::c_long
+        },
+        Change::Times(times) => {
+            let ptr = times.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+            // SAFETY: the empty path with AT_EMPTY_PATH names `file`; `ptr` is NULL or points
+            // at two live timespecs the kernel only reads.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_utimensat,
+                    file.as_raw_fd(),
+                    c"".as_ptr(),
+                    ptr,
+                    libc::AT_EMPTY_PATH,
+                )
+            }
+        }
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    match (Errno::last(), change) {
+        // fchmodat2 is Linux 6.6: chmod through our own descriptor's magic link instead.
+        (Errno::ENOSYS, Change::Mode(mode)) => {
+            let st = nix::sys::stat::fstat(file).map_err(|_| Errno::EPERM)?;
+            if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let link = PathBuf::from(OsString::from_vec(
+                format!("/proc/self/fd/{}", file.as_raw_fd()).into_bytes(),
+            ));
+            nix::sys::stat::fchmodat(
+                nix::fcntl::AT_FDCWD,
+                &link,
+                nix::sys::stat::Mode::from_bits_truncate(mode),
+                nix::sys::stat::FchmodatFlags::FollowSymlink,
+            )
+        }
+        (e, _) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    #[test]
+    fn own_descriptor_paths_name_the_callers_descriptor() {
+        assert_eq!(own_fd_path(b"/proc/self/fd/12"), Some(12));
+        assert_eq!(own_fd_path(b"/proc/thread-self/fd/3"), Some(3));
+        assert_eq!(own_fd_path(b"/proc/self/fd/"), None);
+        assert_eq!(own_fd_path(b"/proc/self/fd/3/x"), None);
+        assert_eq!(own_fd_path(b"/proc/1/fd/3"), None);
+    }
+
+    #[test]
+    fn only_writable_roots_outside_denied_paths_may_change() {
+        let (a, _b) = nix::unistd::pipe().unwrap();
+        let s = Supervisor {
+            listener: Arc::new(a),
+            writable: vec![PathBuf::from("/ws"), PathBuf::from("/scratch/x")],
+            denied: vec![PathBuf::from("/ws/.ssh")],
+            connecting: Arc::new(AtomicUsize::new(0)),
+        };
+        assert!(s.may_change(Path::new("/ws/a.sh")));
+        assert!(s.may_change(Path::new("/ws")));
+        assert!(s.may_change(Path::new("/scratch/x/tmp/f")));
+        assert!(!s.may_change(Path::new("/wsx/a")));
+        assert!(!s.may_change(Path::new("/ws/.ssh/id")));
+        assert!(!s.may_change(Path::new("/etc/shadow")));
+        assert!(!s.may_change(Path::new("pipe:[1234]")));
+    }
+}
