@@ -104,7 +104,7 @@ pub struct SeccompPlan {
     pub deny_all_sockets: bool,
     /// Landlock-only backend (Landlock does not cover attribute changes): refuse setuid/setgid
     /// modes, and route mode, time and owner changes (and `connect` with the network allowed)
-    /// to the helper's supervisor (`helper/notify.rs`).
+    /// to the helper's supervisor (`helper/notify/`).
     pub deny_attr_changes: bool,
 }
 

@@ -60,7 +60,7 @@ const DENIED: &[i64] = &[
 
 /// Mode changes with the index of their mode argument: on the Landlock-only rung they may not
 /// set setuid/setgid bits. The other mode changes (and owner and time changes) go on to the
-/// helper's supervisor (`notify.rs`, a later filter), which performs them only inside the
+/// helper's supervisor (`notify/`, a later filter), which performs them only inside the
 /// writable roots; an EPERM here takes precedence over its notification.
 #[cfg(target_arch = "x86_64")]
 const CHMODS: &[(i64, u8)] = &[
