@@ -181,31 +181,54 @@ impl Sandbox {
         let plan = self.plan(profile, argv, op)?;
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
         if self.backend == Backend::Namespaces
-            && let Some(warm) = self.warm.take(&plan).await
+            && let Some(confined) = self.start_warm(profile, &plan, &json).await?
         {
-            let (stdin_r, stdin) = pipe()?;
-            let (stdout, stdout_w) = pipe()?;
-            let (stderr, stderr_w) = pipe()?;
-            let stdio = [&stdin_r, &stdout_w, &stderr_w].map(|fd| fd.as_raw_fd());
-            // Stale or gone: it is told to end, and we start cold.
-            if let Some(taken) = warm.hand_over(&plan, &json, stdio) {
-                drop((stdin_r, stdout_w, stderr_w));
-                let started = Started {
-                    stdin,
-                    stdout,
-                    stderr,
-                    forked: taken.forked,
-                    report: taken.report,
-                    lifeline: taken.lifeline,
-                };
-                match self.confirm(profile, started).await {
-                    Ok(confined) => return Ok(confined),
-                    // Nothing of the call ran (the command starts only after "ready"): a
-                    // helper that died waiting, say with its zygote, costs a cold start.
-                    Err(e) => tracing::debug!("warm helper failed, starting cold: {e}"),
-                }
+            return Ok(confined);
+        }
+        self.start_cold(profile, &json).await
+    }
+
+    /// Hands the call to a helper prepared for its shape ([`crate::warm`]), if there is one
+    /// and it is still fresh; `None`: start cold.
+    async fn start_warm(
+        &self,
+        profile: &Profile,
+        plan: &crate::plan::Plan,
+        json: &[u8],
+    ) -> Result<Option<Confined>, SandboxError> {
+        let Some(warm) = self.warm.take(plan).await else {
+            return Ok(None);
+        };
+        let (stdin_r, stdin) = pipe()?;
+        let (stdout, stdout_w) = pipe()?;
+        let (stderr, stderr_w) = pipe()?;
+        let stdio = [&stdin_r, &stdout_w, &stderr_w].map(|fd| fd.as_raw_fd());
+        // Stale or gone: it is told to end.
+        let Some(taken) = warm.hand_over(plan, json, stdio) else {
+            return Ok(None);
+        };
+        drop((stdin_r, stdout_w, stderr_w));
+        let started = Started {
+            stdin,
+            stdout,
+            stderr,
+            forked: taken.forked,
+            report: taken.report,
+            lifeline: taken.lifeline,
+        };
+        match self.confirm(profile, started).await {
+            Ok(confined) => Ok(Some(confined)),
+            // Nothing of the call ran (the command starts only after "ready"): a helper that
+            // died waiting, say with its zygote, costs a cold start.
+            Err(e) => {
+                tracing::debug!("warm helper failed, starting cold: {e}");
+                Ok(None)
             }
         }
+    }
+
+    /// Has the zygote fork a helper for the call and hands it the plan.
+    async fn start_cold(&self, profile: &Profile, json: &[u8]) -> Result<Confined, SandboxError> {
         let pipes = HelperPipes::new()?;
         let forked = self.spawner.fork(&self.helper, &pipes.child_ends())?;
         let HelperPipes {
@@ -219,7 +242,7 @@ impl Sandbox {
         } = pipes;
         drop(child); // the helper's ends live on in the helper only
         // The helper reads the whole plan first; if it died, the write fails (EPIPE).
-        let _ = std::fs::File::from(plan_w).write_all(&json);
+        let _ = std::fs::File::from(plan_w).write_all(json);
         let started = Started {
             stdin,
             stdout,
