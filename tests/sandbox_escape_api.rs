@@ -20,7 +20,7 @@ use zeroclaw_sandbox::{BackendChoice, End, Outcome, Profile, Sandbox};
 
 fn sandbox(backend: Backend) -> Sandbox {
     let choice = match backend {
-        Backend::Namespaces => BackendChoice::Namespaces,
+        Backend::Namespaces | Backend::NamespacesWarm => BackendChoice::Namespaces,
         Backend::Bubblewrap => BackendChoice::Bubblewrap,
         Backend::Landlock => BackendChoice::Landlock,
     };

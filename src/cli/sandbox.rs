@@ -55,6 +55,11 @@ pub struct SandboxRunArgs {
     /// Extra read-write root (repeatable).
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
+    /// Run through the launcher tool calls take (a zygote, and on the namespaces backend a
+    /// helper prepared after a first `true`) instead of forking in place. A test hook: the
+    /// escape suite runs every attack this way too.
+    #[arg(long, hide = true)]
+    pub through_launcher: bool,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -130,7 +135,30 @@ fn run_once(
             Stream::Stderr => std::io::stderr().lock().write_all(bytes),
         };
     };
+    if args.through_launcher {
+        return through_launcher(sandbox, profile, &args.command, on_output);
+    }
     sandbox.run_foreground(profile, &args.command, on_output)
+}
+
+/// `--through-launcher`: `true`, then the command, through the async launcher (stdin closed).
+fn through_launcher(
+    sandbox: &Sandbox,
+    profile: &Profile,
+    command: &[OsString],
+    on_output: impl FnMut(Stream, &[u8]),
+) -> Result<zeroclaw_sandbox::Outcome, SandboxError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        sandbox
+            .run(profile, ["true"], std::future::pending())
+            .await?;
+        let mut child = sandbox.spawn(profile, command).await?;
+        drop(child.take_stdin());
+        child.wait(on_output, std::future::pending()).await
+    })
 }
 
 fn report(result: Result<zeroclaw_sandbox::Outcome, SandboxError>) -> ExitCode {

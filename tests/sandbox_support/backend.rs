@@ -15,20 +15,36 @@ use super::run::{Runner, zeroclaw};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Backend {
     Namespaces,
+    /// The namespaces backend through the launcher tool calls take, the attack served by a
+    /// helper prepared ahead of it (`--through-launcher`).
+    NamespacesWarm,
     Bubblewrap,
     Landlock,
 }
 
 impl Backend {
     /// Every backend that must be tested on Linux (Seatbelt is macOS-only).
-    pub const ALL: [Backend; 3] = [Backend::Namespaces, Backend::Bubblewrap, Backend::Landlock];
+    pub const ALL: [Backend; 4] = [
+        Backend::Namespaces,
+        Backend::NamespacesWarm,
+        Backend::Bubblewrap,
+        Backend::Landlock,
+    ];
 
     /// The name the CLI takes.
     pub fn name(self) -> &'static str {
         match self {
-            Backend::Namespaces => "namespaces",
+            Backend::Namespaces | Backend::NamespacesWarm => "namespaces",
             Backend::Bubblewrap => "bubblewrap",
             Backend::Landlock => "landlock",
+        }
+    }
+
+    /// Flags of `zeroclaw sandbox run` beside `--backend NAME`.
+    pub fn flags(self) -> &'static [&'static str] {
+        match self {
+            Backend::NamespacesWarm => &["--through-launcher"],
+            _ => &[],
         }
     }
 
@@ -75,7 +91,9 @@ fn probe(backend: Backend) -> Result<(), String> {
     let dir = super::world::scratch_dir();
     let ws = dir.path();
     let run = Runner::new(zeroclaw(), ws)
-        .args(["sandbox", "run", "--backend", backend.name(), "--workspace"])
+        .args(["sandbox", "run", "--backend", backend.name()])
+        .args(backend.flags())
+        .arg("--workspace")
         .arg(ws)
         .args(["--", "/bin/sh", "-c", "echo probe-ok"])
         .deadline(Duration::from_secs(60))

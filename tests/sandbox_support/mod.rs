@@ -22,8 +22,9 @@
 #![allow(dead_code)]
 
 /// Generates one `#[test]` per backend for the attack function of the same name:
-/// `per_backend!(read_ssh_keys);` gives `read_ssh_keys::{namespaces, bubblewrap, landlock}`, each
-/// skipping (or failing on CI) when its backend is missing. What the reduced Landlock-only rung
+/// `per_backend!(read_ssh_keys);` gives `read_ssh_keys::{namespaces, namespaces_warm,
+/// bubblewrap, landlock}`, each skipping (or failing on CI) when its backend is missing
+/// (`namespaces_warm`: the namespaces backend through the launcher, served by a warm helper). What the reduced Landlock-only rung
 /// (which `auto` never picks) cannot guarantee is marked
 /// `per_backend!(name, landlock: "reduced rung (chosen only by name): ...")`, which ignores
 /// that test only.
@@ -37,6 +38,12 @@ macro_rules! per_backend {
             $(#[ignore = $ns])?
             fn namespaces() {
                 attempt(Backend::Namespaces, stringify!($name), super::$name);
+            }
+
+            #[test]
+            $(#[ignore = $ns])?
+            fn namespaces_warm() {
+                attempt(Backend::NamespacesWarm, stringify!($name), super::$name);
             }
 
             #[test]

@@ -239,6 +239,7 @@ impl<'w> Shell<'w> {
             argv.extend(
                 [zeroclaw(), "sandbox", "run", "--backend", backend.name()].map(OsString::from),
             );
+            argv.extend(backend.flags().iter().map(OsString::from));
             argv.push("--workspace".into());
             argv.push(
                 self.workspace
