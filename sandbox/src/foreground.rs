@@ -54,6 +54,8 @@ impl Sandbox {
         let run = Running::new(self.backend(), pid, pipes, signals, profile)?;
         let result = run.supervise(on_output, self.backend());
         crate::helper::cgroup::remove_after(pid as u32);
+        // Reaped here if it has ended by now; otherwise when the caller exits.
+        let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
         result
     }
 }
@@ -391,6 +393,13 @@ impl Running {
                 Ok(Message::Ready(e)) => seen.enforcement = Some(e),
                 Ok(Message::Failed(e)) => seen.failed = Some(e),
                 Ok(Message::Exited(info)) => seen.exit = Some(info),
+                // The helper's last word: its tree is reaped. Its own exit (tearing down the
+                // namespaces) need not be waited for, unless a cgroup must go after it.
+                Ok(Message::Ended(info)) if !crate::helper::cgroup::exists_for(self.pid as u32) => {
+                    seen.status = Some(info);
+                    self.report = None;
+                    return;
+                }
                 Ok(Message::Ended(_) | Message::Prepared(_)) | Err(_) => {}
             }
         }

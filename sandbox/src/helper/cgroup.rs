@@ -88,11 +88,23 @@ fn dir_for(parent: &Path, helper: u32) -> PathBuf {
     parent.join(format!("zeroclaw-{helper}"))
 }
 
+/// The launcher's pids cgroup, read once (it does not move; its helpers start there).
+fn launcher_pids_cgroup() -> Option<&'static Path> {
+    static OWN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    OWN.get_or_init(own_pids_cgroup).as_deref()
+}
+
+/// Launcher side: whether the helper `helper` has a pids cgroup (it must exit before it can
+/// be removed).
+pub fn exists_for(helper: u32) -> bool {
+    launcher_pids_cgroup().is_some_and(|parent| dir_for(parent, helper).exists())
+}
+
 /// Launcher side: removes the cgroup of helper `helper` once it has been reaped (the helper
 /// started in the launcher's own cgroup, so the path is the same computed from here).
 pub fn remove_after(helper: u32) {
-    if let Some(parent) = own_pids_cgroup() {
-        let _ = std::fs::remove_dir(dir_for(&parent, helper));
+    if let Some(parent) = launcher_pids_cgroup() {
+        let _ = std::fs::remove_dir(dir_for(parent, helper));
     }
 }
 
