@@ -11,7 +11,7 @@ use nix::unistd::Pid;
 use super::{exec, mounts, reaper, send, shell_code};
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
-use crate::protocol::{Enforcement, Message};
+use crate::protocol::{Enforcement, ExitInfo, Message};
 
 /// Namespace names for the enforcement report.
 pub fn names(net: bool) -> Vec<String> {
@@ -153,9 +153,38 @@ fn init_main(
         }
     }
     .map_err(|e| SetupError::os(Stage::Init, "clone()", &e))?;
+    // The command has the stdio now; our copies would keep its output open after the end.
+    for fd in 0..=2 {
+        let _ = nix::unistd::close(fd);
+    }
     let exit = reaper::reap_until(Pid::from_raw(pid));
     send(&Message::Exited(exit));
-    Ok(shell_code(exit))
+    // We are pid 1: nothing the command started can be anywhere but in this namespace. Kill
+    // and reap all of it, undo what it planted, and say so — the launcher need not wait for
+    // our exit and the helper's (both still follow; the helper scrubs again from outside).
+    // Not when the helper still has denied-path placeholders to remove after us: the call
+    // ends once they are gone.
+    end_the_namespace();
+    let code = shell_code(exit);
+    if !plan.placeholders.iter().any(|p| p.denied) {
+        mounts::scrub(&plan.scrub);
+        send(&Message::Ended(ExitInfo::Code(code)));
+    }
+    Ok(code)
+}
+
+/// In the pid namespace's init: SIGKILLs every other process of the namespace and reaps
+/// them all (a process being killed cannot complete a fork, and orphans come to us).
+fn end_the_namespace() {
+    use nix::errno::Errno;
+    use nix::sys::wait::waitpid;
+    loop {
+        let _ = nix::sys::signal::kill(Pid::from_raw(-1), nix::sys::signal::Signal::SIGKILL);
+        match waitpid(Pid::from_raw(-1), None) {
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return, // ECHILD: nobody left
+        }
+    }
 }
 
 /// A warm init with its root built: reports [`Message::Prepared`], then waits on
