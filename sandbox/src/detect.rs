@@ -421,13 +421,15 @@ pub fn choose(
         return Ok(named);
     }
     let automatic = |b: &&Backend| !matches!(b, Backend::None | Backend::Landlock);
-    let candidates: Vec<BackendStatus> = Backend::LADDER
-        .iter()
-        .filter(automatic)
-        .map(|b| status(*b, p))
-        .collect();
-    if let Some(s) = candidates.iter().find(|s| usable(s)) {
-        return Ok(s.backend);
+    // The first usable rung wins; a lower rung's probe (a bwrap preflight run) is not paid
+    // for unless every rung above it failed.
+    let mut candidates: Vec<BackendStatus> = Vec::new();
+    for b in Backend::LADDER.iter().filter(automatic) {
+        let s = status(*b, p);
+        if usable(&s) {
+            return Ok(s.backend);
+        }
+        candidates.push(s);
     }
     let why = |s: &BackendStatus| {
         if s.partial {
