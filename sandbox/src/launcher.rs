@@ -99,7 +99,10 @@ impl Sandbox {
             backend,
             allow_partial,
             helper: PathBuf::from("/proc/self/exe"),
-            bwrap: crate::detect::bwrap_path(),
+            // Only the bubblewrap backend runs it (a PATH search otherwise paid per Sandbox).
+            bwrap: (backend == Backend::Bubblewrap)
+                .then(crate::detect::bwrap_path)
+                .flatten(),
             spawner: crate::spawner::Spawner::default(),
             warm: crate::warm::Pool::default(),
         }

@@ -12,7 +12,15 @@ pub fn drop_all() -> Result<(), SetupError> {
         SetupError::new(Stage::Capabilities, format!("{what}: {e}"))
     };
     if caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(false) {
-        caps::clear(None, CapSet::Bounding).map_err(|e| fail("clear bounding set", e))?;
+        // One PR_CAPBSET_DROP each (clearing reads every one first); a drop that fails only
+        // matters for a capability this kernel knows and still has in the set.
+        for cap in caps::all() {
+            if let Err(e) = caps::drop(None, CapSet::Bounding, cap)
+                && caps::has_cap(None, CapSet::Bounding, cap).unwrap_or(false)
+            {
+                return Err(fail("clear bounding set", e));
+            }
+        }
     }
     caps::clear(None, CapSet::Ambient).map_err(|e| fail("clear ambient set", e))?;
     for set in [CapSet::Inheritable, CapSet::Effective, CapSet::Permitted] {
