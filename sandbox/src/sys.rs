@@ -360,46 +360,6 @@ pub fn attach_tree(tree: RawFd, target: &Path) -> io::Result<()> {
     }
 }
 
-/// A user namespace whose uid and gid maps are both `map` (e.g. `"0 65534 1"`), held by a
-/// descriptor: a forked child unshares it and waits while we write its maps and open it.
-/// Needs privilege over the maps (root); only for the single-threaded helper.
-pub fn userns_with_map(map: &str) -> io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::AsRawFd;
-    let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    let (go_r, go_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    let pid = match fork()? {
-        None => {
-            // The parent's ends must not stay open here, or the read below never sees EOF.
-            drop((ready_r, go_w));
-            let mut byte = [0u8; 1];
-            // SAFETY: raw syscalls on descriptors this child holds, then _exit; nothing
-            // returns into the caller's code.
-            unsafe {
-                let ok = libc::unshare(libc::CLONE_NEWUSER) == 0;
-                libc::write(ready_w.as_raw_fd(), [u8::from(ok)].as_ptr().cast(), 1);
-                libc::read(go_r.as_raw_fd(), byte.as_mut_ptr().cast(), 1);
-                libc::_exit(0)
-            }
-        }
-        Some(pid) => pid,
-    };
-    drop((ready_w, go_r));
-    let result = (|| {
-        let mut ok = [0u8; 1];
-        if nix::unistd::read(&ready_r, &mut ok)? != 1 || ok[0] != 1 {
-            return Err(io::Error::other(
-                "unshare(CLONE_NEWUSER) failed in the idmap child",
-            ));
-        }
-        std::fs::write(format!("/proc/{pid}/uid_map"), map)?;
-        std::fs::write(format!("/proc/{pid}/gid_map"), map)?;
-        Ok(std::fs::File::open(format!("/proc/{pid}/ns/user"))?.into())
-    })();
-    drop(go_w);
-    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
-    result
-}
-
 /// Default signal handling for the program about to be executed: SIGPIPE back to its default
 /// action (the Rust runtime ignores it, and an ignored signal survives `execve`) and an empty
 /// signal mask (a blocked signal survives it too).
@@ -542,7 +502,7 @@ pub fn spawn_shared(child: &mut dyn FnMut()) -> io::Result<libc::pid_t> {
     if pid < 0 { Err(err) } else { Ok(pid) }
 }
 
-/// Stack of the child [`userns_with_map_light`] starts: it makes two raw syscalls and returns.
+/// Stack of the child [`userns_with_map`] starts: it makes two raw syscalls and returns.
 const HOLDER_STACK: usize = 16 * 1024;
 
 /// The idmap holder's body. `arg` points to the pipe's `[read, write]` descriptor numbers: it
@@ -562,14 +522,14 @@ extern "C" fn hold_until_eof(arg: *mut libc::c_void) -> libc::c_int {
     0
 }
 
-/// Like [`userns_with_map`], at a fraction of the cost: the holder of the new user namespace is
-/// a child started with `clone(CLONE_VM | CLONE_NEWUSER)` on a small stack (no copy of the
-/// address space, nothing to tear down when it ends), created directly in the namespace, so its
-/// maps can be written as soon as `clone` returns. It only makes raw syscalls: it closes its
+/// A user namespace whose uid and gid maps are both `map` (e.g. `"0 65534 1"`), held by a
+/// descriptor. Its holder is a child started with `clone(CLONE_VM | CLONE_NEWUSER)` on a small
+/// stack (no copy of the address space, nothing to tear down when it ends), created directly
+/// in the namespace, so its maps can be written as soon as `clone` returns. It only makes raw syscalls: it closes its
 /// copy of a pipe's write end and reads until ours is closed (by us, or by our death: it never
 /// outlives us). Needs privilege over the maps (root); for a
 /// single-threaded process.
-pub fn userns_with_map_light(map: &str) -> io::Result<std::os::fd::OwnedFd> {
+pub fn userns_with_map(map: &str) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::AsRawFd;
     let (hold_r, hold_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let fds: [libc::c_int; 2] = [hold_r.as_raw_fd(), hold_w.as_raw_fd()];

@@ -303,7 +303,7 @@ pub fn warm_up() -> Option<std::os::fd::RawFd> {
 fn unowned_userns() -> std::io::Result<OwnedFd> {
     match UNOWNED_USERNS.get() {
         Some(fd) => fd.try_clone(),
-        None => crate::sys::userns_with_map_light(UNOWNED_MAP),
+        None => crate::sys::userns_with_map(UNOWNED_MAP),
     }
 }
 
