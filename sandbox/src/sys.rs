@@ -40,23 +40,35 @@ struct MountAttr {
 /// mount at `path` and every mount below it.
 pub fn harden_mount(path: &Path, readonly: bool) -> io::Result<()> {
     let c = cstring(path)?;
+    let mut attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    if readonly {
+        attr_set |= MOUNT_ATTR_RDONLY;
+    }
+    mount_setattr(libc::AT_FDCWD, &c, 0, attr_set, 0)
+}
+
+/// `mount_setattr(dirfd, path, flags | AT_RECURSIVE, {attr_set, userns_fd})`.
+fn mount_setattr(
+    dirfd: RawFd,
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    attr_set: u64,
+    userns: RawFd,
+) -> io::Result<()> {
     let mut attr = MountAttr {
-        attr_set: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        attr_set,
         attr_clr: 0,
         propagation: 0,
-        userns_fd: 0,
+        userns_fd: userns as u64,
     };
-    if readonly {
-        attr.attr_set |= MOUNT_ATTR_RDONLY;
-    }
-    // SAFETY: `c` is a valid NUL-terminated path and `attr` a live, correctly sized struct
-    // mount_attr for the duration of the call; the kernel only reads them.
+    // SAFETY: `path` is a valid NUL-terminated string and `attr` a live, correctly sized
+    // struct mount_attr for the duration of the call; the kernel only reads them.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            libc::AT_RECURSIVE as libc::c_uint,
+            dirfd,
+            path.as_ptr(),
+            (flags | libc::AT_RECURSIVE) as libc::c_uint,
             &mut attr as *mut MountAttr,
             std::mem::size_of::<MountAttr>(),
         )
@@ -314,29 +326,9 @@ pub fn clone_tree(path: &Path) -> io::Result<std::os::fd::OwnedFd> {
 /// Idmaps the detached tree `tree` through the user namespace `userns` and makes it
 /// read-only, nosuid and nodev (recursively).
 pub fn idmap_tree_readonly(tree: RawFd, userns: RawFd) -> io::Result<()> {
-    let mut attr = MountAttr {
-        attr_set: MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: userns as u64,
-    };
-    // SAFETY: the empty path with AT_EMPTY_PATH names `tree` itself; `attr` is a live,
-    // correctly sized struct mount_attr the kernel only reads.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            tree,
-            c"".as_ptr(),
-            (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
-            &mut attr as *mut MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    let attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    // The empty path with AT_EMPTY_PATH names `tree` itself.
+    mount_setattr(tree, c"", libc::AT_EMPTY_PATH, attr_set, userns)
 }
 
 /// `move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH)`: attaches a detached tree.
