@@ -5,7 +5,7 @@
 //! output limit, and the wall-time limit, the output limit and SIGINT/SIGTERM/SIGHUP kill the
 //! whole tree, as with the async [`Sandbox::spawn`].
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
 
@@ -39,11 +39,7 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let argv: Vec<OsString> = argv.into_iter().map(|a| a.as_ref().to_owned()).collect();
-        if argv.is_empty() {
-            return Err(SandboxError::Profile("empty command".into()));
-        }
-        let plan = self.plan(profile, argv, None)?;
+        let plan = self.plan(profile, crate::launcher::command(argv)?, None)?;
         single_threaded()?;
         let signals = HeldSignals::new()?;
         let pipes = Pipes::new()?;

@@ -168,11 +168,7 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let argv: Vec<OsString> = argv.into_iter().map(|a| a.as_ref().to_owned()).collect();
-        if argv.is_empty() {
-            return Err(SandboxError::Profile("empty command".into()));
-        }
-        self.start(profile, argv, None).await
+        self.start(profile, command(argv)?, None).await
     }
 
     async fn start(
@@ -344,6 +340,19 @@ struct Started {
     forked: crate::spawner::Forked,
     report: OwnedFd,
     lifeline: OwnedFd,
+}
+
+/// The command's argv, owned; an empty one is a profile error.
+pub(crate) fn command<I, S>(argv: I) -> Result<Vec<OsString>, SandboxError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let argv: Vec<OsString> = argv.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    if argv.is_empty() {
+        return Err(SandboxError::Profile("empty command".into()));
+    }
+    Ok(argv)
 }
 
 /// A pipe, (read end, write end), both close-on-exec.
