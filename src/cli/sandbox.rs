@@ -82,7 +82,7 @@ pub fn run_with(args: SandboxRunArgs, backend: BackendChoice, allow_partial: boo
     };
     // The run itself tries user namespaces (no probe child first); when `auto` finds them
     // blocked there, nothing has run yet and the probed choice takes over.
-    let sandbox = match unprobed(backend, allow_partial) {
+    let sandbox = match Sandbox::new_unprobed(backend, allow_partial) {
         Ok(s) => s,
         Err(e) => return explain(e),
     };
@@ -104,18 +104,6 @@ pub fn run_with(args: SandboxRunArgs, backend: BackendChoice, allow_partial: boo
         }
     }
     report(result)
-}
-
-/// [`Sandbox::new_unprobed`]; for `auto`, the ladder's top rung (namespaces) is asked for by
-/// name first: where it is usable that is what `auto` picks, and the lower rungs are not
-/// probed (bubblewrap's preflight is a whole bwrap run). Otherwise `auto` decides as usual.
-fn unprobed(backend: BackendChoice, allow_partial: bool) -> Result<Sandbox, SandboxError> {
-    if backend == BackendChoice::Auto
-        && let Ok(top) = Sandbox::new_unprobed(BackendChoice::Namespaces, allow_partial)
-    {
-        return Ok(top);
-    }
-    Sandbox::new_unprobed(backend, allow_partial)
 }
 
 fn run_once(
