@@ -1,6 +1,7 @@
-//! Foreground runs for a single-threaded caller such as `zeroclaw sandbox run`: the helper
-//! stages run in a child forked from the caller instead of a re-executed binary (one fork
-//! instead of a second program start). The caller's stdin is relayed to the command through a
+//! Foreground runs for a single-threaded caller such as `zeroclaw sandbox run`: no re-executed
+//! binary. On the namespace backend the caller clones the pid namespace's init itself (see
+//! [`crate::helper::namespaces::start_init`]); on the others the helper stages run in a child
+//! forked from the caller. The caller's stdin is relayed to the command through a
 //! pipe (the command never holds the caller's terminal), output goes to the caller within the
 //! output limit, and the wall-time limit, the output limit and SIGINT/SIGTERM/SIGHUP kill the
 //! whole tree, as with the async [`Sandbox::spawn`].
@@ -43,13 +44,24 @@ impl Sandbox {
         single_threaded()?;
         let signals = HeldSignals::new()?;
         let pipes = Pipes::new()?;
-        let pid = match crate::sys::fork().map_err(|e| spawn_error("fork()", &e))? {
-            None => child(&plan, &pipes, &signals),
-            Some(pid) => pid,
+        // The namespace backend needs no helper between us and the init: one process fewer.
+        let (pid, kill) = if crate::helper::namespaces::can_start_init(&plan) {
+            let install = || install_child_fds(&pipes, &signals);
+            let pid = crate::helper::namespaces::start_init(&plan, install)?;
+            (pid, Kill::Init)
+        } else {
+            match crate::sys::fork().map_err(|e| spawn_error("fork()", &e))? {
+                None => child(&plan, &pipes, &signals),
+                Some(pid) => (pid, Kill::Helper(self.backend())),
+            }
         };
-        let run = Running::new(self.backend(), pid, pipes, signals, profile)?;
-        let result = run.supervise(on_output, self.backend());
-        crate::helper::cgroup::remove_after(pid as u32);
+        let run = Running::new(kill, pid, pipes, signals, profile);
+        let result = run.and_then(|run| run.supervise(on_output, self.backend()));
+        match kill {
+            // The init scrubbed inside, unless it was killed: again from outside.
+            Kill::Init => crate::helper::mounts::scrub(&plan.scrub),
+            Kill::Helper(_) => crate::helper::cgroup::remove_after(pid as u32),
+        }
         // Reaped here if it has ended by now; otherwise when the caller exits.
         let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
         result
@@ -158,16 +170,41 @@ impl Pipes {
 /// The forked child: caller's signal mask back, pipes on 0–2 and the report and lifeline
 /// descriptors, nothing else open, then the helper stages. Never returns.
 fn child(plan: &crate::plan::Plan, pipes: &Pipes, signals: &HeldSignals) -> ! {
+    install_child_fds(pipes, signals);
+    // Only 0–2, the report and the lifeline stay: fd 3 and up may be anything of the caller's.
+    let _ = crate::sys::close_from_except(3, &[REPORT_FD, LIFELINE_FD]);
+    crate::helper::run_forked(plan)
+}
+
+/// In a child: the caller's signal mask back, and the pipes on 0–2, [`REPORT_FD`] and
+/// [`LIFELINE_FD`] (exits on failure).
+fn install_child_fds(pipes: &Pipes, signals: &HeldSignals) {
     let _ = signals.old.thread_set_mask();
     for (fd, target) in &pipes.child {
         if crate::sys::dup_onto(fd.as_raw_fd(), *target).is_err() {
             crate::sys::exit_now(crate::helper::SETUP_FAILED);
         }
     }
-    // Only 0–2, the report and the lifeline stay: fd 3 and up may be anything of the caller's.
-    let _ = nix::unistd::close(3);
-    let _ = crate::sys::close_from(LIFELINE_FD + 1);
-    crate::helper::run_forked(plan)
+}
+
+/// How a run is stopped before its end.
+#[derive(Clone, Copy)]
+enum Kill {
+    /// SIGTERM to the helper, which kills and reaps the tree ([`kill_tree`]).
+    Helper(crate::Backend),
+    /// SIGKILL to the pid namespace's init, which takes the whole namespace with it.
+    Init,
+}
+
+impl Kill {
+    fn run(self, pid: i32) {
+        match self {
+            Kill::Helper(backend) => kill_tree(backend, pid),
+            Kill::Init => {
+                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+    }
 }
 
 fn nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
@@ -178,7 +215,7 @@ fn nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
 
 /// The parent's side of one foreground run.
 struct Running {
-    backend: crate::Backend,
+    kill: Kill,
     pid: i32,
     pidfd: OwnedFd,
     signals: HeldSignals,
@@ -207,7 +244,7 @@ struct Seen {
 
 impl Running {
     fn new(
-        backend: crate::Backend,
+        kill: Kill,
         pid: i32,
         pipes: Pipes,
         signals: HeldSignals,
@@ -228,13 +265,13 @@ impl Running {
         let pidfd = match crate::sys::pidfd_open(pid) {
             Ok(fd) => fd,
             Err(e) => {
-                kill_tree(backend, pid);
+                kill.run(pid);
                 let _ = waitpid(Pid::from_raw(pid), None);
                 return Err(spawn_error("pidfd_open()", &e));
             }
         };
         Ok(Running {
-            backend,
+            kill,
             pid,
             pidfd,
             signals,
@@ -276,7 +313,7 @@ impl Running {
                 }
                 if end == End::Exited {
                     end = End::TimedOut;
-                    kill_tree(self.backend, self.pid);
+                    self.kill.run(self.pid);
                 }
             }
             let wait = if now >= deadline {
@@ -292,7 +329,7 @@ impl Running {
                         while self.signals.fd.read_signal().ok().flatten().is_some() {}
                         if end == End::Exited && seen.status.is_none() {
                             end = End::Cancelled;
-                            kill_tree(self.backend, self.pid);
+                            self.kill.run(self.pid);
                         }
                     }
                     Source::Exit => seen.status = Some(self.reap()?),
@@ -301,7 +338,7 @@ impl Running {
                         let over = self.read_output(stream, &mut buf, &mut seen, &mut on_output);
                         if over && end == End::Exited {
                             end = End::OutputLimit;
-                            kill_tree(self.backend, self.pid);
+                            self.kill.run(self.pid);
                         }
                     }
                     Source::CallerStdin => self.read_caller_stdin(&mut buf, &mut seen, revents),
@@ -361,6 +398,12 @@ impl Running {
             .collect())
     }
 
+    /// Whether a pids cgroup must go once the helper has exited (never for an init we
+    /// started ourselves).
+    fn cgroup_after(&self) -> bool {
+        matches!(self.kill, Kill::Helper(_)) && crate::helper::cgroup::exists_for(self.pid as u32)
+    }
+
     fn reap(&mut self) -> Result<ExitInfo, SandboxError> {
         loop {
             match waitpid(Pid::from_raw(self.pid), Some(WaitPidFlag::WNOHANG)) {
@@ -391,7 +434,7 @@ impl Running {
                 Ok(Message::Exited(info)) => seen.exit = Some(info),
                 // The helper's last word: its tree is reaped. Its own exit (tearing down the
                 // namespaces) need not be waited for, unless a cgroup must go after it.
-                Ok(Message::Ended(info)) if !crate::helper::cgroup::exists_for(self.pid as u32) => {
+                Ok(Message::Ended(info)) if !self.cgroup_after() => {
                     seen.status = Some(info);
                     self.report = None;
                     return;

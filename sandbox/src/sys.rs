@@ -18,6 +18,31 @@ pub fn fork() -> io::Result<Option<libc::pid_t>> {
     }
 }
 
+/// `fork()` whose child starts in the new namespaces `flags` (`CLONE_NEW*`): with
+/// `CLONE_NEWPID` it is the namespace's init. Returns `Some(pid)` in the parent, `None` in the
+/// child. For a single-threaded caller, as [`fork`].
+pub fn fork_into(flags: libc::c_int) -> io::Result<Option<libc::pid_t>> {
+    // SAFETY: clone with a null stack continues the child on a copy of ours, as fork does; the
+    // caller is single-threaded, so no lock can be held by another thread. Unlike glibc's fork
+    // no atfork handler runs and the child's cached thread id stays ours: the child uses no
+    // pthread call that reads it (Rust's locks are futexes).
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (flags | libc::SIGCHLD) as libc::c_ulong,
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            0 as libc::c_ulong,
+        )
+    };
+    match pid {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        pid => Ok(Some(pid as libc::pid_t)),
+    }
+}
+
 /// `_exit(code)`: leave without running destructors or atexit handlers (after fork).
 pub fn exit_now(code: i32) -> ! {
     // SAFETY: _exit never returns and touches no Rust state.
@@ -85,17 +110,19 @@ pub fn close_from(first: RawFd) -> io::Result<()> {
     close_range(first, RawFd::MAX)
 }
 
-/// Closes every descriptor from `first` up except `keep`.
-pub fn close_from_except(first: RawFd, keep: Option<RawFd>) -> io::Result<()> {
-    match keep {
-        Some(k) if k >= first => {
-            if k > first {
-                close_range(first, k - 1)?;
-            }
-            close_from(k + 1)
+/// Closes every descriptor from `first` up except those in `keep`.
+pub fn close_from_except(first: RawFd, keep: &[RawFd]) -> io::Result<()> {
+    let mut keep: Vec<RawFd> = keep.iter().copied().filter(|k| *k >= first).collect();
+    keep.sort_unstable();
+    keep.dedup();
+    let mut next = first;
+    for k in keep {
+        if k > next {
+            close_range(next, k - 1)?;
         }
-        _ => close_from(first),
+        next = k + 1;
     }
+    close_from(next)
 }
 
 /// Closes descriptors `first..=last` (`RawFd::MAX`: all above `first`).

@@ -71,7 +71,7 @@ fn prepare(
     std::env::set_current_dir(&plan.cwd)
         .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
     let target = target(plan)?;
-    crate::sys::close_from_except(REPORT_FD + 1, keep)
+    crate::sys::close_from_except(REPORT_FD + 1, keep.as_slice())
         .map_err(|e| SetupError::os(Stage::CloseFds, "close_range(5, ~0)", &e))?;
     Ok(target)
 }

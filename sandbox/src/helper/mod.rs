@@ -10,7 +10,7 @@ pub(crate) mod cgroup;
 mod exec;
 mod landlock;
 pub(crate) mod mounts;
-mod namespaces;
+pub(crate) mod namespaces;
 mod notify;
 mod pidns;
 mod reaper;

@@ -308,6 +308,20 @@ fn unowned_userns() -> std::io::Result<OwnedFd> {
 }
 
 impl Unowned {
+    /// The descriptors it holds (a child that closes its inherited ones must keep these).
+    pub fn fds(&self) -> Vec<std::os::fd::RawFd> {
+        self.trees.iter().map(|(_, fd)| fd.as_raw_fd()).collect()
+    }
+
+    /// Moves its descriptors to 10 and up, clear of those a child installs its stdio and
+    /// pipes on.
+    pub fn move_high(&mut self) -> std::io::Result<()> {
+        for (_, fd) in &mut self.trees {
+            *fd = crate::sys::dup_high(fd.as_raw_fd())?;
+        }
+        Ok(())
+    }
+
     /// Idmaps each of `roots`, falling back to masking its root-only files.
     pub fn prepare(roots: &[PathBuf]) -> Unowned {
         let mut out = Unowned::default();

@@ -53,14 +53,87 @@ fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupErr
             mounts::scrub(&plan.scrub);
             Ok(code)
         }
-        None => super::sys_exit(match init_main(plan, unowned, guards, unshared_w) {
-            Ok(code) => code,
-            Err(e) => {
-                send(&Message::Failed(e));
-                super::SETUP_FAILED
-            }
-        }),
+        None => super::finish(init_main(plan, unowned, guards, Parent::Helper(unshared_w))),
     }
+}
+
+/// Who started the init, and so what it owes them.
+enum Parent {
+    /// The helper, which holds the mount namespace once told (one byte) that it exists.
+    Helper(std::os::fd::OwnedFd),
+    /// The caller itself ([`start_init`]): nobody between them, nothing to tell.
+    Caller,
+}
+
+/// Whether a single-threaded caller may start the init itself ([`start_init`]) rather than
+/// fork a helper: the namespace backend, no warm helper being prepared, no denied-path
+/// placeholder (one must be removed from outside after the run, even if the caller dies) and
+/// no pids cgroup needed (the pid namespace's `pid_max` bounds the tree, or we are not root and
+/// `RLIMIT_NPROC` does).
+pub(crate) fn can_start_init(plan: &Plan) -> bool {
+    plan.backend == crate::Backend::Namespaces
+        && !plan.warm
+        && !plan.placeholders.iter().any(|p| p.denied)
+        && (super::pidns::usable(plan.limits.processes) || !nix::unistd::geteuid().is_root())
+}
+
+/// Starts a run's init straight from a single-threaded caller, without a helper process
+/// between them (see [`can_start_init`]): the protected-path placeholders and the idmapped
+/// trees are made here, then the init is cloned into its new namespaces. In the init,
+/// `install` runs first: it must put the stdio on 0–2 and the report and lifeline pipes on
+/// [`super::REPORT_FD`] and [`super::LIFELINE_FD`]; every other inherited descriptor is closed
+/// after it. The init ends the namespace, scrubs and reports `Ended` itself, and does so too
+/// when the lifeline hangs up (the caller died). The caller stops a run with SIGKILL to the
+/// init (pid 1 ignores SIGTERM from outside), then scrubs ([`mounts::scrub`]) from outside.
+pub(crate) fn start_init(plan: &Plan, install: impl FnOnce()) -> Result<i32, SetupError> {
+    mounts::create_placeholders(&plan.placeholders)?;
+    let mut unowned = mounts::Unowned::prepare(&plan.unowned);
+    unowned
+        .move_high()
+        .map_err(|e| SetupError::os(Stage::Spawn, "fcntl(F_DUPFD)", &e))?;
+    let ids = (nix::unistd::geteuid(), nix::unistd::getegid());
+    let flags = new_namespaces(plan.unshare_net);
+    match crate::sys::fork_into(flags.bits()) {
+        Err(e) => Err(namespaces_error(format!("clone({flags:?})"), e)),
+        Ok(Some(pid)) => Ok(pid),
+        Ok(None) => {
+            install();
+            let mut keep = vec![super::REPORT_FD, super::LIFELINE_FD];
+            keep.extend(unowned.fds());
+            let _ = crate::sys::close_from_except(3, &keep);
+            super::finish(started_init(plan, unowned, ids))
+        }
+    }
+}
+
+/// The first steps of an init [`start_init`] cloned: check the caller still lives, a session
+/// of its own, the id maps; then [`init_main`].
+fn started_init(
+    plan: &Plan,
+    unowned: mounts::Unowned,
+    (uid, gid): (nix::unistd::Uid, nix::unistd::Gid),
+) -> Result<i32, SetupError> {
+    super::set_cloexec(super::REPORT_FD)?;
+    let _ = super::set_cloexec(super::LIFELINE_FD);
+    // No PR_SET_PDEATHSIG: the init watches the lifeline (see init_main).
+    if super::lifeline_hung_up() {
+        return Err(SetupError::new(
+            Stage::DieWithParent,
+            "launcher exited before the helper started",
+        ));
+    }
+    super::new_session()?;
+    write_maps(uid.as_raw(), gid.as_raw())?;
+    super::ROOT_PROCESS_LIMIT.store(
+        super::pidns::usable(plan.limits.processes),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    init_main(
+        plan,
+        unowned,
+        &mut mounts::Guards::default(),
+        Parent::Caller,
+    )
 }
 
 /// The init's mount namespace, held by the helper until it exits.
@@ -84,12 +157,17 @@ fn init_main(
     plan: &Plan,
     unowned: mounts::Unowned,
     guards: &mut mounts::Guards,
-    unshared: std::os::fd::OwnedFd,
+    parent: Parent,
 ) -> Result<i32, SetupError> {
     // The helper keeps the locks; a descriptor of a host directory must not reach the command.
     guards.forget();
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
+    // An init the caller started watches the lifeline instead: if the caller dies, the init
+    // must live on long enough to end the namespace and scrub (a SIGKILL would skip that).
+    let caller = matches!(parent, Parent::Caller);
+    if !caller {
+        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+            .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
+    }
     let _ = nix::unistd::sethostname("zeroclaw");
     if super::pidns::usable(plan.limits.processes) {
         super::pidns::apply(plan.limits.processes)?;
@@ -98,8 +176,9 @@ fn init_main(
     // root too, and the helper must keep seeing the host /proc to kill the tree.
     nix::sched::unshare(CloneFlags::CLONE_NEWNS)
         .map_err(|e| SetupError::os(Stage::Namespaces, "unshare(CLONE_NEWNS)", &e.into()))?;
-    let _ = nix::unistd::write(&unshared, &[1]);
-    drop(unshared);
+    if let Parent::Helper(unshared) = parent {
+        let _ = nix::unistd::write(&unshared, &[1]);
+    }
     // Still the host's view: what the root is about to be built from.
     let recorded = plan.warm.then(|| crate::warm::fingerprint(plan));
     mounts::build_root(&plan.mounts, plan.limits.file_size_bytes, &unowned)?;
@@ -157,7 +236,19 @@ fn init_main(
     for fd in 0..=2 {
         let _ = nix::unistd::close(fd);
     }
-    let exit = reaper::reap_until(Pid::from_raw(pid));
+    let exit = if caller {
+        match reaper::reap_until_or_hangup(Pid::from_raw(pid)) {
+            Some(exit) => exit,
+            None => {
+                // The caller is gone: nobody else will end the namespace or scrub.
+                end_the_namespace();
+                mounts::scrub(&plan.scrub);
+                return Ok(128 + libc::SIGKILL);
+            }
+        }
+    } else {
+        reaper::reap_until(Pid::from_raw(pid))
+    };
     send(&Message::Exited(exit));
     // We are pid 1: nothing the command started can be anywhere but in this namespace. Kill
     // and reap all of it, undo what it planted, and say so — the launcher need not wait for
@@ -243,10 +334,8 @@ fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
     Ok(call)
 }
 
-/// unshare (user, pid, ipc, uts, net) + uid/gid maps that keep the caller's ids.
-fn enter(net: bool) -> Result<(), SetupError> {
-    let uid = nix::unistd::geteuid().as_raw();
-    let gid = nix::unistd::getegid().as_raw();
+/// The namespaces a run gets besides the init's mount namespace: user, pid, ipc, uts (and net).
+fn new_namespaces(net: bool) -> CloneFlags {
     let mut flags = CloneFlags::CLONE_NEWUSER
         | CloneFlags::CLONE_NEWPID
         | CloneFlags::CLONE_NEWIPC
@@ -254,13 +343,28 @@ fn enter(net: bool) -> Result<(), SetupError> {
     if net {
         flags |= CloneFlags::CLONE_NEWNET;
     }
-    nix::sched::unshare(flags).map_err(|e| {
-        SetupError::os(Stage::Namespaces, format!("unshare({flags:?})"), &e.into()).hint(
-            "unprivileged user namespaces are blocked (sysctl kernel.unprivileged_userns_clone=1, \
-             kernel.apparmor_restrict_unprivileged_userns=0, or a container policy); \
-             or choose backend = \"bubblewrap\" / \"landlock\"",
-        )
-    })?;
+    flags
+}
+
+fn namespaces_error(call: String, e: std::io::Error) -> SetupError {
+    SetupError::os(Stage::Namespaces, call, &e).hint(
+        "unprivileged user namespaces are blocked (sysctl kernel.unprivileged_userns_clone=1, \
+         kernel.apparmor_restrict_unprivileged_userns=0, or a container policy); \
+         or choose backend = \"bubblewrap\" / \"landlock\"",
+    )
+}
+
+/// unshare (user, pid, ipc, uts, net) + uid/gid maps that keep the caller's ids.
+fn enter(net: bool) -> Result<(), SetupError> {
+    let (uid, gid) = (nix::unistd::geteuid(), nix::unistd::getegid());
+    let flags = new_namespaces(net);
+    nix::sched::unshare(flags)
+        .map_err(|e| namespaces_error(format!("unshare({flags:?})"), e.into()))?;
+    write_maps(uid.as_raw(), gid.as_raw())
+}
+
+/// In a new user namespace: uid and gid maps that keep the ids it was created with.
+fn write_maps(uid: u32, gid: u32) -> Result<(), SetupError> {
     write_proc("/proc/self/setgroups", "deny")?;
     write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1\n"))?;
     write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1\n"))

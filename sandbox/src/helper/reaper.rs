@@ -26,6 +26,60 @@ pub fn reap_until(main: Pid) -> ExitInfo {
     }
 }
 
+/// As [`reap_until`], for an init whose launcher is its parent (no helper between them, see
+/// `namespaces::start_init`): `None` once the lifeline hangs up — the launcher died, and the
+/// clean-up is ours. Children are reaped as SIGCHLD arrives (through a signalfd; it stays
+/// blocked afterwards).
+pub fn reap_until_or_hangup(main: Pid) -> Option<ExitInfo> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use nix::sys::signal::SigSet;
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    use std::os::fd::{AsFd, BorrowedFd};
+    let mut sigchld = SigSet::empty();
+    sigchld.add(Signal::SIGCHLD);
+    // Blocked before the first reaping round: a SIGCHLD after it waits in the signalfd.
+    let signals = sigchld.thread_block().ok().and_then(|_| {
+        SignalFd::with_flags(&sigchld, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok()
+    });
+    // SAFETY: LIFELINE_FD is installed before the init starts and never closed by it.
+    let lifeline = unsafe { BorrowedFd::borrow_raw(super::LIFELINE_FD) };
+    loop {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == main => {
+                    return Some(ExitInfo::Code(code));
+                }
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
+                    return Some(ExitInfo::Signal(sig as i32));
+                }
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) | Err(Errno::EINTR) => continue,
+                Err(_) => return Some(ExitInfo::Code(super::SETUP_FAILED)),
+            }
+        }
+        let mut fds = vec![PollFd::new(lifeline, PollFlags::POLLIN)];
+        if let Some(sfd) = &signals {
+            fds.push(PollFd::new(sfd.as_fd(), PollFlags::POLLIN));
+        }
+        // Without a signalfd, look again every 50 ms.
+        let timeout = if signals.is_some() {
+            PollTimeout::NONE
+        } else {
+            PollTimeout::from(50u16)
+        };
+        if poll(&mut fds, timeout).is_ok()
+            && fds[0].revents().is_some_and(|r| {
+                r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+            })
+        {
+            return None;
+        }
+        if let Some(sfd) = &signals {
+            while let Ok(Some(_)) = sfd.read_signal() {}
+        }
+    }
+}
+
 /// Landlock-only backend: subreaper, scratch dirs, the confined command as a child.
 pub fn run_landlock(plan: &Plan) -> Result<i32, SetupError> {
     let scratch_dir = plan

@@ -187,7 +187,7 @@ impl Zygote {
                 crate::sys::exit_now(super::SETUP_FAILED);
             }
         }
-        let _ = crate::sys::close_from_except(high.len() as RawFd, self.inherited);
+        let _ = crate::sys::close_from_except(high.len() as RawFd, self.inherited.as_slice());
         if high.len() == WARM_REQUEST_FDS {
             // A warm helper waits for a call the launcher may never make: it ends with us.
             if nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err()
