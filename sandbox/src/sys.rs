@@ -587,3 +587,144 @@ pub fn userns_with_map(map: &str) -> io::Result<std::os::fd::OwnedFd> {
     drop(hold_r);
     result
 }
+
+/// A system call made without libc, so that it never touches `errno`: a child sharing our
+/// memory but not our thread-local storage must not write our `errno`. Returns the kernel's
+/// raw result (`-errno` on failure).
+///
+/// # Safety
+/// As for the system call `nr` with these arguments.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+unsafe fn raw_syscall(nr: libc::c_long, args: [usize; 5]) -> isize {
+    let ret: isize;
+    // SAFETY: the caller vouches for the call; the asm follows the kernel's system call ABI
+    // for this architecture and declares every register the kernel clobbers.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") nr as isize => ret,
+            in("rdi") args[0],
+            in("rsi") args[1],
+            in("rdx") args[2],
+            in("r10") args[3],
+            in("r8") args[4],
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    unsafe {
+        std::arch::asm!(
+            "svc 0",
+            in("x8") nr as usize,
+            inlateout("x0") args[0] => ret,
+            in("x1") args[1],
+            in("x2") args[2],
+            in("x3") args[3],
+            in("x4") args[4],
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// What the child of [`detach_in_background`] does; it lives as long as we do (leaked), since
+/// we may exit before the child has finished with it.
+struct DetachJob {
+    old: CString,
+    remount_flags: libc::c_ulong,
+    read_fd: RawFd,
+    write_fd: RawFd,
+}
+
+/// Stack of a [`detach_in_background`] child: a handful of raw system calls.
+const DETACH_STACK: usize = 16 * 1024;
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+extern "C" fn detach_job(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the leaked DetachJob passed to clone below, alive for the rest of the
+    // process's life. Only raw system calls run here (no libc call, so no errno, no lock, no
+    // allocation): the memory is the parent's, the thread-local storage too. `err` lives on
+    // this child's own stack.
+    unsafe {
+        let job = &*(arg as *const DetachJob);
+        raw_syscall(libc::SYS_close, [job.read_fd as usize, 0, 0, 0, 0]);
+        let old = job.old.as_ptr() as usize;
+        let mut rc = raw_syscall(libc::SYS_umount2, [old, libc::MNT_DETACH as usize, 0, 0, 0]);
+        if rc == 0 {
+            // The empty mount point goes too; `/` is then made read-only.
+            raw_syscall(libc::SYS_rmdir, [old, 0, 0, 0, 0]);
+            let root = c"/".as_ptr() as usize;
+            rc = raw_syscall(libc::SYS_mount, [0, root, 0, job.remount_flags as usize, 0]);
+        }
+        let err: i32 = if rc < 0 { -rc as i32 } else { 0 };
+        raw_syscall(
+            libc::SYS_write,
+            [job.write_fd as usize, &err as *const i32 as usize, 4, 0, 0],
+        );
+    }
+    0
+}
+
+/// Lazily unmounts `old`, removes its mount point and remounts `/` with `remount_flags`
+/// (`MS_REMOUNT | MS_BIND | ...`), in a child that shares our memory (`clone(CLONE_VM)` on a
+/// stack of its own), so the RCU grace period the unmount waits for overlaps whatever we do
+/// meanwhile. Returns the read end of a pipe that yields the outcome — an errno as 4 native
+/// bytes, 0 when all three succeeded — then end of file. `Unsupported` on architectures
+/// without [`raw_syscall`]. The child's stack and job are never freed (we may exit first).
+pub fn detach_in_background(
+    old: &Path,
+    remount_flags: libc::c_ulong,
+) -> io::Result<std::os::fd::OwnedFd> {
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let _ = (old, remount_flags);
+        return Err(io::Error::from(io::ErrorKind::Unsupported));
+    }
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        use std::os::fd::AsRawFd;
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let job: &'static DetachJob = Box::leak(Box::new(DetachJob {
+            old: cstring(old)?,
+            remount_flags,
+            read_fd: read.as_raw_fd(),
+            write_fd: write.as_raw_fd(),
+        }));
+        // SAFETY: an anonymous private mapping, checked below; never unmapped (see above).
+        let stack = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                DETACH_STACK,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if stack == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the child runs `detach_job` on the fresh stack (its top is passed: stacks
+        // grow down; mmap returns page-aligned memory) and reads only the leaked `job`; it
+        // never returns into our frames (clone's wrapper exits when `detach_job` returns).
+        // Without CLONE_FILES its descriptor table is a copy: it closes its own copy of the
+        // read end, we close ours of the write end. It is an ordinary child: SIGCHLD, reaped
+        // by whoever reaps our children.
+        let pid = unsafe {
+            libc::clone(
+                detach_job,
+                (stack as *mut u8).add(DETACH_STACK) as *mut libc::c_void,
+                libc::CLONE_VM | libc::SIGCHLD,
+                job as *const DetachJob as *mut libc::c_void,
+            )
+        };
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        drop(write);
+        Ok(read)
+    }
+}

@@ -12,7 +12,17 @@ use crate::protocol::{Enforcement, Message};
 
 /// Confines the calling process per `plan` and execs the command; returns only on failure.
 pub fn confine_and_exec(plan: &Plan, report: Enforcement) -> Result<i32, SetupError> {
-    confine_and_exec_with(plan, report, None)
+    confine_and_exec_with(plan, report, None, None)
+}
+
+/// [`confine_and_exec`] in a root whose host root is being detached in the background: the
+/// command waits at `gate` once confined, before it reports ready and execs.
+pub fn confine_and_exec_gated(
+    plan: &Plan,
+    report: Enforcement,
+    gate: Option<&super::mounts::DetachGate>,
+) -> Result<i32, SetupError> {
+    confine_and_exec_with(plan, report, None, gate)
 }
 
 /// [`confine_and_exec`] on the Landlock-only rung: `supervisor` is this child's end of a
@@ -23,13 +33,13 @@ pub fn confine_and_exec_supervised(
     report: Enforcement,
     supervisor: std::os::fd::OwnedFd,
 ) -> Result<i32, SetupError> {
-    confine_and_exec_with(plan, report, Some(supervisor))
+    confine_and_exec_with(plan, report, Some(supervisor), None)
 }
 
 /// The command of a warm init that has confined itself ([`confine_self`] before its call
 /// arrived): limits, cwd, stray descriptors, report, `execve`.
 pub fn exec_confined(plan: &Plan, mut report: Enforcement) -> Result<i32, SetupError> {
-    let target = prepare(plan, &mut report, None)?;
+    let target = prepare(plan, &mut report, &[])?;
     send(&Message::Ready(report));
     run_target(target, plan)
 }
@@ -55,7 +65,7 @@ pub fn confine_self(plan: &Plan, report: &mut Enforcement) -> Result<(), SetupEr
 fn prepare(
     plan: &Plan,
     report: &mut Enforcement,
-    keep: Option<std::os::fd::RawFd>,
+    keep: &[std::os::fd::RawFd],
 ) -> Result<Target, SetupError> {
     report.backend = plan.backend.name().to_string();
     if !super::ROOT_PROCESS_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
@@ -71,7 +81,7 @@ fn prepare(
     std::env::set_current_dir(&plan.cwd)
         .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
     let target = target(plan)?;
-    crate::sys::close_from_except(REPORT_FD + 1, keep.as_slice())
+    crate::sys::close_from_except(REPORT_FD + 1, keep)
         .map_err(|e| SetupError::os(Stage::CloseFds, "close_range(5, ~0)", &e))?;
     Ok(target)
 }
@@ -80,10 +90,14 @@ fn confine_and_exec_with(
     plan: &Plan,
     mut report: Enforcement,
     supervisor: Option<std::os::fd::OwnedFd>,
+    gate: Option<&super::mounts::DetachGate>,
 ) -> Result<i32, SetupError> {
     use std::os::fd::AsRawFd;
-    let keep = supervisor.as_ref().map(AsRawFd::as_raw_fd);
-    let target = prepare(plan, &mut report, keep)?;
+    let keep: Vec<_> = (supervisor.as_ref().map(AsRawFd::as_raw_fd))
+        .into_iter()
+        .chain(gate.and_then(|g| g.fd()))
+        .collect();
+    let target = prepare(plan, &mut report, &keep)?;
     confine_self(plan, &mut report)?;
     // Landlock has no right for chmod/utimes (nor for connecting to a pathname Unix socket):
     // on the Landlock-only rung they go to the helper, which performs them only inside the
@@ -100,6 +114,9 @@ fn confine_and_exec_with(
             ));
         }
         None => {}
+    }
+    if let Some(gate) = gate {
+        gate.pass()?;
     }
     send(&Message::Ready(report));
     run_target(target, plan)

@@ -357,7 +357,11 @@ impl Unowned {
 
 /// Builds the new root from `ops` (with `unowned` roots attached idmapped), then detaches the
 /// host root. `tmpfs_bytes` caps each tmpfs.
-pub fn build_root(ops: &[MountOp], tmpfs_bytes: u64, unowned: &Unowned) -> Result<(), SetupError> {
+pub fn build_root(
+    ops: &[MountOp],
+    tmpfs_bytes: u64,
+    unowned: &Unowned,
+) -> Result<HostRoot, SetupError> {
     mount(
         None::<&str>,
         "/",
@@ -378,16 +382,88 @@ pub fn build_root(ops: &[MountOp], tmpfs_bytes: u64, unowned: &Unowned) -> Resul
     }
     mount_dev()?;
     mount_proc()?;
-    umount2(OLD, MntFlags::MNT_DETACH)
-        .map_err(|e| err(format!("umount2({OLD}, MNT_DETACH)"), e))?;
-    let _ = std::fs::remove_dir(OLD);
-    let ro = MsFlags::MS_REMOUNT
-        | MsFlags::MS_BIND
-        | MsFlags::MS_RDONLY
-        | MsFlags::MS_NOSUID
-        | MsFlags::MS_NODEV;
-    mount(None::<&str>, "/", None::<&str>, ro, None::<&str>)
+    Ok(HostRoot(()))
+}
+
+/// The new root's flags once the host's root is detached.
+const ROOT_READ_ONLY: MsFlags = MsFlags::MS_REMOUNT
+    .union(MsFlags::MS_BIND)
+    .union(MsFlags::MS_RDONLY)
+    .union(MsFlags::MS_NOSUID)
+    .union(MsFlags::MS_NODEV);
+
+/// The host's root, still attached at [`OLD`] inside the new one when [`build_root`] returns.
+/// Nothing but our own code may run in the namespace until it is detached.
+#[must_use = "the host's root stays reachable until detached"]
+pub struct HostRoot(());
+
+impl HostRoot {
+    /// Detaches it (the lazy unmount waits for an RCU grace period), removes its mount point
+    /// and makes the new root read-only.
+    pub fn detach(self) -> Result<(), SetupError> {
+        umount2(OLD, MntFlags::MNT_DETACH)
+            .map_err(|e| err(format!("umount2({OLD}, MNT_DETACH)"), e))?;
+        let _ = std::fs::remove_dir(OLD);
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            ROOT_READ_ONLY,
+            None::<&str>,
+        )
         .map_err(|e| err("mount(/, remount ro)".into(), e))
+    }
+
+    /// As [`HostRoot::detach`], in a child sharing our memory
+    /// ([`crate::sys::detach_in_background`]), so its grace period overlaps the command's
+    /// confinement. The command must pass the returned gate before it execs.
+    pub fn detach_in_background(self) -> Result<DetachGate, SetupError> {
+        let flags = libc::c_ulong::from(ROOT_READ_ONLY.bits());
+        match crate::sys::detach_in_background(Path::new(OLD), flags) {
+            Ok(fd) => Ok(DetachGate(Some(fd))),
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+                self.detach().map(|()| DetachGate(None))
+            }
+            Err(e) => Err(err(format!("clone(detach {OLD})"), e)),
+        }
+    }
+}
+
+/// The outcome of a background [`HostRoot::detach_in_background`] (`None`: already detached).
+pub struct DetachGate(Option<OwnedFd>);
+
+impl DetachGate {
+    /// Its descriptor, which a child that closes its strays must keep.
+    pub fn fd(&self) -> Option<std::os::fd::RawFd> {
+        self.0.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// Blocks until the host's root is detached and the new root read-only; an error if that
+    /// failed (then the command must not run).
+    pub fn pass(&self) -> Result<(), SetupError> {
+        let Some(fd) = &self.0 else { return Ok(()) };
+        let mut errno = [0u8; 4];
+        let mut got = 0;
+        while got < errno.len() {
+            match nix::unistd::read(fd, &mut errno[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(err("read(detach gate)".into(), e)),
+            }
+        }
+        match (got, i32::from_ne_bytes(errno)) {
+            (4, 0) => Ok(()),
+            (4, code) => Err(err(
+                format!("umount2({OLD}, MNT_DETACH) / mount(/, remount ro)"),
+                std::io::Error::from_raw_os_error(code),
+            )),
+            _ => Err(SetupError::new(
+                Stage::Mounts,
+                format!("the child detaching {OLD} ended without a word"),
+            )),
+        }
+    }
 }
 
 fn op_tree<'a>(op: &MountOp, unowned: &'a Unowned) -> Option<&'a OwnedFd> {

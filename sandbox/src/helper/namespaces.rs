@@ -181,7 +181,7 @@ fn init_main(
     }
     // Still the host's view: what the root is about to be built from.
     let recorded = plan.warm.then(|| crate::warm::fingerprint(plan));
-    mounts::build_root(&plan.mounts, plan.limits.file_size_bytes, &unowned)?;
+    let host = mounts::build_root(&plan.mounts, plan.limits.file_size_bytes, &unowned)?;
     drop(unowned);
     let mut enforcement = Enforcement {
         namespaces: names(plan.unshare_net),
@@ -190,8 +190,12 @@ fn init_main(
         ..Enforcement::default()
     };
     let call;
+    let gate;
     let plan = match recorded {
         Some(fingerprint) => {
+            // Off the call's path: detach before anything else.
+            host.detach()?;
+            gate = None;
             let mounted = crate::warm::mount_ids(plan);
             // Confined before the call arrives (its shape, rules included, is this plan's):
             // the command only has its limits, cwd and descriptors left to set.
@@ -206,7 +210,12 @@ fn init_main(
             }
             &call
         }
-        None => plan,
+        None => {
+            // The lazy unmount's grace period overlaps the command's confinement, which
+            // waits for it before it execs.
+            gate = Some(host.detach_in_background()?);
+            plan
+        }
     };
     let warm = recorded.is_some();
     let mut enforcement = Some(enforcement);
@@ -215,7 +224,7 @@ fn init_main(
         super::finish(if warm {
             exec::exec_confined(plan, report)
         } else {
-            exec::confine_and_exec(plan, report)
+            exec::confine_and_exec_gated(plan, report, gate.as_ref())
         })
     };
     // A program is exec'd right away: its process shares our memory until then, no copy.
