@@ -474,6 +474,28 @@ pub fn mount_id(path: &Path) -> io::Result<u64> {
 /// Stack of a [`spawn_shared`] child (it confines itself and execs: little depth needed).
 const SHARED_STACK: usize = 512 * 1024;
 
+/// A fresh anonymous mapping of `size` bytes for a cloned child's stack (page-aligned; the
+/// caller passes its top and unmaps it, if ever).
+fn map_stack(size: usize) -> io::Result<*mut libc::c_void> {
+    // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches no
+    // existing memory; failure is checked below.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(stack)
+    }
+}
+
 /// Starts `child` in a new process that shares our memory until it execs or exits
 /// (`clone(CLONE_VM | CLONE_VFORK)` on a stack of its own, as `posix_spawn` does): no page
 /// tables are copied, and we are suspended until then. `child` should end in `execve` or
@@ -486,20 +508,7 @@ pub fn spawn_shared(child: &mut dyn FnMut()) -> io::Result<libc::pid_t> {
         child();
         exit_now(127)
     }
-    // SAFETY: an anonymous private mapping; checked for failure below.
-    let stack = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            SHARED_STACK,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        )
-    };
-    if stack == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
+    let stack = map_stack(SHARED_STACK)?;
     let mut arg: &mut dyn FnMut() = child;
     // SAFETY: the child runs `trampoline` on the fresh stack (its top, 16-byte aligned, is
     // passed: stacks grow down) and never returns into our frames: it execs or _exits. It
@@ -693,20 +702,8 @@ pub fn detach_in_background(
             read_fd: read.as_raw_fd(),
             write_fd: write.as_raw_fd(),
         }));
-        // SAFETY: an anonymous private mapping, checked below; never unmapped (see above).
-        let stack = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                DETACH_STACK,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if stack == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        // Never unmapped (see above).
+        let stack = map_stack(DETACH_STACK)?;
         // SAFETY: the child runs `detach_job` on the fresh stack (its top is passed: stacks
         // grow down; mmap returns page-aligned memory) and reads only the leaked `job`; it
         // never returns into our frames (clone's wrapper exits when `detach_job` returns).
