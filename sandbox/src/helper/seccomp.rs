@@ -1,13 +1,14 @@
 //! The seccomp filter, installed last: denies (EPERM) the kernel attack surface a tool never
 //! needs, namespace creation, tracing, terminal injection, and — when the network is denied —
 //! non-Unix sockets (or every socket on the Landlock-only backend). `clone3` gets ENOSYS so
-//! libc falls back to `clone`, whose flags the filter can inspect.
+//! libc falls back to `clone`, whose flags the filter can inspect. One program: each filter
+//! loaded costs a JIT compilation at start and a run on every system call of the command.
 
 use std::collections::BTreeMap;
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op,
-    SeccompCondition as Cond, SeccompFilter, SeccompRule, TargetArch,
+    SeccompCondition as Cond, SeccompFilter, SeccompRule, TargetArch, sock_filter,
 };
 
 use crate::error::{SetupError, Stage};
@@ -158,41 +159,45 @@ fn rules(plan: &SeccompPlan) -> BTreeMap<i64, Vec<SeccompRule>> {
     map
 }
 
-/// Compiles the two filters: the EPERM deny-list and `clone3` -> ENOSYS.
-pub fn compile(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, SetupError> {
-    let arch = arch()?;
+/// `clone3` -> ENOSYS, ahead of the deny-list (seccompiler gives a filter one match action).
+/// It only ever refuses, so it may come before the deny-list's architecture check: a foreign
+/// architecture's call numbered like `clone3` gets ENOSYS, every other one meets that check.
+fn clone3_prologue() -> [sock_filter; 3] {
+    const LD_NR: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS, offset 0: seccomp_data.nr
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    let insn = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    [
+        insn(LD_NR, 0, 0, 0),
+        // Equal: the next instruction; otherwise skip it.
+        insn(JEQ, 0, 1, libc::SYS_clone3 as u32),
+        insn(RET, 0, 0, SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+    ]
+}
+
+/// Compiles the filter: `clone3` -> ENOSYS, then the EPERM deny-list.
+pub fn compile(plan: &SeccompPlan) -> Result<BpfProgram, SetupError> {
     let deny = SeccompFilter::new(
         rules(plan),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    );
-    let clone3 = SeccompFilter::new(
-        BTreeMap::from([(libc::SYS_clone3, vec![])]),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    );
-    [deny, clone3]
-        .into_iter()
-        .map(|f| {
-            let f = f.map_err(|e| SetupError::new(Stage::Seccomp, format!("build filter: {e}")))?;
-            f.try_into().map_err(|e: seccompiler::BackendError| {
-                SetupError::new(Stage::Seccomp, format!("compile filter: {e}"))
-            })
-        })
-        .collect()
+        arch()?,
+    )
+    .map_err(|e| SetupError::new(Stage::Seccomp, format!("build filter: {e}")))?;
+    let deny: BpfProgram = deny.try_into().map_err(|e: seccompiler::BackendError| {
+        SetupError::new(Stage::Seccomp, format!("compile filter: {e}"))
+    })?;
+    // Jumps are relative: the deny-list's are unchanged behind the prologue.
+    Ok(clone3_prologue().into_iter().chain(deny).collect())
 }
 
-/// Installs the filters on the calling thread (no_new_privs is already set).
+/// Installs the filter on the calling thread (no_new_privs is already set).
 pub fn apply(plan: &SeccompPlan) -> Result<(), SetupError> {
-    for prog in compile(plan)? {
-        seccompiler::apply_filter(&prog).map_err(|e| {
-            SetupError::new(Stage::Seccomp, format!("seccomp(SET_MODE_FILTER): {e}"))
-                .hint("the kernel needs CONFIG_SECCOMP_FILTER")
-        })?;
-    }
-    Ok(())
+    seccompiler::apply_filter(&compile(plan)?).map_err(|e| {
+        SetupError::new(Stage::Seccomp, format!("seccomp(SET_MODE_FILTER): {e}"))
+            .hint("the kernel needs CONFIG_SECCOMP_FILTER")
+    })
 }
 
 #[cfg(test)]
@@ -213,9 +218,8 @@ mod tests {
                 deny_attr_changes: true,
             },
         ] {
-            let progs = compile(&plan).unwrap();
-            assert_eq!(progs.len(), 2);
-            assert!(progs.iter().all(|p| !p.is_empty()));
+            let prog = compile(&plan).unwrap();
+            assert!(prog.len() > clone3_prologue().len());
         }
     }
 
