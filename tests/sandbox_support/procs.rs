@@ -189,12 +189,40 @@ pub struct Reaper(pub String);
 
 impl Drop for Reaper {
     /// Kills until nothing carrying the marker is left (a pid-hopping process needs several
-    /// passes), for at most two seconds.
+    /// passes), for at most two seconds. Our own processes carrying it — a `sandbox run` CLI
+    /// and the helper it forked, which has the CLI's command line — are killed last, after a
+    /// grace to end by themselves once the rest is gone: a helper killed in the middle of its
+    /// clean-up would leave its scratch directory behind.
     fn drop(&mut self) {
-        let end = Instant::now() + Duration::from_secs(2);
-        while !survivors(&self.0).is_empty() && Instant::now() < end {
-            kill_survivors(&self.0);
+        let start = Instant::now();
+        let (grace, end) = (Duration::from_secs(1), Duration::from_secs(2));
+        while start.elapsed() < end {
+            let (ours, confined): (Vec<u32>, Vec<u32>) = survivors(&self.0)
+                .into_iter()
+                .partition(|pid| is_zeroclaw(*pid));
+            if ours.is_empty() && confined.is_empty() {
+                return;
+            }
+            let targets = if confined.is_empty() && start.elapsed() >= grace {
+                ours
+            } else {
+                confined
+            };
+            for pid in targets {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .stderr(Stdio::null())
+                    .status();
+            }
             thread::sleep(Duration::from_millis(5));
         }
     }
+}
+
+/// Whether `pid` runs one of our binaries (`zeroclaw`, `zeroclaw-sandbox-helper`).
+fn is_zeroclaw(pid: u32) -> bool {
+    fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| {
+        exe.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("zeroclaw"))
+    })
 }
