@@ -641,6 +641,7 @@ unsafe fn raw_syscall(nr: libc::c_long, args: [usize; 5]) -> isize {
 
 /// What the child of [`detach_in_background`] does; it lives as long as we do (leaked), since
 /// we may exit before the child has finished with it.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 struct DetachJob {
     old: CString,
     remount_flags: libc::c_ulong,
@@ -649,6 +650,7 @@ struct DetachJob {
 }
 
 /// Stack of a [`detach_in_background`] child: a handful of raw system calls.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const DETACH_STACK: usize = 16 * 1024;
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

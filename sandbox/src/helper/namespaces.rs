@@ -119,7 +119,7 @@ fn started_init(
     if super::lifeline_hung_up() {
         return Err(SetupError::new(
             Stage::DieWithParent,
-            "launcher exited before the helper started",
+            "launcher exited before the init started",
         ));
     }
     super::new_session()?;
