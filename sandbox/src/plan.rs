@@ -585,15 +585,24 @@ fn guess_dir(p: &Path) -> bool {
 }
 
 fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> LandlockPlan {
-    let mut read: Vec<PathBuf> = existing(&profile.read_only)
-        .into_iter()
-        .filter(|p| std::fs::read_link(p).is_err())
-        .collect();
     let mut write: Vec<PathBuf> = profile.writable_roots().cloned().collect();
-    if !namespaced {
+    let read = if namespaced {
+        // The new root holds only what may be seen (the read-only roots, the private HOME and
+        // /tmp, the writable roots, /dev, /proc; denied paths masked by mounts), so listing
+        // and reading it is harmless. Landlock grants a right held on any directory above a
+        // file, across mount points, so this one rule covers every root mounted beneath it:
+        // a rule per root would repeat it (each costs an open, two fstat and an add_rule).
+        write.push(home.to_path_buf());
+        write.push(tmp.to_path_buf());
+        vec![PathBuf::from("/")]
+    } else {
         // The helper opens rule paths refusing every symlink on the way, so name each root by
         // its real path (a home under a symlinked /home keeps its rules).
-        read = canonical(read);
+        let read = existing(&profile.read_only)
+            .into_iter()
+            .filter(|p| std::fs::read_link(p).is_err())
+            .collect();
+        let read = canonical(read);
         write = canonical(write);
         // Without a new root nothing masks the denied paths: Landlock must leave them out of
         // every rule. Root owns /etc's root-only files (TLS keys, database auth): those too.
@@ -602,7 +611,7 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
         if nix::unistd::geteuid().is_root() {
             hidden.extend(etc_private().iter().cloned());
         }
-        read = subtract(read, &hidden);
+        let mut read = subtract(read, &hidden);
         // A writable root holding a denied path (a workspace with `.ssh` in it) is carved the
         // same way: its entries get the rights, the denied path gets none. Trade-off, fail
         // closed: a Landlock right on a directory covers everything beneath it, so the root
@@ -610,18 +619,12 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
         // renamed directly in it (its existing entries stay fully usable); the same holds
         // for every directory between the root and the denied path.
         write = subtract(write, &hidden);
-    }
-    read.push(PathBuf::from("/proc"));
-    if namespaced {
-        // The new root only holds allowed roots; listing it is harmless.
-        read.push(PathBuf::from("/"));
-    }
-    if namespaced {
-        write.push(home.to_path_buf());
-        write.push(tmp.to_path_buf());
-    } else if let Some(scratch) = home.parent() {
-        write.push(scratch.to_path_buf());
-    }
+        read.push(PathBuf::from("/proc"));
+        if let Some(scratch) = home.parent() {
+            write.push(scratch.to_path_buf());
+        }
+        read
+    };
     let devices = if namespaced {
         vec![PathBuf::from("/dev")]
     } else {
@@ -775,6 +778,20 @@ mod tests {
             path: "/tmp".into(),
             mode: 0o1777
         }));
+    }
+
+    #[test]
+    fn namespaced_ruleset_reads_through_one_rule_on_the_new_root() {
+        let (_d, p) = ws();
+        for backend in [Backend::Namespaces, Backend::Bubblewrap] {
+            let plan = build(backend, &p, vec!["true".into()], None);
+            let ll = &plan.landlock;
+            assert_eq!(ll.read, [PathBuf::from("/")], "{backend:?}");
+            assert!(ll.write.contains(&p.workspace), "{backend:?}");
+            assert!(ll.write.contains(&PathBuf::from("/tmp")), "{backend:?}");
+            assert_eq!(ll.devices, [PathBuf::from("/dev")], "{backend:?}");
+            assert!(!ll.no_symlinks, "{backend:?}");
+        }
     }
 
     #[test]

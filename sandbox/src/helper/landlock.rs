@@ -1,5 +1,6 @@
-//! The Landlock ruleset: read+execute on the read-only roots, everything on the writable
-//! roots, device access on the device nodes; TCP denied and abstract-socket and signal scopes
+//! The Landlock ruleset: read+execute on the read-only roots (on the namespace backends, on
+//! the new root that holds only them), everything on the writable roots, device access on the
+//! device nodes; TCP denied and abstract-socket and signal scopes
 //! when the network is denied. ABI 6 is full enforcement; less is refused unless allowed.
 
 use landlock::{
