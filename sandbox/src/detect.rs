@@ -221,18 +221,24 @@ fn landlock_abi() -> u32 {
     0
 }
 
+#[cfg(target_os = "linux")]
 fn seccomp() -> Check {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let ok = status
-        .lines()
-        .any(|l| l.starts_with("Seccomp_filters:") || l.starts_with("Seccomp:"));
+    let ok = crate::sys::seccomp_filters_available();
     Check {
         ok,
         detail: if ok {
             "seccomp filters available".into()
         } else {
-            "no seccomp in /proc/self/status".into()
+            "no seccomp filters (kernel without CONFIG_SECCOMP_FILTER)".into()
         },
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn seccomp() -> Check {
+    Check {
+        ok: false,
+        detail: "seccomp is Linux only".into(),
     }
 }
 

@@ -158,6 +158,22 @@ pub fn landlock_abi() -> Option<u32> {
     u32::try_from(v).ok().filter(|v| *v > 0)
 }
 
+/// Whether seccomp filters can be installed: the kernel answers `SECCOMP_GET_ACTION_AVAIL`
+/// for the errno action the filter uses (EINVAL without `CONFIG_SECCOMP_FILTER`).
+pub fn seccomp_filters_available() -> bool {
+    let action: u32 = libc::SECCOMP_RET_ERRNO;
+    // SAFETY: the call reads the live `u32` it is given and writes nothing.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_ACTION_AVAIL,
+            0u32,
+            &action as *const u32,
+        )
+    };
+    r == 0
+}
+
 static TERMINATE: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_terminate(_: libc::c_int) {
