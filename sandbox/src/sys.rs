@@ -566,51 +566,85 @@ extern "C" fn hold_until_eof(arg: *mut libc::c_void) -> libc::c_int {
     0
 }
 
+/// The child holding a user namespace that [`userns_with_map`] made. It is let go as soon as
+/// the namespace is open and ends by itself; dropping this reaps it (and only then frees what
+/// it reads), so that its exit can overlap the caller's next steps.
+pub struct UsernsHolder {
+    pid: libc::pid_t,
+    /// Our end of the pipe it reads until end of file; closed to let it go.
+    hold_w: Option<std::os::fd::OwnedFd>,
+    /// The pipe's descriptor numbers, which the holder reads when it starts, and the stack it
+    /// runs on: only kept alive, until it is reaped.
+    _fds: Box<[libc::c_int; 2]>,
+    _stack: Vec<u8>,
+}
+
+impl UsernsHolder {
+    /// Lets the holder end (it reads end of file and returns).
+    fn release(&mut self) {
+        self.hold_w = None;
+    }
+}
+
+impl Drop for UsernsHolder {
+    fn drop(&mut self) {
+        self.release();
+        let mut status = 0;
+        // SAFETY: waits for the child `userns_with_map` started; `status` is a valid
+        // out-pointer. __WCLONE is not needed: the child's exit signal is SIGCHLD. In a process
+        // forked since, the child is not ours and waitpid fails at once with ECHILD.
+        while unsafe { libc::waitpid(self.pid, &mut status, 0) } < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+        // Only now may its stack and `fds` go: fields drop after this body.
+    }
+}
+
 /// A user namespace whose uid and gid maps are both `map` (e.g. `"0 65534 1"`), held by a
 /// descriptor. Its holder is a child started with `clone(CLONE_VM | CLONE_NEWUSER)` on a small
 /// stack (no copy of the address space, nothing to tear down when it ends), created directly
-/// in the namespace, so its maps can be written as soon as `clone` returns. It only makes raw syscalls: it closes its
-/// copy of a pipe's write end and reads until ours is closed (by us, or by our death: it never
-/// outlives us). Needs privilege over the maps (root); for a
+/// in the namespace, so its maps can be written as soon as `clone` returns. It only makes raw
+/// syscalls: it closes its copy of a pipe's write end and reads until ours is closed (by us
+/// once the namespace is open, or by our death: it never outlives us). The returned
+/// [`UsernsHolder`] reaps it when dropped. Needs privilege over the maps (root); for a
 /// single-threaded process.
-pub fn userns_with_map(map: &str) -> io::Result<std::os::fd::OwnedFd> {
+pub fn userns_with_map(map: &str) -> io::Result<(std::os::fd::OwnedFd, UsernsHolder)> {
     use std::os::fd::AsRawFd;
     let (hold_r, hold_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    let fds: [libc::c_int; 2] = [hold_r.as_raw_fd(), hold_w.as_raw_fd()];
+    let fds = Box::new([hold_r.as_raw_fd(), hold_w.as_raw_fd()]);
     let mut stack = vec![0u8; HOLDER_STACK];
     // The stack grows down; the top is 16-byte aligned as the ABI requires.
     let top = (stack.as_mut_ptr() as usize + HOLDER_STACK) & !15;
     // SAFETY: the child runs only `hold_until_eof` (two raw syscalls on its own stack, reading
     // `fds`) and then `exit`s; it shares our memory but touches none of it beyond that stack
-    // and `fds`, both of which stay alive until we have reaped the child below. Without
-    // CLONE_SETTLS/CLONE_THREAD it is an ordinary child (SIGCHLD on exit) that waitpid reaps.
+    // and `fds`, both owned by the `UsernsHolder` below, which frees them only after reaping
+    // the child. Without CLONE_SETTLS/CLONE_THREAD it is an ordinary child (SIGCHLD on exit).
     let pid = unsafe {
         libc::clone(
             hold_until_eof,
             top as *mut libc::c_void,
             libc::CLONE_VM | libc::CLONE_NEWUSER | libc::SIGCHLD,
-            &fds as *const [libc::c_int; 2] as *mut libc::c_void,
+            &*fds as *const [libc::c_int; 2] as *mut libc::c_void,
         )
     };
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
-    let result = (|| {
+    // The child has its own copy of the descriptor table: ours of the read end is not needed.
+    drop(hold_r);
+    let mut holder = UsernsHolder {
+        pid,
+        hold_w: Some(hold_w),
+        _fds: fds,
+        _stack: stack,
+    };
+    let ns = (|| {
         std::fs::write(format!("/proc/{pid}/uid_map"), map)?;
         std::fs::write(format!("/proc/{pid}/gid_map"), map)?;
         Ok(std::fs::File::open(format!("/proc/{pid}/ns/user"))?.into())
     })();
-    drop(hold_w);
-    let mut status = 0;
-    // SAFETY: waits for the child started above; `status` is a valid out-pointer. __WCLONE is
-    // not needed: the child's exit signal is SIGCHLD.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
-        && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-    {}
-    // Only now may the holder's stack and `fds` (read by it) go.
-    drop(stack);
-    drop(hold_r);
-    result
+    holder.release();
+    ns.map(|ns| (ns, holder))
 }
 
 /// A system call made without libc, so that it never touches `errno`: a child sharing our

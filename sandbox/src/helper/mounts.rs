@@ -20,7 +20,7 @@ use nix::mount::{MntFlags, MsFlags, mount, umount2};
 
 use crate::error::{SetupError, Stage};
 use crate::plan::{MountOp, Placeholder};
-use crate::sys::harden_mount;
+use crate::sys::{UsernsHolder, harden_mount};
 
 const OLD: &str = "/oldroot";
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
@@ -293,17 +293,17 @@ pub fn warm_up() -> Option<std::os::fd::RawFd> {
         return None;
     }
     let fd = crate::sys::userns_with_map(UNOWNED_MAP)
-        .and_then(|fd| crate::sys::dup_high(fd.as_raw_fd()))
+        .and_then(|(fd, _holder)| crate::sys::dup_high(fd.as_raw_fd()))
         .ok()?;
     let raw = fd.as_raw_fd();
     UNOWNED_USERNS.set(fd).ok()?;
     Some(raw)
 }
 
-fn unowned_userns() -> std::io::Result<OwnedFd> {
+fn unowned_userns() -> std::io::Result<(OwnedFd, Option<UsernsHolder>)> {
     match UNOWNED_USERNS.get() {
-        Some(fd) => fd.try_clone(),
-        None => crate::sys::userns_with_map(UNOWNED_MAP),
+        Some(fd) => Ok((fd.try_clone()?, None)),
+        None => crate::sys::userns_with_map(UNOWNED_MAP).map(|(fd, h)| (fd, Some(h))),
     }
 }
 
@@ -322,15 +322,20 @@ impl Unowned {
         Ok(())
     }
 
-    /// Idmaps each of `roots`, falling back to masking its root-only files.
-    pub fn prepare(roots: &[PathBuf]) -> Unowned {
+    /// Idmaps each of `roots`, falling back to masking its root-only files. The holder of a
+    /// user namespace made for it, if any, comes back too: it ends by itself, and dropping it
+    /// reaps it — late enough, and its exit is off the caller's path.
+    pub fn prepare(roots: &[PathBuf]) -> (Unowned, Option<UsernsHolder>) {
         let mut out = Unowned::default();
         if roots.is_empty() {
-            return out;
+            return (out, None);
         }
-        let userns = unowned_userns();
+        let (userns, holder) = match unowned_userns() {
+            Ok((ns, holder)) => (Some(ns), holder),
+            Err(_) => (None, None),
+        };
         for root in roots {
-            let tree = userns.as_ref().ok().and_then(|ns| {
+            let tree = userns.as_ref().and_then(|ns| {
                 let tree = crate::sys::clone_tree(root).ok()?;
                 crate::sys::idmap_tree_readonly(tree.as_raw_fd(), ns.as_raw_fd()).ok()?;
                 Some(tree)
@@ -347,7 +352,7 @@ impl Unowned {
                     })),
             }
         }
-        out
+        (out, holder)
     }
 
     fn tree(&self, path: &Path) -> Option<&OwnedFd> {

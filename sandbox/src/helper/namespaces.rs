@@ -33,7 +33,8 @@ pub fn run(plan: &Plan) -> Result<i32, SetupError> {
 
 /// [`run`] with the denied-path placeholders held; `guards` are closed in the init.
 fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupError> {
-    let unowned = mounts::Unowned::prepare(&plan.unowned);
+    // The holder is reaped here: this helper's reaper waits for any child.
+    let (unowned, _) = mounts::Unowned::prepare(&plan.unowned);
     enter(plan.unshare_net)?;
     reaper::become_subreaper()?;
     let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
@@ -87,7 +88,8 @@ pub(crate) fn can_start_init(plan: &Plan) -> bool {
 /// init (pid 1 ignores SIGTERM from outside), then scrubs ([`mounts::scrub`]) from outside.
 pub(crate) fn start_init(plan: &Plan, install: impl FnOnce()) -> Result<i32, SetupError> {
     mounts::create_placeholders(&plan.placeholders)?;
-    let mut unowned = mounts::Unowned::prepare(&plan.unowned);
+    // The idmap holder ends while the namespaces are made; reaped when this returns.
+    let (mut unowned, _holder) = mounts::Unowned::prepare(&plan.unowned);
     unowned
         .move_high()
         .map_err(|e| SetupError::os(Stage::Spawn, "fcntl(F_DUPFD)", &e))?;
