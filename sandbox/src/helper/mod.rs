@@ -5,6 +5,7 @@
 //! namespaces and mounts, rlimits, chdir, close stray fds, drop capabilities, no_new_privs,
 //! Landlock, seccomp last, exec with the allowlisted environment.
 
+mod bpf;
 mod caps;
 pub(crate) mod cgroup;
 mod exec;

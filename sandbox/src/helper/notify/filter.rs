@@ -5,26 +5,9 @@
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 use crate::error::{SetupError, Stage};
-
-#[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: Option<u32> = Some(0xC000_003E);
-#[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: Option<u32> = Some(0xC000_00B7);
-#[cfg(target_arch = "riscv64")]
-const AUDIT_ARCH: Option<u32> = Some(0xC000_00F3);
-#[cfg(not(any(
-    target_arch = "x86_64",
-    target_arch = "aarch64",
-    target_arch = "riscv64"
-)))]
-const AUDIT_ARCH: Option<u32> = None;
-
-/// x32 system calls carry this bit on x86_64; the filter sends all of them to the supervisor,
-/// which refuses numbers it does not know (the 64-bit numbers below would miss them).
-#[cfg(target_arch = "x86_64")]
-const X32_SYSCALL_BIT: Option<u32> = Some(0x4000_0000);
-#[cfg(not(target_arch = "x86_64"))]
-const X32_SYSCALL_BIT: Option<u32> = None;
+use crate::helper::bpf::{
+    self, AUDIT_ARCH, SECCOMP_DATA_ARCH, SECCOMP_DATA_NR, X32_SYSCALL_BIT, jump, stmt,
+};
 
 /// `fchmodat2` (Linux 6.6), the same number on every architecture; libc may not name it.
 pub(super) const SYS_FCHMODAT2: i64 = 452;
@@ -54,27 +37,6 @@ const SUPERVISED: &[i64] = &[
     SYS_FCHMODAT2,
     libc::SYS_utimensat,
 ];
-
-const SECCOMP_DATA_NR: u32 = 0;
-const SECCOMP_DATA_ARCH: u32 = 4;
-
-fn stmt(code: u32, k: u32) -> libc::sock_filter {
-    libc::sock_filter {
-        code: code as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-
-fn jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
-    libc::sock_filter {
-        code: code as u16,
-        jt,
-        jf,
-        k,
-    }
-}
 
 /// The classic-BPF program: a foreign architecture is allowed here (the deny filter kills
 /// it), each supervised number (and, on x86_64, every x32 call) returns USER_NOTIF, anything
@@ -127,29 +89,15 @@ pub fn program(connect: bool) -> Result<Vec<libc::sock_filter>, SetupError> {
 /// Installs the notifying filter on the calling thread (no_new_privs is set) and returns its
 /// listener.
 pub fn install(connect: bool) -> Result<OwnedFd, SetupError> {
-    let mut prog = program(connect)?;
-    let fprog = libc::sock_fprog {
-        len: prog.len() as u16,
-        filter: prog.as_mut_ptr(),
-    };
-    // SAFETY: `fprog` points at `prog`, a live array of `len` sock_filter entries, for the
-    // duration of the call; the kernel copies the program and returns a new descriptor (or -1).
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-            &fprog as *const libc::sock_fprog,
-        )
-    };
-    if fd < 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(
-            SetupError::os(Stage::Seccomp, "seccomp(SET_MODE_FILTER, NEW_LISTENER)", &e).hint(
-                "supervising chmod/utimes needs Linux >= 5.9 (pidfd_getfd, user notifications)",
-            ),
-        );
-    }
+    let prog = program(connect)?;
+    let fd = bpf::install(
+        &prog,
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_uint,
+    )
+    .map_err(|e| {
+        SetupError::os(Stage::Seccomp, "seccomp(SET_MODE_FILTER, NEW_LISTENER)", &e)
+            .hint("supervising chmod/utimes needs Linux >= 5.9 (pidfd_getfd, user notifications)")
+    })?;
     // SAFETY: `fd` is the fresh listener descriptor the kernel just returned; we own it alone.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
