@@ -276,15 +276,24 @@ fn init_main(
 }
 
 /// In the pid namespace's init: SIGKILLs every other process of the namespace and reaps
-/// them all (a process being killed cannot complete a fork, and orphans come to us).
+/// them all (a process being killed cannot complete a fork, and orphans come to us). Every
+/// process of the namespace descends from us, so with no child left nobody is: then there is
+/// no `kill(-1)`, which walks every process of the host.
 fn end_the_namespace() {
     use nix::errno::Errno;
-    use nix::sys::wait::waitpid;
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let anyone = Pid::from_raw(-1);
     loop {
-        let _ = nix::sys::signal::kill(Pid::from_raw(-1), nix::sys::signal::Signal::SIGKILL);
-        match waitpid(Pid::from_raw(-1), None) {
-            Ok(_) | Err(Errno::EINTR) => continue,
-            Err(_) => return, // ECHILD: nobody left
+        match waitpid(anyone, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => {
+                let _ = nix::sys::signal::kill(anyone, nix::sys::signal::Signal::SIGKILL);
+            }
+            Ok(_) | Err(Errno::EINTR) => continue, // reaped one: look again
+            Err(_) => return,                      // ECHILD: nobody left
+        }
+        match waitpid(anyone, None) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return,
         }
     }
 }
