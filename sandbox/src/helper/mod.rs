@@ -116,8 +116,13 @@ fn sys_exit(code: i32) -> ! {
 
 /// Writes one report line to [`REPORT_FD`] (best effort: the launcher may be gone).
 pub(crate) fn send(msg: &Message) {
-    let line = msg.encode();
-    let _ = nix::unistd::write(borrow(REPORT_FD), &line);
+    send_all(std::slice::from_ref(msg));
+}
+
+/// Sends `msgs` in one write: the launcher wakes once for all of them.
+pub(crate) fn send_all(msgs: &[Message]) {
+    let lines: Vec<u8> = msgs.iter().flat_map(Message::encode).collect();
+    let _ = nix::unistd::write(borrow(REPORT_FD), &lines);
 }
 
 fn borrow(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {

@@ -8,7 +8,7 @@
 use nix::sched::CloneFlags;
 use nix::unistd::Pid;
 
-use super::{exec, mounts, reaper, send, shell_code};
+use super::{exec, mounts, reaper, send, send_all, shell_code};
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
 use crate::protocol::{Enforcement, ExitInfo, Message};
@@ -260,17 +260,18 @@ fn init_main(
     } else {
         reaper::reap_until(Pid::from_raw(pid))
     };
-    send(&Message::Exited(exit));
     // We are pid 1: nothing the command started can be anywhere but in this namespace. Kill
-    // and reap all of it, undo what it planted, and say so — the launcher need not wait for
-    // our exit and the helper's (both still follow; the helper scrubs again from outside).
-    // Not when the helper still has denied-path placeholders to remove after us: the call
-    // ends once they are gone.
+    // and reap all of it, undo what it planted, and say so with the exit, in one message —
+    // the launcher need not wait for our exit and the helper's (both still follow; the helper
+    // scrubs again from outside). Not when the helper still has denied-path placeholders to
+    // remove after us: the call ends once they are gone.
     end_the_namespace();
     let code = shell_code(exit);
-    if !plan.placeholders.iter().any(|p| p.denied) {
+    if plan.placeholders.iter().any(|p| p.denied) {
+        send(&Message::Exited(exit));
+    } else {
         mounts::scrub(&plan.scrub);
-        send(&Message::Ended(ExitInfo::Code(code)));
+        send_all(&[Message::Exited(exit), Message::Ended(ExitInfo::Code(code))]);
     }
     Ok(code)
 }
