@@ -506,10 +506,18 @@ fn map_stack(size: usize) -> io::Result<*mut libc::c_void> {
         )
     };
     if stack == libc::MAP_FAILED {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(stack)
+        return Err(io::Error::last_os_error());
     }
+    // The lowest page is a guard: an overflow faults instead of writing into whatever mapping
+    // lies below.
+    // SAFETY: `stack` is the start of the fresh mapping of `size` (> one page) bytes above.
+    if unsafe { libc::mprotect(stack, 4096, libc::PROT_NONE) } != 0 {
+        let e = io::Error::last_os_error();
+        // SAFETY: the mapping is ours and unused.
+        unsafe { libc::munmap(stack, size) };
+        return Err(e);
+    }
+    Ok(stack)
 }
 
 /// Starts `child` in a new process that shares our memory until it execs or exits
