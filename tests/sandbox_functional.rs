@@ -316,3 +316,74 @@ fn sigpipe_has_its_default_action(w: &World, b: Backend) {
     );
 }
 per_backend!(sigpipe_has_its_default_action);
+
+/// An unprivileged user's run on the namespaces backend (the CLI as `nobody`, switched to by
+/// setpriv, so the test needs root, as on CI): the command gets its own user namespace,
+/// mapping that uid alone, and pid and network namespaces of its own, and writes the workspace.
+#[test]
+fn unprivileged_user_runs_in_namespaces_of_its_own() {
+    if !nix::unistd::geteuid().is_root() {
+        assert!(
+            !sandbox_support::backend::ci(),
+            "CI=true runs the tests as root"
+        );
+        eprintln!(
+            "SKIP unprivileged_user_runs_in_namespaces_of_its_own: needs root to switch to nobody"
+        );
+        return;
+    }
+    if !Backend::Namespaces.available("unprivileged_user_runs_in_namespaces_of_its_own") {
+        return;
+    }
+    let w = World::new();
+    let ws = w.root.join("nobody-ws");
+    fs::create_dir(&ws).expect("mkdir");
+    std::os::unix::fs::chown(&ws, Some(65534), Some(65534)).expect("chown");
+    let host_user_ns = fs::read_link("/proc/self/ns/user").expect("our user namespace");
+    let script = "id -u; cat /proc/self/uid_map; echo pid=$$; readlink /proc/self/ns/user; \
+                  cat /proc/net/dev | grep -c :; echo written > mine.txt";
+    let run = sandbox_support::run::Runner::new("setpriv", &ws)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--reset-env",
+        ])
+        .args([
+            sandbox_support::run::zeroclaw(),
+            "sandbox",
+            "run",
+            "--backend",
+            "namespaces",
+        ])
+        .arg("--workspace")
+        .arg(&ws)
+        .args(["--", "/bin/sh", "-c", script])
+        .run();
+    assert_ok(&run, "65534\n");
+    let map: Vec<&str> = run
+        .stdout
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(map, ["65534", "65534", "1"], "uid map\n{run}");
+    let pid = run.stdout.lines().find_map(|l| l.strip_prefix("pid="));
+    let pid: u32 = pid.and_then(|p| p.parse().ok()).expect("pid=N");
+    assert!(
+        pid < 10,
+        "not in a pid namespace of its own (pid {pid})\n{run}"
+    );
+    assert!(
+        !run.stdout.contains(&*host_user_ns.to_string_lossy()),
+        "the command shares our user namespace\n{run}"
+    );
+    assert_ok(&run, "user:[");
+    assert_ok(&run, "\n1\n"); // only `lo` in /proc/net/dev
+    assert_eq!(
+        fs::read_to_string(ws.join("mine.txt")).ok().as_deref(),
+        Some("written\n"),
+        "{run}"
+    );
+}

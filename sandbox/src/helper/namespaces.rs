@@ -136,13 +136,9 @@ pub(crate) struct Ahead {
     net: bool,
 }
 
-/// Starts making the namespaces of a run's init ahead ([`Ahead`]), as root: the caller enters
-/// the new pid namespace for the fork of the init, which takes CAP_SYS_ADMIN. `None` for
-/// other users and where no background child can run: the clone makes them.
+/// Starts making the namespaces of a run's init ahead ([`Ahead`]). `None` where no
+/// background child can run: the clone makes them.
 pub(crate) fn made_ahead(net: bool) -> Option<Ahead> {
-    if !nix::unistd::geteuid().is_root() {
-        return None;
-    }
     let maker = crate::sys::unshare_in_background(new_namespaces(net).bits()).ok()?;
     Some(Ahead { maker, net })
 }
@@ -157,10 +153,7 @@ struct Joinable {
 impl Ahead {
     /// Waits for the namespaces, maps the caller's ids in the user namespace (as
     /// [`write_maps`] does from inside a cloned one) and opens them.
-    fn open(
-        &self,
-        (uid, gid): (nix::unistd::Uid, nix::unistd::Gid),
-    ) -> std::io::Result<Joinable> {
+    fn open(&self, (uid, gid): (nix::unistd::Uid, nix::unistd::Gid)) -> std::io::Result<Joinable> {
         self.maker.wait()?;
         let proc = format!("/proc/{}", self.maker.pid());
         std::fs::write(format!("{proc}/setgroups"), "deny")?;
@@ -191,10 +184,7 @@ impl Joinable {
     /// gives it every capability there — creates the pid namespace (owned by that user
     /// namespace, as a clone's would be), forks the init as our child (`CLONE_PARENT`) and
     /// exits. The init runs `init(true)`, which never returns. Returns the init's pid.
-    fn start_init(
-        self,
-        init: impl FnOnce(bool) -> i32,
-    ) -> std::io::Result<i32> {
+    fn start_init(self, init: impl FnOnce(bool) -> i32) -> std::io::Result<i32> {
         use nix::sched::setns;
         let mut init = Some(init);
         let mut outcome: std::io::Result<i32> = Err(std::io::Error::other("joiner did not run"));
