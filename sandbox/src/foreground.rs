@@ -40,10 +40,6 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        // The init's namespaces are made on another CPU meanwhile (see `made_ahead`).
-        let ahead = (self.backend() == crate::Backend::Namespaces)
-            .then(|| crate::helper::namespaces::made_ahead(profile.network == crate::Network::Deny))
-            .flatten();
         let plan = self.plan(profile, crate::launcher::command(argv)?, None)?;
         single_threaded()?;
         let signals = HeldSignals::new()?;
@@ -51,7 +47,7 @@ impl Sandbox {
         // The namespace backend needs no helper between us and the init: one process fewer.
         let (pid, kill) = if crate::helper::namespaces::can_start_init(&plan) {
             let install = || install_child_fds(&pipes, &signals);
-            let pid = crate::helper::namespaces::start_init(&plan, ahead.as_ref(), install)?;
+            let pid = crate::helper::namespaces::start_init(&plan, install)?;
             (pid, Kill::Init)
         } else {
             match crate::sys::fork().map_err(|e| spawn_error("fork()", &e))? {

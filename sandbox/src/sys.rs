@@ -525,12 +525,6 @@ fn map_stack(size: usize) -> io::Result<*mut libc::c_void> {
 /// tables are copied, and we are suspended until then. `child` should end in `execve` or
 /// [`exit_now`]; if it returns, the process exits with 127. Returns the child's pid.
 pub fn spawn_shared(child: &mut dyn FnMut()) -> io::Result<libc::pid_t> {
-    spawn_shared_on(SHARED_STACK, child)
-}
-
-/// [`spawn_shared`] on a stack of `stack_size` bytes (a process that `child` forks goes on
-/// running on its copy of that stack).
-pub fn spawn_shared_on(stack_size: usize, child: &mut dyn FnMut()) -> io::Result<libc::pid_t> {
     extern "C" fn trampoline(arg: *mut libc::c_void) -> libc::c_int {
         // SAFETY: `arg` is the `&mut dyn FnMut` passed to clone below, alive for the whole
         // call: the parent is suspended (CLONE_VFORK) until this process execs or exits.
@@ -538,7 +532,7 @@ pub fn spawn_shared_on(stack_size: usize, child: &mut dyn FnMut()) -> io::Result
         child();
         exit_now(127)
     }
-    let stack = map_stack(stack_size)?;
+    let stack = map_stack(SHARED_STACK)?;
     let mut arg: &mut dyn FnMut() = child;
     // SAFETY: the child runs `trampoline` on the fresh stack (its top, 16-byte aligned, is
     // passed: stacks grow down) and never returns into our frames: it execs or _exits. It
@@ -549,14 +543,14 @@ pub fn spawn_shared_on(stack_size: usize, child: &mut dyn FnMut()) -> io::Result
     let pid = unsafe {
         libc::clone(
             trampoline,
-            (stack as *mut u8).add(stack_size) as *mut libc::c_void,
+            (stack as *mut u8).add(SHARED_STACK) as *mut libc::c_void,
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&mut arg) as *mut &mut dyn FnMut() as *mut libc::c_void,
         )
     };
     let err = io::Error::last_os_error();
     // SAFETY: the child has exec'd or exited, so nothing runs on this stack any more.
-    unsafe { libc::munmap(stack, stack_size) };
+    unsafe { libc::munmap(stack, SHARED_STACK) };
     if pid < 0 { Err(err) } else { Ok(pid) }
 }
 
@@ -659,151 +653,6 @@ pub fn userns_with_map(map: &str) -> io::Result<(std::os::fd::OwnedFd, UsernsHol
     })();
     holder.release();
     ns.map(|ns| (ns, holder))
-}
-
-/// What the child of [`unshare_in_background`] works with: the namespaces to make and the
-/// descriptor numbers of two pipes (in its own copy of our descriptor table).
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-struct UnshareJob {
-    flags: libc::c_int,
-    ready: [RawFd; 2],
-    hold: [RawFd; 2],
-}
-
-/// Stack of an [`unshare_in_background`] child: a handful of raw system calls.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-const UNSHARE_STACK: usize = 16 * 1024;
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-extern "C" fn unshare_and_hold(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` is the UnshareJob owned by the BackgroundNamespaces that started us, freed
-    // only after it has reaped us. Only raw system calls run here (no libc call, so no errno,
-    // no lock, no allocation): the memory is the parent's, the thread-local storage too.
-    // `err` and `byte` live on this child's own stack.
-    unsafe {
-        let job = &*(arg as *const UnshareJob);
-        raw_syscall(libc::SYS_close, [job.ready[0] as usize, 0, 0, 0, 0]);
-        raw_syscall(libc::SYS_close, [job.hold[1] as usize, 0, 0, 0, 0]);
-        let rc = raw_syscall(libc::SYS_unshare, [job.flags as usize, 0, 0, 0, 0]);
-        let err: i32 = if rc < 0 { -rc as i32 } else { 0 };
-        let ready = job.ready[1] as usize;
-        raw_syscall(libc::SYS_write, [ready, &err as *const i32 as usize, 4, 0, 0]);
-        raw_syscall(libc::SYS_close, [ready, 0, 0, 0, 0]);
-        let mut byte = 0u8;
-        let hold = job.hold[0] as usize;
-        raw_syscall(libc::SYS_read, [hold, &mut byte as *mut u8 as usize, 1, 0, 0]);
-    }
-    0
-}
-
-/// New namespaces made by a child of ours in the background ([`unshare_in_background`]) and
-/// held by it, until it is let go: open what you need from `/proc/<pid>/ns/` first. Dropping
-/// this lets the child go and reaps it (waiting for it, if it is still making them).
-pub struct BackgroundNamespaces {
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    pid: libc::pid_t,
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    ready: std::os::fd::OwnedFd,
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    hold: Option<std::os::fd::OwnedFd>,
-    /// Read by the child; freed after it is reaped, with its stack.
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    _job: Box<UnshareJob>,
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    stack: *mut libc::c_void,
-}
-
-/// Starts a child that shares our memory (`clone(CLONE_VM)` on a stack of its own) and
-/// `unshare`s `flags` (`CLONE_NEW*`), so that the kernel's work of making namespaces — a
-/// network namespace takes most of a millisecond — runs on another CPU while we go on.
-/// `Unsupported` on architectures without [`raw_syscall`].
-pub fn unshare_in_background(flags: libc::c_int) -> io::Result<BackgroundNamespaces> {
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        let _ = flags;
-        Err(io::Error::from(io::ErrorKind::Unsupported))
-    }
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    {
-        use std::os::fd::AsRawFd;
-        let cloexec = nix::fcntl::OFlag::O_CLOEXEC;
-        let (ready_r, ready_w) = nix::unistd::pipe2(cloexec)?;
-        let (hold_r, hold_w) = nix::unistd::pipe2(cloexec)?;
-        let job = Box::new(UnshareJob {
-            flags,
-            ready: [ready_r.as_raw_fd(), ready_w.as_raw_fd()],
-            hold: [hold_r.as_raw_fd(), hold_w.as_raw_fd()],
-        });
-        let stack = map_stack(UNSHARE_STACK)?;
-        // SAFETY: the child runs `unshare_and_hold` on the fresh stack (its top is passed:
-        // stacks grow down; mmap returns page-aligned memory) and reads only `job`; both stay
-        // alive until the BackgroundNamespaces below has reaped it. It never returns into our
-        // frames (clone's wrapper exits when the function returns). Without CLONE_FILES its
-        // descriptor table is a copy: it closes its copies of the ends it does not use. It is
-        // an ordinary child (SIGCHLD on exit).
-        let pid = unsafe {
-            libc::clone(
-                unshare_and_hold,
-                (stack as *mut u8).add(UNSHARE_STACK) as *mut libc::c_void,
-                libc::CLONE_VM | libc::SIGCHLD,
-                &*job as *const UnshareJob as *mut libc::c_void,
-            )
-        };
-        if pid < 0 {
-            let e = io::Error::last_os_error();
-            // SAFETY: no child uses the stack: the clone failed.
-            unsafe { libc::munmap(stack, UNSHARE_STACK) };
-            return Err(e);
-        }
-        Ok(BackgroundNamespaces {
-            pid,
-            ready: ready_r,
-            hold: Some(hold_w),
-            _job: job,
-            stack,
-        })
-    }
-}
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-impl BackgroundNamespaces {
-    pub fn pid(&self) -> libc::pid_t {
-        self.pid
-    }
-
-    /// Waits until the namespaces exist; the child's errno if its `unshare` failed.
-    pub fn wait(&self) -> io::Result<()> {
-        let mut err = [0u8; 4];
-        let mut got = 0;
-        while got < err.len() {
-            match nix::unistd::read(&self.ready, &mut err[got..]) {
-                Ok(0) => return Err(io::Error::other("namespace maker ended without a word")),
-                Ok(n) => got += n,
-                Err(nix::errno::Errno::EINTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        match i32::from_ne_bytes(err) {
-            0 => Ok(()),
-            errno => Err(io::Error::from_raw_os_error(errno)),
-        }
-    }
-}
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-impl Drop for BackgroundNamespaces {
-    fn drop(&mut self) {
-        self.hold = None;
-        let mut status = 0;
-        // SAFETY: waits for our own child (SIGCHLD exit signal); `status` is a valid
-        // out-pointer. In a process forked since, it is not ours: ECHILD at once.
-        while unsafe { libc::waitpid(self.pid, &mut status, 0) } < 0
-            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-        {}
-        // SAFETY: the child that ran on this stack is reaped (or, in a forked copy of us,
-        // never ran here); nothing else points into it.
-        unsafe { libc::munmap(self.stack, UNSHARE_STACK) };
-    }
 }
 
 /// A system call made without libc, so that it never touches `errno`: a child sharing our

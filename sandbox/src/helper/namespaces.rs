@@ -80,18 +80,13 @@ pub(crate) fn can_start_init(plan: &Plan) -> bool {
 
 /// Starts a run's init straight from a single-threaded caller, without a helper process
 /// between them (see [`can_start_init`]): the protected-path placeholders and the idmapped
-/// trees are made here, then the init is cloned into its new namespaces, or forked into those
-/// `ahead` made ([`made_ahead`]) and a fresh pid namespace. In the init,
+/// trees are made here, then the init is cloned into its new namespaces. In the init,
 /// `install` runs first: it must put the stdio on 0–2 and the report and lifeline pipes on
 /// [`super::REPORT_FD`] and [`super::LIFELINE_FD`]; every other inherited descriptor is closed
 /// after it. The init ends the namespace, scrubs and reports `Ended` itself, and does so too
 /// when the lifeline hangs up (the caller died). The caller stops a run with SIGKILL to the
 /// init (pid 1 ignores SIGTERM from outside), then scrubs ([`mounts::scrub`]) from outside.
-pub(crate) fn start_init(
-    plan: &Plan,
-    ahead: Option<&Ahead>,
-    install: impl FnOnce(),
-) -> Result<i32, SetupError> {
+pub(crate) fn start_init(plan: &Plan, install: impl FnOnce()) -> Result<i32, SetupError> {
     mounts::create_placeholders(&plan.placeholders)?;
     // The idmap holder ends while the namespaces are made; reaped when this returns.
     let (mut unowned, _holder) = mounts::Unowned::prepare(&plan.unowned);
@@ -100,112 +95,16 @@ pub(crate) fn start_init(
         .map_err(|e| SetupError::os(Stage::Spawn, "fcntl(F_DUPFD)", &e))?;
     let ids = (nix::unistd::geteuid(), nix::unistd::getegid());
     let flags = new_namespaces(plan.unshare_net);
-    // The init, in its namespaces (`made_ahead`: joined, their id maps already written):
-    // installs its descriptors, closes the rest, and never returns (the return type only
-    // lets the call stand where a pid is expected).
-    let init = move |made_ahead: bool| -> i32 {
-        install();
-        let mut keep = vec![super::REPORT_FD, super::LIFELINE_FD];
-        keep.extend(unowned.fds());
-        let _ = crate::sys::close_from_except(3, &keep);
-        super::finish(started_init(plan, unowned, ids, !made_ahead))
-    };
-    // Made ahead when they could be; if that failed, the clone makes them (and says why not).
-    if let Some(ns) = ahead
-        .filter(|a| a.net == plan.unshare_net)
-        .and_then(|a| a.open(ids).ok())
-    {
-        return ns
-            .start_init(init)
-            .map_err(|e| namespaces_error("fork() into the namespaces made ahead".into(), e));
-    }
     match crate::sys::fork_into(flags.bits()) {
         Err(e) => Err(namespaces_error(format!("clone({flags:?})"), e)),
         Ok(Some(pid)) => Ok(pid),
-        Ok(None) => Ok(init(false)),
-    }
-}
-
-/// The namespaces of a run's init, made in the background while the caller plans the run
-/// ([`made_ahead`]): the init then joins them, instead of the caller's `clone` making them
-/// while it waits — most of a millisecond, most of it for the network namespace. Their maker
-/// (a child sharing the caller's memory, in them but not in the new pid namespace) holds them
-/// until this is dropped, after the run.
-pub(crate) struct Ahead {
-    maker: crate::sys::BackgroundNamespaces,
-    net: bool,
-}
-
-/// Starts making the namespaces of a run's init ahead ([`Ahead`]). `None` where no
-/// background child can run: the clone makes them.
-pub(crate) fn made_ahead(net: bool) -> Option<Ahead> {
-    let maker = crate::sys::unshare_in_background(new_namespaces(net).bits()).ok()?;
-    Some(Ahead { maker, net })
-}
-
-/// Made-ahead namespaces, open (the descriptors keep them).
-struct Joinable {
-    user: std::os::fd::OwnedFd,
-    /// ipc, uts and (when the network is denied) net.
-    others: Vec<(std::os::fd::OwnedFd, CloneFlags)>,
-}
-
-impl Ahead {
-    /// Waits for the namespaces, maps the caller's ids in the user namespace (as
-    /// [`write_maps`] does from inside a cloned one) and opens them.
-    fn open(&self, (uid, gid): (nix::unistd::Uid, nix::unistd::Gid)) -> std::io::Result<Joinable> {
-        self.maker.wait()?;
-        let proc = format!("/proc/{}", self.maker.pid());
-        std::fs::write(format!("{proc}/setgroups"), "deny")?;
-        std::fs::write(format!("{proc}/uid_map"), format!("{uid} {uid} 1\n"))?;
-        std::fs::write(format!("{proc}/gid_map"), format!("{gid} {gid} 1\n"))?;
-        let open = |path: String| std::fs::File::open(path).map(std::os::fd::OwnedFd::from);
-        let mut others = vec![
-            (open(format!("{proc}/ns/ipc"))?, CloneFlags::CLONE_NEWIPC),
-            (open(format!("{proc}/ns/uts"))?, CloneFlags::CLONE_NEWUTS),
-        ];
-        if self.net {
-            others.push((open(format!("{proc}/ns/net"))?, CloneFlags::CLONE_NEWNET));
+        Ok(None) => {
+            install();
+            let mut keep = vec![super::REPORT_FD, super::LIFELINE_FD];
+            keep.extend(unowned.fds());
+            let _ = crate::sys::close_from_except(3, &keep);
+            super::finish(started_init(plan, unowned, ids))
         }
-        Ok(Joinable {
-            user: open(format!("{proc}/ns/user"))?,
-            others,
-        })
-    }
-}
-
-/// Stack of the process that joins made-ahead namespaces and forks the init, which goes on
-/// running on its copy of it: as much as a main thread gets.
-const JOINER_STACK: usize = 8 << 20;
-
-impl Joinable {
-    /// Starts the init as pid 1 of a new pid namespace within them, as our child: a process
-    /// sharing our memory (we wait, as for vfork) joins them — the user namespace first, which
-    /// gives it every capability there — creates the pid namespace (owned by that user
-    /// namespace, as a clone's would be), forks the init as our child (`CLONE_PARENT`) and
-    /// exits. The init runs `init(true)`, which never returns. Returns the init's pid.
-    fn start_init(self, init: impl FnOnce(bool) -> i32) -> std::io::Result<i32> {
-        use nix::sched::setns;
-        let mut init = Some(init);
-        let mut outcome: std::io::Result<i32> = Err(std::io::Error::other("joiner did not run"));
-        let joiner = crate::sys::spawn_shared_on(JOINER_STACK, &mut || {
-            let joined = (|| -> std::io::Result<()> {
-                setns(&self.user, CloneFlags::CLONE_NEWUSER)?;
-                for (fd, kind) in &self.others {
-                    setns(fd, *kind)?;
-                }
-                Ok(nix::sched::unshare(CloneFlags::CLONE_NEWPID)?)
-            })();
-            outcome = match joined.and_then(|()| crate::sys::fork_into(libc::CLONE_PARENT)) {
-                Ok(Some(pid)) => Ok(pid),
-                // The init: pid 1 of the new namespace, our caller's child.
-                Ok(None) => Ok((init.take().expect("the init starts once"))(true)),
-                Err(e) => Err(e),
-            };
-            crate::sys::exit_now(0)
-        })?;
-        let _ = nix::sys::wait::waitpid(Pid::from_raw(joiner), None);
-        outcome
     }
 }
 
@@ -215,7 +114,6 @@ fn started_init(
     plan: &Plan,
     unowned: mounts::Unowned,
     (uid, gid): (nix::unistd::Uid, nix::unistd::Gid),
-    write_own_maps: bool,
 ) -> Result<i32, SetupError> {
     super::set_cloexec(super::REPORT_FD)?;
     let _ = super::set_cloexec(super::LIFELINE_FD);
@@ -227,9 +125,7 @@ fn started_init(
         ));
     }
     super::new_session()?;
-    if write_own_maps {
-        write_maps(uid.as_raw(), gid.as_raw())?;
-    }
+    write_maps(uid.as_raw(), gid.as_raw())?;
     super::ROOT_PROCESS_LIMIT.store(
         super::pidns::usable(plan.limits.processes),
         std::sync::atomic::Ordering::Relaxed,
