@@ -490,34 +490,53 @@ pub fn mount_id(path: &Path) -> io::Result<u64> {
 /// Stack of a [`spawn_shared`] child (it confines itself and execs: little depth needed).
 const SHARED_STACK: usize = 512 * 1024;
 
-/// A fresh anonymous mapping of `size` bytes for a cloned child's stack (page-aligned; the
-/// caller passes its top and unmaps it, if ever).
-fn map_stack(size: usize) -> io::Result<*mut libc::c_void> {
-    // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches no
-    // existing memory; failure is checked below.
-    let stack = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        )
-    };
-    if stack == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
+/// A cloned child's stack: `size` bytes (rounded up to pages) above a guard page, so that
+/// an overflow faults instead of writing into whatever mapping lies below. Unmapped on drop.
+struct Stack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Stack {
+    fn map(size: usize) -> io::Result<Stack> {
+        // SAFETY: sysconf reads no memory of ours.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let len = size.div_ceil(page) * page + page;
+        // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches
+        // no existing memory; failure is checked below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = Stack { base, len };
+        // SAFETY: `base` starts the fresh mapping of `len` bytes (one page more than used).
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
     }
-    // The lowest page is a guard: an overflow faults instead of writing into whatever mapping
-    // lies below.
-    // SAFETY: `stack` is the start of the fresh mapping of `size` (> one page) bytes above.
-    if unsafe { libc::mprotect(stack, 4096, libc::PROT_NONE) } != 0 {
-        let e = io::Error::last_os_error();
-        // SAFETY: the mapping is ours and unused.
-        unsafe { libc::munmap(stack, size) };
-        return Err(e);
+
+    /// Where the child starts: stacks grow down; mmap returns page-aligned memory.
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of the mapping, which is `len` bytes long.
+        unsafe { (self.base as *mut u8).add(self.len) as *mut libc::c_void }
     }
-    Ok(stack)
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours; whoever ran on it has exec'd or exited (see the users).
+        unsafe { libc::munmap(self.base, self.len) };
+    }
 }
 
 /// Starts `child` in a new process that shares our memory until it execs or exits
@@ -532,7 +551,7 @@ pub fn spawn_shared(child: &mut dyn FnMut()) -> io::Result<libc::pid_t> {
         child();
         exit_now(127)
     }
-    let stack = map_stack(SHARED_STACK)?;
+    let stack = Stack::map(SHARED_STACK)?;
     let mut arg: &mut dyn FnMut() = child;
     // SAFETY: the child runs `trampoline` on the fresh stack (its top, 16-byte aligned, is
     // passed: stacks grow down) and never returns into our frames: it execs or _exits. It
@@ -543,14 +562,14 @@ pub fn spawn_shared(child: &mut dyn FnMut()) -> io::Result<libc::pid_t> {
     let pid = unsafe {
         libc::clone(
             trampoline,
-            (stack as *mut u8).add(SHARED_STACK) as *mut libc::c_void,
+            stack.top(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&mut arg) as *mut &mut dyn FnMut() as *mut libc::c_void,
         )
     };
     let err = io::Error::last_os_error();
-    // SAFETY: the child has exec'd or exited, so nothing runs on this stack any more.
-    unsafe { libc::munmap(stack, SHARED_STACK) };
+    // The child has exec'd or exited, so nothing runs on the stack any more.
+    drop(stack);
     if pid < 0 { Err(err) } else { Ok(pid) }
 }
 
@@ -584,7 +603,7 @@ pub struct UsernsHolder {
     /// The pipe's descriptor numbers, which the holder reads when it starts, and the stack it
     /// runs on: only kept alive, until it is reaped.
     _fds: Box<[libc::c_int; 2]>,
-    _stack: Vec<u8>,
+    _stack: Stack,
 }
 
 impl UsernsHolder {
@@ -620,9 +639,7 @@ pub fn userns_with_map(map: &str) -> io::Result<(std::os::fd::OwnedFd, UsernsHol
     use std::os::fd::AsRawFd;
     let (hold_r, hold_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let fds = Box::new([hold_r.as_raw_fd(), hold_w.as_raw_fd()]);
-    let mut stack = vec![0u8; HOLDER_STACK];
-    // The stack grows down; the top is 16-byte aligned as the ABI requires.
-    let top = (stack.as_mut_ptr() as usize + HOLDER_STACK) & !15;
+    let stack = Stack::map(HOLDER_STACK)?;
     // SAFETY: the child runs only `hold_until_eof` (two raw syscalls on its own stack, reading
     // `fds`) and then `exit`s; it shares our memory but touches none of it beyond that stack
     // and `fds`, both owned by the `UsernsHolder` below, which frees them only after reaping
@@ -630,7 +647,7 @@ pub fn userns_with_map(map: &str) -> io::Result<(std::os::fd::OwnedFd, UsernsHol
     let pid = unsafe {
         libc::clone(
             hold_until_eof,
-            top as *mut libc::c_void,
+            stack.top(),
             libc::CLONE_VM | libc::CLONE_NEWUSER | libc::SIGCHLD,
             &*fds as *const [libc::c_int; 2] as *mut libc::c_void,
         )
@@ -762,8 +779,7 @@ pub fn detach_in_background(
             read_fd: read.as_raw_fd(),
             write_fd: write.as_raw_fd(),
         }));
-        // Never unmapped (see above).
-        let stack = map_stack(DETACH_STACK)?;
+        let stack = Stack::map(DETACH_STACK)?;
         // SAFETY: the child runs `detach_job` on the fresh stack (its top is passed: stacks
         // grow down; mmap returns page-aligned memory) and reads only the leaked `job`; it
         // never returns into our frames (clone's wrapper exits when `detach_job` returns).
@@ -773,7 +789,7 @@ pub fn detach_in_background(
         let pid = unsafe {
             libc::clone(
                 detach_job,
-                (stack as *mut u8).add(DETACH_STACK) as *mut libc::c_void,
+                stack.top(),
                 libc::CLONE_VM | libc::SIGCHLD,
                 job as *const DetachJob as *mut libc::c_void,
             )
@@ -781,6 +797,8 @@ pub fn detach_in_background(
         if pid < 0 {
             return Err(io::Error::last_os_error());
         }
+        // Never unmapped (see above): the child may outlive this call.
+        std::mem::forget(stack);
         drop(write);
         Ok(read)
     }
