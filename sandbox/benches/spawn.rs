@@ -1,8 +1,8 @@
 //! Spawn overhead, measured in one run: bare `/bin/true` versus the launcher on each backend
 //! available here, back to back and paced (a pause before each spawn, as between an agent's
 //! tool calls: the namespace backend then finds a warm helper ready), and `zeroclaw sandbox
-//! run -- true` versus `bwrap --ro-bind / / --unshare-all -- true`. Prints mean time per
-//! spawn and ratios against the baselines of the same run.
+//! run -- true` versus `bwrap --ro-bind / / --unshare-all -- true` (taking turns, medians).
+//! Prints time per spawn and ratios against the baselines of the same run.
 //!
 //! `cargo build --release --bin zeroclaw && cargo bench -p zeroclaw-sandbox --bench spawn`
 //! (`ZEROCLAW_BIN` overrides the zeroclaw binary, `SPAWN_ITERATIONS` the count).
@@ -126,7 +126,7 @@ fn cli_versus_bwrap(n: u32, ws: &std::path::Path) {
         );
         return;
     }
-    let bwrap = mean(n, || {
+    let mut bwrap = || {
         run_quiet(Command::new("bwrap").args([
             "--ro-bind",
             "/",
@@ -135,17 +135,18 @@ fn cli_versus_bwrap(n: u32, ws: &std::path::Path) {
             "--",
             "true",
         ]))
-    });
-    let cli = mean(n, || {
+    };
+    let mut cli = || {
         run_quiet(
             Command::new(&zeroclaw)
                 .args(["sandbox", "run", "--workspace"])
                 .arg(ws)
                 .args(["--", "true"]),
         )
-    });
+    };
+    let (bwrap, cli) = medians_taking_turns(n, &mut bwrap, &mut cli);
     println!(
-        "\n{:<34} {:>9.3} ms",
+        "\n{:<34} {:>9.3} ms  (median, runs taking turns)",
         "bwrap --ro-bind / / --unshare-all",
         ms(bwrap)
     );
@@ -155,4 +156,29 @@ fn cli_versus_bwrap(n: u32, ws: &std::path::Path) {
         ms(cli),
         cli.as_secs_f64() / bwrap.as_secs_f64()
     );
+}
+
+/// The median time of `a` and of `b`, run in turns (`a`, `b`, `a`, ...) `n` times each, so
+/// that both see the same moments of a noisy machine (and the work each leaves to the kernel,
+/// such as tearing down a network namespace, falls on both).
+fn medians_taking_turns(n: u32, a: &mut dyn FnMut(), b: &mut dyn FnMut()) -> (Duration, Duration) {
+    let time = |f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        f();
+        start.elapsed()
+    };
+    for _ in 0..n / 10 {
+        a();
+        b();
+    }
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        ta.push(time(a));
+        tb.push(time(b));
+    }
+    let median = |mut t: Vec<Duration>| {
+        t.sort();
+        t[t.len() / 2]
+    };
+    (median(ta), median(tb))
 }
