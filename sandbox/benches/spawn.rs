@@ -139,6 +139,8 @@ fn cli_versus_bwrap(n: u32, ws: &std::path::Path) {
     let mut cli = || {
         run_quiet(
             Command::new(&zeroclaw)
+                // zeroclaw reads ZEROCLAW_* variables as configuration, and has no `bin` key.
+                .env_remove("ZEROCLAW_BIN")
                 .args(["sandbox", "run", "--workspace"])
                 .arg(ws)
                 .args(["--", "true"]),
