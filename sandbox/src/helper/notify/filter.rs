@@ -6,7 +6,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 use crate::error::{SetupError, Stage};
 use crate::helper::bpf::{
-    self, AUDIT_ARCH, SECCOMP_DATA_ARCH, SECCOMP_DATA_NR, X32_SYSCALL_BIT, jump, stmt,
+    self, AUDIT_ARCH, Asm, SECCOMP_DATA_ARCH, SECCOMP_DATA_NR, To, X32_SYSCALL_BIT,
 };
 
 /// `fchmodat2` (Linux 6.6), the same number on every architecture; libc may not name it.
@@ -42,7 +42,7 @@ const SUPERVISED: &[i64] = &[
 /// it), each supervised number (and, on x86_64, every x32 call) returns USER_NOTIF, anything
 /// else ALLOW. With `connect` (network allowed), `connect` is supervised too.
 pub fn program(connect: bool) -> Result<Vec<libc::sock_filter>, SetupError> {
-    use libc::{BPF_ABS, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_K, BPF_LD, BPF_RET, BPF_W};
+    use libc::{BPF_JEQ, BPF_JGE};
     let arch = AUDIT_ARCH.ok_or_else(|| {
         SetupError::new(
             Stage::Seccomp,
@@ -53,37 +53,26 @@ pub fn program(connect: bool) -> Result<Vec<libc::sock_filter>, SetupError> {
         )
         .hint("use a namespace backend on this architecture")
     })?;
-    let numbers: Vec<u32> = SUPERVISED
+    let numbers = SUPERVISED
         .iter()
         .chain(connect.then_some(&libc::SYS_connect))
-        .map(|n| *n as u32)
-        .collect();
-    let x32 = usize::from(X32_SYSCALL_BIT.is_some());
-    // Layout: [0] ld arch, [1] jeq arch, [2] ld nr, [3..3+x32) jge x32, then one jeq per
-    // number, then ret ALLOW, ret USER_NOTIF.
-    let first_cmp = 3;
-    let allow = first_cmp + x32 + numbers.len();
-    let notify = allow + 1;
-    let offset = |from: usize, to: usize| -> u8 {
-        u8::try_from(to - from - 1).expect("short seccomp program")
-    };
-    let mut prog = vec![
-        stmt(BPF_LD | BPF_W | BPF_ABS, SECCOMP_DATA_ARCH),
-        jump(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, offset(1, allow)),
-        stmt(BPF_LD | BPF_W | BPF_ABS, SECCOMP_DATA_NR),
-    ];
+        .map(|n| *n as u32);
+    let mut asm = Asm::default();
+    let (allow, notify) = (asm.label(), asm.label());
+    asm.load(SECCOMP_DATA_ARCH);
+    asm.jump_if(BPF_JEQ, arch, To::Next, To::Label(allow));
+    asm.load(SECCOMP_DATA_NR);
     if let Some(bit) = X32_SYSCALL_BIT {
-        let at = prog.len();
-        prog.push(jump(BPF_JMP | BPF_JGE | BPF_K, bit, offset(at, notify), 0));
+        asm.jump_if(BPF_JGE, bit, To::Label(notify), To::Next);
     }
     for nr in numbers {
-        let at = prog.len();
-        prog.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr, offset(at, notify), 0));
+        asm.jump_if(BPF_JEQ, nr, To::Label(notify), To::Next);
     }
-    prog.push(stmt(BPF_RET | BPF_K, libc::SECCOMP_RET_ALLOW));
-    prog.push(stmt(BPF_RET | BPF_K, libc::SECCOMP_RET_USER_NOTIF));
-    debug_assert_eq!(prog.len(), notify + 1);
-    Ok(prog)
+    asm.place(allow);
+    asm.ret(libc::SECCOMP_RET_ALLOW);
+    asm.place(notify);
+    asm.ret(libc::SECCOMP_RET_USER_NOTIF);
+    Ok(asm.finish())
 }
 
 /// Installs the notifying filter on the calling thread (no_new_privs is set) and returns its
