@@ -583,12 +583,23 @@ const HOLDER_STACK: usize = 16 * 1024;
 extern "C" fn hold_until_eof(arg: *mut libc::c_void) -> libc::c_int {
     let mut byte = 0u8;
     // SAFETY: `arg` points to a `[c_int; 2]` the parent keeps alive until it has reaped this
-    // child; `byte` is a live one-byte buffer on this child's own stack. Only raw syscalls run
-    // here: no allocation, no lock, no thread-local state (the address space is the parent's).
+    // child; `byte` is a live one-byte buffer on this child's own stack. Only system calls run
+    // here: no allocation, no lock. Where we have them they are raw, so they never write the
+    // `errno` of the parent, whose thread-local storage this child shares and which runs on
+    // meanwhile (elsewhere libc's, which write it only on a failure).
     unsafe {
         let fds = *(arg as *const [libc::c_int; 2]);
-        libc::syscall(libc::SYS_close, fds[1]);
-        libc::syscall(libc::SYS_read, fds[0], &mut byte as *mut u8, 1usize);
+        let buf = &mut byte as *mut u8 as usize;
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        {
+            raw_syscall(libc::SYS_close, [fds[1] as usize, 0, 0, 0, 0]);
+            raw_syscall(libc::SYS_read, [fds[0] as usize, buf, 1, 0, 0]);
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            libc::syscall(libc::SYS_close, fds[1]);
+            libc::syscall(libc::SYS_read, fds[0], buf, 1usize);
+        }
     }
     0
 }
