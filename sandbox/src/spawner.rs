@@ -146,7 +146,13 @@ impl Zygote {
             Some(&mut space),
             MsgFlags::MSG_CMSG_CLOEXEC,
         )
-        .map_err(|e| delivered(format!("recvmsg: {e}")))?;
+        .map_err(|e| match e {
+            // The zygote closed its end with our request still unread in its queue (a Unix
+            // socket reports that as a reset, and an emptied queue as end of file): it died
+            // before taking the descriptors.
+            nix::errno::Errno::ECONNRESET => undelivered(format!("recvmsg: {e}")),
+            _ => delivered(format!("recvmsg: {e}")),
+        })?;
         let bytes = msg.bytes;
         let mut pidfd = None;
         for cmsg in msg.cmsgs().map_err(|e| delivered(e.to_string()))? {
@@ -190,4 +196,80 @@ impl Drop for Zygote {
 
 fn spawn_error(helper: &Path, call: &str, e: std::io::Error) -> SandboxError {
     SetupError::os(Stage::Spawn, format!("{call} {}", helper.display()), &e).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in zygote: a real process to own, and the peer end of the control socket.
+    fn zygote() -> (Zygote, OwnedFd) {
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let process = Command::new("sleep")
+            .arg("30")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let zygote = Zygote {
+            process,
+            control: ours,
+        };
+        (zygote, theirs)
+    }
+
+    /// Closes `peer` once a request is waiting on it; reads it first if `read` is set.
+    fn close_when_asked(peer: OwnedFd, read: bool) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let mut fds = [nix::poll::PollFd::new(
+                std::os::fd::AsFd::as_fd(&peer),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE).unwrap();
+            if read {
+                let mut byte = [0u8; 1];
+                let mut iov = [IoSliceMut::new(&mut byte)];
+                let mut space = nix::cmsg_space!([RawFd; 7]);
+                recvmsg::<()>(
+                    peer.as_raw_fd(),
+                    &mut iov,
+                    Some(&mut space),
+                    MsgFlags::empty(),
+                )
+                .unwrap();
+            }
+            drop(peer);
+        })
+    }
+
+    #[test]
+    fn a_zygote_gone_before_reading_the_request_did_not_get_it() {
+        let (mut zygote, peer) = zygote();
+        let closer = close_when_asked(peer, false);
+        let failure = zygote.request(&[0]).err().expect("no zygote answered");
+        closer.join().unwrap();
+        assert!(
+            !failure.delivered,
+            "an unread request counted as delivered: {}",
+            failure.why
+        );
+    }
+
+    #[test]
+    fn a_zygote_gone_after_reading_the_request_may_have_forked() {
+        let (mut zygote, peer) = zygote();
+        let closer = close_when_asked(peer, true);
+        let failure = zygote.request(&[0]).err().expect("no zygote answered");
+        closer.join().unwrap();
+        assert!(
+            failure.delivered,
+            "a request taken counted as undelivered: {}",
+            failure.why
+        );
+    }
 }
