@@ -170,8 +170,8 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     die_with_parent(plan.launcher_pid, pdeathsig.then_some(Signal::SIGKILL))?;
     new_session()?;
     // RLIMIT_NPROC bounds every uid but 0. For root, the namespace backend lowers its pid
-    // namespace's pid_max (one write); the others need a pids cgroup (costly: one
-    // RCU-synchronized migration).
+    // namespace's pid_max (one write); the others need a pids cgroup (a directory, two writes,
+    // and on cgroup v2 an RCU-synchronized migration: see `cgroup`).
     let pid_namespace_limit =
         plan.backend == Backend::Namespaces && pidns::usable(plan.limits.processes);
     let needs_cgroup = nix::unistd::geteuid().is_root()
