@@ -496,7 +496,12 @@ fn walk_private(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
         return;
     };
     for e in entries.flatten() {
-        let Ok(meta) = e.path().symlink_metadata() else {
+        // The type comes with the entry (no stat for the many links of /etc); the mode from a
+        // stat relative to the directory already open, not a lookup from `/`.
+        if e.file_type().is_ok_and(|t| t.is_symlink()) {
+            continue;
+        }
+        let Ok(meta) = e.metadata() else {
             continue;
         };
         let mode = meta.permissions().mode();
@@ -662,26 +667,42 @@ fn canonical(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 /// planted in a workspace could point at the denied path itself); a path through a link to an
 /// allowed place still resolves to that place's own rule.
 pub fn subtract(roots: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
+    // Paths are compared as bytes, normalized (`.` and repeated or trailing `/` gone): then a
+    // byte prefix that ends at a `/` is what `Path::starts_with` tests component by component,
+    // at a fraction of the cost for the hundreds of `/etc` entries against every hidden path.
+    let normalized = |p: &Path| p.components().collect::<PathBuf>();
+    let denied: Vec<PathBuf> = denied.iter().map(|d| normalized(d)).collect();
     let mut out = Vec::new();
     for root in roots {
-        if denied.contains(&root) {
-            continue;
-        }
-        if !denied.iter().any(|d| d.starts_with(&root)) {
-            out.push(root);
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(&root) else {
-            continue;
-        };
-        let children: Vec<PathBuf> = entries
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| !t.is_symlink()))
-            .map(|e| e.path())
-            .collect();
-        out.extend(subtract(children, denied));
+        subtract_normalized(normalized(&root), &denied, &mut out);
     }
     out
+}
+
+/// [`subtract`] of one normalized root (a directory entry joined to one is normalized too).
+fn subtract_normalized(root: PathBuf, denied: &[PathBuf], out: &mut Vec<PathBuf>) {
+    use std::os::unix::ffi::OsStrExt;
+    let key = root.as_os_str().as_bytes();
+    let under = |path: &Path| {
+        let path = path.as_os_str().as_bytes();
+        path.starts_with(key)
+            && (path.len() == key.len() || key.ends_with(b"/") || path[key.len()] == b'/')
+    };
+    if denied.iter().any(|d| d.as_os_str().as_bytes() == key) {
+        return;
+    }
+    if !denied.iter().any(|d| under(d)) {
+        out.push(root);
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| !t.is_symlink()) {
+            subtract_normalized(e.path(), denied, out);
+        }
+    }
 }
 
 /// PATH, LANG, TERM, a private HOME and TMPDIR, pass-through names, explicit values.
@@ -1049,6 +1070,30 @@ mod tests {
         assert!(plan.landlock.write.contains(&ws));
         assert!(plan.mounts.contains(&MountOp::MaskDir { path: ssh }));
         drop(d);
+    }
+
+    #[test]
+    fn subtract_compares_whole_components_however_paths_are_spelled() {
+        let d = scratch();
+        let d = d.path();
+        for dir in ["ssl", "ssl2", "sub"] {
+            std::fs::create_dir(d.join(dir)).unwrap();
+        }
+        for f in ["sub/key", "sub/ok"] {
+            std::fs::write(d.join(f), "").unwrap();
+        }
+        // `ssl` begins the bytes of the denied `ssl2`, not its components: it stays whole.
+        let denied = [d.join("ssl2/"), d.join("./sub//key")];
+        let mut out = subtract(vec![d.join(".")], &denied);
+        out.sort();
+        assert_eq!(out, vec![d.join("ssl"), d.join("sub/ok")]);
+        let from_root = subtract(vec!["/".into()], &denied);
+        assert!(from_root.contains(&PathBuf::from("/usr")), "{from_root:?}");
+        assert!(from_root.contains(&d.join("ssl")), "{from_root:?}");
+        assert!(
+            !from_root.iter().any(|p| d.join("ssl2").starts_with(p)),
+            "{from_root:?}"
+        );
     }
 
     #[test]
