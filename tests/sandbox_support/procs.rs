@@ -173,16 +173,6 @@ pub fn survivors_after_grace(marker: &str) -> Vec<u32> {
     }
 }
 
-/// SIGKILLs every process carrying `marker`.
-pub fn kill_survivors(marker: &str) {
-    for pid in survivors(marker) {
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
 /// Kills every process carrying its marker when dropped (after positive controls that leave
 /// daemons behind on purpose, or a failed test).
 pub struct Reaper(pub String);
@@ -209,13 +199,29 @@ impl Drop for Reaper {
                 confined
             };
             for pid in targets {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid.to_string()])
-                    .stderr(Stdio::null())
-                    .status();
+                kill_with_group(pid);
             }
             thread::sleep(Duration::from_millis(5));
         }
+    }
+}
+
+/// SIGKILLs `pid` and its process group: a process that forks and exits to change its pid
+/// keeps its group, and a signal to the group also reaches a child forked meanwhile. Not a
+/// group of the test's own or led by one of our binaries (a helper cut short in its clean-up
+/// would leave its scratch directory behind).
+fn kill_with_group(pid: u32) {
+    use nix::sys::signal::{Signal, kill, killpg};
+    use nix::unistd::{Pid, getpgrp};
+    let pid = Pid::from_raw(pid as i32);
+    let group = nix::unistd::getpgid(Some(pid));
+    let _ = kill(pid, Signal::SIGKILL);
+    if let Ok(group) = group
+        && group.as_raw() > 1
+        && group != getpgrp()
+        && !is_zeroclaw(group.as_raw() as u32)
+    {
+        let _ = killpg(group, Signal::SIGKILL);
     }
 }
 
