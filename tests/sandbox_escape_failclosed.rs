@@ -168,3 +168,45 @@ fn blocked_user_namespaces_auto_refuses_landlock_by_name_runs() {
         "the Landlock rung must still confine (seccomp filter)\n{landlock}"
     );
 }
+
+/// The bubblewrap backend's run is its own preflight (no bwrap run first): a bwrap that fails
+/// (as under a userns-restricting policy) or exits 0 without running anything is refused all
+/// the same, before the command ran, and the refusal explains itself.
+#[test]
+fn broken_bwrap_is_refused_before_the_command_runs() {
+    let w = World::new();
+    let fakes = [
+        (
+            "fails",
+            "echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1",
+            "preflight failed: bwrap: setting up uid map",
+        ),
+        ("does nothing", "exit 0", "before confining the command"),
+    ];
+    for (what, body, explains) in fakes {
+        let bin = w
+            .root
+            .join(format!("fake-bwrap-{}", what.replace(' ', "-")));
+        std::fs::create_dir_all(&bin).expect("fake bin dir");
+        let bwrap = bin.join("bwrap");
+        std::fs::write(&bwrap, format!("#!/bin/sh\n{body}\n")).expect("fake bwrap");
+        std::fs::set_permissions(&bwrap, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod fake bwrap");
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let run = Runner::new(zeroclaw(), &w.ws)
+            .args(["sandbox", "run", "--backend", "bubblewrap"])
+            .args(["--", "/bin/sh", "-c", "echo ran > marker"])
+            .env("HOME", &w.home)
+            .env("PATH", &path)
+            .run();
+        assert_refused(&w, &run, SETUP_FAILED, explains);
+        assert!(
+            run.stderr.contains("bubblewrap"),
+            "a bwrap that {what}\n{run}"
+        );
+    }
+}

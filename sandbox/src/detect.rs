@@ -148,12 +148,14 @@ impl ProbeSource for Live {
     }
 }
 
-/// This machine, assuming user namespaces work instead of forking a child to try them: for a
-/// one-shot caller whose first confined run is that same trial (a failure there surfaces as a
-/// [`crate::Stage::Namespaces`] setup error, after which the caller can probe for real).
-pub struct AssumingUserNamespaces;
+/// This machine, taking a one-shot caller's first confined run as the trial of what that run
+/// would otherwise probe first: user namespaces (a forked child) and bwrap's preflight run (a
+/// bwrap found on PATH is assumed to work). A failure surfaces as a
+/// [`crate::Stage::Namespaces`] or [`crate::Stage::Bubblewrap`] setup error, before the
+/// command ran, after which the caller can probe for real ([`Live`]).
+pub struct FirstRunTries;
 
-impl ProbeSource for AssumingUserNamespaces {
+impl ProbeSource for FirstRunTries {
     fn landlock_abi(&self) -> u32 {
         Live.landlock_abi()
     }
@@ -167,7 +169,16 @@ impl ProbeSource for AssumingUserNamespaces {
         }
     }
     fn bubblewrap(&self) -> Check {
-        Live.bubblewrap()
+        match bwrap_path() {
+            Some(path) => Check {
+                ok: true,
+                detail: format!(
+                    "{} assumed to work; the run itself tries it",
+                    path.display()
+                ),
+            },
+            None => Live.bubblewrap(),
+        }
     }
     fn sandbox_exec(&self) -> Check {
         Live.sandbox_exec()

@@ -85,11 +85,12 @@ impl Sandbox {
         Ok(Self::with_backend(backend, allow_partial))
     }
 
-    /// Like [`Sandbox::new`] without trying user namespaces first (see
-    /// [`crate::detect::AssumingUserNamespaces`]): for one-shot callers, which on a
-    /// [`Stage::Namespaces`] failure of an `auto` choice fall back to [`Sandbox::new`].
+    /// Like [`Sandbox::new`] without trying user namespaces or bwrap first (see
+    /// [`crate::detect::FirstRunTries`]): for one-shot callers, which on a
+    /// [`Stage::Namespaces`] or [`Stage::Bubblewrap`] setup failure fall back to
+    /// [`Sandbox::new`].
     pub fn new_unprobed(choice: BackendChoice, allow_partial: bool) -> Result<Self, SandboxError> {
-        let probes = crate::detect::AssumingUserNamespaces;
+        let probes = crate::detect::FirstRunTries;
         let backend = crate::detect::choose(choice, allow_partial, &probes)?;
         Ok(Self::with_backend(backend, allow_partial))
     }

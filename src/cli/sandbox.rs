@@ -80,21 +80,18 @@ pub fn run_with(args: SandboxRunArgs, backend: BackendChoice, allow_partial: boo
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    // The run itself tries user namespaces (no probe child first); when `auto` finds them
-    // blocked there, nothing has run yet and the probed choice takes over.
+    // The run itself tries user namespaces (no probe child first) and bwrap (no preflight
+    // run). When `auto` finds namespaces blocked there, or bwrap fails, nothing has run yet:
+    // the probed choice takes over, or explains what is unavailable.
     let sandbox = match Sandbox::new_unprobed(backend, allow_partial) {
         Ok(s) => s,
         Err(e) => return explain(e),
     };
     let result = run_once(&sandbox, &profile, &args);
-    let namespaces_blocked = matches!(
-        &result,
-        Err(SandboxError::Setup(SetupError {
-            stage: Stage::Namespaces,
-            ..
-        }))
-    );
-    if namespaces_blocked && backend == BackendChoice::Auto {
+    let failed_at = |stage: Stage| matches!(&result, Err(SandboxError::Setup(SetupError { stage: s, .. })) if *s == stage);
+    let trial_failed = (failed_at(Stage::Namespaces) && backend == BackendChoice::Auto)
+        || failed_at(Stage::Bubblewrap);
+    if trial_failed {
         match Sandbox::new(backend, allow_partial) {
             Ok(probed) if probed.backend() != sandbox.backend() => {
                 return report(run_once(&probed, &profile, &args));
