@@ -202,9 +202,11 @@ fn spawn_error(helper: &Path, call: &str, e: std::io::Error) -> SandboxError {
 mod tests {
     use super::*;
 
-    /// A stand-in zygote: a real process to own, and the peer end of the control socket.
-    fn zygote() -> (Zygote, OwnedFd) {
-        let (ours, theirs) = socketpair(
+    /// The failure of a request to a stand-in zygote (a real process to own, and the peer end
+    /// of the control socket) that closes its end once the request is waiting, after reading
+    /// it when `read` is set.
+    fn request_to_a_dying_zygote(read: bool) -> Failure {
+        let (ours, peer) = socketpair(
             AddressFamily::Unix,
             SockType::SeqPacket,
             None,
@@ -216,16 +218,11 @@ mod tests {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let zygote = Zygote {
+        let mut zygote = Zygote {
             process,
             control: ours,
         };
-        (zygote, theirs)
-    }
-
-    /// Closes `peer` once a request is waiting on it; reads it first if `read` is set.
-    fn close_when_asked(peer: OwnedFd, read: bool) -> std::thread::JoinHandle<()> {
-        std::thread::spawn(move || {
+        let closer = std::thread::spawn(move || {
             let mut fds = [nix::poll::PollFd::new(
                 std::os::fd::AsFd::as_fd(&peer),
                 nix::poll::PollFlags::POLLIN,
@@ -244,15 +241,15 @@ mod tests {
                 .unwrap();
             }
             drop(peer);
-        })
+        });
+        let failure = zygote.request(&[0]).err().expect("no zygote answered");
+        closer.join().unwrap();
+        failure
     }
 
     #[test]
     fn a_zygote_gone_before_reading_the_request_did_not_get_it() {
-        let (mut zygote, peer) = zygote();
-        let closer = close_when_asked(peer, false);
-        let failure = zygote.request(&[0]).err().expect("no zygote answered");
-        closer.join().unwrap();
+        let failure = request_to_a_dying_zygote(false);
         assert!(
             !failure.delivered,
             "an unread request counted as delivered: {}",
@@ -262,10 +259,7 @@ mod tests {
 
     #[test]
     fn a_zygote_gone_after_reading_the_request_may_have_forked() {
-        let (mut zygote, peer) = zygote();
-        let closer = close_when_asked(peer, true);
-        let failure = zygote.request(&[0]).err().expect("no zygote answered");
-        closer.join().unwrap();
+        let failure = request_to_a_dying_zygote(true);
         assert!(
             failure.delivered,
             "a request taken counted as undelivered: {}",
