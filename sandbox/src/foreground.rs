@@ -398,12 +398,6 @@ impl Running {
             .collect())
     }
 
-    /// Whether a pids cgroup must go once the helper has exited (never for an init we
-    /// started ourselves).
-    fn cgroup_after(&self) -> bool {
-        matches!(self.kill, Kill::Helper(_)) && crate::helper::cgroup::exists_for(self.pid as u32)
-    }
-
     fn reap(&mut self) -> Result<ExitInfo, SandboxError> {
         loop {
             match waitpid(Pid::from_raw(self.pid), Some(WaitPidFlag::WNOHANG)) {
@@ -433,13 +427,13 @@ impl Running {
                 Ok(Message::Failed(e)) => seen.failed = Some(e),
                 Ok(Message::Exited(info)) => seen.exit = Some(info),
                 // The helper's last word: its tree is reaped. Its own exit (tearing down the
-                // namespaces) need not be waited for, unless a cgroup must go after it.
-                Ok(Message::Ended(info)) if !self.cgroup_after() => {
+                // namespaces, removing its cgroup) need not be waited for.
+                Ok(Message::Ended(info)) => {
                     seen.status = Some(info);
                     self.report = None;
                     return;
                 }
-                Ok(Message::Ended(_) | Message::Prepared(_)) | Err(_) => {}
+                Ok(Message::Prepared(_)) | Err(_) => {}
             }
         }
     }

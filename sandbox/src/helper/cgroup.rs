@@ -119,14 +119,9 @@ fn launcher_pids_cgroup() -> Option<&'static Path> {
     OWN.get_or_init(own_pids_cgroup).as_deref()
 }
 
-/// Launcher side: whether the helper `helper` has a pids cgroup (it must exit before it can
-/// be removed).
-pub fn exists_for(helper: u32) -> bool {
-    launcher_pids_cgroup().is_some_and(|parent| dir_for(parent, helper).exists())
-}
-
-/// Launcher side: removes the cgroup of helper `helper` once it has been reaped (the helper
-/// started in the launcher's own cgroup, so the path is the same computed from here).
+/// Launcher side: removes the cgroup of helper `helper` once it has been reaped, if the helper
+/// did not (it died first). The helper started in the launcher's own cgroup, so the path is the
+/// same computed from here.
 pub fn remove_after(helper: u32) {
     if let Some(parent) = launcher_pids_cgroup() {
         let _ = std::fs::remove_dir(dir_for(parent, helper));

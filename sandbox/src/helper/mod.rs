@@ -193,17 +193,15 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
         Backend::Seatbelt => exec::run_seatbelt(plan),
         Backend::None => exec::run_unconfined(plan),
     };
-    // The launcher removes the cgroup once it has reaped us (leaving it here would cost a
-    // second migration); if the launcher is gone, we do it.
-    if let Some(cg) = cgroup
-        && reaper::LAUNCHER_GONE.load(std::sync::atomic::Ordering::Relaxed)
-    {
-        cg.remove();
-    }
     // Every process of the call is reaped and the clean-up done: the launcher need not wait
     // for our exit (and the zygote's word on it) to return the outcome.
     if let Ok(code) = result {
         send(&Message::Ended(ExitInfo::Code(code)));
+    }
+    // Our own cgroup goes last, off the launcher's path: whoever reaps us may be gone by then
+    // (a zygote ends with its `Sandbox`). A helper that dies first leaves it to its reaper.
+    if let Some(cg) = cgroup {
+        cg.remove();
     }
     result
 }

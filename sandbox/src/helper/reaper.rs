@@ -187,10 +187,7 @@ fn wait_main(main: Pid, supervisor: Option<&notify::Supervisor>) -> Option<ExitI
             Err(_) => return None,
         }
         match wake(pidfd.as_ref(), supervisor) {
-            Wake::LauncherGone => {
-                LAUNCHER_GONE.store(true, std::sync::atomic::Ordering::Relaxed);
-                return None;
-            }
+            Wake::LauncherGone => return None,
             Wake::Notification => {
                 if let Some(s) = supervisor
                     && !s.serve_one()
@@ -213,9 +210,6 @@ enum Wake {
     ListenerDone,
     Other,
 }
-
-/// Set when the lifeline hung up: the launcher will not clean up after us.
-pub static LAUNCHER_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Sleeps until the command may have ended (its pidfd is readable), the lifeline hangs up or
 /// the supervisor's listener has a notification.
