@@ -77,9 +77,8 @@ fn io(e: Errno) -> std::io::Error {
 }
 
 fn single_threaded() -> Result<(), SandboxError> {
-    let tasks = std::fs::read_dir("/proc/self/task")
-        .map_err(|e| spawn_error("read_dir(/proc/self/task)", &e))?
-        .count();
+    let tasks =
+        crate::helper::thread_count().map_err(|e| spawn_error("read_dir(/proc/self/task)", &e))?;
     if tasks == 1 {
         return Ok(());
     }

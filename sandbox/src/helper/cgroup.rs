@@ -76,7 +76,7 @@ pub fn enter(limit: u64) -> Result<Option<PidsCgroup>, SetupError> {
 /// Moves this process into the cgroup `dir`: its only thread through v1's `tasks` when it has
 /// one thread (no global lock, see the module doc), the whole process otherwise.
 fn join(dir: &Path) -> std::io::Result<()> {
-    if single_threaded() {
+    if super::thread_count().is_ok_and(|n| n == 1) {
         match std::fs::write(dir.join("tasks"), "0") {
             // cgroup v2 has no `tasks` (and moves threads only inside threaded subtrees).
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -84,12 +84,6 @@ fn join(dir: &Path) -> std::io::Result<()> {
         }
     }
     std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string())
-}
-
-/// Whether this process has a single thread (then its thread's cgroup is the process's, and
-/// its children's).
-fn single_threaded() -> bool {
-    std::fs::read_dir("/proc/self/task").is_ok_and(|threads| threads.count() == 1)
 }
 
 /// Removes cgroups left by helpers that are gone (a helper inside its user namespace cannot

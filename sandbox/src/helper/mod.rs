@@ -221,12 +221,16 @@ pub(crate) fn release_stdio() {
     }
 }
 
+/// The threads of this process.
+pub(crate) fn thread_count() -> std::io::Result<usize> {
+    Ok(std::fs::read_dir("/proc/self/task")?.count())
+}
+
 /// The helper must be single-threaded: namespaces, Landlock and seccomp apply per thread, and
 /// fork is only safe without other threads.
 fn assert_single_threaded() -> Result<(), SetupError> {
-    let tasks = std::fs::read_dir("/proc/self/task")
-        .map_err(|e| SetupError::os(Stage::Plan, "read_dir(/proc/self/task)", &e))?
-        .count();
+    let tasks =
+        thread_count().map_err(|e| SetupError::os(Stage::Plan, "read_dir(/proc/self/task)", &e))?;
     if tasks == 1 {
         Ok(())
     } else {
