@@ -211,17 +211,15 @@ impl Drop for Reaper {
 /// group of the test's own or led by one of our binaries (a helper cut short in its clean-up
 /// would leave its scratch directory behind).
 fn kill_with_group(pid: u32) {
-    use nix::sys::signal::{Signal, kill, killpg};
-    use nix::unistd::{Pid, getpgrp};
-    let pid = Pid::from_raw(pid as i32);
-    let group = nix::unistd::getpgid(Some(pid));
-    let _ = kill(pid, Signal::SIGKILL);
+    use nix::unistd::{Pid, getpgid, getpgrp};
+    let group = getpgid(Some(Pid::from_raw(pid as i32)));
+    let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
     if let Ok(group) = group
         && group.as_raw() > 1
         && group != getpgrp()
         && !is_zeroclaw(group.as_raw() as u32)
     {
-        let _ = killpg(group, Signal::SIGKILL);
+        kill_group(group.as_raw() as u32);
     }
 }
 

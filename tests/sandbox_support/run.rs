@@ -167,10 +167,8 @@ fn wait_with_deadline(child: &mut Child, deadline: Duration) -> (ExitStatus, boo
 
 /// SIGKILLs the process group `pgid` (our runner makes every child a group leader).
 pub fn kill_group(pgid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stderr(Stdio::null())
-        .status();
+    let pgid = nix::unistd::Pid::from_raw(pgid as i32);
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
 }
 
 /// What happened when a command ran.
