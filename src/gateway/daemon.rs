@@ -41,24 +41,21 @@ pub struct DaemonArgs {
 pub fn run(args: DaemonArgs) -> anyhow::Result<std::process::ExitCode> {
     let config = Config::load(args.config_dir.as_deref())?;
     let activated = systemd::take_activated()?;
-    let listeners = if activated.is_empty() {
+    let mut listeners = if activated.is_empty() {
         listen::bind_all(&config.gateway.listen)?
     } else {
         activated
     };
+    // Removed (each while still the socket bound here) on every way out of this function.
+    let socket_files: Vec<_> = listeners
+        .iter_mut()
+        .filter_map(Listener::take_socket_file)
+        .collect();
     let (runtime, store) = server::runtime_and_store(config.store_path())?;
-    let sockets: Vec<(PathBuf, bool)> = listeners.iter().filter_map(unix_socket).collect();
     let result = runtime.block_on(serve(config, store, listeners, args));
-    listen::remove_owned(&sockets);
+    drop(socket_files);
     runtime.shutdown_timeout(Duration::from_secs(1));
     result.map(|()| std::process::ExitCode::SUCCESS)
-}
-
-fn unix_socket(listener: &Listener) -> Option<(PathBuf, bool)> {
-    match listener {
-        Listener::Unix { path, owned, .. } => Some((path.clone(), *owned)),
-        Listener::Tcp(_) => None,
-    }
 }
 
 async fn serve(

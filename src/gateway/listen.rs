@@ -1,14 +1,19 @@
-//! Listening addresses: parsing `unix:PATH` / `tcp:HOST:PORT`, binding them (replacing a stale
-//! Unix socket, mode 0660), taking over systemd-activated sockets (told apart by their socket
-//! type, not their name), and removing on exit only the Unix sockets this process created.
+//! Listening addresses: parsing `unix:PATH` / `tcp:HOST:PORT`, binding them (a Unix path is
+//! claimed first by [`socket_file`](super::socket_file): a live daemon's socket is refused, a
+//! stale one replaced; mode 0660), and taking over systemd-activated sockets (told apart by
+//! their socket type, not their name). A Unix socket this process bound is removed when its
+//! [`SocketFile`] is dropped, only while it is still that socket.
 
+use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+
+use super::socket_file::{self, SocketFile};
 
 /// Mode of a Unix socket the daemon binds: owner and group may connect.
 const SOCKET_MODE: u32 = 0o660;
@@ -43,11 +48,12 @@ impl Address {
 /// A listening socket ready to serve.
 #[derive(Debug)]
 pub enum Listener {
-    /// `owned`: created by this process, so removed on exit (never an activated one).
+    /// `file`: the socket file this process bound (`None` for an activated socket, which is
+    /// never removed).
     Unix {
         listener: UnixListener,
         path: PathBuf,
-        owned: bool,
+        file: Option<SocketFile>,
     },
     Tcp(TcpListener),
 }
@@ -63,9 +69,18 @@ impl Listener {
             },
         }
     }
+
+    /// The socket file to remove on exit, taken out so it outlives the listener itself.
+    pub fn take_socket_file(&mut self) -> Option<SocketFile> {
+        match self {
+            Listener::Unix { file, .. } => file.take(),
+            Listener::Tcp(_) => None,
+        }
+    }
 }
 
-/// Binds every address; a stale socket file at a Unix path is replaced.
+/// Binds every address; a stale socket file at a Unix path is replaced. On error the sockets
+/// already bound are closed and their files removed.
 pub fn bind_all(addresses: &[String]) -> anyhow::Result<Vec<Listener>> {
     let mut listeners = Vec::new();
     for text in addresses {
@@ -84,8 +99,12 @@ fn bind_tcp(host_port: &str) -> anyhow::Result<Listener> {
         .to_socket_addrs()
         .with_context(|| format!("resolving tcp:{host_port}"))?
         .collect();
-    let listener =
-        TcpListener::bind(&addrs[..]).with_context(|| format!("binding tcp:{host_port}"))?;
+    let listener = TcpListener::bind(&addrs[..]).map_err(|e| match e.kind() {
+        ErrorKind::AddrInUse => anyhow::anyhow!(
+            "tcp:{host_port} is already in use (another daemon?); stop it first, or give this daemon another [gateway] listen"
+        ),
+        _ => anyhow::Error::new(e).context(format!("binding tcp:{host_port}")),
+    })?;
     listener.set_nonblocking(true)?;
     Ok(Listener::Tcp(listener))
 }
@@ -95,28 +114,18 @@ fn bind_unix(path: &Path) -> anyhow::Result<Listener> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
     }
-    remove_stale_socket(path)?;
+    socket_file::claim(path)?;
     let listener =
         UnixListener::bind(path).with_context(|| format!("binding unix:{}", path.display()))?;
+    let file = SocketFile::bound(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))
         .with_context(|| format!("setting the mode of {}", path.display()))?;
     listener.set_nonblocking(true)?;
     Ok(Listener::Unix {
         listener,
         path: path.to_owned(),
-        owned: true,
+        file: Some(file),
     })
-}
-
-/// Removes a socket file left by a previous run; refuses to touch anything that is not a socket.
-fn remove_stale_socket(path: &Path) -> anyhow::Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path)
-            .with_context(|| format!("removing the stale socket {}", path.display())),
-        Ok(_) => anyhow::bail!("{} exists and is not a socket", path.display()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e).with_context(|| format!("inspecting {}", path.display())),
-    }
 }
 
 /// An activated socket, whatever its name: Unix when `getsockname` says `AF_UNIX`, else TCP.
@@ -132,7 +141,7 @@ pub fn from_activated(fd: OwnedFd) -> anyhow::Result<Listener> {
             Listener::Unix {
                 listener: unix,
                 path,
-                owned: false,
+                file: None,
             }
         }
         Err(_) => {
@@ -144,15 +153,6 @@ pub fn from_activated(fd: OwnedFd) -> anyhow::Result<Listener> {
         }
     };
     Ok(listener)
-}
-
-/// Removes the Unix socket files this process created (never activated ones).
-pub fn remove_owned(listeners: &[(PathBuf, bool)]) {
-    for (path, owned) in listeners {
-        if *owned {
-            let _ = std::fs::remove_file(path);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -183,6 +183,7 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, SOCKET_MODE);
         drop(bound);
+        assert!(!path.exists(), "the socket it bound is removed with it");
         let file = dir.path().join("plain");
         std::fs::write(&file, "x").unwrap();
         assert!(bind_unix(&file).is_err());

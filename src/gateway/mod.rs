@@ -1,7 +1,9 @@
 //! The daemon's gateway: ACP over WebSocket on Unix and TCP listeners, sharing one
 //! [`acp::Server`](crate::acp::Server) (sessions, store, providers) between every connection.
 //!
-//! - [`listen`]: addresses, binding, activated sockets, socket-file cleanup.
+//! - [`listen`]: addresses, binding, activated sockets.
+//! - [`socket_file`]: claiming a Unix socket path (never a live daemon's) and removing on exit
+//!   only the socket this process bound.
 //! - [`auth`]: principals from tokens and peer credentials, checked before the upgrade.
 //! - [`tokens`]: the hashed token file behind `zeroclaw token`.
 //! - [`ws`]: `GET /acp`, frames <-> the JSON-RPC loop; [`health`]: `GET /health`.
@@ -14,6 +16,7 @@ pub mod bridge;
 pub mod daemon;
 pub mod health;
 pub mod listen;
+pub mod socket_file;
 pub mod systemd;
 pub mod tokens;
 pub mod ws;
