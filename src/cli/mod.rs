@@ -6,4 +6,5 @@ pub mod config_cmd;
 pub mod doctor;
 pub mod sandbox;
 pub mod sessions_cmd;
+pub mod time;
 pub mod token_cmd;

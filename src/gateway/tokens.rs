@@ -23,6 +23,12 @@ pub struct TokenEntry {
     pub created: u64,
 }
 
+/// A token made by [`Tokens::prepare`], stored by [`Tokens::commit`].
+pub struct NewToken {
+    pub name: String,
+    pub token: String,
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct TokenFile {
     tokens: Vec<TokenEntry>,
@@ -48,24 +54,36 @@ impl Tokens {
     /// Creates a token named `name` (default `token-<n>`); returns the name and the token,
     /// which is never stored.
     pub fn create(&self, name: Option<&str>) -> anyhow::Result<(String, String)> {
-        let mut file = self.read()?;
+        let new = self.prepare(name)?;
+        self.commit(&new)?;
+        Ok((new.name, new.token))
+    }
+
+    /// A new token with a checked, unused name, not yet stored: nothing is written, so a
+    /// caller can fail (a taken name, a busy output path) before touching anything.
+    pub fn prepare(&self, name: Option<&str>) -> anyhow::Result<NewToken> {
+        let file = self.read()?;
         let name = match name {
             Some(name) => valid_name(name)?.to_owned(),
             None => free_name(&file.tokens),
         };
-        if file.tokens.iter().any(|t| t.name == name) {
-            anyhow::bail!("a token named `{name}` already exists (revoke it first)");
-        }
+        ensure_free(&file, &name)?;
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
         let token = format!("{TOKEN_PREFIX}{}", hex::encode(secret));
+        Ok(NewToken { name, token })
+    }
+
+    /// Stores the hash of a prepared token (its name checked again against the file).
+    pub fn commit(&self, new: &NewToken) -> anyhow::Result<()> {
+        let mut file = self.read()?;
+        ensure_free(&file, &new.name)?;
         file.tokens.push(TokenEntry {
-            name: name.clone(),
-            sha256: hash(&token),
+            name: new.name.clone(),
+            sha256: hash(&new.token),
             created: now_secs(),
         });
-        self.write(&file)?;
-        Ok((name, token))
+        self.write(&file)
     }
 
     /// Removes the token `name`; `false` if there was none.
@@ -133,6 +151,13 @@ impl Tokens {
 
 fn hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+fn ensure_free(file: &TokenFile, name: &str) -> anyhow::Result<()> {
+    if file.tokens.iter().any(|t| t.name == name) {
+        anyhow::bail!("a token named `{name}` already exists (revoke it first)");
+    }
+    Ok(())
 }
 
 fn valid_name(name: &str) -> anyhow::Result<&str> {
