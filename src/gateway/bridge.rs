@@ -1,10 +1,12 @@
 //! `zeroclaw-acp-bridge`: an editor speaks ACP on the bridge's stdin/stdout and the bridge
 //! relays every line as one WebSocket text frame to a running daemon's `/acp` (and back).
 //! The daemon is found in the same config as the daemon's (its Unix socket when present, else
-//! its TCP address) unless `--url` says otherwise; the token comes from
+//! its TCP address) unless `--url` says otherwise (a `ws://` URL, or an address as
+//! `[gateway] listen` writes it: `unix:PATH`, `tcp:HOST:PORT`); the token comes from
 //! `ZEROCLAW_ACP_BRIDGE_TOKEN`, else `<config_dir>/acp-bridge-token`. At end of input the
-//! bridge waits for the answers to the requests it relayed, then closes; when the daemon goes
-//! away it says so on stderr and exits 1.
+//! bridge waits for the answers to the requests it relayed, then closes; a daemon closing the
+//! connection with nothing unanswered is a normal end too. Normal ends print nothing; when the
+//! daemon goes away or refuses, the bridge says so on stderr and exits 1.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -34,8 +36,9 @@ pub struct BridgeArgs {
     /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
     #[arg(long)]
     pub config_dir: Option<PathBuf>,
-    /// The daemon: `ws://HOST:PORT/acp` or `unix:/path/to/zeroclaw.sock` (default: from the
-    /// config's [gateway].listen, the Unix socket when it exists, else the TCP address).
+    /// The daemon: `ws://HOST:PORT/acp`, `tcp:HOST:PORT` or `unix:/path/to/zeroclaw.sock`
+    /// (default: from the config's [gateway].listen, the Unix socket when it exists, else the
+    /// TCP address).
     #[arg(long)]
     pub url: Option<String>,
 }
@@ -45,6 +48,25 @@ pub struct BridgeArgs {
 pub enum Target {
     Unix(PathBuf),
     Url(String),
+}
+
+impl From<Address> for Target {
+    fn from(address: Address) -> Target {
+        match address {
+            Address::Unix(path) => Target::Unix(path),
+            Address::Tcp(host_port) => Target::Url(format!("ws://{host_port}/acp")),
+        }
+    }
+}
+
+/// As a user writes it: `unix:PATH` or the URL.
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Unix(path) => write!(f, "unix:{}", path.display()),
+            Target::Url(url) => f.write_str(url),
+        }
+    }
 }
 
 pub fn run(args: BridgeArgs) -> ExitCode {
@@ -73,10 +95,11 @@ fn fail(message: &str) -> ExitCode {
 async fn bridge(args: BridgeArgs) -> anyhow::Result<()> {
     let config = Config::load(args.config_dir.as_deref())?;
     let target = match args.url {
-        Some(url) => parse_url(&url),
+        Some(url) => parse_url(&url).map_err(|e| anyhow::anyhow!("--url: {e}"))?,
         None => target_from_config(&config.gateway.listen)?,
     };
-    let token = token(&config.config_dir)?;
+    let token_file = config.config_dir.join(TOKEN_FILE);
+    let token = token(&token_file)?;
     match &target {
         Target::Unix(path) => {
             let stream = tokio::net::UnixStream::connect(path)
@@ -85,24 +108,25 @@ async fn bridge(args: BridgeArgs) -> anyhow::Result<()> {
             let request = request("ws://localhost/acp", token.as_deref())?;
             let (ws, _) = client_async(request, stream)
                 .await
-                .map_err(|e| handshake_error(&target, e))?;
+                .map_err(|e| handshake_error(&target, &token_file, e))?;
             relay(ws).await
         }
         Target::Url(url) => {
             // TCP_NODELAY: every relayed line is one small frame.
             let (ws, _) = connect_async_with_config(request(url, token.as_deref())?, None, true)
                 .await
-                .map_err(|e| handshake_error(&target, e))?;
+                .map_err(|e| handshake_error(&target, &token_file, e))?;
             relay(ws).await
         }
     }
 }
 
-fn parse_url(url: &str) -> Target {
-    match url.strip_prefix("unix:") {
-        Some(path) => Target::Unix(PathBuf::from(path)),
-        None => Target::Url(url.to_owned()),
+/// `unix:PATH` and `tcp:HOST:PORT` as `[gateway] listen` parses them; anything else is a URL.
+fn parse_url(url: &str) -> Result<Target, String> {
+    if url.starts_with("unix:") || url.starts_with("tcp:") {
+        return Address::parse(url).map(Target::from);
     }
+    Ok(Target::Url(url.to_owned()))
 }
 
 /// The first configured Unix socket that exists, else the first TCP address.
@@ -112,11 +136,11 @@ pub fn target_from_config(listen: &[String]) -> anyhow::Result<Target> {
         .filter_map(|a| Address::parse(a).ok())
         .collect();
     let unix = addresses.iter().find_map(|a| match a {
-        Address::Unix(path) if path.exists() => Some(Target::Unix(path.clone())),
+        Address::Unix(path) if path.exists() => Some(Target::from(a.clone())),
         _ => None,
     });
     let tcp = addresses.iter().find_map(|a| match a {
-        Address::Tcp(host_port) => Some(Target::Url(format!("ws://{host_port}/acp"))),
+        Address::Tcp(_) => Some(Target::from(a.clone())),
         _ => None,
     });
     unix.or(tcp)
@@ -124,15 +148,14 @@ pub fn target_from_config(listen: &[String]) -> anyhow::Result<Target> {
 }
 
 /// `ZEROCLAW_ACP_BRIDGE_TOKEN`, else the token file, else none (peer credentials may do).
-fn token(config_dir: &Path) -> anyhow::Result<Option<String>> {
+fn token(path: &Path) -> anyhow::Result<Option<String>> {
     if let Some(token) = std::env::var(TOKEN_ENV)
         .ok()
         .filter(|t| !t.trim().is_empty())
     {
         return Ok(Some(token.trim().to_owned()));
     }
-    let path = config_dir.join(TOKEN_FILE);
-    match std::fs::read_to_string(&path) {
+    match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text.trim().to_owned()).filter(|t| !t.is_empty())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
@@ -156,15 +179,20 @@ fn request(url: &str, token: Option<&str>) -> anyhow::Result<http::Request<()>> 
     Ok(request)
 }
 
-fn handshake_error(target: &Target, error: tokio_tungstenite::tungstenite::Error) -> anyhow::Error {
+fn handshake_error(
+    target: &Target,
+    token_file: &Path,
+    error: tokio_tungstenite::tungstenite::Error,
+) -> anyhow::Error {
     use tokio_tungstenite::tungstenite::Error;
     match error {
         Error::Http(response) if response.status() == http::StatusCode::UNAUTHORIZED => {
             anyhow::anyhow!(
-                "the daemon at {target:?} refused the connection (401): set {TOKEN_ENV} or write a token from `zeroclaw token create` to <config_dir>/{TOKEN_FILE}"
+                "the daemon at {target} refused the connection (401): set {TOKEN_ENV}, or run `zeroclaw token create --output {}`",
+                token_file.display()
             )
         }
-        error => anyhow::anyhow!("cannot reach the daemon at {target:?}: {error}"),
+        error => anyhow::anyhow!("cannot reach the daemon at {target}: {error}"),
     }
 }
 
@@ -181,7 +209,6 @@ where
     loop {
         if !input_open && pending.is_empty() {
             let _ = to_daemon.send(Message::Close(None)).await;
-            eprintln!("{NAME}: end of input; every request answered, closing");
             return Ok(());
         }
         tokio::select! {
@@ -200,7 +227,12 @@ where
                 let text = match message {
                     Some(Ok(Message::Text(text))) => text.as_str().to_owned(),
                     Some(Ok(Message::Binary(bytes))) => String::from_utf8_lossy(&bytes).into_owned(),
-                    Some(Ok(Message::Close(_))) | None => anyhow::bail!("the daemon closed the connection"),
+                    Some(Ok(Message::Close(_))) if pending.is_empty() => return Ok(()),
+                    Some(Ok(Message::Close(_))) => anyhow::bail!(
+                        "the daemon closed the connection with {} request(s) unanswered",
+                        pending.len()
+                    ),
+                    None => anyhow::bail!("the daemon went away"),
                     Some(Ok(_)) => continue,
                     Some(Err(error)) => anyhow::bail!("the daemon went away: {error}"),
                 };
@@ -237,7 +269,18 @@ mod tests {
 
     #[test]
     fn targets() {
-        assert_eq!(parse_url("unix:/x.sock"), Target::Unix("/x.sock".into()));
+        assert_eq!(
+            parse_url("unix:/x.sock"),
+            Ok(Target::Unix("/x.sock".into()))
+        );
+        let tcp = parse_url("tcp:127.0.0.1:42617").unwrap();
+        assert_eq!(tcp, Target::Url("ws://127.0.0.1:42617/acp".into()));
+        assert_eq!(tcp.to_string(), "ws://127.0.0.1:42617/acp");
+        assert!(parse_url("tcp:nowhere").is_err());
+        assert_eq!(
+            parse_url("ws://h:1/acp").unwrap().to_string(),
+            "ws://h:1/acp"
+        );
         let listen = vec!["unix:/nonexistent/z.sock".into(), "tcp:127.0.0.1:9".into()];
         assert_eq!(
             target_from_config(&listen).unwrap(),
