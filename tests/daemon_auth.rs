@@ -1,5 +1,6 @@
 //! Authentication of the daemon's `GET /acp`, judged by the raw HTTP status before any upgrade:
-//! no token, a wrong token, each of the three token positions, a revoked token;
+//! no token, a wrong token, each of the three token positions, a revoked token; the selected
+//! subprotocol (`zeroclaw.acp.v1` whenever offered, a `bearer.` entry never echoed);
 //! `require_auth = false` only on loopback; peer credentials on the Unix socket (a client run as
 //! `nobody` through `setpriv`); and isolation of sessions between two principals.
 
@@ -100,6 +101,63 @@ fn the_acp_subprotocol_is_echoed_when_offered_with_a_bearer_entry() {
         Some("zeroclaw.acp.v1"),
         "{response:?}"
     );
+}
+
+/// The values of a raw response's `Sec-WebSocket-Protocol` header lines.
+fn selected_protocols(raw: &str) -> Vec<String> {
+    let head = raw.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines()
+        .filter_map(|line| line.split_once(':'))
+        .filter(|(name, _)| name.trim().eq_ignore_ascii_case("sec-websocket-protocol"))
+        .map(|(_, value)| value.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn the_acp_subprotocol_is_selected_in_any_order_and_a_bearer_entry_never_echoed() {
+    let daemon = Daemon::builder().spawn();
+    let token = daemon.token();
+    let bearer = format!("bearer.{token}");
+    let offers: [Vec<(&str, String)>; 3] = [
+        vec![(
+            "Sec-WebSocket-Protocol",
+            format!("{bearer}, zeroclaw.acp.v1"),
+        )],
+        vec![(
+            "Sec-WebSocket-Protocol",
+            format!("zeroclaw.acp.v1,{bearer}"),
+        )],
+        vec![
+            ("Sec-WebSocket-Protocol", bearer.clone()),
+            ("Sec-WebSocket-Protocol", "zeroclaw.acp.v1".to_string()),
+        ],
+    ];
+    for offer in &offers {
+        let headers: Vec<(&str, &str)> = offer.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let raw = tcp_upgrade(&daemon, "/acp", &headers);
+        assert_eq!(status_of(&raw), 101, "{offer:?}: {raw}");
+        assert_eq!(
+            selected_protocols(&raw),
+            ["zeroclaw.acp.v1"],
+            "{offer:?}: {raw}"
+        );
+        assert!(!raw.contains(token), "the token is echoed: {raw}");
+    }
+    // Only the bearer entry: authenticated, and nothing selected (the token is never echoed).
+    let raw = tcp_upgrade(&daemon, "/acp", &[("Sec-WebSocket-Protocol", &bearer)]);
+    assert_eq!(status_of(&raw), 101, "{raw}");
+    assert!(selected_protocols(&raw).is_empty(), "{raw}");
+    assert!(!raw.contains(token), "the token is echoed: {raw}");
+    // The ACP subprotocol alone on the Unix socket (peer credentials) is selected too.
+    let stream = UnixStream::connect(daemon.unix()).expect("connect");
+    let raw = raw_get(
+        stream,
+        "/acp",
+        &[("Sec-WebSocket-Protocol", "zeroclaw.acp.v1")],
+        true,
+    );
+    assert_eq!(status_of(&raw), 101, "{raw}");
+    assert_eq!(selected_protocols(&raw), ["zeroclaw.acp.v1"], "{raw}");
 }
 
 #[test]

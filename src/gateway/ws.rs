@@ -57,8 +57,16 @@ pub async fn acp(
     // The socket accepts somewhat more than the limit so an oversize frame is answered.
     let socket_limit = limit.saturating_mul(2).max(limit.saturating_add(1 << 20));
     tracing::info!(?peer, %principal, "connection admitted");
+    // Selects `zeroclaw.acp.v1` when offered, in any position; nothing else is ever selected,
+    // so a `bearer.<token>` entry is never echoed. A browser offering only that entry fails the
+    // handshake on its side (no offered protocol selected): say so in the log.
+    let upgrade = upgrade.protocols([SUBPROTOCOL]);
+    if upgrade.selected_protocol().is_none() && upgrade.requested_protocols().next().is_some() {
+        tracing::info!(
+            "subprotocols offered without {SUBPROTOCOL}: none selected (a browser will drop the connection; offer {SUBPROTOCOL} too)"
+        );
+    }
     upgrade
-        .protocols([SUBPROTOCOL])
         .max_message_size(socket_limit)
         .max_frame_size(socket_limit)
         .on_upgrade(move |socket| serve_socket(gateway, socket, principal, agent, slot))
