@@ -1,6 +1,8 @@
 //! `zeroclaw acp`: loads the config (with the command-line overrides), starts the shared ACP
-//! server state and serves one client over stdin/stdout until end of input.
+//! server state and serves one client over stdin/stdout until end of input. Started from a
+//! terminal (stdin a TTY), it first says on stderr what it is and where to register it.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -24,7 +26,13 @@ pub struct AcpArgs {
     pub session_timeout: Option<u64>,
 }
 
+/// The one line for a person who started `zeroclaw acp` at a terminal.
+const TERMINAL_HINT: &str = "zeroclaw acp speaks the Agent Client Protocol (JSON-RPC) on stdin/stdout, for an editor to launch; to register it, see \"Register in Zed\" in the README (Ctrl-D quits)";
+
 pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
+    if std::io::stdin().is_terminal() {
+        eprintln!("{TERMINAL_HINT}");
+    }
     let mut config = Config::load(args.config_dir.as_deref())?;
     if let Some(max) = args.max_sessions {
         config.acp.max_sessions = max;
