@@ -406,7 +406,17 @@ impl HelperPipes {
     }
 }
 
+/// What every backend refuses before planning: a writable root inside a denied path, a missing
+/// workspace or cwd.
 fn validate(profile: &Profile) -> Result<(), SandboxError> {
+    if let Some((root, denied)) = profile.root_inside_denied() {
+        return Err(SandboxError::Profile(format!(
+            "writable root {} lies inside the denied path {}: a denied path holding a root \
+             cannot be hidden",
+            root.display(),
+            denied.display()
+        )));
+    }
     if !profile.workspace.is_dir() {
         return Err(SandboxError::Profile(format!(
             "workspace {} is not a directory",
@@ -648,6 +658,49 @@ impl Drop for Confined {
         if !self.done {
             // Through the pidfd: harmless if the helper has already ended.
             self.kill_tree(true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_backend_refuses_a_workspace_inside_a_denied_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let denied = dir.path().canonicalize().unwrap();
+        let inside = denied.join("project");
+        std::fs::create_dir(&inside).unwrap();
+        let profiles = [
+            Profile::for_workspace(&inside).deny(&denied),
+            Profile::for_workspace(&denied).deny(&denied),
+            Profile::for_workspace("/")
+                .allow_write(&inside)
+                .deny(&denied),
+        ];
+        for backend in [
+            Backend::Namespaces,
+            Backend::Bubblewrap,
+            Backend::Landlock,
+            Backend::Seatbelt,
+            Backend::None,
+        ] {
+            let sandbox = Sandbox::with_backend(backend, false);
+            for profile in &profiles {
+                match sandbox.plan(profile, vec!["true".into()], None) {
+                    Err(SandboxError::Profile(msg)) => assert!(
+                        msg.contains(&*denied.to_string_lossy()) && msg.contains("denied path"),
+                        "{backend:?}: {msg}"
+                    ),
+                    other => panic!("{backend:?} planned a root inside {denied:?}: {other:?}"),
+                }
+            }
+            let holding = Profile::for_workspace(dir.path()).deny(&inside);
+            assert!(
+                sandbox.plan(&holding, vec!["true".into()], None).is_ok(),
+                "{backend:?}: a denied path inside the workspace is masked, not refused"
+            );
         }
     }
 }

@@ -255,6 +255,18 @@ impl Profile {
     pub fn writable_roots(&self) -> impl Iterator<Item = &PathBuf> {
         std::iter::once(&self.workspace).chain(self.read_write.iter())
     }
+
+    /// The first writable root that equals or lies inside one of this profile's denied paths,
+    /// with that denied path. A denied path *inside* a root is masked; one holding a root
+    /// cannot be, so such a profile is a setup error on every backend.
+    pub fn root_inside_denied(&self) -> Option<(&Path, &Path)> {
+        self.writable_roots().find_map(|root| {
+            self.denied
+                .iter()
+                .find(|denied| root.starts_with(denied))
+                .map(|denied| (root.as_path(), denied.as_path()))
+        })
+    }
 }
 
 /// The caller's home directory from `$HOME`, if absolute.
@@ -344,6 +356,28 @@ mod tests {
         assert_eq!(p.network, Network::Allow);
         assert_eq!(p.env.pass, vec!["RUST_LOG".to_string()]);
         assert_eq!(p.cwd, PathBuf::from("/w/sub"));
+    }
+
+    #[test]
+    fn a_root_inside_a_denied_path_is_found_one_holding_it_is_not() {
+        let p = Profile::for_workspace("/srv/secret/project").deny("/srv/secret");
+        assert_eq!(
+            p.root_inside_denied(),
+            Some((Path::new("/srv/secret/project"), Path::new("/srv/secret")))
+        );
+        let p = Profile::for_workspace("/srv/secret").deny("/srv/secret");
+        assert!(p.root_inside_denied().is_some(), "equal paths");
+        let p = Profile::for_workspace("/w")
+            .allow_write("/srv/secret/out")
+            .deny("/srv/secret");
+        assert_eq!(
+            p.root_inside_denied().map(|(root, _)| root),
+            Some(Path::new("/srv/secret/out"))
+        );
+        let p = Profile::for_workspace("/srv").deny("/srv/secret");
+        assert_eq!(p.root_inside_denied(), None, "masked inside the root");
+        let p = Profile::for_workspace("/srv/secretive").deny("/srv/secret");
+        assert_eq!(p.root_inside_denied(), None, "whole components only");
     }
 
     #[test]

@@ -140,11 +140,19 @@ async fn sandbox_self_test(config: &Config) -> anyhow::Result<String> {
         .map_err(|e| anyhow::anyhow!("[sandbox] backend: {e}"))?;
     let sandbox = Sandbox::new(choice, config.sandbox.allow_partial)
         .map_err(|e| anyhow::anyhow!("sandbox self-test: backend `{choice}` unusable: {e}"))?;
-    std::fs::create_dir_all(&config.workspace_dir)?;
-    let profile = Profile::for_workspace(&config.workspace_dir);
+    // A private empty workspace: `workspace_dir` lies inside a denied path by default (the
+    // config directory, `~/.zeroclaw`), which the sandbox refuses as a writable root.
+    let scratch = std::env::temp_dir().join(format!("zeroclaw-self-test-{}", std::process::id()));
+    std::fs::create_dir(&scratch).or_else(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => Ok(()),
+        _ => Err(e),
+    })?;
+    let profile = Profile::for_workspace(&scratch);
     let outcome = sandbox
         .run(&profile, ["true"], std::future::pending())
-        .await
+        .await;
+    let _ = std::fs::remove_dir(&scratch);
+    let outcome = outcome
         .map_err(|e| anyhow::anyhow!("sandbox self-test: running `true` confined failed: {e}"))?;
     if outcome.shell_code() != 0 {
         anyhow::bail!(
