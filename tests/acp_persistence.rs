@@ -249,6 +249,46 @@ fn a_cancelled_turn_is_stored_with_what_was_streamed() {
 }
 
 #[test]
+fn sessions_show_marks_the_cancelled_turn() {
+    let stalled = Reply::Sse(vec![
+        text("Hello world"),
+        text("never").delayed(600_000),
+        finish("stop"),
+    ]);
+    let fx = Durable::new(vec![text_reply("finished normally"), stalled]);
+    let mut client = fx.spawn();
+    let session = client.new_session(fx.work.path());
+    assert_eq!(
+        client.prompt(&session, "one")["result"]["stopReason"],
+        "end_turn"
+    );
+    let from = client.message_count();
+    let id = client.send_request("session/prompt", prompt_params(&session, "two"));
+    client.wait_for_from(from, |m| is_update_for(m, &session));
+    client.notify("session/cancel", json!({"sessionId": session}));
+    assert_eq!(
+        client.wait_response(&id)["result"]["stopReason"],
+        "cancelled"
+    );
+    client.shutdown();
+
+    let show = sessions_cli(fx.config.path(), &["show", &session]);
+    let turn = |n: usize| {
+        let at = show
+            .find(&format!("turn {n}:"))
+            .unwrap_or_else(|| panic!("no turn {n} heading in:\n{show}"));
+        show[at..].lines().next().unwrap().to_owned()
+    };
+    assert_eq!(turn(1), "turn 1: end_turn", "{show}");
+    assert_eq!(turn(2), "turn 2: cancelled", "{show}");
+    let second = show.find("turn 2:").unwrap();
+    assert!(
+        show[second..].contains("two") && show[second..].contains("Hello world"),
+        "the cancelled turn's prompt and partial text are listed under it: {show}"
+    );
+}
+
+#[test]
 fn resume_restores_without_replay_and_active_sessions_cannot_be_loaded_again() {
     let fx = Durable::new(vec![first_turn(), todo_call(), text_reply("second answer")]);
     let mut first = fx.spawn();

@@ -208,8 +208,64 @@ async fn an_empty_file_is_migrated_with_wal_and_foreign_keys() {
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
     assert_eq!(mode.to_lowercase(), "wal");
+}
+
+#[tokio::test]
+async fn stop_reasons_are_kept_per_turn_and_a_version_1_file_gains_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    {
+        // A file as the first schema version left it, with one turn.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY NOT NULL, agent_alias TEXT NOT NULL,
+                workspace_dir TEXT NOT NULL, mcp_servers TEXT NOT NULL, owner TEXT,
+                created_at INTEGER NOT NULL, last_activity INTEGER NOT NULL);
+             CREATE TABLE messages (session_id TEXT NOT NULL REFERENCES sessions(id)
+                ON DELETE CASCADE, turn INTEGER NOT NULL, seq INTEGER NOT NULL,
+                kind TEXT NOT NULL, payload TEXT NOT NULL, created_at INTEGER NOT NULL,
+                PRIMARY KEY (session_id, turn, seq)) WITHOUT ROWID;
+             INSERT INTO sessions VALUES ('old', 'coder', '/w', '[]', NULL, 1, 1);
+             INSERT INTO messages VALUES ('old', 1, 0, 'user', '{\"text\":\"hi\"}', 1);
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    store
+        .append_ended_turn("old", vec![entry("user", 2)], "cancelled")
+        .await
+        .unwrap();
+    store
+        .append_ended_turn(
+            "old",
+            vec![entry("user", 3), entry("assistant", 3)],
+            "end_turn",
+        )
+        .await
+        .unwrap();
+    let turns = store.turns("old").await.unwrap();
+    let summary: Vec<(i64, Option<&str>, usize)> = turns
+        .iter()
+        .map(|t| (t.number, t.stop_reason.as_deref(), t.entries.len()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (1, None, 1),
+            (2, Some("cancelled"), 1),
+            (3, Some("end_turn"), 2)
+        ]
+    );
+    assert_eq!(store.history("old").await.unwrap().len(), 4);
+    assert!(store.delete_session("old").await.unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let left: i64 = conn
+        .query_row("SELECT COUNT(*) FROM turns", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 0, "stop reasons go with their session");
 }
 
 #[test]

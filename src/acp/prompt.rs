@@ -80,7 +80,11 @@ async fn persist(conn: &Connection, session: &Session, outcome: &TurnOutcome) {
         return;
     };
     let stored = outcome.entries.iter().map(|e| e.to_stored()).collect();
-    if let Err(error) = store.append_turn(&session.id, stored).await {
+    let stop_reason = outcome.stop_reason.as_str();
+    if let Err(error) = store
+        .append_ended_turn(&session.id, stored, stop_reason)
+        .await
+    {
         tracing::error!(session = %session.id, %error, "storing the turn failed");
     }
 }

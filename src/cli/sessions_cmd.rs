@@ -1,5 +1,6 @@
 //! `zeroclaw sessions list | show ID | delete ID`: the persisted ACP sessions, read from the
-//! same SQLite store `zeroclaw acp` writes.
+//! same SQLite store `zeroclaw acp` writes. `show` prints the history turn by turn with how
+//! each turn ended.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +10,7 @@ use serde_json::Value;
 
 use super::time::format_time;
 use crate::config::Config;
-use crate::store::{SessionSummary, Store, StoredEntry};
+use crate::store::{SessionSummary, Store, StoredEntry, StoredTurn};
 
 /// `zeroclaw sessions ...`.
 #[derive(Debug, Clone, clap::Args)]
@@ -127,7 +128,8 @@ async fn show(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::FAILURE);
     };
-    let history = store.history(id).await.context("reading the history")?;
+    let turns = store.turns(id).await.context("reading the history")?;
+    let entries: usize = turns.iter().map(|t| t.entries.len()).sum();
     println!("id:            {}", rec.id);
     println!("agent:         {}", rec.agent_alias);
     println!("workspace:     {}", rec.workspace_dir.display());
@@ -135,9 +137,14 @@ async fn show(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
     println!("created:       {}", format_time(rec.created_at));
     println!("last activity: {}", format_time(rec.last_activity));
     println!("mcp servers:   {}", mcp_names(&rec.mcp_servers));
-    println!("history:       {} entries", history.len());
-    for (i, entry) in history.iter().enumerate() {
-        println!("  {:>4}  {:<12} {}", i + 1, entry.kind, summary(entry));
+    println!("history:       {entries} entries in {} turns", turns.len());
+    let mut n = 0;
+    for turn in &turns {
+        println!("  {}", turn_heading(turn));
+        for entry in &turn.entries {
+            n += 1;
+            println!("  {n:>4}  {:<12} {}", entry.kind, summary(entry));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -152,6 +159,14 @@ async fn delete(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
             store.path().display()
         );
         Ok(ExitCode::FAILURE)
+    }
+}
+
+/// `turn 2: cancelled`; a turn stored before stop reasons were has none.
+fn turn_heading(turn: &StoredTurn) -> String {
+    match turn.stop_reason.as_deref() {
+        Some(reason) => format!("turn {}: {reason}", turn.number),
+        None => format!("turn {}", turn.number),
     }
 }
 

@@ -3,7 +3,8 @@
 //! [`Store`] is a cheap handle to one connection owned by a dedicated thread ([`worker`]);
 //! every method sends a closure there and awaits its answer, so the executor never blocks on
 //! disk. [`schema`] opens the file (WAL, busy timeout, foreign keys) and migrates it through
-//! `PRAGMA user_version`; [`queries`] holds the SQL. History entries are opaque: the store keeps
+//! `PRAGMA user_version`; [`queries`] holds the SQL. Each turn's stop reason is kept beside its
+//! entries. History entries are opaque: the store keeps
 //! their `kind` and JSON `payload` in order and never looks inside.
 
 mod queries;
@@ -41,6 +42,15 @@ pub struct SessionSummary {
 pub struct StoredEntry {
     pub kind: String,
     pub payload: serde_json::Value,
+}
+
+/// One stored turn: its number (from 1), how it ended (the ACP `stopReason`; `None` for turns
+/// stored before stop reasons were) and its entries in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTurn {
+    pub number: i64,
+    pub stop_reason: Option<String>,
+    pub entries: Vec<StoredEntry>,
 }
 
 /// Everything that can go wrong in the store.
@@ -128,8 +138,29 @@ impl Store {
     pub async fn append_turn(&self, id: &str, entries: Vec<StoredEntry>) -> Result<(), StoreError> {
         let id = id.to_owned();
         self.worker
-            .run(move |c| queries::append_turn(c, &id, &entries))
+            .run(move |c| queries::append_turn(c, &id, &entries, None))
             .await
+    }
+
+    /// [`Store::append_turn`], recording in the same transaction how the turn ended (its ACP
+    /// `stopReason`, e.g. `cancelled`).
+    pub async fn append_ended_turn(
+        &self,
+        id: &str,
+        entries: Vec<StoredEntry>,
+        stop_reason: &str,
+    ) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        let reason = stop_reason.to_owned();
+        self.worker
+            .run(move |c| queries::append_turn(c, &id, &entries, Some(&reason)))
+            .await
+    }
+
+    /// The session's history grouped by turn, with each turn's stop reason.
+    pub async fn turns(&self, id: &str) -> Result<Vec<StoredTurn>, StoreError> {
+        let id = id.to_owned();
+        self.worker.run(move |c| queries::turns(c, &id)).await
     }
 
     /// Sets `last_activity` to now; a missing session is [`StoreError::SessionNotFound`].

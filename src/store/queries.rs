@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{SessionRecord, SessionSummary, StoreError, StoredEntry, now_ms};
+use super::{SessionRecord, SessionSummary, StoreError, StoredEntry, StoredTurn, now_ms};
 
 const SESSION_COLUMNS: &str =
     "id, agent_alias, workspace_dir, mcp_servers, owner, created_at, last_activity";
@@ -53,10 +53,47 @@ pub fn history(conn: &mut Connection, id: &str) -> Result<Vec<StoredEntry>, Stor
     Ok(entries)
 }
 
+/// Every stored entry of the session grouped by turn, each turn with its stop reason (none for
+/// turns stored before stop reasons were).
+pub fn turns(conn: &mut Connection, id: &str) -> Result<Vec<StoredTurn>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.turn, t.stop_reason, m.kind, m.payload FROM messages m
+         LEFT JOIN turns t ON t.session_id = m.session_id AND t.turn = m.turn
+         WHERE m.session_id = ?1 ORDER BY m.turn, m.seq",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, Option<String>>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+        ))
+    })?;
+    let mut turns: Vec<StoredTurn> = Vec::new();
+    for row in rows {
+        let (number, stop_reason, kind, payload) = row?;
+        let entry = StoredEntry {
+            kind,
+            payload: serde_json::from_str(&payload)?,
+        };
+        match turns.last_mut() {
+            Some(turn) if turn.number == number => turn.entries.push(entry),
+            _ => turns.push(StoredTurn {
+                number,
+                stop_reason,
+                entries: vec![entry],
+            }),
+        }
+    }
+    Ok(turns)
+}
+
+/// One transaction: the turn's entries, and its stop reason when known.
 pub fn append_turn(
     conn: &mut Connection,
     id: &str,
     entries: &[StoredEntry],
+    stop_reason: Option<&str>,
 ) -> Result<(), StoreError> {
     let now = now_ms();
     let tx = conn.transaction()?;
@@ -81,6 +118,12 @@ pub fn append_turn(
             let payload = serde_json::to_string(&entry.payload)?;
             insert.execute(params![id, turn, seq as i64, entry.kind, payload, now])?;
         }
+    }
+    if let Some(reason) = stop_reason {
+        tx.execute(
+            "INSERT INTO turns (session_id, turn, stop_reason) VALUES (?1, ?2, ?3)",
+            params![id, turn, reason],
+        )?;
     }
     tx.commit()?;
     Ok(())

@@ -28,6 +28,13 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL,
         PRIMARY KEY (session_id, turn, seq)
     ) WITHOUT ROWID;",
+    // 1 -> 2: how each turn ended (its ACP stopReason); turns stored before have no row.
+    "CREATE TABLE turns (
+        session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        turn        INTEGER NOT NULL,
+        stop_reason TEXT NOT NULL,
+        PRIMARY KEY (session_id, turn)
+    ) WITHOUT ROWID;",
 ];
 
 /// Opens (creating parent directories) and migrates the database at `path`.
