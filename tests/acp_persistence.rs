@@ -12,6 +12,8 @@ use support::model_server::{
     ModelServer, Reply, finish, reasoning, text, text_reply, tool_call_args, tool_call_start,
 };
 use support::read_only_dir::ReadOnlyDir;
+use support::ws_conn::{Endpoint, TokenAt, Upgrade};
+use support::ws_daemon::Daemon;
 use tempfile::TempDir;
 
 /// One item of a turn as a user sees it, independent of how text was split into chunks.
@@ -499,6 +501,64 @@ fn sessions_made_over_acp_are_kept_with_their_mcp_servers_and_deletable() {
     let fresh = fx.spawn();
     let error = fresh.call_err("session/load", json!({"sessionId": session}));
     assert_eq!(error["code"], -32000, "a deleted session is gone: {error}");
+}
+
+#[test]
+fn a_stdio_session_is_the_local_uids_through_the_daemon_socket_and_no_tokens() {
+    let fx = Durable::new(vec![
+        text_reply("over stdio"),
+        text_reply("over the socket"),
+    ]);
+    let mut first = fx.spawn();
+    let session = first.new_session(fx.work.path());
+    first.prompt(&session, "hi");
+    let legacy = first.new_session(fx.work.path());
+    first.shutdown();
+    // A session stored before owners were recorded for stdio has none.
+    let db = fx.config.path().join("workspace/sessions/acp-sessions.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE sessions SET owner = NULL WHERE id = ?1", [&legacy])
+        .unwrap();
+    drop(conn);
+
+    let owner = format!("uid:{}", nix::unistd::geteuid().as_raw());
+    let list = sessions_cli(fx.config.path(), &["list"]);
+    let line = |id: &str| {
+        let line = list.lines().find(|l| l.starts_with(id));
+        line.unwrap_or_else(|| panic!("{id} not listed: {list}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert!(list.lines().next().unwrap().contains("OWNER"), "{list}");
+    assert_eq!(line(&session)[3], owner, "{list}");
+    assert_eq!(line(&legacy)[3], "-", "{list}");
+
+    let daemon = Daemon::builder()
+        .config_dir(fx.config.path())
+        .model(fx.model.base_url())
+        .spawn();
+    let load = |id: &str| json!({"sessionId": id, "cwd": fx.work.path(), "mcpServers": []});
+    let tcp = Upgrade::new(Endpoint::Tcp(daemon.tcp())).token(TokenAt::Header, daemon.token());
+    let by_token = AcpClient::connect(&tcp, daemon.config_dir()).unwrap();
+    by_token.initialize();
+    for id in [&session, &legacy] {
+        for method in ["session/load", "session/resume"] {
+            let error = by_token.call_err(method, load(id));
+            assert_eq!(error["code"], -32000, "a token does not own {id}: {error}");
+        }
+    }
+    let unix = Upgrade::new(Endpoint::Unix(daemon.unix().to_path_buf()));
+    let by_uid = AcpClient::connect(&unix, daemon.config_dir()).unwrap();
+    by_uid.initialize();
+    assert_eq!(by_uid.call("session/load", load(&session)), json!({}));
+    assert!(
+        normalize(&by_uid.updates_for(&session)).contains(&user("hi")),
+        "the stdio history is replayed over the socket"
+    );
+    let out = by_uid.prompt(&session, "again");
+    assert_eq!(out["result"]["content"], "over the socket", "{out}");
+    assert_eq!(by_uid.call("session/resume", load(&legacy)), json!({}));
 }
 
 // The same tests over WebSocket to `zeroclaw daemon`, TCP and Unix socket (not the in-memory fallbacks when the store cannot open).

@@ -33,12 +33,13 @@ fn entry(kind: &str, payload: serde_json::Value) -> StoredEntry {
     }
 }
 
-/// Two sessions: `sess-old` with one turn, `sess-new` (more recent) with two.
+/// Two sessions: `sess-old` (no owner) with one turn, `sess-new` (more recent, owned by the
+/// token `ci`) with two.
 async fn seed(config_dir: &Path) {
     let store = Store::open(&store_path(config_dir)).unwrap();
-    for (id, alias, at) in [
-        ("sess-old", "coder", 1_700_000_000_000),
-        ("sess-new", "writer", 1_700_000_100_000),
+    for (id, alias, at, owner) in [
+        ("sess-old", "coder", 1_700_000_000_000, None),
+        ("sess-new", "writer", 1_700_000_100_000, Some("token:ci")),
     ] {
         store
             .create_session(SessionRecord {
@@ -46,7 +47,7 @@ async fn seed(config_dir: &Path) {
                 agent_alias: alias.into(),
                 workspace_dir: PathBuf::from(format!("/projects/{id}")),
                 mcp_servers: json!([{"name": "fs-server", "command": "x", "args": [], "env": []}]),
-                owner: None,
+                owner: owner.map(str::to_owned),
                 created_at: at,
                 last_activity: at,
             })
@@ -69,7 +70,7 @@ async fn seed(config_dir: &Path) {
 }
 
 #[tokio::test]
-async fn list_shows_every_session_with_agent_workspace_times_and_turns() {
+async fn list_shows_every_session_with_agent_workspace_owner_times_and_turns() {
     let dir = tempfile::tempdir().unwrap();
     seed(dir.path()).await;
     let out = zeroclaw(dir.path(), &["sessions", "list"]);
@@ -90,8 +91,11 @@ async fn list_shows_every_session_with_agent_workspace_times_and_turns() {
     assert_eq!(first[0], "sess-new", "most recently active first: {stdout}");
     assert_eq!(first[1], "writer");
     assert_eq!(first[2], "/projects/sess-new");
+    assert!(lines[0].contains("OWNER"), "{stdout}");
+    assert_eq!(first[3], "token:ci", "the owner column: {stdout}");
     assert_eq!(first.last().unwrap(), "2");
     assert_eq!(second[0], "sess-old");
+    assert_eq!(second[3], "-", "no recorded owner: {stdout}");
     assert_eq!(second.last().unwrap(), "1");
     assert!(
         lines[2].contains("2023-11-14 22:13:20 UTC"),
@@ -114,6 +118,7 @@ async fn show_prints_metadata_and_a_history_summary() {
         "6 entries in 2 turns",
         "turn 1\n",
         "turn 2\n",
+        "token:ci",
         "question 1",
         "todo_write",
         "answer 2",

@@ -14,8 +14,10 @@ use crate::rpc::{Handler, Peer, RpcError};
 
 pub struct Connection {
     pub server: Arc<Server>,
-    /// The authenticated principal (`uid:<n>`, `token:<name>`); `None` for stdio.
-    pub owner: Option<String>,
+    /// The principal: the daemon's authenticated one (`uid:<n>`, `token:<name>`, `local`), or
+    /// for stdio `uid:<euid>` of this process, so the daemon's Unix-socket principal of the
+    /// same user owns the same sessions.
+    pub owner: String,
     /// A connection-scoped default agent (the gateway's `?agent=`); `None` for stdio.
     pub default_agent: Option<String>,
     initialized: AtomicBool,
@@ -24,10 +26,11 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// `owner` is the daemon's principal; `None` for stdio (the uid running this process).
     pub fn new(server: Arc<Server>, owner: Option<String>, default_agent: Option<String>) -> Self {
         Self {
             server,
-            owner,
+            owner: owner.unwrap_or_else(local_principal),
             default_agent,
             initialized: AtomicBool::new(false),
             held: Mutex::default(),
@@ -45,10 +48,15 @@ impl Connection {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether a session owned by `owner` belongs to this connection's principal. stdio (no
-    /// principal: the local user) sees every session; a daemon principal only its own.
+    /// Whether a session owned by `owner` belongs to this connection's principal. A session
+    /// stored without an owner (made over stdio before owners were recorded for it) belongs to
+    /// the uid running this process: stdio and the daemon's own-uid Unix-socket peers, never a
+    /// token.
     pub fn owns(&self, owner: Option<&str>) -> bool {
-        self.owner.is_none() || self.owner.as_deref() == owner
+        match owner {
+            Some(owner) => owner == self.owner,
+            None => self.owner == local_principal(),
+        }
     }
 
     /// The active session `id` if it belongs to this connection's principal; -32000 otherwise,
@@ -78,6 +86,12 @@ impl Connection {
             _ => Err(RpcError::method_not_found(method)),
         }
     }
+}
+
+/// `uid:<euid>`: the principal of stdio connections, the same string the daemon gives a Unix
+/// socket peer of that uid.
+pub fn local_principal() -> String {
+    format!("uid:{}", nix::unistd::geteuid().as_raw())
 }
 
 impl Drop for Connection {

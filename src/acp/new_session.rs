@@ -30,7 +30,7 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
         agent,
         cwd.clone(),
         mcp_servers.clone(),
-        conn.owner.clone(),
+        Some(conn.owner.clone()),
         Vec::new(),
     );
     let session = Arc::new(session);
@@ -43,7 +43,7 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
             agent_alias: alias,
             workspace_dir: cwd.clone(),
             mcp_servers,
-            owner: conn.owner.clone(),
+            owner: Some(conn.owner.clone()),
             created_at: now,
             last_activity: now,
         };

@@ -92,7 +92,7 @@ async fn restore(conn: &Connection, store: &Store, id: &str) -> Result<Arc<Sessi
     )))
 }
 
-/// A connection without a principal (stdio) may restore any session; others only their own.
+/// Whether the session belongs to this connection's principal.
 fn owned_by(conn: &Connection, owner: Option<&str>) -> bool {
     conn.owns(owner)
 }

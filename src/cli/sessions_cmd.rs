@@ -1,6 +1,6 @@
 //! `zeroclaw sessions list | show ID | delete ID`: the persisted ACP sessions, read from the
-//! same SQLite store `zeroclaw acp` writes. `show` prints the history turn by turn with how
-//! each turn ended.
+//! same SQLite store `zeroclaw acp` writes. `list` shows each session's owner (the principal
+//! that may load it); `show` prints the history turn by turn with how each turn ended.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -78,28 +78,38 @@ async fn list(store: &Store) -> anyhow::Result<ExitCode> {
         "ID",
         "AGENT",
         "WORKSPACE",
+        "OWNER",
         "CREATED",
         "LAST ACTIVITY",
         "TURNS",
     ];
-    let rows: Vec<[String; 6]> = sessions.iter().map(row).collect();
+    let rows: Vec<[String; COLUMNS]> = sessions.iter().map(row).collect();
     print_table(&header, &rows);
     Ok(ExitCode::SUCCESS)
 }
 
-fn row(s: &SessionSummary) -> [String; 6] {
+const COLUMNS: usize = 7;
+
+fn row(s: &SessionSummary) -> [String; COLUMNS] {
     let r = &s.record;
     [
         r.id.clone(),
         r.agent_alias.clone(),
         r.workspace_dir.display().to_string(),
+        owner(r.owner.as_deref()),
         format_time(r.created_at),
         format_time(r.last_activity),
         s.turns.to_string(),
     ]
 }
 
-fn print_table(header: &[&str; 6], rows: &[[String; 6]]) {
+/// The owner principal; `-` for a session stored without one (made over stdio before owners
+/// were recorded: it belongs to the local user).
+fn owner(owner: Option<&str>) -> String {
+    owner.unwrap_or("-").to_owned()
+}
+
+fn print_table(header: &[&str; COLUMNS], rows: &[[String; COLUMNS]]) {
     let mut widths = header.map(str::len);
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -133,7 +143,7 @@ async fn show(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
     println!("id:            {}", rec.id);
     println!("agent:         {}", rec.agent_alias);
     println!("workspace:     {}", rec.workspace_dir.display());
-    println!("owner:         {}", rec.owner.as_deref().unwrap_or("-"));
+    println!("owner:         {}", owner(rec.owner.as_deref()));
     println!("created:       {}", format_time(rec.created_at));
     println!("last activity: {}", format_time(rec.last_activity));
     println!("mcp servers:   {}", mcp_names(&rec.mcp_servers));
