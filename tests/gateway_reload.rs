@@ -21,7 +21,8 @@ fn sighup_reloads_agents_for_open_connections_and_keeps_the_old_config_when_the_
         .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
     client.initialize();
     let config_toml = daemon.config_dir().join("config.toml");
-    let params = json!({"cwd": daemon.config_dir(), "mcpServers": [], "agentAlias": "late"});
+    let work = tempfile::tempdir().unwrap();
+    let params = json!({"cwd": work.path(), "mcpServers": [], "agentAlias": "late"});
 
     let unknown = client.call_err("session/new", params.clone());
     assert_eq!(unknown["code"], -32602, "before the reload: {unknown}");

@@ -1,5 +1,6 @@
-//! `session/new`: resolves the agent alias and the working directory, registers the session
-//! (in memory, and in the store when there is one), answers `{sessionId, workspaceDir}`.
+//! `session/new`: resolves the agent alias and the working directory (refused with -32602 when
+//! the policy denies it: [`crate::policy::cwd`]), registers the session (in memory, and in the
+//! store when there is one), answers `{sessionId, workspaceDir}`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,6 +9,8 @@ use serde_json::{Value, json};
 
 use super::session::Session;
 use super::{Connection, agents, params};
+use crate::config::Config;
+use crate::policy::Policy;
 use crate::rpc::RpcError;
 use crate::store::{SessionRecord, now_ms};
 
@@ -21,6 +24,7 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
         Some(dir) => canonical_dir(Path::new(dir))?,
         None => server.launch_dir.clone(),
     };
+    check_cwd(&config, &alias, &cwd)?;
     let mcp_servers = mcp_servers(params)?;
     server.sessions.check_room()?;
     let id = new_session_id()?;
@@ -70,6 +74,13 @@ fn canonical_dir(dir: &Path) -> Result<PathBuf, RpcError> {
         )));
     }
     Ok(canonical)
+}
+
+/// -32602 when the session policy of agent `alias` refuses `cwd` as a working directory.
+pub fn check_cwd(config: &Config, alias: &str, cwd: &Path) -> Result<(), RpcError> {
+    Policy::for_agent(config, alias)
+        .check_cwd(cwd)
+        .map_err(RpcError::invalid_params)
 }
 
 /// `mcpServers`: accepted and kept with the session (an array; absent means none).

@@ -1,8 +1,12 @@
 //! `session/load` (replays the stored history as `session/update`s, then answers `{}`) and
 //! `session/resume` (no replay). Both need the store (-32000 without it), refuse a session
 //! that an open connection holds (-32602), take over one left active by a closed connection of
-//! the same principal, and re-resolve the agent if the stored one is gone.
+//! the same principal, and re-resolve the agent if the stored one is gone. A session keeps its
+//! directory: a `cwd` naming another directory than the stored one is -32602 (a session is
+//! never moved), and so is a stored directory the policy denies now (config changed, or a
+//! record written before the check existed).
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -10,7 +14,7 @@ use serde_json::{Value, json};
 use super::session::Session;
 use super::sessions::not_found;
 use super::updates::PeerSink;
-use super::{Connection, agents, params};
+use super::{Connection, agents, new_session, params};
 use crate::agent::{Entry, history};
 use crate::rpc::error::SESSION_NOT_FOUND;
 use crate::rpc::{Peer, RpcError};
@@ -30,6 +34,7 @@ pub async fn handle(
     mode: Mode,
 ) -> Result<Value, RpcError> {
     let id = params::session_id(params)?;
+    let requested = params::opt_str(params, &["cwd", "workspaceDir", "workspace_dir"])?;
     let Some(store) = &conn.server.store else {
         return Err(RpcError::new(
             SESSION_NOT_FOUND,
@@ -37,9 +42,9 @@ pub async fn handle(
         ));
     };
     let session = if conn.server.sessions.contains(id) {
-        take_over(conn, id)?
+        take_over(conn, id, requested)?
     } else {
-        let session = restore(conn, store, id).await?;
+        let session = restore(conn, store, id, requested).await?;
         conn.server.sessions.insert(session.clone())?;
         session
     };
@@ -52,8 +57,13 @@ pub async fn handle(
 
 /// An active session: another principal's is not found; one detached from a closed connection
 /// of this principal is attached here; one held by an open connection is -32602.
-fn take_over(conn: &Connection, id: &str) -> Result<Arc<Session>, RpcError> {
+fn take_over(
+    conn: &Connection,
+    id: &str,
+    requested: Option<&str>,
+) -> Result<Arc<Session>, RpcError> {
     let session = conn.session(id)?;
+    check_cwd(conn, id, &session.agent_alias, &session.cwd, requested)?;
     if !conn.server.sessions.attach(id) {
         return Err(RpcError::invalid_params(format!(
             "session {id} is already active"
@@ -63,7 +73,12 @@ fn take_over(conn: &Connection, id: &str) -> Result<Arc<Session>, RpcError> {
     Ok(session)
 }
 
-async fn restore(conn: &Connection, store: &Store, id: &str) -> Result<Arc<Session>, RpcError> {
+async fn restore(
+    conn: &Connection,
+    store: &Store,
+    id: &str,
+    requested: Option<&str>,
+) -> Result<Arc<Session>, RpcError> {
     let internal = |e: crate::store::StoreError| RpcError::internal(format!("session store: {e}"));
     let record = store.get_session(id).await.map_err(internal)?;
     let Some(record) = record.filter(|r| owned_by(conn, r.owner.as_deref())) else {
@@ -73,6 +88,7 @@ async fn restore(conn: &Connection, store: &Store, id: &str) -> Result<Arc<Sessi
     let config = conn.server.config();
     let alias = agents::resolve_for_restore(&config, &record.agent_alias)?;
     let agent = agents::dispatchable(&config, &alias)?.clone();
+    check_cwd(conn, id, &alias, &record.workspace_dir, requested)?;
     let entries: Vec<Entry> = store
         .history(id)
         .await
@@ -90,6 +106,34 @@ async fn restore(conn: &Connection, store: &Store, id: &str) -> Result<Arc<Sessi
         record.owner,
         entries,
     )))
+}
+
+/// The stored directory must be the requested one (when a `cwd` is given; the same directory
+/// however spelled) and still allowed by the policy of the session's agent.
+fn check_cwd(
+    conn: &Connection,
+    id: &str,
+    alias: &str,
+    stored: &Path,
+    requested: Option<&str>,
+) -> Result<(), RpcError> {
+    if let Some(raw) = requested {
+        let same = Path::new(raw)
+            .canonicalize()
+            .is_ok_and(|dir| dir == canonical(stored));
+        if !same {
+            return Err(RpcError::invalid_params(format!(
+                "session {id} belongs to {}, not {raw}: load it with that cwd or omit cwd \
+                 (a session is never moved to another directory)",
+                stored.display()
+            )));
+        }
+    }
+    new_session::check_cwd(&conn.server.config(), alias, &canonical(stored))
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Whether the session belongs to this connection's principal.

@@ -52,6 +52,9 @@ pub struct AutonomyConfig {
     /// Tool names (or `*`) that never ask in `supervised`.
     pub auto_approve: Vec<String>,
     pub network: NetworkPolicy,
+    /// `true` lets a session use `/` as its cwd (its denied paths are then masked inside it);
+    /// refused otherwise, since such a session's workspace is the whole host.
+    pub allow_root_cwd: bool,
     /// TESTING KNOB: `false` turns the policy's own path and command checks off, so tests can
     /// show the kernel layer alone denies an attack. Never weakens the sandbox.
     pub policy_checks: bool,
@@ -67,6 +70,7 @@ impl Default for AutonomyConfig {
             always_ask: Vec::new(),
             auto_approve: Vec::new(),
             network: NetworkPolicy::Deny,
+            allow_root_cwd: false,
             policy_checks: true,
         }
     }
@@ -91,6 +95,8 @@ pub struct AutonomyOverride {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkPolicy>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_root_cwd: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub policy_checks: Option<bool>,
 }
 
@@ -113,6 +119,7 @@ impl AutonomyConfig {
             always_ask: pick(&o.always_ask, &self.always_ask),
             auto_approve: pick(&o.auto_approve, &self.auto_approve),
             network: o.network.unwrap_or(self.network),
+            allow_root_cwd: o.allow_root_cwd.unwrap_or(self.allow_root_cwd),
             policy_checks: o.policy_checks.unwrap_or(self.policy_checks),
         }
     }

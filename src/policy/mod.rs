@@ -2,13 +2,15 @@
 //! it resolves and checks the paths a tool names ([`paths`]), classifies shell commands
 //! ([`risk`]), decides whether a call runs, asks, or is refused ([`approval`]), and turns
 //! itself into the sandbox profile every tool execution is confined by ([`profile`]; what a
-//! `full` shell reaches outside the cwd: [`reach`]).
+//! `full` shell reaches outside the cwd: [`reach`]), and says which directories a session may
+//! work in at all ([`cwd`]).
 //!
 //! The policy is the first gate and gives clear reasons; the kernel (the sandbox crate) is
 //! the guarantee. No argument from the model can approve anything: decisions depend only on
 //! the config, the tool, the classified risk and the user's answers.
 
 pub mod approval;
+pub mod cwd;
 pub mod paths;
 pub mod profile;
 pub mod reach;
@@ -55,6 +57,8 @@ pub struct Policy {
     pub limits: LimitsConfig,
     pub backend: String,
     pub allow_partial: bool,
+    /// `/` may be a session cwd (`[autonomy] allow_root_cwd`).
+    pub allow_root_cwd: bool,
 }
 
 impl Policy {
@@ -64,6 +68,7 @@ impl Policy {
         let autonomy = config.autonomy.with_override(agent);
         let mut forbidden = forbidden_paths(&autonomy);
         forbidden.push(config.config_dir.clone());
+        forbidden.push(config.workspace_dir.clone());
         forbidden.push(config.store_path());
         if let Some(sessions) = config.store_path().parent() {
             forbidden.push(sessions.to_path_buf());
@@ -85,6 +90,7 @@ impl Policy {
             limits: config.sandbox.limits.clone(),
             backend: config.sandbox.backend.clone(),
             allow_partial: config.sandbox.allow_partial,
+            allow_root_cwd: autonomy.allow_root_cwd,
         }
     }
 
@@ -116,6 +122,7 @@ impl Default for Policy {
             limits: LimitsConfig::default(),
             backend: "auto".to_owned(),
             allow_partial: false,
+            allow_root_cwd: autonomy.allow_root_cwd,
         }
     }
 }

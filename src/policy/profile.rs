@@ -33,11 +33,9 @@ impl Policy {
             }
         }
         for path in &self.forbidden {
-            // A forbidden dir holding the workspace itself (a cwd under the config dir)
-            // cannot be hidden whole; the policy still refuses paths in it.
-            if !cwd.starts_with(path) {
-                profile = profile.deny(path);
-            }
+            // A forbidden dir holding the cwd is denied too: the sandbox then refuses the
+            // profile (a session cannot get such a cwd: see [`super::cwd`]).
+            profile = profile.deny(path);
         }
         profile
     }
