@@ -74,15 +74,17 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
             }
         }
     }
-    push(&[
-        &"--dev",
-        &"/dev",
-        &"--proc",
-        &"/proc",
-        &"--ro-bind",
-        &helper,
-        &HELPER_INSIDE,
-    ]);
+    push(&[&"--dev", &"/dev", &"--proc", &"/proc"]);
+    // Root-only files of the new /proc (the plan lists only entries this /proc has: another
+    // network namespace's are left out).
+    for path in &plan.proc_masks {
+        if path.is_dir() {
+            push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path]);
+        } else {
+            push(&[&"--ro-bind", &"/dev/null", path]);
+        }
+    }
+    push(&[&"--ro-bind", &helper, &HELPER_INSIDE]);
     push(&[
         &"--chdir",
         &plan.cwd,

@@ -93,6 +93,10 @@ pub struct LandlockPlan {
     /// Open rule paths refusing any symlink on the way (host paths, Landlock-only backend:
     /// a link planted after planning must not move a rule onto its target).
     pub no_symlinks: bool,
+    /// Root-only `/proc` files left out of the `/proc` rules (Landlock-only backend started
+    /// by root; see [`proc_private`]).
+    #[serde(default)]
+    pub proc_hidden: Vec<PathBuf>,
 }
 
 /// Switches for the seccomp filter.
@@ -128,6 +132,10 @@ pub struct Plan {
     /// them idmapped (uid and gid 0 read as `nobody`), or masks their root-only files where
     /// the kernel cannot; with this, the launcher needs no scan of `/etc`.
     pub unowned: Vec<PathBuf>,
+    /// Root-only files of `/proc` masked once the new `/proc` is mounted (namespace backends
+    /// started by root, whose child is uid 0; see [`proc_private`]).
+    #[serde(default)]
+    pub proc_masks: Vec<PathBuf>,
     /// Placeholders to create (and, for denied paths, lock) before mounting.
     pub placeholders: Vec<Placeholder>,
     /// Protected paths (for backends that express them directly, like Seatbelt).
@@ -187,6 +195,12 @@ pub fn build(
     } else {
         Vec::new()
     };
+    let root_only_proc = if nix::unistd::geteuid().is_root() && backend != Backend::None {
+        // A new network namespace has its own `/proc/sys/net`, not the host's.
+        proc_private(profile.network != Network::Deny)
+    } else {
+        Vec::new()
+    };
     let (home, tmp) = match (&scratch, namespaced) {
         (Some(s), false) => (s.join("home"), s.join("tmp")),
         _ => (sandbox_home(), PathBuf::from("/tmp")),
@@ -203,6 +217,11 @@ pub fn build(
             Vec::new()
         },
         unowned,
+        proc_masks: if namespaced {
+            root_only_proc.clone()
+        } else {
+            Vec::new()
+        },
         placeholders: if namespaced {
             placeholders_with(profile, &git_targets)
         } else {
@@ -214,7 +233,14 @@ pub fn build(
         landlock: if backend == Backend::None {
             LandlockPlan::default() // unconfined: no ruleset, no /etc scan
         } else {
-            landlock(profile, namespaced, &home, &tmp)
+            LandlockPlan {
+                proc_hidden: if namespaced {
+                    Vec::new()
+                } else {
+                    root_only_proc
+                },
+                ..landlock(profile, namespaced, &home, &tmp)
+            }
         },
         seccomp: SeccompPlan {
             deny_inet: profile.network == Network::Deny,
@@ -520,6 +546,65 @@ fn walk_private(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
     }
 }
 
+/// Files of `/proc` that only root may read (`kpageflags`, `slabinfo`, `timer_list`,
+/// `vmallocinfo`, `kmsg`, ... at the top; `kernel/cad_pid`, `vm/mmap_rnd_bits`, ... in
+/// `/proc/sys`, and with `net` the host network's, `net/ipv4/tcp_fastopen_key`, ...): a child
+/// running as uid 0 would read them. Top-level entries that are not process directories and
+/// the `/proc/sys` tree, by mode: readable by their owner, not by others (write-only triggers
+/// such as `drop_caches` are left alone, `/proc/sys` is read-only). Scanned once per process
+/// (the set is the kernel's): about 380 entries, and 1100 more for `net`.
+pub fn proc_private(net: bool) -> Vec<PathBuf> {
+    static BASE: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    static NET: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    let mut out = BASE
+        .get_or_init(|| {
+            let mut out = Vec::new();
+            walk_proc(Path::new("/proc"), &mut out, 0);
+            out
+        })
+        .clone();
+    if net {
+        out.extend_from_slice(NET.get_or_init(|| {
+            let mut out = Vec::new();
+            walk_proc(Path::new("/proc/sys/net"), &mut out, 2);
+            out
+        }));
+    }
+    out
+}
+
+fn walk_proc(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.as_encoded_bytes();
+        if depth == 0 && name.iter().all(u8::is_ascii_digit) {
+            continue; // a process directory
+        }
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_symlink() {
+            continue;
+        }
+        let Ok(meta) = e.metadata() else { continue };
+        let mode = meta.permissions().mode();
+        if kind.is_dir() {
+            if mode & 0o005 != 0o005 && mode & 0o500 != 0 {
+                out.push(e.path());
+            } else if (depth == 0 && name == b"sys")
+                || (depth == 1 && name != b"net")
+                || (depth > 1 && depth < 8)
+            {
+                walk_proc(&e.path(), out, depth + 1);
+            }
+        } else if mode & 0o004 == 0 && mode & 0o444 != 0 {
+            out.push(e.path());
+        }
+    }
+}
+
 /// Paths that must not appear during a run (they would redirect git's hooks and config to
 /// files the child controls); the helper removes them once the tree is gone.
 pub fn scrub_list(profile: &Profile) -> Vec<PathBuf> {
@@ -650,6 +735,7 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
         devices,
         deny_network: profile.network == Network::Deny,
         no_symlinks: !namespaced,
+        proc_hidden: Vec::new(),
     }
 }
 
@@ -1010,6 +1096,41 @@ mod tests {
                 path: "/etc/shadow".into()
             }));
         }
+    }
+
+    /// The root-only files of `/proc` are found by mode, the world-readable ones are not, and
+    /// the host's `/proc/sys/net` only when asked for.
+    #[test]
+    fn proc_private_lists_root_only_proc_files() {
+        let base = proc_private(false);
+        for f in [
+            "/proc/kpageflags",
+            "/proc/slabinfo",
+            "/proc/sys/kernel/cad_pid",
+        ] {
+            if Path::new(f).exists() {
+                assert!(base.contains(&PathBuf::from(f)), "{f} missing: {base:?}");
+            }
+        }
+        for f in ["/proc/cpuinfo", "/proc/meminfo", "/proc/sys/kernel/ostype"] {
+            assert!(!base.contains(&PathBuf::from(f)), "{f} listed");
+        }
+        assert!(!base.iter().any(|p| p.starts_with("/proc/sys/net")));
+        assert!(
+            base.iter().all(|p| !p
+                .strip_prefix("/proc")
+                .unwrap()
+                .components()
+                .next()
+                .is_some_and(|c| c
+                    .as_os_str()
+                    .as_encoded_bytes()
+                    .iter()
+                    .all(u8::is_ascii_digit))),
+            "a process directory listed: {base:?}"
+        );
+        let with_net = proc_private(true);
+        assert!(with_net.len() >= base.len());
     }
 
     #[test]

@@ -361,11 +361,12 @@ impl Unowned {
 }
 
 /// Builds the new root from `ops` (with `unowned` roots attached idmapped), then detaches the
-/// host root. `tmpfs_bytes` caps each tmpfs.
+/// host root. `tmpfs_bytes` caps each tmpfs; `proc_masks` are hidden in the new `/proc`.
 pub fn build_root(
     ops: &[MountOp],
     tmpfs_bytes: u64,
     unowned: &Unowned,
+    proc_masks: &[PathBuf],
 ) -> Result<HostRoot, SetupError> {
     mount(
         None::<&str>,
@@ -387,6 +388,7 @@ pub fn build_root(
     }
     mount_dev()?;
     mount_proc()?;
+    mask_proc(proc_masks, tmpfs_bytes)?;
     Ok(HostRoot(()))
 }
 
@@ -729,6 +731,21 @@ fn mount_proc() -> Result<(), SetupError> {
             Err(nix::errno::Errno::ENOENT) => {}
             Err(e) => return Err(err(format!("mount({sub}, bind)"), e)),
         }
+    }
+    Ok(())
+}
+
+/// Hides root-only files of the new `/proc` (see [`crate::plan::proc_private`]): `/dev/null`
+/// over each file, an empty tmpfs over a directory. One missing in this `/proc` (another
+/// network namespace's entries) is skipped.
+fn mask_proc(paths: &[PathBuf], tmpfs_bytes: u64) -> Result<(), SetupError> {
+    for path in paths {
+        let op = match path.symlink_metadata() {
+            Ok(m) if m.is_dir() => MountOp::MaskDir { path: path.clone() },
+            Ok(_) => MountOp::MaskFile { path: path.clone() },
+            Err(_) => continue,
+        };
+        apply(&op, tmpfs_bytes)?;
     }
     Ok(())
 }

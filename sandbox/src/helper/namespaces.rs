@@ -183,7 +183,12 @@ fn init_main(
     }
     // Still the host's view: what the root is about to be built from.
     let recorded = plan.warm.then(|| crate::warm::fingerprint(plan));
-    let host = mounts::build_root(&plan.mounts, plan.limits.file_size_bytes, &unowned)?;
+    let host = mounts::build_root(
+        &plan.mounts,
+        plan.limits.file_size_bytes,
+        &unowned,
+        &plan.proc_masks,
+    )?;
     drop(unowned);
     let mut enforcement = Enforcement {
         namespaces: names(plan.unshare_net),
