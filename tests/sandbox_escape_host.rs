@@ -98,3 +98,42 @@ fn read_root_only_proc_files(w: &World, b: Backend) {
     }
 }
 per_backend!(read_root_only_proc_files);
+
+/// A toolchain directory exposed under `$HOME` (a node prefix under `~/.nvm`) holding a
+/// root-only registry token in its `etc/npmrc` and a root-only file at its top: the token is
+/// never read inside, the toolchain's executable still runs.
+fn read_root_only_toolchain_files(w: &World, b: Backend) {
+    if !as_root("read_root_only_toolchain_files") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let prefix = w.home.join(".nvm/versions/node/v99.0.0");
+    let tool = prefix.join("bin/zc-tool");
+    w.write(&tool, "#!/bin/sh\necho ZC_TOOL_RAN\n");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secrets = [prefix.join("etc/npmrc"), w.home.join(".nvm/.zc-token")];
+    for (i, secret) in secrets.iter().enumerate() {
+        w.write(
+            secret,
+            &format!(
+                "//registry/:_authToken={}\n",
+                w.secret(&format!("npmrc{i}"))
+            ),
+        );
+        std::fs::set_permissions(secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let script = format!(
+        "{}; cat {} {}",
+        tool.display(),
+        secrets[0].display(),
+        secrets[1].display()
+    );
+    let run = confined(w, b, defaults, &script);
+    w.assert_no_canary(&run);
+    assert!(
+        run.stdout.contains("ZC_TOOL_RAN"),
+        "the toolchain's executable no longer runs inside\n{run}"
+    );
+    w.assert_canary(&control(w, &script));
+}
+per_backend!(read_root_only_toolchain_files);

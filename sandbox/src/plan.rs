@@ -128,9 +128,10 @@ pub struct Plan {
     /// New-root construction (namespace and bubblewrap backends).
     pub mounts: Vec<MountOp>,
     /// Read-only roots among `mounts` whose root-owned files must stay unreadable to a child
-    /// running as uid 0 (the namespace backend started by root: `/etc`). The helper attaches
-    /// them idmapped (uid and gid 0 read as `nobody`), or masks their root-only files where
-    /// the kernel cannot; with this, the launcher needs no scan of `/etc`.
+    /// running as uid 0 (the namespace backend started by root: `/etc` and the toolchain
+    /// directories under `$HOME`). The helper attaches them idmapped (uid and gid 0 read as
+    /// `nobody`), or masks their root-only files where the kernel cannot (for a toolchain, those
+    /// outside its bulk: see [`toolchain_private`]); with this, the launcher needs no scan.
     pub unowned: Vec<PathBuf>,
     /// Root-only files of `/proc` masked once the new `/proc` is mounted (namespace backends
     /// started by root, whose child is uid 0; see [`proc_private`]).
@@ -265,24 +266,112 @@ fn is_under(path: &Path, root: &Path) -> bool {
     path.starts_with(root)
 }
 
-/// `/etc` when root launches: root inside would own its root-only files. Only when `/etc`
-/// is a plain read-only root with no other root below it (those would be bound unmapped).
+/// `/etc` and the exposed toolchain directories under `$HOME` when root launches: root inside
+/// would own their root-only files (keys, registry tokens such as a node prefix's
+/// `etc/npmrc`). Only roots that are plain read-only directories with no other root below
+/// them (those would be bound unmapped).
 fn unowned_roots(profile: &Profile) -> Vec<PathBuf> {
-    let etc = Path::new("/etc");
-    let below_etc = profile
-        .read_only
+    if !nix::unistd::geteuid().is_root() {
+        return Vec::new();
+    }
+    let etc = PathBuf::from("/etc");
+    let candidates = std::iter::once(etc).chain(toolchain_roots(profile));
+    candidates
+        .filter(|root| {
+            let below = profile
+                .read_only
+                .iter()
+                .chain(profile.writable_roots())
+                .any(|r| r.starts_with(root) && r != root);
+            let plain_dir = root.symlink_metadata().is_ok_and(|m| m.is_dir());
+            plain_dir && !below && profile.read_only.contains(root)
+        })
+        .collect()
+}
+
+/// The read-only roots that are toolchain directories under `$HOME` ([`crate::profile::HOME_TOOLCHAINS`]).
+pub fn toolchain_roots(profile: &Profile) -> Vec<PathBuf> {
+    let Some(home) = home_dir() else {
+        return Vec::new();
+    };
+    crate::profile::HOME_TOOLCHAINS
         .iter()
-        .chain(profile.writable_roots())
-        .any(|r| r.starts_with(etc) && r != etc);
-    let plain_dir = etc.symlink_metadata().is_ok_and(|m| m.is_dir());
-    if nix::unistd::geteuid().is_root()
-        && plain_dir
-        && !below_etc
-        && profile.read_only.iter().any(|r| r == etc)
-    {
-        vec![etc.to_path_buf()]
+        .map(|t| home.join(t))
+        .filter(|t| profile.read_only.contains(t) && t.symlink_metadata().is_ok())
+        .collect()
+}
+
+/// Directory names a toolchain scan does not enter: the bulk of a toolchain (libraries,
+/// headers, documentation, sources), tens of thousands of files that a scan per launcher
+/// process cannot afford.
+const TOOLCHAIN_BULK: &[&str] = &[
+    "lib",
+    "lib64",
+    "libexec",
+    "include",
+    "share",
+    "node_modules",
+    "src",
+    "man",
+    "doc",
+    "docs",
+    ".git",
+];
+
+/// Root-only files and directories of a toolchain directory outside its bulk
+/// ([`TOOLCHAIN_BULK`]): its configuration (`etc/`, `settings.toml`, `.npmrc`...) and top
+/// levels, for the backends that cannot attach it idmapped. Cached per process and root (a few
+/// hundred entries for rustup and pyenv together, under 10 ms).
+pub fn toolchain_private(root: &Path) -> Vec<PathBuf> {
+    type Cache = std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<PathBuf>>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(found) = cache.lock().ok().and_then(|c| c.get(root).cloned()) {
+        return found;
+    }
+    let mut out = Vec::new();
+    walk_toolchain(root, &mut out, 0);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(root.to_path_buf(), out.clone());
+    }
+    out
+}
+
+fn walk_toolchain(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_symlink() {
+            continue;
+        }
+        let Ok(meta) = e.metadata() else { continue };
+        let mode = meta.permissions().mode();
+        if kind.is_dir() {
+            let bulk = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| TOOLCHAIN_BULK.contains(&n));
+            if mode & 0o005 != 0o005 {
+                out.push(e.path());
+            } else if !bulk && depth < 8 {
+                walk_toolchain(&e.path(), out, depth + 1);
+            }
+        } else if mode & 0o004 == 0 {
+            out.push(e.path());
+        }
+    }
+}
+
+/// What the helper masks under an unowned root it could not attach idmapped: every root-only
+/// file of `/etc`, the root-only files outside a toolchain's bulk ([`toolchain_private`]).
+pub fn unowned_fallback(root: &Path) -> Vec<PathBuf> {
+    if root == Path::new("/etc") {
+        private_files(root)
     } else {
-        Vec::new()
+        toolchain_private(root)
     }
 }
 
@@ -470,11 +559,21 @@ fn masks(profile: &Profile, ops: &[MountOp], unowned: &[PathBuf]) -> Vec<MountOp
     };
     let etc_unowned = unowned.iter().any(|u| u == Path::new("/etc"));
     let private: &[PathBuf] = if etc_unowned { &[] } else { etc_private() };
+    let toolchains: Vec<PathBuf> = if nix::unistd::geteuid().is_root() {
+        toolchain_roots(profile)
+            .iter()
+            .filter(|t| !unowned.contains(t))
+            .flat_map(|t| toolchain_private(t))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut seen = std::collections::HashSet::new();
     let all: Vec<MountOp> = profile
         .denied
         .iter()
         .chain(private.iter())
+        .chain(toolchains.iter())
         .filter(|p| seen.insert(*p))
         .filter(|p| visible(p))
         .filter_map(|p| match p.symlink_metadata() {
@@ -700,6 +799,11 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
         hidden.extend(canonical(profile.denied.clone()));
         if nix::unistd::geteuid().is_root() {
             hidden.extend(etc_private().iter().cloned());
+            for toolchain in toolchain_roots(profile) {
+                let private = toolchain_private(&toolchain);
+                hidden.extend(canonical(private.clone()));
+                hidden.extend(private);
+            }
         }
         let mut read = subtract(read, &hidden);
         // A writable root holding a denied path (a workspace with `.ssh` in it) is carved the

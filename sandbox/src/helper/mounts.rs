@@ -274,7 +274,8 @@ pub struct Unowned {
     /// Detached copies idmapped so that uid and gid 0 read as `nobody`: a file only root may
     /// read is unreadable inside, whichever files exist when the child runs.
     trees: Vec<(PathBuf, OwnedFd)>,
-    /// Where the kernel or filesystem cannot idmap: each root-only file found now, masked.
+    /// Where the kernel or filesystem cannot idmap: each root-only file found now
+    /// ([`crate::plan::unowned_fallback`]), masked.
     masks: Vec<MountOp>,
 }
 
@@ -344,7 +345,7 @@ impl Unowned {
                 Some(tree) => out.trees.push((root.clone(), tree)),
                 None => out
                     .masks
-                    .extend(crate::plan::private_files(root).into_iter().map(|path| {
+                    .extend(crate::plan::unowned_fallback(root).into_iter().map(|path| {
                         match path.symlink_metadata() {
                             Ok(m) if m.is_dir() => MountOp::MaskDir { path },
                             _ => MountOp::MaskFile { path },
