@@ -10,7 +10,8 @@
 #[macro_use]
 mod sandbox_support;
 
-use sandbox_support::judge::{confined, control, defaults};
+use sandbox_support::judge::{assert_escaped, assert_not_escaped, confined, control, defaults};
+use sandbox_support::py::py;
 use sandbox_support::{Backend, World};
 
 /// `true` when the test runs as root; otherwise prints why `test` is skipped (a failure on CI,
@@ -137,3 +138,110 @@ fn read_root_only_toolchain_files(w: &World, b: Backend) {
     w.assert_canary(&control(w, &script));
 }
 per_backend!(read_root_only_toolchain_files);
+
+/// Maps `argv[1]` MiB `MAP_SHARED` (not counted by `RLIMIT_DATA`), populates it with
+/// `MADV_POPULATE_WRITE` and holds it `argv[2]` seconds; `ZC_ESCAPED` once populated.
+const SHARED_FILLER: &str = r#"
+import mmap, sys, time
+size = int(sys.argv[1]) << 20
+try:
+    m = mmap.mmap(-1, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    m.madvise(23)  # MADV_POPULATE_WRITE
+    print("ZC_ESCAPED populated", size, flush=True)
+    time.sleep(float(sys.argv[2]))
+except (OSError, MemoryError) as e:
+    print("populate failed:", e, flush=True)
+"#;
+
+/// The memory limit of these tests (MiB) and what each attack takes in all: twice as much.
+const LIMIT_MIB: u64 = 128;
+const TAKEN_MIB: u64 = 256;
+
+/// The launcher as an unprivileged user has no memory cgroup: `doctor` must say the bound is
+/// missing (then the attacks below are not judged).
+fn memory_bound_available(w: &World) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    let doctor = w.plain().run(&[sandbox_support::run::zeroclaw(), "doctor"]);
+    assert!(
+        doctor.stdout.contains("whole-execution memory limit"),
+        "doctor does not report the missing memory bound\n{doctor}"
+    );
+    eprintln!("SKIP memory attacks: unprivileged, no memory cgroup (doctor reports it)");
+    false
+}
+
+/// The run was stopped by the bound: OOM-killed (the shell reports 128 + SIGKILL) or refused
+/// with `error` — not some unrelated failure.
+fn assert_stopped(run: &sandbox_support::run::Run, error: &str) {
+    assert!(
+        run.status_code() == Some(137) || run.output().contains(error),
+        "the confined run ended neither OOM-killed nor with {error:?}\n{run}"
+    );
+}
+
+/// A run of `script` confined with a memory limit of `mib` MiB.
+fn limited(w: &World, b: Backend, mib: u64, script: &str) -> sandbox_support::run::Run {
+    let run = w
+        .confined(b)
+        .memory_mb(mib)
+        .sh(&sandbox_support::judge::marked(script));
+    run.assert_reached(sandbox_support::ATTEMPT);
+    run
+}
+
+/// One process populating a shared mapping twice the limit: killed or refused, never
+/// populated; under a limit above it, the same succeeds.
+fn memory_shared_mapping(w: &World, b: Backend) {
+    if !memory_bound_available(w) {
+        return;
+    }
+    let script = py(SHARED_FILLER, &[TAKEN_MIB.to_string(), "0".into()]);
+    let run = limited(w, b, LIMIT_MIB, &script);
+    assert_not_escaped(&run);
+    assert_stopped(&run, "populate failed");
+    assert_escaped(&limited(w, b, 4 * TAKEN_MIB, &script));
+}
+per_backend!(memory_shared_mapping);
+
+/// Four processes each populating a shared mapping of half the limit at the same time (each
+/// within any per-process bound): not all of them can hold it.
+fn memory_several_processes(w: &World, b: Backend) {
+    if !memory_bound_available(w) {
+        return;
+    }
+    let one = py(SHARED_FILLER, &[(TAKEN_MIB / 4).to_string(), "3".into()]);
+    let script = format!("for i in 1 2 3 4; do {one} & done; wait");
+    let count = |run: &sandbox_support::run::Run| run.stdout.matches("ZC_ESCAPED").count();
+    let run = limited(w, b, LIMIT_MIB / 2, &script);
+    assert!(
+        count(&run) < 4,
+        "ESCAPE: four processes held {TAKEN_MIB} MiB under a {} MiB limit\n{run}",
+        LIMIT_MIB / 2
+    );
+    let control = limited(w, b, 4 * TAKEN_MIB, &script);
+    assert_eq!(
+        count(&control),
+        4,
+        "positive control failed: four processes could not hold {TAKEN_MIB} MiB\n{control}"
+    );
+}
+per_backend!(memory_several_processes);
+
+/// A file in the private tmpfs `/tmp` twice the limit: killed or refused, never written in
+/// full; under a limit above it, the same succeeds.
+fn memory_tmpfs_file(w: &World, b: Backend) {
+    if !memory_bound_available(w) {
+        return;
+    }
+    let script = format!(
+        "head -c {} /dev/zero > /tmp/zc-fill && echo ZC_ESCAPED $(wc -c < /tmp/zc-fill)",
+        TAKEN_MIB << 20
+    );
+    let run = limited(w, b, LIMIT_MIB, &script);
+    assert_not_escaped(&run);
+    assert_stopped(&run, "No space left");
+    assert_escaped(&limited(w, b, 4 * TAKEN_MIB, &script));
+}
+per_backend!(memory_tmpfs_file, landlock: "reduced rung: no private tmpfs (its TMPDIR is on disk)");

@@ -39,6 +39,9 @@ pub struct Probes {
     pub bwrap_path: Option<PathBuf>,
     /// cgroup v2 mounted at /sys/fs/cgroup.
     pub cgroup_v2: Check,
+    /// A memory cgroup per execution can be made (root, a writable memory controller): the
+    /// bound on the whole execution's memory. Without it only `RLIMIT_DATA` applies.
+    pub memory_cgroup: Check,
     /// `/usr/bin/sandbox-exec` present (macOS).
     pub sandbox_exec: Check,
 }
@@ -201,6 +204,7 @@ pub fn probes() -> Probes {
         bubblewrap: live.bubblewrap(),
         bwrap_path: bwrap_path(),
         cgroup_v2: cgroup_v2(),
+        memory_cgroup: memory_cgroup(),
         sandbox_exec: live.sandbox_exec(),
     }
 }
@@ -328,6 +332,30 @@ fn cgroup_v2() -> Check {
         } else {
             "no cgroup v2 at /sys/fs/cgroup (process limit uses RLIMIT_NPROC)".into()
         },
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn memory_cgroup() -> Check {
+    let ok = crate::helper::cgroup::memory_usable();
+    Check {
+        ok,
+        detail: if ok {
+            "a memory cgroup per execution bounds its whole memory".into()
+        } else {
+            "no writable memory cgroup (needs root and a memory controller): only RLIMIT_DATA \
+             per process applies; shared mappings, tmpfs files and several processes together \
+             are not bounded"
+                .into()
+        },
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn memory_cgroup() -> Check {
+    Check {
+        ok: false,
+        detail: "no memory cgroup on this platform".into(),
     }
 }
 
@@ -489,11 +517,23 @@ pub fn report(choice: BackendChoice, allow_partial: bool) -> Report {
 pub fn report_from(choice: BackendChoice, allow_partial: bool, probes: Probes) -> Report {
     let chosen = choose(choice, allow_partial, &probes);
     let backends = statuses(&probes);
-    let missing = backends
+    let mut missing: Vec<String> = backends
         .iter()
         .filter(|s| !s.available && s.backend != Backend::Seatbelt && s.backend != Backend::None)
         .map(|s| format!("{}: {}", s.backend, s.reason))
         .collect();
+    let linux_confined = chosen.as_ref().is_ok_and(|b| {
+        matches!(
+            b,
+            Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock
+        )
+    });
+    if linux_confined && !probes.memory_cgroup.ok {
+        missing.push(format!(
+            "whole-execution memory limit: {}",
+            probes.memory_cgroup.detail
+        ));
+    }
     Report {
         requested: choice,
         allow_partial,
@@ -550,7 +590,7 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                 ),
                 g(
                     "resource limits",
-                    "rlimits (process count: RLIMIT_NPROC, not enforced for uid 0)",
+                    "rlimits (process count: RLIMIT_NPROC, not enforced for uid 0) + per-execution memory cgroup as root",
                 ),
             ]
         }
@@ -628,6 +668,7 @@ mod tests {
             bubblewrap: c(bwrap),
             bwrap_path: None,
             cgroup_v2: c(false),
+            memory_cgroup: c(true),
             sandbox_exec: c(false),
         }
     }
@@ -703,6 +744,19 @@ mod tests {
             choose(BackendChoice::Auto, true, &p).unwrap(),
             Backend::Namespaces
         );
+    }
+
+    /// Without a writable memory cgroup the report lists the whole-execution memory bound as
+    /// missing; with one, it does not.
+    #[test]
+    fn a_missing_memory_cgroup_is_reported() {
+        let bound = "whole-execution memory limit";
+        let mut p = probes(true, true, 7);
+        let r = report_from(BackendChoice::Auto, false, p.clone());
+        assert!(!r.missing.iter().any(|m| m.starts_with(bound)), "{r:?}");
+        p.memory_cgroup.ok = false;
+        let r = report_from(BackendChoice::Auto, false, p);
+        assert!(r.missing.iter().any(|m| m.starts_with(bound)), "{r:?}");
     }
 
     #[test]

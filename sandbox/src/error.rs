@@ -24,7 +24,7 @@ pub enum Stage {
     Placeholders,
     /// Private scratch directories (HOME, TMPDIR) on the Landlock-only backend.
     Scratch,
-    /// Process-count cgroup.
+    /// Per-execution cgroups (process count, memory).
     Cgroup,
     /// User, mount, pid, net, ipc and uts namespaces; uid/gid maps.
     Namespaces,

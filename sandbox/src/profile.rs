@@ -36,7 +36,9 @@ pub struct Limits {
     pub wall_time: Duration,
     /// CPU seconds per process (`RLIMIT_CPU`).
     pub cpu_secs: u64,
-    /// Writable private memory per process in bytes (`RLIMIT_DATA`).
+    /// Writable private memory per process in bytes (`RLIMIT_DATA`), and the whole
+    /// execution's memory (every process, shared mappings and tmpfs files included) where a
+    /// memory cgroup is available (the helper running as root).
     pub memory_bytes: u64,
     /// Processes (`RLIMIT_NPROC`; a pids cgroup when one is available).
     pub processes: u64,

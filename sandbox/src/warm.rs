@@ -55,6 +55,7 @@ pub fn key(plan: &Plan) -> Plan {
     k.limits = crate::profile::Limits {
         processes: plan.limits.processes,
         file_size_bytes: plan.limits.file_size_bytes,
+        memory_bytes: plan.limits.memory_bytes,
         ..Default::default()
     };
     k

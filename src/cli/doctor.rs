@@ -80,6 +80,7 @@ pub fn table(r: &Report) -> String {
         ("user namespaces", &p.user_namespaces),
         ("bubblewrap", &p.bubblewrap),
         ("cgroup v2", &p.cgroup_v2),
+        ("memory cgroup", &p.memory_cgroup),
         ("sandbox-exec", &p.sandbox_exec),
     ] {
         s += &format!("  {:<16} {:<3} {}\n", name, yes(c.ok), c.detail);

@@ -49,6 +49,10 @@ pub struct SandboxRunArgs {
     /// Wall-time limit in seconds.
     #[arg(long)]
     pub timeout: Option<u64>,
+    /// Memory limit in MiB: per process (`RLIMIT_DATA`) and, where a memory cgroup is
+    /// available (root), the whole execution's.
+    #[arg(long = "memory-mb", value_name = "MIB")]
+    pub memory_mb: Option<u64>,
     /// Extra read-only root (repeatable).
     #[arg(long = "allow-read", value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
@@ -178,6 +182,9 @@ fn profile(args: &SandboxRunArgs) -> Result<Profile, String> {
     }
     if let Some(t) = args.timeout {
         p.limits.wall_time = Duration::from_secs(t);
+    }
+    if let Some(mib) = args.memory_mb {
+        p.limits.memory_bytes = mib.saturating_mul(1 << 20);
     }
     Ok(p)
 }

@@ -191,6 +191,11 @@ impl<'w> Shell<'w> {
         self.flag("--timeout", secs.to_string())
     }
 
+    /// `zeroclaw sandbox run --memory-mb MIB` (ignored by the plain control).
+    pub fn memory_mb(self, mib: u64) -> Self {
+        self.flag("--memory-mb", mib.to_string())
+    }
+
     /// `--network allow`.
     pub fn network_allow(self) -> Self {
         self.flag("--network", "allow")

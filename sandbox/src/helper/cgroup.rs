@@ -1,8 +1,10 @@
-//! A pids cgroup per execution: the process limit that also holds for uid 0 (the kernel does
-//! not apply `RLIMIT_NPROC` to root). cgroup v1 `pids` hierarchy or cgroup v2 with the pids
-//! controller; the helper joins it before forking, so the whole tree is counted, and removes
-//! it once the tree is gone. Absent or not writable: reported, not fatal (unprivileged users
-//! are bounded by `RLIMIT_NPROC`).
+//! Per-execution cgroups: a pids cgroup, the process limit that also holds for uid 0 (the
+//! kernel does not apply `RLIMIT_NPROC` to root), and a memory cgroup, the bound on the whole
+//! execution's memory (shared mappings and tmpfs files, which `RLIMIT_DATA` does not count,
+//! and every process together). cgroup v1 `pids`/`memory` hierarchies or cgroup v2 with the
+//! controller; the helper joins them before forking, so the whole tree is counted, and removes
+//! them once the tree is gone. Absent or not writable: reported, not fatal (unprivileged users
+//! are bounded by `RLIMIT_NPROC` and `RLIMIT_DATA` only; `doctor` says so).
 //!
 //! Moving a process between cgroups write-locks a global semaphore whose writer waits for an
 //! RCU grace period (12–17 ms on an idle machine). On v1 a single-threaded helper moves its one
@@ -12,27 +14,43 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{SetupError, Stage};
 
-/// The cgroup the helper created and joined.
-pub struct PidsCgroup {
+/// A cgroup the helper created and joined.
+pub struct Cgroup {
     dir: PathBuf,
     parent: PathBuf,
 }
 
-/// Where our own pids cgroup lives, v1 first.
-fn own_pids_cgroup() -> Option<PathBuf> {
+/// A controller of a per-execution cgroup.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Controller {
+    Pids,
+    Memory,
+}
+
+impl Controller {
+    fn name(self) -> &'static str {
+        match self {
+            Controller::Pids => "pids",
+            Controller::Memory => "memory",
+        }
+    }
+}
+
+/// Where our own cgroup of `controller` lives, v1 first.
+fn own_cgroup(controller: Controller) -> Option<PathBuf> {
+    let name = controller.name();
     let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     for line in text.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         let rel = path.trim_start_matches('/');
-        if controllers.split(',').any(|c| c == "pids") {
-            return Some(Path::new("/sys/fs/cgroup/pids").join(rel));
+        if controllers.split(',').any(|c| c == name) {
+            return Some(Path::new("/sys/fs/cgroup").join(name).join(rel));
         }
         if controllers.is_empty() {
             let v2 = Path::new("/sys/fs/cgroup").join(rel);
-            if v2.join("cgroup.subtree_control").exists()
-                && std::fs::read_to_string(v2.join("cgroup.subtree_control"))
-                    .is_ok_and(|c| c.contains("pids"))
+            if std::fs::read_to_string(v2.join("cgroup.subtree_control"))
+                .is_ok_and(|c| c.split_whitespace().any(|c| c == name))
             {
                 return Some(v2);
             }
@@ -41,10 +59,52 @@ fn own_pids_cgroup() -> Option<PathBuf> {
     None
 }
 
+/// Whether this process could make a memory cgroup per execution (root, a memory controller
+/// whose directory it may write): what `doctor` reports, and what makes a foreground run fork
+/// a helper to join it.
+pub fn memory_usable() -> bool {
+    nix::unistd::geteuid().is_root()
+        && launcher_cgroup(Controller::Memory)
+            .is_some_and(|dir| nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok())
+}
+
 /// Creates `zeroclaw-<pid>` with `pids.max = limit` and moves the helper into it. `Ok(None)`
 /// when no pids controller is usable here.
-pub fn enter(limit: u64) -> Result<Option<PidsCgroup>, SetupError> {
-    let Some(parent) = own_pids_cgroup() else {
+pub fn enter(limit: u64) -> Result<Option<Cgroup>, SetupError> {
+    enter_with(Controller::Pids, &[("pids.max", limit.to_string())])
+}
+
+/// Creates `zeroclaw-<pid>` in the memory hierarchy bounding the whole tree's memory to
+/// `limit` bytes, swap included where the kernel accounts it (v1 `memory.limit_in_bytes` and
+/// `memory.memsw.limit_in_bytes`; v2 `memory.max`, `memory.swap.max = 0`), and moves the
+/// helper into it: past the limit the kernel reclaims, then OOM-kills inside the cgroup only.
+/// `Ok(None)` when no memory controller is usable here.
+pub fn enter_memory(limit: u64) -> Result<Option<Cgroup>, SetupError> {
+    let limit = limit.to_string();
+    let Some(parent) = own_cgroup(Controller::Memory) else {
+        return Ok(None);
+    };
+    let settings: Vec<(&str, String)> = if parent.join("memory.limit_in_bytes").exists() {
+        let mut v1 = vec![("memory.limit_in_bytes", limit.clone())];
+        if parent.join("memory.memsw.limit_in_bytes").exists() {
+            v1.push(("memory.memsw.limit_in_bytes", limit));
+        }
+        v1
+    } else {
+        let mut v2 = vec![("memory.max", limit)];
+        if parent.join("memory.swap.max").exists() {
+            v2.push(("memory.swap.max", "0".into()));
+        }
+        v2
+    };
+    enter_with(Controller::Memory, &settings)
+}
+
+fn enter_with(
+    controller: Controller,
+    settings: &[(&str, String)],
+) -> Result<Option<Cgroup>, SetupError> {
+    let Some(parent) = own_cgroup(controller) else {
         return Ok(None);
     };
     sweep(&parent);
@@ -52,9 +112,9 @@ pub fn enter(limit: u64) -> Result<Option<PidsCgroup>, SetupError> {
     if std::fs::create_dir(&dir).is_err() {
         return Ok(None);
     }
-    let cg = PidsCgroup { dir, parent };
-    let write = |file: &str, value: String| {
-        std::fs::write(cg.dir.join(file), &value).map_err(|e| {
+    let cg = Cgroup { dir, parent };
+    let write = |file: &str, value: &str| {
+        std::fs::write(cg.dir.join(file), value).map_err(|e| {
             SetupError::os(
                 Stage::Cgroup,
                 format!("write({}, {value})", cg.dir.join(file).display()),
@@ -62,10 +122,14 @@ pub fn enter(limit: u64) -> Result<Option<PidsCgroup>, SetupError> {
             )
         })
     };
-    let joined = write("pids.max", limit.to_string()).and_then(|_| {
-        join(&cg.dir)
-            .map_err(|e| SetupError::os(Stage::Cgroup, format!("join {}", cg.dir.display()), &e))
-    });
+    let joined = settings
+        .iter()
+        .try_for_each(|(file, value)| write(file, value))
+        .and_then(|_| {
+            join(&cg.dir).map_err(|e| {
+                SetupError::os(Stage::Cgroup, format!("join {}", cg.dir.display()), &e)
+            })
+        });
     if let Err(e) = joined {
         let _ = std::fs::remove_dir(&cg.dir);
         return Err(e);
@@ -107,22 +171,30 @@ fn dir_for(parent: &Path, helper: u32) -> PathBuf {
     parent.join(format!("zeroclaw-{helper}"))
 }
 
-/// The launcher's pids cgroup, read once (it does not move; its helpers start there).
-fn launcher_pids_cgroup() -> Option<&'static Path> {
-    static OWN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    OWN.get_or_init(own_pids_cgroup).as_deref()
+/// The launcher's cgroup of `controller`, read once (it does not move; its helpers start
+/// there).
+fn launcher_cgroup(controller: Controller) -> Option<&'static Path> {
+    static PIDS: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    static MEMORY: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let cell = match controller {
+        Controller::Pids => &PIDS,
+        Controller::Memory => &MEMORY,
+    };
+    cell.get_or_init(|| own_cgroup(controller)).as_deref()
 }
 
-/// Launcher side: removes the cgroup of helper `helper` once it has been reaped, if the helper
-/// did not (it died first). The helper started in the launcher's own cgroup, so the path is the
-/// same computed from here.
+/// Launcher side: removes the cgroups of helper `helper` once it has been reaped, if the helper
+/// did not (it died first). The helper started in the launcher's own cgroups, so the paths are
+/// the same computed from here.
 pub fn remove_after(helper: u32) {
-    if let Some(parent) = launcher_pids_cgroup() {
-        let _ = std::fs::remove_dir(dir_for(parent, helper));
+    for controller in [Controller::Pids, Controller::Memory] {
+        if let Some(parent) = launcher_cgroup(controller) {
+            let _ = std::fs::remove_dir(dir_for(parent, helper));
+        }
     }
 }
 
-impl PidsCgroup {
+impl Cgroup {
     /// Leaves and removes the cgroup (call once the tree is dead).
     pub fn remove(self) {
         let _ = join(&self.parent);
@@ -178,7 +250,7 @@ mod tests {
     }
 
     fn enter_in_child(threads: usize) {
-        if !nix::unistd::geteuid().is_root() || own_pids_cgroup().is_none() {
+        if !nix::unistd::geteuid().is_root() || own_cgroup(Controller::Pids).is_none() {
             let why = "needs root and a pids cgroup controller";
             assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{why}");
             eprintln!("SKIP: {why}");
@@ -215,5 +287,49 @@ mod tests {
     #[test]
     fn every_thread_of_a_threaded_process_enters_and_leaves() {
         enter_in_child(3);
+    }
+
+    /// In a forked child: enters a memory cgroup, checks its limit and membership, leaves and
+    /// removes it.
+    #[test]
+    fn a_memory_cgroup_bounds_the_tree_and_is_removed() {
+        if !memory_usable() {
+            let why = "needs root and a writable memory cgroup controller";
+            assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{why}");
+            eprintln!("SKIP: {why}");
+            return;
+        }
+        let limit: u64 = 64 << 20;
+        let pid = match crate::sys::fork().unwrap() {
+            None => {
+                let code = match enter_memory(limit) {
+                    Ok(Some(cg)) => {
+                        let file = ["memory.limit_in_bytes", "memory.max"]
+                            .iter()
+                            .find_map(|f| std::fs::read_to_string(cg.dir.join(f)).ok());
+                        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+                        let name = format!("zeroclaw-{}", std::process::id());
+                        let dir = cg.dir.clone();
+                        if file.as_deref().map(str::trim) != Some(&limit.to_string()) {
+                            3
+                        } else if !own.lines().any(|l| l.ends_with(&name)) {
+                            2
+                        } else {
+                            cg.remove();
+                            if dir.exists() { 4 } else { 0 }
+                        }
+                    }
+                    _ => 1,
+                };
+                crate::sys::exit_now(code)
+            }
+            Some(pid) => pid,
+        };
+        let status = waitpid(nix::unistd::Pid::from_raw(pid), None).unwrap();
+        remove_after(pid as u32);
+        assert_eq!(
+            status,
+            WaitStatus::Exited(nix::unistd::Pid::from_raw(pid), 0)
+        );
     }
 }

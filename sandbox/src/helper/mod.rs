@@ -182,6 +182,14 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     } else {
         None
     };
+    // The whole tree's memory (shared mappings and tmpfs files included), as root.
+    let memory_cgroup = if nix::unistd::geteuid().is_root()
+        && !matches!(plan.backend, Backend::None | Backend::Seatbelt)
+    {
+        cgroup::enter_memory(plan.limits.memory_bytes)?
+    } else {
+        None
+    };
     ROOT_PROCESS_LIMIT.store(
         cgroup.is_some() || pid_namespace_limit,
         std::sync::atomic::Ordering::Relaxed,
@@ -200,7 +208,7 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     }
     // Our own cgroup goes last, off the launcher's path: whoever reaps us may be gone by then
     // (a zygote ends with its `Sandbox`). A helper that dies first leaves it to its reaper.
-    if let Some(cg) = cgroup {
+    for cg in [cgroup, memory_cgroup].into_iter().flatten() {
         cg.remove();
     }
     result

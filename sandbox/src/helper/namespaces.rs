@@ -75,7 +75,8 @@ pub(crate) fn can_start_init(plan: &Plan) -> bool {
     plan.backend == crate::Backend::Namespaces
         && !plan.warm
         && !plan.placeholders.iter().any(|p| p.denied)
-        && (super::pidns::usable(plan.limits.processes) || !nix::unistd::geteuid().is_root())
+        && (!nix::unistd::geteuid().is_root()
+            || (super::pidns::usable(plan.limits.processes) && !super::cgroup::memory_usable()))
 }
 
 /// Starts a run's init straight from a single-threaded caller, without a helper process
