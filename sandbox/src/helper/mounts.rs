@@ -3,8 +3,9 @@
 //! 1. make every mount private;
 //! 2. a tmpfs becomes `/` via `pivot_root`, the host root stays at `/oldroot`;
 //! 3. the plan's binds, links, tmpfs and masks (parents first); the [`Unowned`] roots are
-//!    attached as idmapped trees instead of binds;
-//! 4. `/dev` and `/proc`;
+//!    attached as idmapped trees instead of binds; each read-only root is then covered by a
+//!    read-only overlay of itself, which hides the host's Unix sockets in it ([`SocketSeal`]);
+//! 4. `/dev` and `/proc` (its root-only files masked);
 //! 5. detach `/oldroot`;
 //! 6. `/` read-only.
 //!
@@ -378,9 +379,25 @@ pub fn build_root(
     )
     .map_err(|e| err("mount(/, MS_REC|MS_PRIVATE)".into(), e))?;
     pivot_to_tmpfs()?;
+    let sealer = SocketSeal::new()?;
     for op in ops {
         match (op, op_tree(op, unowned)) {
-            (MountOp::Bind { path, .. }, Some(tree)) => attach(path, tree)?,
+            (MountOp::Bind { path, .. }, Some(tree)) => {
+                attach(path, tree)?;
+                sealer.seal(path)?;
+            }
+            // A read-only root (a protected path is a bind with `optional: false`).
+            (
+                MountOp::Bind {
+                    path,
+                    rw: false,
+                    optional: true,
+                },
+                None,
+            ) => {
+                apply(op, tmpfs_bytes)?;
+                sealer.seal(path)?;
+            }
             _ => apply(op, tmpfs_bytes)?,
         }
     }
@@ -472,6 +489,105 @@ impl DetachGate {
             )),
         }
     }
+}
+
+/// The empty lower layer of the read-only overlays, in the new root (an empty directory).
+const EMPTY: &str = "/.zeroclaw-empty";
+
+/// Read-only roots become read-only overlays of themselves: the same files, but a pathname
+/// Unix socket seen through an overlay is an overlay inode no listener is bound to, so
+/// `connect` gets ECONNREFUSED. A listener a host process binds under `/opt`, `/usr`, `/etc`
+/// or a toolchain directory is thus unreachable, whenever it appears, at no cost per socket;
+/// sockets in the writable roots and `/tmp` (plain binds and tmpfs) work as before.
+struct SocketSeal {
+    /// Mount points of the helper's namespace (host paths under [`OLD`]), read once: an
+    /// overlay does not show the mounts below its lower layer, so a root with a mount below
+    /// it stays a plain bind.
+    mounts: Vec<PathBuf>,
+}
+
+impl SocketSeal {
+    fn new() -> Result<SocketSeal, SetupError> {
+        mkdir_p(Path::new(EMPTY))?;
+        let info = std::fs::read_to_string(old(Path::new("/proc/self/mountinfo")))
+            .map_err(|e| err("read(/proc/self/mountinfo)".into(), e))?;
+        let mounts = info
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .map(unescape_mountinfo)
+            .collect();
+        Ok(SocketSeal { mounts })
+    }
+
+    /// Covers the read-only directory mounted at `path` (a host root bound or attached
+    /// there) with a read-only overlay of it. Not a directory, gone, or with a mount below
+    /// it: left as it is.
+    fn seal(&self, path: &Path) -> Result<(), SetupError> {
+        if !path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            return Ok(());
+        }
+        let host = old(path);
+        if self
+            .mounts
+            .iter()
+            .any(|m| m.starts_with(&host) && *m != host)
+        {
+            return Ok(());
+        }
+        let data = format!(
+            "lowerdir={}:{EMPTY}",
+            escape_overlay(&path.display().to_string())
+        );
+        let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        mount(
+            Some("overlay"),
+            path,
+            Some("overlay"),
+            flags,
+            Some(data.as_str()),
+        )
+        .map_err(|e| {
+            err(format!("mount(overlay, {}, {data})", path.display()), e)
+                .hint("read-only roots are mounted as overlays (Linux >= 5.11 in a user namespace)")
+        })
+    }
+}
+
+/// A mount point as `/proc/self/mountinfo` writes it (space, tab, newline and backslash as
+/// octal escapes).
+fn unescape_mountinfo(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (bytes[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push(d.iter().fold(0u8, |n, b| n.wrapping_mul(8) + (b - b'0')));
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// A path as an overlay option value: `\`, `:` and `,` escaped.
+fn escape_overlay(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, '\\' | ':' | ',') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn op_tree<'a>(op: &MountOp, unowned: &'a Unowned) -> Option<&'a OwnedFd> {
@@ -786,4 +902,19 @@ pub fn bwrap_binds(ops: &[MountOp]) -> Result<Vec<MountOp>, SetupError> {
         out.push(op.clone());
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_and_overlay_escapes() {
+        assert_eq!(
+            unescape_mountinfo(r"/oldroot/a\040b\011c\134d"),
+            PathBuf::from("/oldroot/a b\tc\\d")
+        );
+        assert_eq!(unescape_mountinfo("/usr"), PathBuf::from("/usr"));
+        assert_eq!(escape_overlay("/a:b,c\\d"), r"/a\:b\,c\\d");
+    }
 }
