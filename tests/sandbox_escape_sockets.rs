@@ -99,10 +99,7 @@ fn socket_in_allowed_read_root(w: &World, b: Backend) {
     judge(w, b, with_ro, &listener, &path);
     judge(w, b, with_ro_network_allowed, &listener, &path);
 }
-per_backend!(
-    socket_in_allowed_read_root,
-    bubblewrap: "not closed on bubblewrap yet (bwrap 0.8 cannot mount overlays)"
-);
+per_backend!(socket_in_allowed_read_root);
 
 /// A listener under `/opt`, a default system root, network denied and allowed.
 fn socket_in_system_root(w: &World, b: Backend) {
@@ -112,10 +109,7 @@ fn socket_in_system_root(w: &World, b: Backend) {
     judge(w, b, defaults, &listener, &path);
     judge(w, b, network_allowed, &listener, &path);
 }
-per_backend!(
-    socket_in_system_root,
-    bubblewrap: "not closed on bubblewrap yet (bwrap 0.8 cannot mount overlays)"
-);
+per_backend!(socket_in_system_root);
 
 /// A socket the child binds and connects to in its workspace and in `/tmp` still works with
 /// the network denied.

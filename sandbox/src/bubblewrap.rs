@@ -1,6 +1,7 @@
 //! Pure argv builder for the bubblewrap backend: the plan's mount operations in bwrap syntax,
-//! our own binary bound at [`HELPER_INSIDE`] and run as the inner stage (Landlock, seccomp,
-//! capabilities, rlimits), the plan on fd 3 and reports on fd 4.
+//! our own binary bound at [`HELPER_INSIDE`] and run as the inner stage (overlays over the
+//! read-only roots, Landlock, seccomp, capabilities, rlimits), the plan on fd 3 and reports on
+//! fd 4.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -31,7 +32,20 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     if plan.unshare_net {
         push(&[&"--unshare-net"]);
     }
-    push(&[&"--cap-drop", &"ALL"]);
+    // The inner stage covers the read-only roots with overlays (which hide host Unix sockets
+    // in them, see `helper::mounts::SocketSeal`) before it drops every capability itself:
+    // CAP_SYS_ADMIN (in bwrap's user namespace) to mount, CAP_SETPCAP to empty the bounding
+    // set afterwards (uid 0 would get it back at execve otherwise).
+    push(&[
+        &"--cap-drop",
+        &"ALL",
+        &"--cap-add",
+        &"CAP_SYS_ADMIN",
+        &"--cap-add",
+        &"CAP_SETPCAP",
+        &"--dir",
+        &crate::helper::mounts::EMPTY,
+    ]);
     for op in &plan.mounts {
         match op {
             // A read-only root gone since planning is skipped; a protected path or writable
@@ -159,6 +173,21 @@ mod tests {
             assert!(v.iter().any(|a| a == flag), "{flag} missing from {v:?}");
         }
         assert!(has_seq(&v, &["--cap-drop", "ALL"]));
+    }
+
+    /// The inner stage gets only what it needs to mount the overlays (and to empty its
+    /// bounding set), and bwrap makes their empty lower layer.
+    #[test]
+    fn the_inner_stage_keeps_only_the_mount_capabilities() {
+        let d = tempfile::tempdir().unwrap();
+        let v = argv(&Profile::for_workspace(d.path()));
+        let added: Vec<&String> = v
+            .windows(2)
+            .filter(|w| w[0] == "--cap-add")
+            .map(|w| &w[1])
+            .collect();
+        assert_eq!(added, ["CAP_SYS_ADMIN", "CAP_SETPCAP"]);
+        assert!(has_seq(&v, &["--dir", crate::helper::mounts::EMPTY]));
     }
 
     #[test]

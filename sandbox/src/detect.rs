@@ -572,17 +572,10 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                     &format!("{ns} (read-only binds, pinned .git)"),
                 ),
                 g("private /tmp and HOME", &format!("{ns} (tmpfs)")),
-                if b == Backend::Namespaces {
-                    g(
-                        "no network, no abstract or outside Unix sockets",
-                        "net namespace + seccomp socket filter + Landlock + read-only roots as overlays",
-                    )
-                } else {
-                    g(
-                        "no network, no abstract Unix sockets, no outside Unix sockets but those under read-only roots (not hidden on this backend)",
-                        "net namespace + seccomp socket filter + Landlock",
-                    )
-                },
+                g(
+                    "no network, no abstract or outside Unix sockets",
+                    "net namespace + seccomp socket filter + Landlock + read-only roots as overlays",
+                ),
                 g(
                     "no signals/ptrace to outside processes",
                     "pid namespace + Landlock scope + seccomp",

@@ -154,6 +154,8 @@ pub(crate) fn run_forked(plan: &Plan) -> ! {
 
 fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     if inner {
+        // Still holding CAP_SYS_ADMIN in bwrap's namespace: the mounts go first.
+        mounts::seal_read_only_roots(&plan.mounts)?;
         return exec::confine_and_exec(
             plan,
             Enforcement {

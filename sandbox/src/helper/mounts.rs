@@ -492,48 +492,61 @@ impl DetachGate {
 }
 
 /// The empty lower layer of the read-only overlays, in the new root (an empty directory).
-const EMPTY: &str = "/.zeroclaw-empty";
+pub const EMPTY: &str = "/.zeroclaw-empty";
 
 /// Read-only roots become read-only overlays of themselves: the same files, but a pathname
 /// Unix socket seen through an overlay is an overlay inode no listener is bound to, so
 /// `connect` gets ECONNREFUSED. A listener a host process binds under `/opt`, `/usr`, `/etc`
 /// or a toolchain directory is thus unreachable, whenever it appears, at no cost per socket;
-/// sockets in the writable roots and `/tmp` (plain binds and tmpfs) work as before.
-struct SocketSeal {
-    /// Mount points of the helper's namespace (host paths under [`OLD`]), read once: an
-    /// overlay does not show the mounts below its lower layer, so a root with a mount below
-    /// it stays a plain bind.
-    mounts: Vec<PathBuf>,
+/// sockets in the writable roots and `/tmp` (plain binds and tmpfs) work as before. An
+/// overlay does not show the mounts below its lower layer, so those (a host's submounts, our
+/// masks) are cloned first and attached again on top.
+pub struct SocketSeal {
+    /// Where this process's mount table is readable (before the new `/proc` exists, the
+    /// host's under [`OLD`]).
+    mountinfo: PathBuf,
 }
 
 impl SocketSeal {
+    /// For the namespace backend's init, right after `pivot_root` (creates [`EMPTY`]).
     fn new() -> Result<SocketSeal, SetupError> {
         mkdir_p(Path::new(EMPTY))?;
-        let info = std::fs::read_to_string(old(Path::new("/proc/self/mountinfo")))
-            .map_err(|e| err("read(/proc/self/mountinfo)".into(), e))?;
-        let mounts = info
-            .lines()
-            .filter_map(|l| l.split(' ').nth(4))
-            .map(unescape_mountinfo)
-            .collect();
-        Ok(SocketSeal { mounts })
+        Ok(SocketSeal {
+            mountinfo: old(Path::new("/proc/self/mountinfo")),
+        })
     }
 
-    /// Covers the read-only directory mounted at `path` (a host root bound or attached
-    /// there) with a read-only overlay of it. Not a directory, gone, or with a mount below
-    /// it: left as it is.
+    /// Covers the read-only directory mounted at `path` with a read-only overlay of it, the
+    /// mounts below it attached again on top. Not a directory, or gone: left as it is.
     fn seal(&self, path: &Path) -> Result<(), SetupError> {
         if !path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             return Ok(());
         }
-        let host = old(path);
-        if self
-            .mounts
-            .iter()
-            .any(|m| m.starts_with(&host) && *m != host)
-        {
-            return Ok(());
+        let info = std::fs::read_to_string(&self.mountinfo)
+            .map_err(|e| err(format!("read({})", self.mountinfo.display()), e))?;
+        let mut below: Vec<PathBuf> = info
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .map(unescape_mountinfo)
+            .filter(|m| m.starts_with(path) && m != path)
+            .collect();
+        below.sort_by_key(|m| m.components().count());
+        below.dedup();
+        // The outermost ones: a recursive clone carries what is below them.
+        let mut outer: Vec<PathBuf> = Vec::new();
+        for m in below {
+            if !outer.iter().any(|o| m.starts_with(o)) {
+                outer.push(m);
+            }
         }
+        let clones = outer
+            .iter()
+            .map(|m| {
+                crate::sys::clone_tree(m)
+                    .map(|fd| (m, fd))
+                    .map_err(|e| err(format!("open_tree({}, clone)", m.display()), e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let data = format!(
             "lowerdir={}:{EMPTY}",
             escape_overlay(&path.display().to_string())
@@ -549,8 +562,33 @@ impl SocketSeal {
         .map_err(|e| {
             err(format!("mount(overlay, {}, {data})", path.display()), e)
                 .hint("read-only roots are mounted as overlays (Linux >= 5.11 in a user namespace)")
-        })
+        })?;
+        for (m, fd) in clones {
+            crate::sys::attach_tree(fd.as_raw_fd(), m)
+                .map_err(|e| err(format!("move_mount({}, over its overlay)", m.display()), e))?;
+        }
+        Ok(())
     }
+}
+
+/// The bubblewrap backend's inner stage, before it confines itself (it holds
+/// `CAP_SYS_ADMIN` in bwrap's user namespace until then): seals each read-only root of
+/// `ops` as the namespace backend does ([`SocketSeal`]; bwrap made [`EMPTY`]).
+pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<(), SetupError> {
+    let seal = SocketSeal {
+        mountinfo: PathBuf::from("/proc/self/mountinfo"),
+    };
+    for op in ops {
+        if let MountOp::Bind {
+            path,
+            rw: false,
+            optional: true,
+        } = op
+        {
+            seal.seal(path)?;
+        }
+    }
+    Ok(())
 }
 
 /// A mount point as `/proc/self/mountinfo` writes it (space, tab, newline and backslash as
