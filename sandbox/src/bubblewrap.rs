@@ -36,16 +36,19 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     // in them, see `helper::mounts::SocketSeal`) before it drops every capability itself:
     // CAP_SYS_ADMIN (in bwrap's user namespace) to mount, CAP_SETPCAP to empty the bounding
     // set afterwards (uid 0 would get it back at execve otherwise).
-    push(&[
-        &"--cap-drop",
-        &"ALL",
-        &"--cap-add",
-        &"CAP_SYS_ADMIN",
-        &"--cap-add",
-        &"CAP_SETPCAP",
-        &"--dir",
-        &crate::helper::mounts::EMPTY,
-    ]);
+    // Not for other users: their bwrap runs the sandbox in a nested user namespace that
+    // cannot mount (the inner stage reports the gap).
+    push(&[&"--cap-drop", &"ALL"]);
+    if plan.seal_in_bwrap {
+        push(&[
+            &"--cap-add",
+            &"CAP_SYS_ADMIN",
+            &"--cap-add",
+            &"CAP_SETPCAP",
+            &"--dir",
+            &crate::helper::mounts::EMPTY,
+        ]);
+    }
     for op in &plan.mounts {
         match op {
             // A read-only root gone since planning is skipped; a protected path or writable
@@ -176,11 +179,27 @@ mod tests {
     }
 
     /// The inner stage gets only what it needs to mount the overlays (and to empty its
-    /// bounding set), and bwrap makes their empty lower layer.
+    /// bounding set), and bwrap makes their empty lower layer; without root, nothing.
     #[test]
     fn the_inner_stage_keeps_only_the_mount_capabilities() {
         let d = tempfile::tempdir().unwrap();
-        let v = argv(&Profile::for_workspace(d.path()));
+        let mut plan = crate::plan::build(
+            Backend::Bubblewrap,
+            &Profile::for_workspace(d.path()),
+            vec!["true".into()],
+            None,
+        );
+        plan.seal_in_bwrap = false;
+        let unsealed: Vec<String> = args(&plan, Path::new("/h"))
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        assert!(!unsealed.iter().any(|a| a == "--cap-add"), "{unsealed:?}");
+        plan.seal_in_bwrap = true;
+        let v: Vec<String> = args(&plan, Path::new("/h"))
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
         let added: Vec<&String> = v
             .windows(2)
             .filter(|w| w[0] == "--cap-add")

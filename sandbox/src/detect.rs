@@ -574,7 +574,11 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                 g("private /tmp and HOME", &format!("{ns} (tmpfs)")),
                 g(
                     "no network, no abstract or outside Unix sockets",
-                    "net namespace + seccomp socket filter + Landlock + read-only roots as overlays",
+                    if b == Backend::Namespaces {
+                        "net namespace + seccomp socket filter + Landlock + read-only roots as overlays"
+                    } else {
+                        "net namespace + seccomp socket filter + Landlock + read-only roots as overlays (bwrap started by root only)"
+                    },
                 ),
                 g(
                     "no signals/ptrace to outside processes",

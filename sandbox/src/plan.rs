@@ -159,6 +159,10 @@ pub struct Plan {
     pub scratch: Option<PathBuf>,
     /// bubblewrap executable (bubblewrap backend).
     pub bwrap: Option<PathBuf>,
+    /// bubblewrap started by root: bwrap keeps the inner stage the capabilities to cover the
+    /// read-only roots with overlays (see `helper::mounts::SocketSeal`).
+    #[serde(default)]
+    pub seal_in_bwrap: bool,
     /// pid of the launcher, so the helper notices if it died before `PR_SET_PDEATHSIG`.
     pub launcher_pid: u32,
     /// A warm helper (see [`crate::warm`]): the init waits on [`crate::warm::GO_FD`] for the
@@ -253,6 +257,7 @@ pub fn build(
         unshare_net: profile.network == Network::Deny,
         scratch,
         bwrap: None,
+        seal_in_bwrap: backend == Backend::Bubblewrap && nix::unistd::geteuid().is_root(),
         launcher_pid: std::process::id(),
         warm: false,
     }

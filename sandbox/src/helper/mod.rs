@@ -154,14 +154,18 @@ pub(crate) fn run_forked(plan: &Plan) -> ! {
 
 fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     if inner {
-        // Still holding CAP_SYS_ADMIN in bwrap's namespace: the mounts go first.
-        mounts::seal_read_only_roots(&plan.mounts)?;
+        // Still holding CAP_SYS_ADMIN in bwrap's namespace (when root launched): mounts first.
+        let sealed = mounts::seal_read_only_roots(&plan.mounts)?;
         return exec::confine_and_exec(
             plan,
             Enforcement {
                 namespaces: namespaces::names(plan.unshare_net),
                 private_tmp: true,
                 protected_paths: true,
+                notes: (!sealed)
+                    .then(|| mounts::UNSEALED.to_string())
+                    .into_iter()
+                    .collect(),
                 ..Enforcement::default()
             },
         );

@@ -571,10 +571,25 @@ impl SocketSeal {
     }
 }
 
-/// The bubblewrap backend's inner stage, before it confines itself (it holds
-/// `CAP_SYS_ADMIN` in bwrap's user namespace until then): seals each read-only root of
-/// `ops` as the namespace backend does ([`SocketSeal`]; bwrap made [`EMPTY`]).
-pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<(), SetupError> {
+/// The enforcement note of a bubblewrap run whose read-only roots could not be sealed.
+pub const UNSEALED: &str = "Unix sockets under read-only roots not hidden: bwrap started by a \
+     non-root user runs the sandbox in a nested user namespace, which cannot mount overlays";
+
+/// The bubblewrap backend's inner stage, before it confines itself: when bwrap left it
+/// `CAP_SYS_ADMIN` over its mount namespace (started by root: see `bubblewrap.rs`), seals each
+/// read-only root of `ops` as the namespace backend does ([`SocketSeal`]; bwrap made
+/// [`EMPTY`]). False when it could not (an unprivileged bwrap nests the sandbox's user
+/// namespace below the one owning its mounts).
+pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<bool, SetupError> {
+    let can_mount = caps::has_cap(
+        None,
+        caps::CapSet::Effective,
+        caps::Capability::CAP_SYS_ADMIN,
+    )
+    .unwrap_or(false);
+    if !can_mount {
+        return Ok(false);
+    }
     let seal = SocketSeal {
         mountinfo: PathBuf::from("/proc/self/mountinfo"),
     };
@@ -588,7 +603,7 @@ pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<(), SetupError> {
             seal.seal(path)?;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// A mount point as `/proc/self/mountinfo` writes it (space, tab, newline and backslash as
