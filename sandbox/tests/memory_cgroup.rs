@@ -1,0 +1,134 @@
+//! The memory cgroup of a call (as root, on every confining backend) bounds the call and is
+//! gone once the call has ended, also when its `Sandbox`, and with it the zygote that reaps
+//! the helper, goes right after. A test binary of its own, so that no other test makes
+//! cgroups meanwhile.
+
+use std::cell::Cell;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use zeroclaw_sandbox::{BackendChoice, End, Profile, Sandbox};
+
+const HELPER: &str = env!("CARGO_BIN_EXE_zeroclaw-sandbox-helper");
+
+/// The memory cgroup this process is in: helpers started from here make theirs below it.
+fn memory_parent() -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, rel) = (parts.next()?, parts.next()?, parts.next()?);
+        let rel = rel.trim_start_matches('/');
+        if controllers.split(',').any(|c| c == "memory") {
+            return Some(Path::new("/sys/fs/cgroup/memory").join(rel));
+        }
+        let v2 = Path::new("/sys/fs/cgroup").join(rel);
+        let delegated = std::fs::read_to_string(v2.join("cgroup.subtree_control"))
+            .is_ok_and(|c| c.contains("memory"));
+        (controllers.is_empty() && delegated).then_some(v2)
+    })
+}
+
+/// The calls' cgroups under `parent` now.
+fn call_cgroups(parent: &Path) -> BTreeSet<String> {
+    let Ok(dir) = std::fs::read_dir(parent) else {
+        return BTreeSet::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.starts_with("zeroclaw-"))
+        .collect()
+}
+
+/// Those of the calls' cgroups under `parent` that are not in `before`, once `done` holds for
+/// them or after 5 s.
+async fn new_cgroups(
+    parent: &Path,
+    before: &BTreeSet<String>,
+    done: impl Fn(usize) -> bool,
+) -> Vec<String> {
+    for _ in 0..500 {
+        let new: Vec<String> = call_cgroups(parent).difference(before).cloned().collect();
+        if done(new.len()) {
+            return new;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    call_cgroups(parent).difference(before).cloned().collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn no_memory_cgroup_outlives_its_call_or_its_sandbox() {
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    let parent = match memory_parent() {
+        Some(p) if nix::unistd::geteuid().is_root() => p,
+        _ => {
+            let why = "needs root and a memory cgroup controller";
+            assert!(!ci, "{why}");
+            eprintln!("SKIP: {why}");
+            return;
+        }
+    };
+    let ws = tempfile::Builder::new()
+        .prefix("zc-memcg-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let mut profile = Profile::for_workspace(ws.path());
+    profile.limits.memory_bytes = 300 << 20;
+    let limit = |dir: &Path| {
+        ["memory.limit_in_bytes", "memory.max"]
+            .iter()
+            .find_map(|f| std::fs::read_to_string(dir.join(f)).ok())
+            .map(|v| v.trim().to_owned())
+    };
+    for choice in [
+        BackendChoice::Namespaces,
+        BackendChoice::Bubblewrap,
+        BackendChoice::Landlock,
+    ] {
+        for cancelled in [false, true] {
+            let sandbox = match Sandbox::new(choice, false) {
+                Ok(s) => s.with_helper(HELPER),
+                Err(e) => {
+                    assert!(!ci, "backend {choice} unavailable on CI: {e}");
+                    eprintln!("SKIP backend {choice}: {e}");
+                    break;
+                }
+            };
+            let case = format!("{choice}, cancelled: {cancelled}");
+            let before = call_cgroups(&parent);
+            let seen = Cell::new(Vec::new());
+            let watch = async {
+                let new = new_cgroups(&parent, &before, |n| n > 0).await;
+                let limits: Vec<Option<String>> =
+                    new.iter().map(|n| limit(&parent.join(n))).collect();
+                seen.set(limits);
+            };
+            let outcome = if cancelled {
+                sandbox.run(&profile, ["sleep", "30"], watch).await
+            } else {
+                let argv = ["sh", "-c", "sleep 0.5; exit 3"];
+                let run = sandbox.run(&profile, argv, std::future::pending());
+                tokio::join!(run, watch).0
+            };
+            let outcome = outcome.unwrap_or_else(|e| panic!("{case}: {e}"));
+            if cancelled {
+                assert_eq!(outcome.end, End::Cancelled, "{case}");
+            } else {
+                assert_eq!(outcome.shell_code(), 3, "{case}");
+            }
+            assert_eq!(
+                seen.take(),
+                [Some((300u64 << 20).to_string())],
+                "{case}: the call had no memory cgroup with its limit"
+            );
+            drop(sandbox);
+            let left = new_cgroups(&parent, &before, |n| n == 0).await;
+            assert!(
+                left.is_empty(),
+                "{case}: {left:?} left in {}",
+                parent.display()
+            );
+        }
+    }
+}
