@@ -1,6 +1,7 @@
 //! Interrupting and ending turns and sessions: `session/cancel` (notification, request, idle),
-//! `$/cancel_request`, a busy session (-32002), `session/stop` (waits for the turn) versus
-//! `session/close` (cancels it), and the `max_sessions` limit (-32001).
+//! `$/cancel_request` (a prompt ends `cancelled`, anything else -32800), a busy session (-32003),
+//! `session/stop` (waits for the turn) versus `session/close` (cancels it), and the
+//! `max_sessions` limit (-32001); each zeroclaw error with its `data.reason`.
 
 mod support;
 
@@ -116,18 +117,57 @@ fn cancel_when_idle_is_a_silent_no_op() {
     assert_eq!(resp["result"]["content"], "still fine");
 }
 
+/// The next prompt's model request carries the cancelled turn, as after `session/cancel`.
+fn assert_cancelled_turn_in_history(fx: &Fixture) {
+    let requests = fx.model.requests();
+    let last = requests.last().expect("the next prompt reached the model");
+    assert!(
+        last.to_string().contains("Hello world"),
+        "the cancelled turn is part of the history: {last}"
+    );
+}
+
 #[test]
-fn cancel_request_for_an_in_flight_prompt_answers_request_cancelled() {
+fn cancel_request_with_request_id_cancels_the_prompt_like_session_cancel() {
     let fx = Fixture::start(vec![stalling_stream()]);
     let prompt_id = start_stalled_turn(&fx);
     fx.client
-        .notify("$/cancel_request", json!({"id": prompt_id}));
-    let resp = fx.client.wait_response(&prompt_id);
-    assert_eq!(resp["error"]["code"], -32800, "{resp}");
+        .notify("$/cancel_request", json!({"requestId": prompt_id}));
+    assert_cancelled_with_partial_text(&fx, &prompt_id);
     assert!(
         fx.model.wait_aborted(1),
         "the cancelled request stops the model"
     );
+    assert_session_usable_afterwards(&fx);
+    assert_cancelled_turn_in_history(&fx);
+}
+
+#[test]
+fn cancel_request_with_the_id_alias_cancels_the_prompt_too() {
+    let fx = Fixture::start(vec![stalling_stream()]);
+    let prompt_id = start_stalled_turn(&fx);
+    fx.client
+        .notify("$/cancel_request", json!({"id": prompt_id}));
+    assert_cancelled_with_partial_text(&fx, &prompt_id);
+    assert_session_usable_afterwards(&fx);
+}
+
+#[test]
+fn cancel_request_for_another_request_answers_request_cancelled() {
+    let fx = Fixture::start(vec![stalling_stream()]);
+    let prompt_id = start_stalled_turn(&fx);
+    // `session/stop` waits for the stalled turn: a request that is still running.
+    let stop_id = fx
+        .client
+        .send_request("session/stop", json!({"sessionId": fx.session}));
+    fx.client
+        .notify("$/cancel_request", json!({"requestId": stop_id}));
+    let resp = fx.client.wait_response(&stop_id);
+    assert_eq!(resp["error"]["code"], -32800, "{resp}");
+    fx.client
+        .notify("session/cancel", json!({"sessionId": fx.session}));
+    assert_cancelled_with_partial_text(&fx, &prompt_id);
+    assert_session_usable_afterwards(&fx);
 }
 
 #[test]
@@ -137,7 +177,8 @@ fn a_second_prompt_while_a_turn_runs_is_session_busy() {
     let error = fx
         .client
         .call_err("session/prompt", prompt_params(&fx.session, "me too"));
-    assert_eq!(error["code"], -32002, "{error}");
+    assert_eq!(error["code"], -32003, "{error}");
+    assert_eq!(error["data"]["reason"], "session_busy", "{error}");
     fx.client
         .notify("session/cancel", json!({"sessionId": fx.session}));
     assert_cancelled_with_partial_text(&fx, &prompt_id);
@@ -176,6 +217,7 @@ fn stop_waits_for_the_running_turn_then_ends_the_session() {
         .client
         .call_err("session/prompt", prompt_params(&fx.session, "more"));
     assert_eq!(error["code"], -32000);
+    assert_eq!(error["data"]["reason"], "session_not_found", "{error}");
 }
 
 #[test]
@@ -220,6 +262,7 @@ fn the_session_limit_holds_and_frees_up_on_close_and_stop() {
     let new = json!({"cwd": work.path(), "mcpServers": []});
     let error = client.call_err("session/new", new.clone());
     assert_eq!(error["code"], -32001, "{error}");
+    assert_eq!(error["data"]["reason"], "session_limit_reached", "{error}");
     client.call("session/close", json!({"sessionId": first}));
     let third = client.new_session(work.path());
     assert_eq!(client.call_err("session/new", new.clone())["code"], -32001);
@@ -333,7 +376,9 @@ crate::over_websocket!(
     cancel_notification_during_a_stream_answers_cancelled_with_the_partial_text,
     cancel_as_a_request_answers_empty_object,
     cancel_when_idle_is_a_silent_no_op,
-    cancel_request_for_an_in_flight_prompt_answers_request_cancelled,
+    cancel_request_with_request_id_cancels_the_prompt_like_session_cancel,
+    cancel_request_with_the_id_alias_cancels_the_prompt_too,
+    cancel_request_for_another_request_answers_request_cancelled,
     a_second_prompt_while_a_turn_runs_is_session_busy,
     stop_waits_for_the_running_turn_then_ends_the_session,
     close_cancels_the_running_turn_and_deactivates_the_session,

@@ -176,6 +176,10 @@ fn unknown_sessions_are_session_not_found() {
     for (method, params) in cases {
         let error = client.call_err(method, params);
         assert_eq!(error["code"], -32000, "{method}: {error}");
+        assert_eq!(
+            error["data"]["reason"], "session_not_found",
+            "{method}: {error}"
+        );
     }
 }
 

@@ -6,7 +6,6 @@ use serde_json::{Value, json};
 
 use super::{Connection, params};
 use crate::rpc::RpcError;
-use crate::rpc::error::SESSION_NOT_FOUND;
 
 /// `session/cancel` as a notification: never answers, ignores unknown sessions.
 pub fn cancel_notification(conn: &Connection, params: &Value) {
@@ -38,8 +37,7 @@ pub async fn stop(conn: &Connection, params: &Value) -> Result<Value, RpcError> 
 pub async fn close(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
     let id = params::session_id(params)?;
     if conn.server.store.is_none() {
-        return Err(RpcError::new(
-            SESSION_NOT_FOUND,
+        return Err(RpcError::session_not_found(
             "session/close is unavailable: the session store could not be opened",
         ));
     }

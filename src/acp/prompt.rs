@@ -1,6 +1,7 @@
-//! `session/prompt`: validates the prompt, claims the session (-32002 when busy), writes
+//! `session/prompt`: validates the prompt, claims the session (-32003 when busy), writes
 //! attachments, runs the turn with `session/update`s streamed to the caller, stores the turn
-//! in one transaction, then answers `{sessionId, stopReason, content}`.
+//! in one transaction, then answers `{sessionId, stopReason, content}`. A `$/cancel_request`
+//! for the prompt cancels the turn exactly as `session/cancel` does.
 
 use std::sync::Arc;
 
@@ -10,7 +11,6 @@ use super::session::Session;
 use super::updates::PeerSink;
 use super::{Connection, materialize, params, permission};
 use crate::agent::{TurnOutcome, TurnRequest, run_turn};
-use crate::rpc::error::SESSION_BUSY;
 use crate::rpc::{Peer, RpcError};
 use crate::tools::ToolContext;
 
@@ -18,12 +18,11 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     let id = params::session_id(params)?;
     let session = conn.session(id)?;
     let parts = materialize::parse(params::object(params)?.get("prompt"))?;
-    let guard = session.start_turn().map_err(|_| {
-        RpcError::new(
-            SESSION_BUSY,
-            format!("session {id} is busy with another prompt"),
-        )
-    })?;
+    let guard = session
+        .start_turn()
+        .map_err(|_| RpcError::session_busy(format!("session {id} is busy with another prompt")))?;
+    // Taken before the first await, so the server never aborts a started turn half-way.
+    let request_cancelled = peer.take_cancellation();
     let user_text = materialize::write(parts, &session.cwd).await?;
     let request = turn_request(conn, &session, user_text)?;
     let ctx = ToolContext {
@@ -37,12 +36,20 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         call_id: String::new(),
         env: permission::tool_env(conn, &session, peer.clone()),
     };
-    let outcome = run_turn(request, &conn.server.tools, &ctx)
-        .await
-        .map_err(|error| {
-            tracing::warn!(session = %session.id, %error, "turn failed");
-            RpcError::internal(error.to_string())
-        })?;
+    let turn = run_turn(request, &conn.server.tools, &ctx);
+    tokio::pin!(turn);
+    let outcome = tokio::select! {
+        biased;
+        outcome = &mut turn => outcome,
+        () = request_cancelled.cancelled() => {
+            guard.cancel.cancel();
+            turn.await
+        }
+    }
+    .map_err(|error| {
+        tracing::warn!(session = %session.id, %error, "turn failed");
+        RpcError::internal(error.to_string())
+    })?;
     persist(conn, &session, &outcome).await;
     // The session is free for the next prompt now, but `session/stop` (which waits for the
     // turn) is answered only after this answer is queued.

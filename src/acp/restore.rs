@@ -16,7 +16,6 @@ use super::sessions::not_found;
 use super::updates::PeerSink;
 use super::{Connection, agents, new_session, params};
 use crate::agent::{Entry, history};
-use crate::rpc::error::SESSION_NOT_FOUND;
 use crate::rpc::{Peer, RpcError};
 use crate::store::Store;
 use crate::tools::UpdateSink;
@@ -36,8 +35,7 @@ pub async fn handle(
     let id = params::session_id(params)?;
     let requested = params::opt_str(params, &["cwd", "workspaceDir", "workspace_dir"])?;
     let Some(store) = &conn.server.store else {
-        return Err(RpcError::new(
-            SESSION_NOT_FOUND,
+        return Err(RpcError::session_not_found(
             "sessions cannot be restored: the session store could not be opened",
         ));
     };

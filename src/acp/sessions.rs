@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use super::session::Session;
 use crate::rpc::RpcError;
-use crate::rpc::error::{SESSION_LIMIT_REACHED, SESSION_NOT_FOUND};
 
 pub struct Sessions {
     active: Mutex<HashMap<String, Arc<Session>>>,
@@ -41,10 +40,10 @@ impl Sessions {
             )));
         }
         if active.len() >= self.max {
-            return Err(RpcError::new(
-                SESSION_LIMIT_REACHED,
-                format!("session limit reached: {} sessions are active", self.max),
-            ));
+            return Err(RpcError::session_limit_reached(format!(
+                "session limit reached: {} sessions are active",
+                self.max
+            )));
         }
         self.lock_attached().insert(session.id.clone());
         active.insert(session.id.clone(), session);
@@ -54,10 +53,10 @@ impl Sessions {
     /// -32001 if a new session could not be added now (checked before any work is done).
     pub fn check_room(&self) -> Result<(), RpcError> {
         if self.lock().len() >= self.max {
-            return Err(RpcError::new(
-                SESSION_LIMIT_REACHED,
-                format!("session limit reached: {} sessions are active", self.max),
-            ));
+            return Err(RpcError::session_limit_reached(format!(
+                "session limit reached: {} sessions are active",
+                self.max
+            )));
         }
         Ok(())
     }
@@ -154,7 +153,7 @@ impl Sessions {
 }
 
 pub fn not_found(id: &str) -> RpcError {
-    RpcError::new(SESSION_NOT_FOUND, format!("session not found: {id}"))
+    RpcError::session_not_found(format!("session not found: {id}"))
 }
 
 #[cfg(test)]

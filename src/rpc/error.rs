@@ -1,4 +1,7 @@
 //! JSON-RPC error codes of the zeroclaw ACP contract and the error object sent on the wire.
+//! The zeroclaw-specific codes (-32000, -32001, -32003) are built only through their
+//! constructors here, which add `data.reason` so a client can tell them apart without the code
+//! (base ACP gives -32000 and -32002 other meanings).
 
 use serde_json::{Value, json};
 
@@ -10,7 +13,8 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const REQUEST_CANCELLED: i64 = -32800;
 pub const SESSION_NOT_FOUND: i64 = -32000;
 pub const SESSION_LIMIT_REACHED: i64 = -32001;
-pub const SESSION_BUSY: i64 = -32002;
+/// Not -32002: base ACP v1 defines that as "resource not found".
+pub const SESSION_BUSY: i64 = -32003;
 
 /// A JSON-RPC error object: `{"code", "message", "data"?}`. The message is user-facing.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +58,29 @@ impl RpcError {
         Self::new(INTERNAL_ERROR, message)
     }
 
+    pub fn request_cancelled() -> Self {
+        Self::new(REQUEST_CANCELLED, "request cancelled")
+    }
+
+    /// -32000, `data.reason = "session_not_found"`.
+    pub fn session_not_found(message: impl Into<String>) -> Self {
+        Self::with_reason(SESSION_NOT_FOUND, message, "session_not_found")
+    }
+
+    /// -32001, `data.reason = "session_limit_reached"`.
+    pub fn session_limit_reached(message: impl Into<String>) -> Self {
+        Self::with_reason(SESSION_LIMIT_REACHED, message, "session_limit_reached")
+    }
+
+    /// -32003, `data.reason = "session_busy"`.
+    pub fn session_busy(message: impl Into<String>) -> Self {
+        Self::with_reason(SESSION_BUSY, message, "session_busy")
+    }
+
+    fn with_reason(code: i64, message: impl Into<String>, reason: &str) -> Self {
+        Self::new(code, message).with_data(json!({"reason": reason}))
+    }
+
     /// The wire form of the error object.
     pub fn to_json(&self) -> Value {
         let mut obj = json!({"code": self.code, "message": self.message});
@@ -87,3 +114,29 @@ impl std::fmt::Display for RpcError {
 }
 
 impl std::error::Error for RpcError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zeroclaw_codes_carry_their_reason() {
+        for (error, code, reason) in [
+            (
+                RpcError::session_not_found("x"),
+                -32000,
+                "session_not_found",
+            ),
+            (
+                RpcError::session_limit_reached("x"),
+                -32001,
+                "session_limit_reached",
+            ),
+            (RpcError::session_busy("x"), -32003, "session_busy"),
+        ] {
+            let wire = error.to_json();
+            assert_eq!(wire["code"], code);
+            assert_eq!(wire["data"]["reason"], reason);
+        }
+    }
+}

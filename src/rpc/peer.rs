@@ -3,12 +3,13 @@
 //! `zc-out-<n>` and wait in a pending map for the client's response or a timeout.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::RpcError;
 
@@ -28,6 +29,33 @@ pub struct Peer {
     next_id: Arc<AtomicU64>,
     /// Set on the clone handed to one request's handler (see [`Peer::for_request`]).
     deferred: Option<Deferred>,
+    /// Set on that clone too: the request's `$/cancel_request` (see [`Peer::take_cancellation`]).
+    cancel: Option<RequestCancel>,
+}
+
+/// The `$/cancel_request` signal of one running request, and whether its handler answers it
+/// itself instead of being aborted.
+#[derive(Clone, Default)]
+pub struct RequestCancel {
+    token: CancellationToken,
+    taken: Arc<AtomicBool>,
+}
+
+impl RequestCancel {
+    /// Fires the signal (the server calls this on `$/cancel_request`).
+    pub fn cancel(&self) {
+        self.token.cancel();
+    }
+
+    /// Resolves once the request is cancelled.
+    pub async fn cancelled(&self) {
+        self.token.cancelled().await;
+    }
+
+    /// Whether the handler took the cancellation over, so it must not be aborted.
+    pub fn is_taken(&self) -> bool {
+        self.taken.load(Ordering::SeqCst)
+    }
 }
 
 impl Peer {
@@ -38,15 +66,31 @@ impl Peer {
             pending: Arc::default(),
             next_id: Arc::default(),
             deferred: None,
+            cancel: None,
         }
     }
 
     /// The clone given to the handler of one request: what it hands to
-    /// [`Peer::release_after_response`] lives until that request's response is queued.
-    pub fn for_request(&self) -> Self {
+    /// [`Peer::release_after_response`] lives until that request's response is queued, and
+    /// `cancel` is that request's `$/cancel_request` signal.
+    pub fn for_request(&self, cancel: RequestCancel) -> Self {
         Self {
             deferred: Some(Deferred::default()),
+            cancel: Some(cancel),
             ..self.clone()
+        }
+    }
+
+    /// Makes this request answer its own `$/cancel_request`: from now on the server no longer
+    /// aborts it with -32800 but fires the returned token and waits for the handler's answer.
+    /// Outside a request handler the token never fires.
+    pub fn take_cancellation(&self) -> CancellationToken {
+        match &self.cancel {
+            Some(cancel) => {
+                cancel.taken.store(true, Ordering::SeqCst);
+                cancel.token.clone()
+            }
+            None => CancellationToken::new(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! The inbound loop of one connection: classifies frames, answers malformed ones, routes
 //! responses to pending outbound requests, and runs every request on its own task so a long
-//! `session/prompt` never blocks `session/cancel` or anything else. `$/cancel_request` aborts
-//! one running request, which then answers -32800.
+//! `session/prompt` never blocks `session/cancel` or anything else. `$/cancel_request`
+//! (`params.requestId`, or `params.id`) aborts one running request, which then answers -32800 —
+//! unless its handler took the cancellation over ([`Peer::take_cancellation`]) and answers it
+//! itself.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
 
 use super::codec::FrameError;
-use super::error::{INVALID_REQUEST, REQUEST_CANCELLED};
+use super::error::INVALID_REQUEST;
 use super::message::{Incoming, classify};
+use super::peer::RequestCancel;
 use super::{Peer, RpcError};
 
 /// What a connection serves: the ACP methods, or anything else speaking JSON-RPC.
@@ -36,7 +38,7 @@ pub trait Handler: Send + Sync + 'static {
     ) -> impl Future<Output = ()> + Send;
 }
 
-type InFlight = Arc<Mutex<HashMap<String, CancellationToken>>>;
+type InFlight = Arc<Mutex<HashMap<String, RequestCancel>>>;
 
 /// Serves one connection until `incoming` ends, then waits for the requests still running.
 pub async fn serve<H, S>(mut incoming: S, peer: Peer, handler: Arc<H>)
@@ -99,50 +101,72 @@ fn spawn_request<H: Handler>(
     params: Value,
 ) -> impl Future<Output = ()> + Send + 'static {
     let key = id.to_string();
-    let token = CancellationToken::new();
-    lock(in_flight).insert(key.clone(), token.clone());
-    let (handler, peer, in_flight) = (handler.clone(), peer.for_request(), in_flight.clone());
+    let cancel = RequestCancel::default();
+    lock(in_flight).insert(key.clone(), cancel.clone());
+    let (handler, peer, in_flight) = (
+        handler.clone(),
+        peer.for_request(cancel.clone()),
+        in_flight.clone(),
+    );
     async move {
+        let work = handler.request(peer.clone(), method, params);
+        tokio::pin!(work);
+        // Biased: the handler runs first, so one that takes the cancellation over does so
+        // before a cancellation already received is looked at.
         let result = tokio::select! {
-            result = handler.request(peer.clone(), method, params) => result,
-            () = token.cancelled() => Err(RpcError::new(REQUEST_CANCELLED, "request cancelled")),
+            biased;
+            result = &mut work => result,
+            () = cancel.cancelled() => {
+                if cancel.is_taken() {
+                    work.await
+                } else {
+                    Err(RpcError::request_cancelled())
+                }
+            }
         };
         lock(&in_flight).remove(&key);
         peer.respond(id, result).await;
     }
 }
 
+/// `$/cancel_request`: base ACP names the request `requestId`; `id` is accepted as an alias.
 fn cancel_in_flight(in_flight: &InFlight, params: &Value) {
-    let Some(id) = params.get("id") else {
+    let Some(id) = params.get("requestId").or_else(|| params.get("id")) else {
         return;
     };
-    if let Some(token) = lock(in_flight).get(&id.to_string()) {
-        token.cancel();
+    if let Some(cancel) = lock(in_flight).get(&id.to_string()) {
+        cancel.cancel();
     }
 }
 
-fn lock(in_flight: &InFlight) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+fn lock(in_flight: &InFlight) -> std::sync::MutexGuard<'_, HashMap<String, RequestCancel>> {
     in_flight.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rpc::error::REQUEST_CANCELLED;
     use crate::rpc::stdio;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-    /// `slow` never finishes on its own; `echo` answers its params; notifications are dropped.
+    /// `slow` never finishes on its own; `owns_cancel` takes its cancellation over and answers
+    /// `"stopped"` when cancelled; `echo` answers its params; notifications are dropped.
     struct TestHandler;
 
     impl Handler for TestHandler {
         async fn request(
             &self,
-            _peer: Peer,
+            peer: Peer,
             method: String,
             params: Value,
         ) -> Result<Value, RpcError> {
             match method.as_str() {
                 "slow" => std::future::pending().await,
+                "owns_cancel" => {
+                    peer.take_cancellation().cancelled().await;
+                    Ok(json!("stopped"))
+                }
                 "echo" => Ok(params),
                 _ => Err(RpcError::method_not_found(&method)),
             }
@@ -192,5 +216,43 @@ mod tests {
             None,
             "nothing else was written"
         );
+    }
+
+    #[tokio::test]
+    async fn request_id_cancels_and_a_handler_that_took_it_over_answers_itself() {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (server_read, server_write) = tokio::io::split(server);
+        let serving = tokio::spawn(stdio::run(
+            server_read,
+            server_write,
+            1024,
+            Arc::new(TestHandler),
+        ));
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut lines = BufReader::new(client_read).lines();
+        let input = concat!(
+            "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"owns_cancel\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"slow\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":\"a\"}}\n",
+        );
+        client_write.write_all(input.as_bytes()).await.unwrap();
+        let first: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(
+            first,
+            json!({"jsonrpc": "2.0", "id": "a", "result": "stopped"})
+        );
+        client_write
+            .write_all(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":\"b\"}}\n",
+            )
+            .await
+            .unwrap();
+        let second: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(second["id"], "b");
+        assert_eq!(second["error"]["code"], REQUEST_CANCELLED);
+        client_write.shutdown().await.unwrap();
+        serving.await.unwrap();
     }
 }

@@ -13,7 +13,14 @@ use serde_json::Value;
 
 /// The error codes the contract allows (`acp-contract.md` §2).
 pub const CONTRACT_ERROR_CODES: [i64; 9] = [
-    -32700, -32600, -32601, -32602, -32603, -32800, -32000, -32001, -32002,
+    -32700, -32600, -32601, -32602, -32603, -32800, -32000, -32001, -32003,
+];
+
+/// The zeroclaw-specific codes and the `data.reason` each must carry (§2).
+pub const ZEROCLAW_ERROR_REASONS: [(i64, &str); 3] = [
+    (-32000, "session_not_found"),
+    (-32001, "session_limit_reached"),
+    (-32003, "session_busy"),
 ];
 
 /// The `sessionUpdate` kinds the contract says zeroclaw emits (§3).
@@ -116,6 +123,13 @@ fn check_error(id: &Value, error: &Value, sent: &SentRequest) -> Result<(), Stri
         .ok_or("error code is not an integer")?;
     if !CONTRACT_ERROR_CODES.contains(&code) {
         return Err(format!("error code {code} is not in the contract"));
+    }
+    if let Some((_, reason)) = ZEROCLAW_ERROR_REASONS.iter().find(|(c, _)| *c == code)
+        && error["data"]["reason"] != *reason
+    {
+        return Err(format!(
+            "error {code} lacks data.reason = {reason:?}: {error}"
+        ));
     }
     Ok(())
 }
