@@ -201,3 +201,103 @@ fn without_flag_or_variable_the_config_dir_is_dot_zeroclaw_in_home() {
         dot.join("workspace").to_str()
     );
 }
+
+/// A config directory whose `workspace_dir` is a regular file.
+fn workspace_is_a_file() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ws");
+    std::fs::write(&file, "not a directory").unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "workspace_dir = \"ws\"\n[gateway]\nlisten = [\"unix:zc.sock\"]\n",
+    )
+    .unwrap();
+    (dir, file.display().to_string())
+}
+
+#[test]
+fn a_workspace_dir_that_is_a_file_fails_every_command_naming_it() {
+    let (dir, file) = workspace_is_a_file();
+    let commands: [&[&str]; 4] = [
+        &["config", "check"],
+        &["sessions", "list"],
+        &["acp"],
+        &["daemon"],
+    ];
+    for args in commands {
+        let out = zeroclaw(dir.path(), args, &[]);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?} succeeded: {err}");
+        assert!(
+            err.contains(&format!("{file} exists and is not a directory")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("`workspace_dir`"), "{args:?}: {err}");
+        assert!(!err.contains("running in memory"), "{args:?}: {err}");
+    }
+    assert!(
+        !dir.path().join("zc.sock").exists(),
+        "the daemon never listened"
+    );
+}
+
+#[test]
+fn zero_limits_on_the_acp_command_line_are_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, key) in [
+        ("--max-sessions", "acp.max_sessions"),
+        ("--session-timeout", "acp.session_timeout_secs"),
+    ] {
+        let out = zeroclaw(dir.path(), &["acp", flag, "0"], &[]);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{flag} 0 was accepted: {err}");
+        assert!(
+            err.contains(&format!(
+                "`{key}` from command-line flag {flag}: must be greater than 0"
+            )),
+            "{err}"
+        );
+        assert!(stdout(&out).is_empty(), "nothing on the ACP channel");
+    }
+}
+
+#[test]
+fn a_command_line_limit_beats_the_file_and_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[acp]\nmax_sessions = 0\n").unwrap();
+    let env = [("ZEROCLAW_acp__max_sessions", "0")];
+    let out = zeroclaw(dir.path(), &["acp", "--max-sessions", "2"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn ill_typed_values_are_explained_in_plain_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "ZEROCLAW_acp__max_sessions",
+            "four",
+            "expected a whole number",
+        ),
+        (
+            "ZEROCLAW_sandbox__allow_partial",
+            "maybe",
+            "expected true or false",
+        ),
+        (
+            "ZEROCLAW_acp__max_sessions",
+            "-1",
+            "expected a whole number from 0 to",
+        ),
+    ];
+    for (var, value, plain) in cases {
+        let out = zeroclaw(dir.path(), &["config", "check"], &[(var, value)]);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{var}={value}: {err}");
+        assert!(err.contains(plain), "{var}={value}: {err}");
+        assert!(err.contains(var), "names the variable: {err}");
+        for rust in ["usize", "u64", "a boolean"] {
+            assert!(!err.contains(rust), "{var}={value} leaks `{rust}`: {err}");
+        }
+    }
+}

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::acp::{Connection, Server, server};
-use crate::config::Config;
+use crate::config::{Config, FlagOverride};
 use crate::rpc;
 use crate::store::Store;
 
@@ -33,18 +33,23 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     if std::io::stdin().is_terminal() {
         eprintln!("{TERMINAL_HINT}");
     }
-    let mut config = Config::load(args.config_dir.as_deref())?;
-    if let Some(max) = args.max_sessions {
-        config.acp.max_sessions = max;
-    }
-    if let Some(secs) = args.session_timeout {
-        config.acp.session_timeout_secs = secs;
-    }
+    let config = Config::load_with_flags(args.config_dir.as_deref(), flags(&args))?;
     let (runtime, store) = server::runtime_and_store(config.store_path())?;
     runtime.block_on(serve_stdio(config, store));
     // Tasks still running (an outbound request nobody answers) must not hold the exit.
     runtime.shutdown_background();
     Ok(ExitCode::SUCCESS)
+}
+
+/// The flags that set config keys, validated with the file and the environment.
+fn flags(args: &AcpArgs) -> Vec<FlagOverride> {
+    let max = args
+        .max_sessions
+        .map(|n| FlagOverride::whole_number("--max-sessions", "acp.max_sessions", n as u64));
+    let timeout = args.session_timeout.map(|secs| {
+        FlagOverride::whole_number("--session-timeout", "acp.session_timeout_secs", secs)
+    });
+    max.into_iter().chain(timeout).collect()
 }
 
 async fn serve_stdio(config: Config, store: Option<Store>) {

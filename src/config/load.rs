@@ -1,5 +1,6 @@
-//! Layering: built-in defaults <- `config.toml` <- environment overlay, then typed
-//! deserialization and validation, with every error traced back to its source.
+//! Layering: built-in defaults <- `config.toml` <- environment overlay <- command-line flags,
+//! then typed deserialization and validation, with every error traced back to its source (and
+//! serde's Rust type names put in plain words).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -10,8 +11,8 @@ use toml::{Table, Value};
 use super::env::{self, EnvEntry};
 use super::validate;
 use super::{
-    AcpConfig, AgentConfig, CONFIG_FILE_NAME, Config, ConfigError, GatewayConfig, ProviderConfig,
-    SandboxConfig, Source,
+    AcpConfig, AgentConfig, CONFIG_FILE_NAME, Config, ConfigError, FlagOverride, GatewayConfig,
+    ProviderConfig, SandboxConfig, Source,
 };
 
 /// The built-in provider and agent a fresh install runs with.
@@ -43,11 +44,17 @@ pub(super) struct Sources {
     file: Option<PathBuf>,
     /// Keys set by the environment, by dotted path.
     env: BTreeMap<String, EnvEntry>,
+    /// Keys set by command-line flags, by dotted path, with the flag.
+    flags: BTreeMap<String, &'static str>,
 }
 
 impl Sources {
-    /// The variable that set `key` (or a key below it), else the file, else the defaults.
+    /// The flag that set `key`, else the variable that set it (or a key below it), else the
+    /// file, else the defaults.
     pub(super) fn of(&self, key: &str) -> Source {
+        if let Some(flag) = self.flags.get(key) {
+            return Source::Flag((*flag).to_owned());
+        }
         if let Some(entry) = self.env.get(key) {
             return Source::Env(entry.var.clone());
         }
@@ -61,7 +68,11 @@ impl Sources {
     }
 }
 
-pub(super) fn load(config_dir: &Path, vars: Vec<(String, String)>) -> Result<Config, ConfigError> {
+pub(super) fn load(
+    config_dir: &Path,
+    vars: Vec<(String, String)>,
+    flags: Vec<FlagOverride>,
+) -> Result<Config, ConfigError> {
     let file_path = config_dir.join(CONFIG_FILE_NAME);
     let file = read_file(&file_path)?;
     let entries = env::overlay(vars)?;
@@ -71,6 +82,7 @@ pub(super) fn load(config_dir: &Path, vars: Vec<(String, String)>) -> Result<Con
             .iter()
             .map(|e| (e.path.join("."), e.clone()))
             .collect(),
+        flags: flags.iter().map(|f| (f.key.to_owned(), f.flag)).collect(),
     };
     let mut merged = defaults();
     if let Some(file) = file {
@@ -78,6 +90,17 @@ pub(super) fn load(config_dir: &Path, vars: Vec<(String, String)>) -> Result<Con
     }
     for entry in entries {
         apply(&mut merged, entry)?;
+    }
+    for flag in flags {
+        apply(
+            &mut merged,
+            EnvEntry {
+                var: flag.flag.to_owned(),
+                path: flag.key.split('.').map(str::to_owned).collect(),
+                literal: flag.value.to_string(),
+                value: flag.value,
+            },
+        )?;
     }
     add_default_agent(&mut merged);
     let raw = deserialize(merged, &sources)?;
@@ -215,12 +238,7 @@ fn deserialize_error(
     let path = err.path().to_string();
     // The toml error appends "in `table`" on a second line; the key says that better.
     let full = err.inner().to_string();
-    let message = full
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim_end()
-        .to_owned();
+    let message = plain_types(full.lines().next().unwrap_or_default().trim_end());
     let key = match unknown_field(&message) {
         Some(field) if !path.ends_with(field) => join_key(&path, field),
         _ => path,
@@ -230,6 +248,38 @@ fn deserialize_error(
         key,
         message,
     }
+}
+
+/// serde names the Rust type it expected (`expected usize`); say what a user has to write.
+fn plain_types(message: &str) -> String {
+    let Some((head, expected)) = message.rsplit_once("expected ") else {
+        return message.to_owned();
+    };
+    let plain = match (expected, whole_number_range(expected)) {
+        (_, Some((min, max))) if head.starts_with("invalid value: integer") => {
+            format!("a whole number from {min} to {max}")
+        }
+        (_, Some(_)) => "a whole number".to_owned(),
+        ("f64" | "f32", None) => "a number".to_owned(),
+        ("a boolean", None) => "true or false".to_owned(),
+        _ => return message.to_owned(),
+    };
+    format!("{head}expected {plain}")
+}
+
+fn whole_number_range(rust_type: &str) -> Option<(i128, i128)> {
+    Some(match rust_type {
+        "u8" => (0, u8::MAX.into()),
+        "u16" => (0, u16::MAX.into()),
+        "u32" => (0, u32::MAX.into()),
+        // A TOML integer is an i64: nothing larger can be written.
+        "u64" | "usize" => (0, i64::MAX.into()),
+        "i8" => (i8::MIN.into(), i8::MAX.into()),
+        "i16" => (i16::MIN.into(), i16::MAX.into()),
+        "i32" => (i32::MIN.into(), i32::MAX.into()),
+        "i64" | "isize" => (i64::MIN.into(), i64::MAX.into()),
+        _ => return None,
+    })
 }
 
 /// The field named by serde's "unknown field `x`, expected ..." message.

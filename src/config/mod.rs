@@ -1,4 +1,5 @@
-//! Typed configuration: defaults <- `<config_dir>/config.toml` <- `ZEROCLAW_*` environment overlay.
+//! Typed configuration: defaults <- `<config_dir>/config.toml` <- `ZEROCLAW_*` environment overlay
+//! <- command-line flags ([`FlagOverride`]), all checked by the same validation.
 //!
 //! [`Config::load`] resolves the config directory, layers the sources in [`load`] (with the
 //! overlay parsed in [`env`]), deserializes into the types below and checks them in
@@ -202,6 +203,8 @@ impl Default for SandboxConfig {
 pub enum Source {
     File(PathBuf),
     Env(String),
+    /// A command-line flag, e.g. `--max-sessions`.
+    Flag(String),
     Defaults,
 }
 
@@ -210,6 +213,7 @@ impl std::fmt::Display for Source {
         match self {
             Source::File(path) => write!(f, "in {}", path.display()),
             Source::Env(var) => write!(f, "from environment variable {var}"),
+            Source::Flag(flag) => write!(f, "from command-line flag {flag}"),
             Source::Defaults => f.write_str("in the built-in defaults"),
         }
     }
@@ -244,15 +248,42 @@ pub enum ConfigError {
     MissingApiKey(String),
 }
 
+/// A command-line flag that sets one config key: it overrides the file and the environment and
+/// goes through the same validation, whose errors then name the flag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlagOverride {
+    /// The flag as typed, e.g. `--max-sessions`.
+    pub flag: &'static str,
+    /// The dotted key it sets, e.g. `acp.max_sessions`.
+    pub key: &'static str,
+    pub value: toml::Value,
+}
+
+impl FlagOverride {
+    /// A flag taking a whole number (clap has already parsed it as one).
+    pub fn whole_number(flag: &'static str, key: &'static str, value: u64) -> Self {
+        let value = toml::Value::Integer(i64::try_from(value).unwrap_or(i64::MAX));
+        Self { flag, key, value }
+    }
+}
+
 impl Config {
     /// `--config-dir`, else `ZEROCLAW_CONFIG_DIR`, else `~/.zeroclaw`; reads the process env overlay.
     pub fn load(cli_config_dir: Option<&Path>) -> Result<Config, ConfigError> {
+        Self::load_with_flags(cli_config_dir, Vec::new())
+    }
+
+    /// [`Config::load`] with command-line flags layered over the file and the environment.
+    pub fn load_with_flags(
+        cli_config_dir: Option<&Path>,
+        flags: Vec<FlagOverride>,
+    ) -> Result<Config, ConfigError> {
         let config_dir = match cli_config_dir {
             Some(dir) => dir.to_path_buf(),
             None => default_config_dir()?,
         };
         let env = env::process_env()?;
-        load::load(&config_dir, env)
+        load::load(&config_dir, env, flags)
     }
 
     /// Same as [`Config::load`] with an explicit directory and environment (for tests).
@@ -260,7 +291,7 @@ impl Config {
         config_dir: &Path,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Config, ConfigError> {
-        load::load(config_dir, env.into_iter().collect())
+        load::load(config_dir, env.into_iter().collect(), Vec::new())
     }
 
     /// `<config_dir>/config.toml`.

@@ -1,5 +1,8 @@
 //! Checks that need the whole configuration: positive limits, a known sandbox backend, parsable
-//! gateway addresses, usable provider URLs, and agents that name an existing provider.
+//! gateway addresses, usable provider URLs, agents that name an existing provider, and a
+//! `workspace_dir` that is a directory (or does not exist yet).
+
+use std::path::Path;
 
 use super::load::Sources;
 use super::{AgentConfig, Config, ConfigError, ProviderConfig, SANDBOX_BACKENDS};
@@ -32,6 +35,9 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
             return Err(invalid(key.into(), "must be greater than 0".into()));
         }
     }
+    if let Some(problem) = workspace_problem(&config.workspace_dir) {
+        return Err(invalid("workspace_dir".into(), problem));
+    }
     if !SANDBOX_BACKENDS.contains(&config.sandbox.backend.as_str()) {
         let message = format!(
             "unknown backend `{}`, expected one of {}",
@@ -54,6 +60,17 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
             .map_err(|(field, msg)| invalid(format!("agents.{alias}.{field}"), msg))?;
     }
     Ok(())
+}
+
+/// Why `dir` cannot be the workspace: it exists but is not a directory (it is created on first
+/// use when missing), or it cannot be looked at.
+fn workspace_problem(dir: &Path) -> Option<String> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => None,
+        Ok(_) => Some(format!("{} exists and is not a directory", dir.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(format!("cannot use {}: {e}", dir.display())),
+    }
 }
 
 type FieldError = (&'static str, String);

@@ -146,7 +146,8 @@ async fn sandbox_self_test(config: &Config) -> anyhow::Result<String> {
     std::fs::create_dir(&scratch).or_else(|e| match e.kind() {
         std::io::ErrorKind::AlreadyExists => Ok(()),
         _ => Err(e),
-    })?;
+    })
+    .map_err(|e| anyhow::anyhow!("creating {}: {e}", scratch.display()))?;
     let profile = Profile::for_workspace(&scratch);
     let outcome = sandbox
         .run(&profile, ["true"], std::future::pending())
