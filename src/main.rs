@@ -1,7 +1,6 @@
 //! The `zeroclaw` command line: `acp` (the ACP server on stdio), `daemon` (ACP over
 //! WebSocket), `token`, `config`, `sessions`, `sandbox run`, `doctor`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -39,13 +38,7 @@ enum Command {
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
     /// Print the sandbox capability report; non-zero when the configured sandbox cannot apply.
-    Doctor {
-        #[command(flatten)]
-        args: doctor::DoctorArgs,
-        /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
-        #[arg(long)]
-        config_dir: Option<PathBuf>,
-    },
+    Doctor(doctor::DoctorArgs),
 }
 
 /// `zeroclaw sandbox ...` parsed on its own: the same subcommand (name, help and arguments) as
@@ -74,10 +67,7 @@ fn main() -> ExitCode {
         // Nothing on this path logs (the command's own output is relayed, setup failures are
         // explained on stderr), so no subscriber is set up either.
         let SandboxOnly::Sandbox(sandbox::SandboxCommand::Run(args)) = SandboxCli::parse().command;
-        return finish(
-            sandbox_settings(None)
-                .map(|(backend, partial)| sandbox::run_with(args, backend, partial)),
-        );
+        return sandbox::run(args);
     }
     let cli = Cli::parse();
     init_logging();
@@ -87,10 +77,8 @@ fn main() -> ExitCode {
         Command::Token(args) => token_cmd::run(args),
         Command::Config(args) => config_cmd::run(args),
         Command::Sessions(args) => sessions_cmd::run(args),
-        Command::Sandbox(sandbox::SandboxCommand::Run(args)) => sandbox_settings(None)
-            .map(|(backend, partial)| sandbox::run_with(args, backend, partial)),
-        Command::Doctor { args, config_dir } => sandbox_settings(config_dir.as_deref())
-            .map(|(backend, partial)| doctor::run_with(args, backend, partial)),
+        Command::Sandbox(sandbox::SandboxCommand::Run(args)) => Ok(sandbox::run(args)),
+        Command::Doctor(args) => Ok(doctor::run(args)),
     };
     finish(result)
 }
@@ -114,17 +102,4 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
-}
-
-/// The configured `[sandbox] backend` and `allow_partial` (command-line flags override them).
-fn sandbox_settings(
-    config_dir: Option<&std::path::Path>,
-) -> anyhow::Result<(zeroclaw_sandbox::BackendChoice, bool)> {
-    let config = zeroclaw::config::Config::load(config_dir)?;
-    let backend = config
-        .sandbox
-        .backend
-        .parse()
-        .map_err(|e| anyhow::anyhow!("[sandbox] backend: {e}"))?;
-    Ok((backend, config.sandbox.allow_partial))
 }

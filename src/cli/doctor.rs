@@ -1,15 +1,26 @@
-//! `zeroclaw doctor`: prints the sandbox capability report (a table, or JSON with `--json`)
-//! and exits non-zero when the configured sandbox cannot be applied.
+//! `zeroclaw doctor`: prints the sandbox capability report (a table, or JSON with `--json`).
+//! Exit codes: 0 the configured sandbox applies; 1 it cannot be applied; 78 (`EX_CONFIG`) the
+//! configuration is invalid (with `--json`, a JSON error object on stdout); 2 bad arguments.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use serde_json::json;
 use zeroclaw_sandbox::BackendChoice;
 use zeroclaw_sandbox::detect::{Report, report};
+
+use crate::config::Config;
+
+/// Exit code when the configuration is invalid (sysexits' `EX_CONFIG`, clear of clap's 2).
+pub const EXIT_CONFIG_INVALID: u8 = 78;
 
 /// Arguments of `zeroclaw doctor`.
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
+    /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
+    #[arg(long)]
+    pub config_dir: Option<PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -21,9 +32,34 @@ pub struct DoctorArgs {
     pub allow_partial: bool,
 }
 
-/// Checks `backend = auto`, `allow_partial = false` unless flags say otherwise.
+/// Loads the configuration and checks its `[sandbox] backend` and `allow_partial`; flags
+/// override them. An invalid configuration is reported (as JSON with `--json`) and exits 78.
 pub fn run(args: DoctorArgs) -> ExitCode {
-    run_with(args, BackendChoice::Auto, false)
+    let settings = Config::load(args.config_dir.as_deref())
+        .map_err(|e| e.to_string())
+        .and_then(|config| {
+            let backend = config
+                .sandbox
+                .backend
+                .parse()
+                .map_err(|e| format!("[sandbox] backend: {e}"))?;
+            Ok((backend, config.sandbox.allow_partial))
+        });
+    match settings {
+        Ok((backend, allow_partial)) => run_with(args, backend, allow_partial),
+        Err(message) => config_invalid(args.json, &message),
+    }
+}
+
+fn config_invalid(as_json: bool, message: &str) -> ExitCode {
+    if as_json {
+        let error = json!({"error": {"kind": "config_invalid", "message": message}});
+        let text = serde_json::to_string_pretty(&error).unwrap_or_default() + "\n";
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    } else {
+        eprintln!("zeroclaw: {message}");
+    }
+    ExitCode::from(EXIT_CONFIG_INVALID)
 }
 
 /// Checks the config's `[sandbox] backend` and `allow_partial`; flags override them.

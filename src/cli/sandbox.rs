@@ -1,17 +1,23 @@
 //! `zeroclaw sandbox run`: runs one command confined with exactly the defaults a supervised
-//! session's shell tool uses. Exit code: the command's (128 + signal when killed); 124 wall-time
-//! limit; 123 output limit; 125 the sandbox could not be set up; 126/127 the command could not
-//! be executed / was not found inside the sandbox.
+//! session's shell tool uses: the configuration's `[sandbox]` backend, `allow_partial` and
+//! `[sandbox.limits]` (loaded as every other command loads it), flags overriding them. Exit
+//! code: the command's (128 + signal when killed); 124 wall-time limit; 123 output limit; 125
+//! the sandbox could not be set up (a workspace or extra root that does not exist, an invalid
+//! configuration); 126/127 the command could not be executed / was not found inside the
+//! sandbox; 2 bad arguments (clap).
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser;
 use zeroclaw_sandbox::{
-    BackendChoice, End, Network, Profile, Sandbox, SandboxError, SetupError, Stage, Stream,
+    BackendChoice, End, Limits, Network, Profile, Sandbox, SandboxError, SetupError, Stage, Stream,
 };
+
+use crate::config::Config;
 
 /// Exit code when the sandbox itself failed.
 pub const EXIT_SETUP: u8 = 125;
@@ -34,11 +40,18 @@ pub enum SandboxCommand {
 /// Arguments of `zeroclaw sandbox run`.
 #[derive(Debug, clap::Args)]
 pub struct SandboxRunArgs {
+    /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
+    #[arg(long)]
+    pub config_dir: Option<PathBuf>,
     /// Workspace (read-write, cwd); defaults to the current directory.
     #[arg(long)]
     pub workspace: Option<PathBuf>,
     /// Network policy.
-    #[arg(long, default_value = "deny")]
+    #[arg(
+        long,
+        default_value = "deny",
+        value_parser = clap::builder::PossibleValuesParser::new(["deny", "allow"]).map(network)
+    )]
     pub network: Network,
     /// Backend: auto, namespaces, bubblewrap, landlock, seatbelt, none (overrides the config).
     #[arg(long)]
@@ -46,17 +59,17 @@ pub struct SandboxRunArgs {
     /// Accept a partially enforced Landlock ruleset (old kernels).
     #[arg(long)]
     pub allow_partial: bool,
-    /// Wall-time limit in seconds.
+    /// Wall-time limit in seconds (overrides [sandbox.limits].wall_time_secs).
     #[arg(long)]
     pub timeout: Option<u64>,
     /// Memory limit in MiB: per process (`RLIMIT_DATA`) and, where a memory cgroup is
     /// available (root), the whole execution's.
     #[arg(long = "memory-mb", value_name = "MIB")]
     pub memory_mb: Option<u64>,
-    /// Extra read-only root (repeatable).
+    /// Extra read-only root (repeatable; must exist).
     #[arg(long = "allow-read", value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
-    /// Extra read-write root (repeatable).
+    /// Extra read-write root (repeatable; must exist).
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
     /// Run through the launcher tool calls take (a zygote, and on the namespaces backend a
@@ -69,18 +82,33 @@ pub struct SandboxRunArgs {
     pub command: Vec<OsString>,
 }
 
-/// Runs with the defaults (`backend = auto`, `allow_partial = false`) unless flags say otherwise.
-pub fn run(args: SandboxRunArgs) -> ExitCode {
-    run_with(args, BackendChoice::Auto, false)
-}
-
-/// Runs with the config's `[sandbox] backend` and `allow_partial`; flags override them.
+/// Loads the configuration (`--config-dir`, else `ZEROCLAW_CONFIG_DIR`, else `~/.zeroclaw`, and
+/// the `ZEROCLAW_*` overlay) and runs with its `[sandbox]` settings; flags override them.
 /// Must be called before any other thread exists: the command is confined by a child forked
 /// from this process ([`Sandbox::run_foreground`]), not by a re-executed helper.
-pub fn run_with(args: SandboxRunArgs, backend: BackendChoice, allow_partial: bool) -> ExitCode {
+pub fn run(args: SandboxRunArgs) -> ExitCode {
+    let config = match Config::load(args.config_dir.as_deref()) {
+        Ok(config) => config,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let backend = match config.sandbox.backend.parse() {
+        Ok(backend) => backend,
+        Err(e) => return fail(&format!("[sandbox] backend: {e}")),
+    };
+    let limits = crate::policy::profile::limits(&config.sandbox.limits);
+    run_with(args, backend, config.sandbox.allow_partial, limits)
+}
+
+/// Runs with this backend, `allow_partial` and limits; flags override them.
+pub fn run_with(
+    args: SandboxRunArgs,
+    backend: BackendChoice,
+    allow_partial: bool,
+    limits: Limits,
+) -> ExitCode {
     let backend = args.backend.unwrap_or(backend);
     let allow_partial = args.allow_partial || allow_partial;
-    let profile = match profile(&args) {
+    let profile = match profile(&args, limits) {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
@@ -168,17 +196,18 @@ fn report(result: Result<zeroclaw_sandbox::Outcome, SandboxError>) -> ExitCode {
     }
 }
 
-fn profile(args: &SandboxRunArgs) -> Result<Profile, String> {
+fn profile(args: &SandboxRunArgs, limits: Limits) -> Result<Profile, String> {
     let workspace = match &args.workspace {
-        Some(w) => w.clone(),
+        Some(w) => existing_dir("--workspace", w)?,
         None => std::env::current_dir().map_err(|e| format!("current directory: {e}"))?,
     };
     let mut p = Profile::for_workspace(&workspace).network(args.network);
+    p.limits = limits;
     for r in &args.allow_read {
-        p = p.allow_read(r);
+        p = p.allow_read(existing_path("--allow-read", r)?);
     }
     for w in &args.allow_write {
-        p = p.allow_write(w);
+        p = p.allow_write(existing_path("--allow-write", w)?);
     }
     if let Some(t) = args.timeout {
         p.limits.wall_time = Duration::from_secs(t);
@@ -187,6 +216,38 @@ fn profile(args: &SandboxRunArgs) -> Result<Profile, String> {
         p.limits.memory_bytes = mib.saturating_mul(1 << 20);
     }
     Ok(p)
+}
+
+fn network(value: String) -> Network {
+    match value.as_str() {
+        "allow" => Network::Allow,
+        _ => Network::Deny,
+    }
+}
+
+/// `--allow-read` / `--allow-write`: a root that does not exist is a mistake, not a no-op.
+fn existing_path<'a>(flag: &str, path: &'a Path) -> Result<&'a Path, String> {
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(path),
+        Err(e) => Err(missing(flag, path, e)),
+    }
+}
+
+/// `--workspace`: an existing directory.
+fn existing_dir(flag: &str, path: &Path) -> Result<PathBuf, String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Ok(path.to_owned()),
+        Ok(_) => Err(format!("{flag} {} is not a directory", path.display())),
+        Err(e) => Err(missing(flag, path, e)),
+    }
+}
+
+fn missing(flag: &str, path: &Path, e: std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        format!("{flag} {} does not exist", path.display())
+    } else {
+        format!("{flag} {}: {e}", path.display())
+    }
 }
 
 fn fail(msg: &str) -> ExitCode {
