@@ -1,6 +1,8 @@
 //! Probes the machine once (cached): Landlock ABI, seccomp, whether user namespaces really
-//! work (a forked child tries them), bubblewrap presence plus a preflight run, cgroup v2,
-//! `sandbox-exec` on macOS. Chooses the rung of the ladder and explains it as a [`Report`].
+//! work (a forked child tries them), bubblewrap presence plus a preflight run, cgroup v2, what
+//! can bound a call's process count (uid, per-namespace `pid_max`, a writable pids cgroup),
+//! `sandbox-exec` on macOS. Chooses the rung of the ladder and explains it as a [`Report`],
+//! naming per rung the mechanism that really enforces each limit and what nothing enforces.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -42,8 +44,24 @@ pub struct Probes {
     /// A memory cgroup per execution can be made (root, a writable memory controller): the
     /// bound on the whole execution's memory. Without it only `RLIMIT_DATA` applies.
     pub memory_cgroup: Check,
+    /// What can bound a call's process count here (see [`process_limit`]).
+    pub process_limit: ProcessLimitProbe,
     /// `/usr/bin/sandbox-exec` present (macOS).
     pub sandbox_exec: Check,
+}
+
+/// The facts that decide what bounds a call's process count (the helper's choice in
+/// `helper::run`): `RLIMIT_NPROC` binds every uid but 0; for uid 0 the namespaces rung lowers
+/// its pid namespace's `pid_max`, and the other rungs (or the namespaces rung on an older
+/// kernel) put the call in a pids cgroup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessLimitProbe {
+    /// We run as uid 0, which the kernel exempts from `RLIMIT_NPROC`.
+    pub root: bool,
+    /// Each pid namespace has its own `pid_max` (Linux 6.14+) and the default limit fits it.
+    pub pid_namespace_pid_max: Check,
+    /// A pids cgroup (v1 hierarchy or v2 with the pids controller) we can create calls in.
+    pub pids_cgroup: Check,
 }
 
 /// A backend's availability.
@@ -205,6 +223,7 @@ pub fn probes() -> Probes {
         bwrap_path: bwrap_path(),
         cgroup_v2: cgroup_v2(),
         memory_cgroup: memory_cgroup(),
+        process_limit: process_limit_probe(),
         sandbox_exec: live.sandbox_exec(),
     }
 }
@@ -330,7 +349,7 @@ fn cgroup_v2() -> Check {
         detail: if ok {
             "cgroup v2 at /sys/fs/cgroup".into()
         } else {
-            "no cgroup v2 at /sys/fs/cgroup (process limit uses RLIMIT_NPROC)".into()
+            "no cgroup v2 at /sys/fs/cgroup".into()
         },
     }
 }
@@ -351,12 +370,97 @@ fn memory_cgroup() -> Check {
     }
 }
 
+#[cfg(target_os = "linux")]
+fn process_limit_probe() -> ProcessLimitProbe {
+    let processes = crate::Limits::default().processes;
+    let pid_max = crate::helper::pidns::usable(processes);
+    let pid_namespace_pid_max = Check {
+        ok: pid_max,
+        detail: if pid_max {
+            "per-namespace pid_max (Linux 6.14+; a limit below 299 processes uses the pids cgroup)"
+                .into()
+        } else {
+            "pid_max is global on this kernel (before Linux 6.14)".into()
+        },
+    };
+    let cgroup = crate::helper::cgroup::own_pids_cgroup();
+    let writable = cgroup
+        .as_deref()
+        .is_some_and(|dir| nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok());
+    let pids_cgroup = match (&cgroup, writable) {
+        (Some(dir), true) => Check {
+            ok: true,
+            detail: format!("{} at {}", cgroup_version(dir), dir.display()),
+        },
+        (Some(dir), false) => Check {
+            ok: false,
+            detail: format!(
+                "{} at {} is not writable",
+                cgroup_version(dir),
+                dir.display()
+            ),
+        },
+        (None, _) => Check {
+            ok: false,
+            detail: "no pids controller (cgroup v1 pids hierarchy or cgroup v2 with pids enabled)"
+                .into(),
+        },
+    };
+    ProcessLimitProbe {
+        root: nix::unistd::geteuid().is_root(),
+        pid_namespace_pid_max,
+        pids_cgroup,
+    }
+}
+
 #[cfg(not(target_os = "linux"))]
 fn memory_cgroup() -> Check {
     Check {
         ok: false,
         detail: "no memory cgroup on this platform".into(),
     }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_limit_probe() -> ProcessLimitProbe {
+    let no = |detail: &str| Check {
+        ok: false,
+        detail: detail.into(),
+    };
+    ProcessLimitProbe {
+        root: false,
+        pid_namespace_pid_max: no("Linux only"),
+        pids_cgroup: no("Linux only"),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn cgroup_version(dir: &Path) -> &'static str {
+    if dir.starts_with("/sys/fs/cgroup/pids") {
+        "cgroup v1 pids"
+    } else {
+        "cgroup v2 pids"
+    }
+}
+
+/// What bounds the process count of one call on `b` here, or `None` when nothing does (uid 0
+/// outside a pids cgroup, without a per-namespace `pid_max`). Mirrors the helper's choice.
+pub fn process_limit(b: Backend, p: &ProcessLimitProbe) -> Option<String> {
+    let confined = matches!(
+        b,
+        Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock
+    );
+    let pid_max = b == Backend::Namespaces && p.pid_namespace_pid_max.ok;
+    let mut by = Vec::new();
+    if pid_max {
+        by.push("the pid namespace's pid_max".to_string());
+    } else if p.root && confined && p.pids_cgroup.ok {
+        by.push(format!("a pids cgroup per call ({})", p.pids_cgroup.detail));
+    }
+    if !p.root {
+        by.push("RLIMIT_NPROC".to_string());
+    }
+    (!by.is_empty()).then(|| by.join(" + "))
 }
 
 fn sandbox_exec() -> Check {
@@ -534,10 +638,16 @@ pub fn report_from(choice: BackendChoice, allow_partial: bool, probes: Probes) -
             probes.memory_cgroup.detail
         ));
     }
+    if let Ok(b) = &chosen {
+        missing.extend(missing_process_limit(*b, &probes.process_limit));
+    }
     Report {
         requested: choice,
         allow_partial,
-        guarantees: chosen.as_ref().map(|b| guarantees(*b)).unwrap_or_default(),
+        guarantees: chosen
+            .as_ref()
+            .map(|b| guarantees_here(*b, &probes.process_limit))
+            .unwrap_or_default(),
         chosen: chosen.as_ref().ok().copied(),
         error: chosen.err().map(|e| e.to_string()),
         probes,
@@ -553,7 +663,44 @@ fn g(what: &str, mechanism: &str) -> Guarantee {
     }
 }
 
-/// Which guarantee rests on which mechanism, per backend.
+/// [`guarantees`] with the process count's real mechanism on this machine filled in.
+pub fn guarantees_here(b: Backend, p: &ProcessLimitProbe) -> Vec<Guarantee> {
+    let mut v = guarantees(b);
+    if let Some(limits) = v.iter_mut().find(|g| g.what == RESOURCE_LIMITS) {
+        let processes =
+            process_limit(b, p).unwrap_or_else(|| "NOT ENFORCED (see missing)".to_string());
+        limits.mechanism = format!("{RLIMITS}; process count: {processes}; {MEMORY}");
+    }
+    v
+}
+
+/// The process count left unbounded on `b` here, as a missing guarantee with its fix.
+fn missing_process_limit(b: Backend, p: &ProcessLimitProbe) -> Option<String> {
+    let confined = matches!(
+        b,
+        Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock
+    );
+    if !confined || process_limit(b, p).is_some() {
+        return None;
+    }
+    let pid_max = if b == Backend::Namespaces {
+        format!("{}; ", p.pid_namespace_pid_max.detail)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "process count on {b}: not enforced (uid 0 ignores RLIMIT_NPROC; {pid_max}{}): run as a \
+         non-root user, or give zeroclaw a writable pids cgroup",
+        p.pids_cgroup.detail
+    ))
+}
+
+const RESOURCE_LIMITS: &str = "resource limits";
+const RLIMITS: &str = "rlimits (CPU time, memory, file size, open files)";
+const MEMORY: &str = "whole-execution memory: a memory cgroup per call (uid 0)";
+
+/// Which guarantee rests on which mechanism, per backend (the process count's mechanism
+/// depends on the machine: [`guarantees_here`]).
 pub fn guarantees(b: Backend) -> Vec<Guarantee> {
     match b {
         Backend::Namespaces | Backend::Bubblewrap => {
@@ -593,8 +740,10 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                     "pid namespace (init exit kills all)",
                 ),
                 g(
-                    "resource limits",
-                    "rlimits (process count: RLIMIT_NPROC, not enforced for uid 0) + per-execution memory cgroup as root",
+                    RESOURCE_LIMITS,
+                    &format!(
+                        "{RLIMITS}; process count: the pid namespace's pid_max, else a pids cgroup (uid 0), else RLIMIT_NPROC; {MEMORY}"
+                    ),
                 ),
             ]
         }
@@ -636,6 +785,12 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                     "no descendant outlives the call",
                     "child subreaper kills every descendant",
                 ),
+                g(
+                    RESOURCE_LIMITS,
+                    &format!(
+                        "{RLIMITS}; process count: a pids cgroup (uid 0), else RLIMIT_NPROC; {MEMORY}"
+                    ),
+                ),
             ];
             v.extend(
                 LANDLOCK_RUNG_LIMITS
@@ -673,6 +828,11 @@ mod tests {
             bwrap_path: None,
             cgroup_v2: c(false),
             memory_cgroup: c(true),
+            process_limit: ProcessLimitProbe {
+                root: false,
+                pid_namespace_pid_max: c(false),
+                pids_cgroup: c(false),
+            },
             sandbox_exec: c(false),
         }
     }
@@ -805,5 +965,74 @@ mod tests {
         let r = report_from(BackendChoice::Namespaces, false, probes(false, false, 7));
         assert_eq!(r.chosen, None);
         assert!(r.error.unwrap().contains("namespaces"));
+    }
+
+    fn limit_probe(root: bool, pid_max: bool, cgroup: bool) -> ProcessLimitProbe {
+        let c = |ok: bool, what: &str| Check {
+            ok,
+            detail: what.into(),
+        };
+        ProcessLimitProbe {
+            root,
+            pid_namespace_pid_max: c(pid_max, "pid_max probe"),
+            pids_cgroup: c(cgroup, "cgroup v1 pids at /x"),
+        }
+    }
+
+    #[test]
+    fn the_process_count_is_reported_by_what_really_bounds_it() {
+        let as_root_v1 = limit_probe(true, false, true);
+        assert_eq!(
+            process_limit(Backend::Landlock, &as_root_v1).unwrap(),
+            "a pids cgroup per call (cgroup v1 pids at /x)"
+        );
+        assert_eq!(
+            process_limit(Backend::Bubblewrap, &as_root_v1),
+            process_limit(Backend::Landlock, &as_root_v1)
+        );
+        let new_kernel = limit_probe(true, true, true);
+        assert_eq!(
+            process_limit(Backend::Namespaces, &new_kernel).unwrap(),
+            "the pid namespace's pid_max"
+        );
+        assert_eq!(
+            process_limit(Backend::Namespaces, &limit_probe(false, true, false)).unwrap(),
+            "the pid namespace's pid_max + RLIMIT_NPROC"
+        );
+        assert_eq!(
+            process_limit(Backend::Landlock, &limit_probe(false, false, true)).unwrap(),
+            "RLIMIT_NPROC"
+        );
+        let nothing = limit_probe(true, false, false);
+        assert_eq!(process_limit(Backend::Landlock, &nothing), None);
+        let missing = missing_process_limit(Backend::Landlock, &nothing).unwrap();
+        assert!(
+            missing.starts_with("process count on landlock: not enforced"),
+            "{missing}"
+        );
+        assert!(missing_process_limit(Backend::Landlock, &as_root_v1).is_none());
+        let limits = guarantees_here(Backend::Landlock, &nothing)
+            .into_iter()
+            .find(|g| g.what == RESOURCE_LIMITS)
+            .unwrap();
+        assert!(
+            limits.mechanism.contains("NOT ENFORCED"),
+            "{}",
+            limits.mechanism
+        );
+    }
+
+    #[test]
+    fn a_report_lists_an_unbounded_process_count_as_missing() {
+        let mut p = probes(false, false, 7);
+        p.process_limit = limit_probe(true, false, false);
+        let r = report_from(BackendChoice::Landlock, false, p);
+        assert!(
+            r.missing
+                .iter()
+                .any(|m| m.starts_with("process count on landlock")),
+            "{:?}",
+            r.missing
+        );
     }
 }

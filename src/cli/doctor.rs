@@ -117,6 +117,8 @@ pub fn table(r: &Report) -> String {
         ("bubblewrap", &p.bubblewrap),
         ("cgroup v2", &p.cgroup_v2),
         ("memory cgroup", &p.memory_cgroup),
+        ("pids cgroup", &p.process_limit.pids_cgroup),
+        ("pid_max per ns", &p.process_limit.pid_namespace_pid_max),
         ("sandbox-exec", &p.sandbox_exec),
     ] {
         s += &format!("  {:<16} {:<3} {}\n", name, yes(c.ok), c.detail);

@@ -143,11 +143,12 @@ async fn sandbox_self_test(config: &Config) -> anyhow::Result<String> {
     // A private empty workspace: `workspace_dir` lies inside a denied path by default (the
     // config directory, `~/.zeroclaw`), which the sandbox refuses as a writable root.
     let scratch = std::env::temp_dir().join(format!("zeroclaw-self-test-{}", std::process::id()));
-    std::fs::create_dir(&scratch).or_else(|e| match e.kind() {
-        std::io::ErrorKind::AlreadyExists => Ok(()),
-        _ => Err(e),
-    })
-    .map_err(|e| anyhow::anyhow!("creating {}: {e}", scratch.display()))?;
+    std::fs::create_dir(&scratch)
+        .or_else(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Ok(()),
+            _ => Err(e),
+        })
+        .map_err(|e| anyhow::anyhow!("creating {}: {e}", scratch.display()))?;
     let profile = Profile::for_workspace(&scratch);
     let outcome = sandbox
         .run(&profile, ["true"], std::future::pending())

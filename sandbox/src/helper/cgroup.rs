@@ -20,6 +20,11 @@ pub struct Cgroup {
     parent: PathBuf,
 }
 
+/// Where our own pids cgroup lives, v1 first.
+pub(crate) fn own_pids_cgroup() -> Option<PathBuf> {
+    own_cgroup(Controller::Pids)
+}
+
 /// A controller of a per-execution cgroup.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Controller {

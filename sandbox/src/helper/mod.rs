@@ -13,7 +13,7 @@ mod landlock;
 pub(crate) mod mounts;
 pub(crate) mod namespaces;
 mod notify;
-mod pidns;
+pub(crate) mod pidns;
 mod reaper;
 mod rlimits;
 mod scratch;
