@@ -188,9 +188,18 @@ fn cwd_is_canonicalized_through_dotdot_and_symlinks() {
         "launch dir"
     );
 
-    for bad in [root.path().join("missing"), root.path().join("file")] {
+    for (bad, problem) in [
+        (root.path().join("missing"), "does not exist"),
+        (root.path().join("file"), "is not a directory"),
+    ] {
         let error = workspace_of(&client, json!({"cwd": bad})).unwrap_err();
         assert_eq!(error["code"], -32602, "{}: {error}", bad.display());
+        let message = error["message"].as_str().unwrap();
+        assert_eq!(
+            message,
+            format!("cwd {} {problem}", bad.display()),
+            "{error}"
+        );
     }
 }
 

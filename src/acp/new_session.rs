@@ -64,8 +64,11 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
 
 /// The canonical form of `dir`, which must exist and be a directory.
 fn canonical_dir(dir: &Path) -> Result<PathBuf, RpcError> {
-    let canonical = dir.canonicalize().map_err(|e| {
-        RpcError::invalid_params(format!("cwd {} cannot be used: {e}", dir.display()))
+    let canonical = dir.canonicalize().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            RpcError::invalid_params(format!("cwd {} does not exist", dir.display()))
+        }
+        _ => RpcError::invalid_params(format!("cwd {} cannot be used: {e}", dir.display())),
     })?;
     if !canonical.is_dir() {
         return Err(RpcError::invalid_params(format!(
