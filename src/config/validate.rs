@@ -62,14 +62,15 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
     Ok(())
 }
 
-/// Why `dir` cannot be the workspace: it exists but is not a directory (it is created on first
-/// use when missing), or it cannot be looked at.
+/// Why `dir` cannot be the workspace: it exists and is not a directory. Anything else (missing,
+/// or not reachable) is left to the session store, which creates it or says why it cannot
+/// (and runs in memory then).
 fn workspace_problem(dir: &Path) -> Option<String> {
     match std::fs::metadata(dir) {
-        Ok(meta) if meta.is_dir() => None,
-        Ok(_) => Some(format!("{} exists and is not a directory", dir.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => Some(format!("cannot use {}: {e}", dir.display())),
+        Ok(meta) if !meta.is_dir() => {
+            Some(format!("{} exists and is not a directory", dir.display()))
+        }
+        _ => None,
     }
 }
 

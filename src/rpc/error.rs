@@ -1,7 +1,7 @@
 //! JSON-RPC error codes of the zeroclaw ACP contract and the error object sent on the wire.
-//! The zeroclaw-specific codes (-32000, -32001, -32003) are built only through their
-//! constructors here, which add `data.reason` so a client can tell them apart without the code
-//! (base ACP gives -32000 and -32002 other meanings).
+//! The zeroclaw-specific codes (-32000, -32001, -32003) are built by their constructors here,
+//! which add `data.reason` so a client can tell them apart without the code (base ACP gives
+//! -32000 and -32002 other meanings).
 
 use serde_json::{Value, json};
 

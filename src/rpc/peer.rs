@@ -1,6 +1,7 @@
 //! The outbound half of a connection: every message goes through one queue to the single
 //! writer, so messages queued in order are written in order. Outbound requests get string ids
-//! `zc-out-<n>` and wait in a pending map for the client's response or a timeout.
+//! `zc-out-<n>` and wait in a pending map for the client's response or a timeout. The clone
+//! handed to one request's handler also carries that request's `$/cancel_request` signal.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
