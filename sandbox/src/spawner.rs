@@ -1,7 +1,9 @@
 //! The launcher's link to its zygote ([`crate::helper::zygote`]): starts it once per
 //! [`crate::Sandbox`] (the helper binary re-executed a single time), hands it each execution's
 //! descriptors and gets back the forked helper's pid and pidfd. A zygote that died is started
-//! again on the next request; one that cannot serve is a [`Stage::Spawn`] setup error.
+//! again on the next request; one that cannot serve is a [`Stage::Spawn`] setup error. The
+//! zygote also gets a pidfd of this process, so it and every helper it forks see the launcher
+//! end however it ends (see [`crate::helper::zygote`]).
 
 use std::io::{IoSlice, IoSliceMut, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -17,7 +19,7 @@ use nix::sys::time::TimeVal;
 
 use crate::error::{SandboxError, SetupError, Stage};
 use crate::helper::HELPER_ARG;
-use crate::helper::zygote::{CONTROL_FD, ZYGOTE_ARG};
+use crate::helper::zygote::{CONTROL_FD, LAUNCHER_PIDFD, ZYGOTE_ARG};
 
 /// The zygote of one sandbox, shared by its clones; started on first use.
 #[derive(Debug, Clone, Default)]
@@ -95,24 +97,33 @@ impl Zygote {
         let timeout = TimeVal::new(10, 0);
         let _ = setsockopt(&ours, sockopt::ReceiveTimeout, &timeout);
         let _ = setsockopt(&ours, sockopt::SendTimeout, &timeout);
-        let theirs_raw = theirs.as_raw_fd();
+        // Both above the numbers they are installed on, so neither install clobbers the other.
+        let theirs = crate::sys::dup_high(theirs.as_raw_fd())
+            .map_err(|e| spawn_error(helper, "fcntl(F_DUPFD_CLOEXEC)", e))?;
+        // Our own pidfd: readable once this process has ended, whoever still holds a copy of
+        // any descriptor of ours (the zygote and every helper watch it, see `zygote`).
+        let launcher = crate::sys::pidfd_open(std::process::id() as i32)
+            .and_then(|fd| crate::sys::dup_high(fd.as_raw_fd()))
+            .map_err(|e| spawn_error(helper, "pidfd_open(self)", e))?;
+        let (theirs_raw, launcher_raw) = (theirs.as_raw_fd(), launcher.as_raw_fd());
         let mut cmd = Command::new(helper);
         cmd.args([HELPER_ARG, ZYGOTE_ARG])
             .env_clear()
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        // SAFETY: the closure runs in the forked child before exec and only calls dup2/fcntl
-        // (async-signal-safe) on a descriptor that stays open in the parent until spawn returns.
+        // SAFETY: the closure runs in the forked child before exec and only calls dup2
+        // (async-signal-safe) on descriptors that stay open in the parent until spawn returns.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                crate::sys::dup_onto(theirs_raw, CONTROL_FD)
+                crate::sys::dup_onto(theirs_raw, CONTROL_FD)?;
+                crate::sys::dup_onto(launcher_raw, LAUNCHER_PIDFD)
             });
         }
         let process = cmd
             .spawn()
             .map_err(|e| spawn_error(helper, "spawn(zygote)", e))?;
-        drop(theirs);
+        drop((theirs, launcher));
         Ok(Zygote {
             process,
             control: ours,

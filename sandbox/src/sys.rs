@@ -334,6 +334,19 @@ pub fn probe_user_namespaces() -> Result<(), &'static str> {
     }
 }
 
+/// Takes ownership of the inherited descriptor `fd` if it is open (`None` otherwise), for a
+/// process that was started with `fd` installed by its parent.
+pub fn adopt_inherited(fd: RawFd) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return None;
+    }
+    // SAFETY: `fd` is open and was installed for this process by its parent before exec;
+    // the caller adopts it exactly once, and nothing else in the process refers to it.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
 /// `pidfd_open(pid)`: a descriptor that becomes readable when `pid` exits.
 pub fn pidfd_open(pid: libc::pid_t) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;

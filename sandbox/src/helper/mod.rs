@@ -24,7 +24,7 @@ pub use seccomp::compile as compile_seccomp;
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 
 use nix::sys::signal::Signal;
 
@@ -45,6 +45,14 @@ pub const REPORT_FD: RawFd = 4;
 /// long as it cares about the command; works whatever thread spawned the helper, unlike
 /// `PR_SET_PDEATHSIG`, which fires when the spawning *thread* exits).
 pub const LIFELINE_FD: RawFd = 5;
+/// Descriptor of the launcher's pidfd in a helper forked by the zygote (after a warm helper's
+/// go socket): readable once the launcher process has ended, however it ended and whoever
+/// still holds a copy of the lifeline's write end. Watched beside [`LIFELINE_FD`].
+pub const LAUNCHER_FD: RawFd = 7;
+
+/// Set in a helper forked by a zygote that had the launcher's pidfd: it is at [`LAUNCHER_FD`].
+pub(crate) static WATCHES_LAUNCHER: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 /// Exit code of the helper when confinement failed (the reason went over the report pipe).
 pub const SETUP_FAILED: i32 = 125;
 
@@ -126,8 +134,9 @@ pub(crate) fn send_all(msgs: &[Message]) {
 }
 
 fn borrow(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
-    // SAFETY: REPORT_FD and LIFELINE_FD are installed by the launcher (or the zygote) before
-    // the helper starts and stay open for its whole life; a borrow is used for one call.
+    // SAFETY: REPORT_FD, LIFELINE_FD and (when WATCHES_LAUNCHER is set) LAUNCHER_FD are
+    // installed by the launcher (or the zygote) before the helper starts and stay open for its
+    // whole life; a borrow is used for one call.
     unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
 }
 
@@ -171,7 +180,11 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
         );
     }
     let _ = set_cloexec(LIFELINE_FD);
-    // Supervising backends watch the lifeline; the exec-only ones use the parent-death signal.
+    if let Some(fd) = launcher_pidfd() {
+        let _ = set_cloexec(fd.as_raw_fd());
+    }
+    // Supervising backends watch the lifeline (and the launcher's pidfd); the exec-only ones
+    // use the parent-death signal.
     let pdeathsig = matches!(plan.backend, Backend::None | Backend::Seatbelt);
     die_with_parent(plan.launcher_pid, pdeathsig.then_some(Signal::SIGKILL))?;
     new_session()?;
@@ -283,8 +296,8 @@ fn die_with_parent(launcher: u32, signal: Option<Signal>) -> Result<(), SetupErr
         })?;
     }
     if zygote::FORKED.load(std::sync::atomic::Ordering::Relaxed) {
-        // Our parent is the zygote; the launcher's liveness is the lifeline's.
-        return if lifeline_hung_up() {
+        // Our parent is the zygote; the launcher's liveness is the lifeline's and its pidfd's.
+        return if launcher_gone() {
             Err(SetupError::new(
                 Stage::DieWithParent,
                 "launcher exited before the helper started",
@@ -300,6 +313,19 @@ fn die_with_parent(launcher: u32, signal: Option<Signal>) -> Result<(), SetupErr
         ));
     }
     Ok(())
+}
+
+/// The launcher's pidfd, when the zygote installed one ([`LAUNCHER_FD`]).
+pub(crate) fn launcher_pidfd() -> Option<std::os::fd::BorrowedFd<'static>> {
+    WATCHES_LAUNCHER
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .then(|| borrow(LAUNCHER_FD))
+}
+
+/// Whether the launcher has let the command go or ended: its lifeline hung up, or its pidfd
+/// says the process is gone.
+pub(crate) fn launcher_gone() -> bool {
+    lifeline_hung_up() || launcher_pidfd().is_some_and(zygote::readable)
 }
 
 fn lifeline_hung_up() -> bool {

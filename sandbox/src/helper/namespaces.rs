@@ -39,10 +39,14 @@ fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupErr
     reaper::become_subreaper()?;
     let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| SetupError::os(Stage::Init, "pipe2()", &e.into()))?;
+    // For the init to check, once its parent-death signal is armed, that we did not die
+    // before (its getppid() is 0: we are outside its pid namespace).
+    let helper = crate::sys::pidfd_open(std::process::id() as i32)
+        .map_err(|e| SetupError::os(Stage::Init, "pidfd_open(self)", &e))?;
     let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match init {
         Some(pid) => {
-            drop(unshared_w);
+            drop((unshared_w, helper));
             hold_mount_namespace(pid, unshared_r);
             drop(unowned);
             super::release_stdio();
@@ -54,14 +58,23 @@ fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupErr
             mounts::scrub(&plan.scrub);
             Ok(code)
         }
-        None => super::finish(init_main(plan, unowned, guards, Parent::Helper(unshared_w))),
+        None => super::finish(init_main(
+            plan,
+            unowned,
+            guards,
+            Parent::Helper { unshared_w, helper },
+        )),
     }
 }
 
 /// Who started the init, and so what it owes them.
 enum Parent {
-    /// The helper, which holds the mount namespace once told (one byte) that it exists.
-    Helper(std::os::fd::OwnedFd),
+    /// The helper, which holds the mount namespace once told (one byte on `unshared_w`) that
+    /// it exists; `helper` is its pidfd.
+    Helper {
+        unshared_w: std::os::fd::OwnedFd,
+        helper: std::os::fd::OwnedFd,
+    },
     /// The caller itself ([`start_init`]): nobody between them, nothing to tell.
     Caller,
 }
@@ -167,10 +180,22 @@ fn init_main(
     // An init the caller started watches the lifeline instead: if the caller dies, the init
     // must live on long enough to end the namespace and scrub (a SIGKILL would skip that).
     let caller = matches!(parent, Parent::Caller);
-    if !caller {
-        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-            .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
-    }
+    let unshared = match parent {
+        Parent::Helper { unshared_w, helper } => {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
+            // A helper that died between our fork and the line above sent no signal: we
+            // would run the command with nobody left to end it.
+            if super::zygote::readable(std::os::fd::AsFd::as_fd(&helper)) {
+                return Err(SetupError::new(
+                    Stage::DieWithParent,
+                    "the helper exited before the init started",
+                ));
+            }
+            Some(unshared_w)
+        }
+        Parent::Caller => None,
+    };
     let _ = nix::unistd::sethostname("zeroclaw");
     if super::pidns::usable(plan.limits.processes) {
         super::pidns::apply(plan.limits.processes)?;
@@ -179,7 +204,7 @@ fn init_main(
     // root too, and the helper must keep seeing the host /proc to kill the tree.
     nix::sched::unshare(CloneFlags::CLONE_NEWNS)
         .map_err(|e| SetupError::os(Stage::Namespaces, "unshare(CLONE_NEWNS)", &e.into()))?;
-    if let Parent::Helper(unshared) = parent {
+    if let Some(unshared) = unshared {
         let _ = nix::unistd::write(&unshared, &[1]);
     }
     // Still the host's view: what the root is about to be built from.
@@ -440,9 +465,21 @@ fn run_bwrap_guarded(
     outer.mounts = mounts::bwrap_binds(&plan.mounts)?;
     let args = crate::bubblewrap::args(&outer, helper);
     reaper::become_subreaper()?;
+    let me = nix::unistd::getpid();
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Bubblewrap, "fork()", &e))?;
     let Some(pid) = child else {
         guards.forget();
+        // bwrap's --die-with-parent arms the same signal only once it has parsed its
+        // arguments, and never checks whether we are already gone: armed here, before
+        // execve (which keeps it), and our parent checked after arming.
+        if nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).is_err()
+            || nix::unistd::getppid() != me
+        {
+            super::finish(Err(SetupError::new(
+                Stage::DieWithParent,
+                "the helper exited before bwrap started",
+            )));
+        }
         let err = exec::exec_path(bwrap, &args, &[]);
         return Err(SetupError::os(
             Stage::Bubblewrap,

@@ -104,6 +104,7 @@ fn supervise(plan: &Plan) -> Result<i32, SetupError> {
         SockFlag::SOCK_CLOEXEC,
     )
     .map_err(|e| SetupError::os(Stage::Init, "socketpair()", &e.into()))?;
+    let me = nix::unistd::getpid();
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     let Some(pid) = child else {
         drop(ours);
@@ -128,6 +129,13 @@ fn supervise(plan: &Plan) -> Result<i32, SetupError> {
                 "prctl(PR_SET_PDEATHSIG)",
                 &e.into(),
             ));
+        }
+        // A helper that died before the signal was armed sent none: no command without it.
+        if nix::unistd::getppid() != me {
+            super::finish(Err(SetupError::new(
+                Stage::DieWithParent,
+                "the helper exited before the command started",
+            )));
         }
         super::finish(exec::confine_and_exec_supervised(plan, report, theirs));
     };
@@ -219,6 +227,12 @@ fn wake(pidfd: Option<&std::os::fd::OwnedFd>, supervisor: Option<&notify::Superv
     // SAFETY: LIFELINE_FD is installed by the launcher and never closed by the supervisor.
     let lifeline = unsafe { BorrowedFd::borrow_raw(super::LIFELINE_FD) };
     let mut fds = vec![PollFd::new(lifeline, PollFlags::POLLIN)];
+    // The launcher's pidfd beside it: a copy of the lifeline's write end left in some other
+    // process cannot keep the tree alive once the launcher has ended.
+    let launcher_at = super::launcher_pidfd().map(|fd| {
+        fds.push(PollFd::new(fd, PollFlags::POLLIN));
+        fds.len() - 1
+    });
     if let Some(p) = pidfd {
         fds.push(PollFd::new(p.as_fd(), PollFlags::POLLIN));
     }
@@ -235,7 +249,8 @@ fn wake(pidfd: Option<&std::os::fd::OwnedFd>, supervisor: Option<&notify::Superv
         return Wake::Other;
     }
     let any = PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR;
-    if fds[0].revents().is_some_and(|r| r.intersects(any)) {
+    let gone = |at: usize| fds[at].revents().is_some_and(|r| r.intersects(any));
+    if gone(0) || launcher_at.is_some_and(gone) {
         return Wake::LauncherGone;
     }
     match fds.get(listener_at).and_then(|f| f.revents()) {

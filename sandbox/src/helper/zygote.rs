@@ -9,8 +9,13 @@
 //! [`super::PLAN_FD`]). The reply is the child's pid (4 bytes, little endian) with its pidfd
 //! attached. The zygote keeps each child's report pipe until it has reaped the child, then
 //! writes [`Message::Ended`] with the child's exit status there and closes it. End of file on
-//! the control socket (the launcher is gone) ends the zygote; each helper still has its own
-//! lifeline.
+//! the control socket ends the zygote, and so does the launcher's end: the launcher installs a
+//! pidfd of itself at [`LAUNCHER_PIDFD`] when it starts the zygote, which the zygote watches
+//! and hands to every helper at [`super::LAUNCHER_FD`]. A pidfd becomes readable when the
+//! whole launcher process has ended, by any signal, whoever still holds a copy of one of its
+//! descriptors (a leaked end of the control socket or of a lifeline cannot keep anything
+//! alive) and whichever of its threads started us (unlike `PR_SET_PDEATHSIG`, which fires
+//! when the spawning *thread* exits). Each helper also still has its own lifeline.
 
 use std::collections::HashMap;
 use std::io::{IoSlice, IoSliceMut};
@@ -29,6 +34,8 @@ use crate::protocol::{ExitInfo, Message};
 pub const ZYGOTE_ARG: &str = "zygote";
 /// Where the launcher installs the control socket.
 pub const CONTROL_FD: RawFd = 3;
+/// Where the launcher installs a pidfd of itself.
+pub const LAUNCHER_PIDFD: RawFd = 4;
 /// Descriptors attached to each request.
 pub const REQUEST_FDS: usize = 6;
 /// Descriptors attached to a request for a warm helper (plus its go socket).
@@ -52,6 +59,8 @@ pub(crate) fn serve() -> ! {
 struct Zygote {
     pid: nix::unistd::Pid,
     control: OwnedFd,
+    /// The launcher's pidfd (readable once it has ended), installed in every helper.
+    launcher: Option<OwnedFd>,
     /// Kept open in forked helpers (see [`super::mounts::warm_up`]).
     inherited: Option<RawFd>,
     children: SignalFd,
@@ -65,9 +74,19 @@ impl Zygote {
         // SAFETY: the launcher installed the control socket at CONTROL_FD before exec; we take
         // sole ownership of it here, once.
         let installed = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
-        // Above the fixed numbers 0–5 the helpers' descriptors are installed on.
+        // Taken before anything else can be given its number.
+        let launcher = crate::sys::adopt_inherited(LAUNCHER_PIDFD);
+        // Above the fixed numbers 0–7 the helpers' descriptors are installed on.
         let control = crate::sys::dup_high(installed.as_raw_fd())?;
+        let launcher = launcher
+            .map(|fd| crate::sys::dup_high(fd.as_raw_fd()))
+            .transpose()?;
         drop(installed);
+        if launcher.as_ref().is_some_and(|fd| readable(fd.as_fd())) {
+            return Err(std::io::Error::other(
+                "the launcher ended before the zygote started",
+            ));
+        }
         let mut set = SigSet::empty();
         set.add(Signal::SIGCHLD);
         let old_mask = set.thread_swap_mask(SigmaskHow::SIG_BLOCK)?;
@@ -76,6 +95,7 @@ impl Zygote {
         Ok(Zygote {
             pid: nix::unistd::getpid(),
             control,
+            launcher,
             inherited,
             children,
             old_mask,
@@ -85,16 +105,23 @@ impl Zygote {
 
     fn run(mut self) -> std::io::Result<()> {
         loop {
-            let mut fds = [
+            let mut fds = vec![
                 PollFd::new(self.control.as_fd(), PollFlags::POLLIN),
                 PollFd::new(self.children.as_fd(), PollFlags::POLLIN),
             ];
+            if let Some(launcher) = &self.launcher {
+                fds.push(PollFd::new(launcher.as_fd(), PollFlags::POLLIN));
+            }
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) | Err(Errno::EINTR) => {}
                 Err(e) => return Err(e.into()),
             }
             let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
             let (request, exited) = (ready(&fds[0]), ready(&fds[1]));
+            if fds.get(2).is_some_and(ready) {
+                // The launcher has ended: a request it left queued has nobody to serve.
+                return Ok(());
+            }
             if exited {
                 while self.children.read_signal().ok().flatten().is_some() {}
                 self.reap();
@@ -187,7 +214,15 @@ impl Zygote {
                 crate::sys::exit_now(super::SETUP_FAILED);
             }
         }
-        let _ = crate::sys::close_from_except(high.len() as RawFd, self.inherited.as_slice());
+        let mut keep: Vec<RawFd> = self.inherited.iter().copied().collect();
+        if let Some(launcher) = &self.launcher {
+            if crate::sys::dup_onto(launcher.as_raw_fd(), super::LAUNCHER_FD).is_err() {
+                crate::sys::exit_now(super::SETUP_FAILED);
+            }
+            keep.push(super::LAUNCHER_FD);
+            super::WATCHES_LAUNCHER.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let _ = crate::sys::close_from_except(high.len() as RawFd, &keep);
         if high.len() == WARM_REQUEST_FDS {
             // A warm helper waits for a call the launcher may never make: it ends with us.
             if nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err()
@@ -215,4 +250,13 @@ impl Zygote {
             super::cgroup::remove_after(pid.as_raw() as u32);
         }
     }
+}
+
+/// Whether `fd` is readable right now (a pidfd: its process has ended).
+pub(crate) fn readable(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP))
 }
