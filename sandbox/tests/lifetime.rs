@@ -216,3 +216,40 @@ fn landlock_ends_with_the_launcher_whatever_holds_its_lifeline() {
         "cold",
     );
 }
+
+/// The launcher's pidfd stays with the helpers: the command cannot find it among its own
+/// descriptors or its pid namespace's init's (a pidfd of the daemon could signal it), cold
+/// or served by a warm helper.
+#[tokio::test(flavor = "current_thread")]
+async fn the_command_never_holds_the_launchers_pidfd() {
+    let s = match Sandbox::new(BackendChoice::Namespaces, false) {
+        Ok(s) => s.with_helper(HELPER),
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("namespaces backend unavailable on CI: {e}")
+        }
+        Err(e) => {
+            eprintln!("SKIP namespaces: {e}");
+            return;
+        }
+    };
+    let ws = tempfile::Builder::new()
+        .prefix("zc-lifetime-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let p = Profile::for_workspace(ws.path());
+    let script = "ls -l /proc/self/fd/ /proc/1/fd/ 2>&1; echo listed";
+    for call in ["cold", "warm"] {
+        let out = s
+            .run(&p, ["sh", "-c", script], std::future::pending())
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("listed"), "{call}: {text}");
+        assert!(
+            !text.contains("pidfd"),
+            "ESCAPE ({call}): a pidfd within the command's reach:\n{text}"
+        );
+        // The next call of this shape is served by a helper prepared in between.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}

@@ -322,6 +322,15 @@ pub(crate) fn launcher_pidfd() -> Option<std::os::fd::BorrowedFd<'static>> {
         .then(|| borrow(LAUNCHER_FD))
 }
 
+/// Closes the launcher's pidfd in a child of the helper that has no use for it (the pid
+/// namespace's init, whose processes could reach its descriptors): a pidfd of the daemon must
+/// never be within the confined tree's reach.
+pub(crate) fn close_launcher_pidfd() {
+    if WATCHES_LAUNCHER.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        let _ = nix::unistd::close(LAUNCHER_FD);
+    }
+}
+
 /// Whether the launcher has let the command go or ended: its lifeline hung up, or its pidfd
 /// says the process is gone.
 pub(crate) fn launcher_gone() -> bool {

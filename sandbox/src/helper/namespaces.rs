@@ -177,6 +177,8 @@ fn init_main(
 ) -> Result<i32, SetupError> {
     // The helper keeps the locks; a descriptor of a host directory must not reach the command.
     guards.forget();
+    // The helper watches the launcher; the command must not find its pidfd here.
+    super::close_launcher_pidfd();
     // An init the caller started watches the lifeline instead: if the caller dies, the init
     // must live on long enough to end the namespace and scrub (a SIGKILL would skip that).
     let caller = matches!(parent, Parent::Caller);
