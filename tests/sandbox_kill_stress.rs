@@ -74,7 +74,8 @@ impl Rng {
 }
 
 /// A marker unique to one run, and the command carrying it: a background `sleep` beside a
-/// foreground one, as the agent ran (`sleep` takes the marker as its duration).
+/// foreground one, as the agent ran, and one in a session of its own (re-parented to
+/// the reaper once the shell is gone; `sleep` takes the marker as its duration).
 fn marker() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -82,7 +83,7 @@ fn marker() -> String {
 }
 
 fn command(marker: &str) -> String {
-    format!("sleep {marker} & sleep {marker}; echo never")
+    format!("sleep {marker} & setsid sleep {marker} & sleep {marker}; echo never")
 }
 
 /// Runs whose agent has been killed, checked once their grace has passed (the next runs go on
@@ -230,7 +231,8 @@ fn acp_run(backend: &str, sessions: usize, warm: bool, kill: Kill, pending: &mut
         Kill::WhenAllRun => {
             // Every command of the burst, or as many as run within the bound.
             let end = Instant::now() + Duration::from_secs(20);
-            while survivors(&marker).len() < 3 * sessions && Instant::now() < end {
+            // The shell and its three sleeps, per session.
+            while survivors(&marker).len() < 4 * sessions && Instant::now() < end {
                 thread::sleep(Duration::from_millis(5));
             }
         }
