@@ -8,6 +8,7 @@
 use nix::sched::CloneFlags;
 use nix::unistd::Pid;
 
+use super::ucounts::UserLimits;
 use super::{exec, mounts, reaper, send, send_all, shell_code};
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
@@ -35,6 +36,7 @@ pub fn run(plan: &Plan) -> Result<i32, SetupError> {
 fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupError> {
     // The holder is reaped here: this helper's reaper waits for any child.
     let (unowned, _) = mounts::Unowned::prepare(&plan.unowned);
+    let user_limits = UserLimits::of_host();
     enter(plan.unshare_net)?;
     reaper::become_subreaper()?;
     let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
@@ -63,6 +65,7 @@ fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupErr
             unowned,
             guards,
             Parent::Helper { unshared_w, helper },
+            &user_limits,
         )),
     }
 }
@@ -108,6 +111,7 @@ pub(crate) fn start_init(plan: &Plan, install: impl FnOnce()) -> Result<i32, Set
         .move_high()
         .map_err(|e| SetupError::os(Stage::Spawn, "fcntl(F_DUPFD)", &e))?;
     let ids = (nix::unistd::geteuid(), nix::unistd::getegid());
+    let user_limits = UserLimits::of_host();
     let flags = new_namespaces(plan.unshare_net);
     match crate::sys::fork_into(flags.bits()) {
         Err(e) => Err(namespaces_error(format!("clone({flags:?})"), e)),
@@ -117,7 +121,7 @@ pub(crate) fn start_init(plan: &Plan, install: impl FnOnce()) -> Result<i32, Set
             let mut keep = vec![super::REPORT_FD, super::LIFELINE_FD];
             keep.extend(unowned.fds());
             let _ = crate::sys::close_from_except(3, &keep);
-            super::finish(started_init(plan, unowned, ids))
+            super::finish(started_init(plan, unowned, ids, &user_limits))
         }
     }
 }
@@ -128,6 +132,7 @@ fn started_init(
     plan: &Plan,
     unowned: mounts::Unowned,
     (uid, gid): (nix::unistd::Uid, nix::unistd::Gid),
+    user_limits: &UserLimits,
 ) -> Result<i32, SetupError> {
     super::set_cloexec(super::REPORT_FD)?;
     let _ = super::set_cloexec(super::LIFELINE_FD);
@@ -149,6 +154,7 @@ fn started_init(
         unowned,
         &mut mounts::Guards::default(),
         Parent::Caller,
+        user_limits,
     )
 }
 
@@ -174,6 +180,7 @@ fn init_main(
     unowned: mounts::Unowned,
     guards: &mut mounts::Guards,
     parent: Parent,
+    user_limits: &UserLimits,
 ) -> Result<i32, SetupError> {
     // The helper keeps the locks; a descriptor of a host directory must not reach the command.
     guards.forget();
@@ -206,6 +213,9 @@ fn init_main(
     // root too, and the helper must keep seeing the host /proc to kill the tree.
     nix::sched::unshare(CloneFlags::CLONE_NEWNS)
         .map_err(|e| SetupError::os(Stage::Namespaces, "unshare(CLONE_NEWNS)", &e.into()))?;
+    // The last namespace we make: from here on the child's user namespace may make none, and
+    // its inotify use is bounded well below the host's (`ucounts.rs`).
+    user_limits.apply()?;
     if let Some(unshared) = unshared {
         let _ = nix::unistd::write(&unshared, &[1]);
     }

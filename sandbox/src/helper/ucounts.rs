@@ -1,0 +1,108 @@
+//! Per-user kernel counts of the child's user namespace (`/proc/sys/user/max_*`): inotify
+//! instances and watches, fanotify groups and marks, and namespaces of every kind. The kernel
+//! charges each of them to every user namespace up to the host's, so a child holding the
+//! host's 128 inotify instances left the host's same uid (the daemon included) with EMFILE.
+//! The namespace backend's init sets each maximum in its own user namespace, which it owns,
+//! well below the host's: a quarter of the host's inotify limits, and none of the others (the
+//! seccomp filter refuses creating namespaces and fanotify groups anyway). The host's values
+//! are read before the user namespace exists ([`UserLimits::of_host`]); inside it the files
+//! show the namespace's own.
+
+use crate::error::{SetupError, Stage};
+
+const DIR: &str = "/proc/sys/user";
+
+/// Each count, with the share of the host's maximum the child gets (`None`: none at all).
+const COUNTS: &[(&str, Option<u64>)] = &[
+    ("max_inotify_instances", Some(4)),
+    ("max_inotify_watches", Some(4)),
+    ("max_fanotify_groups", None),
+    ("max_fanotify_marks", None),
+    ("max_user_namespaces", None),
+    ("max_mnt_namespaces", None),
+    ("max_pid_namespaces", None),
+    ("max_net_namespaces", None),
+    ("max_ipc_namespaces", None),
+    ("max_uts_namespaces", None),
+    ("max_cgroup_namespaces", None),
+    ("max_time_namespaces", None),
+];
+
+/// The maxima for a child's user namespace, by file name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserLimits(Vec<(&'static str, u64)>);
+
+impl UserLimits {
+    /// From the host's values (read in the host's user namespace); a count this kernel lacks
+    /// is left out.
+    pub fn of_host() -> UserLimits {
+        let host = |name: &str| -> Option<u64> {
+            std::fs::read_to_string(format!("{DIR}/{name}"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        UserLimits(
+            COUNTS
+                .iter()
+                .filter_map(|(name, share)| Some((*name, child_max(host(name)?, *share))))
+                .collect(),
+        )
+    }
+
+    /// Writes the maxima in the caller's user namespace (it needs `CAP_SYS_RESOURCE` there).
+    /// Never in the host's: there it would lower the host's own limits.
+    pub fn apply(&self) -> Result<(), SetupError> {
+        if in_initial_user_namespace() {
+            return Err(SetupError::new(
+                Stage::Namespaces,
+                "per-user limits: not in a user namespace of our own",
+            ));
+        }
+        for (name, value) in &self.0 {
+            let path = format!("{DIR}/{name}");
+            std::fs::write(&path, value.to_string()).map_err(|e| {
+                SetupError::os(Stage::Namespaces, format!("write({path}, {value})"), &e)
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether we are in the host's user namespace: its id map is the whole range, as no child
+/// namespace's can be (ours map one id, or fail to read: then assume the host's).
+fn in_initial_user_namespace() -> bool {
+    std::fs::read_to_string("/proc/self/uid_map").map_or(true, |map| {
+        map.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"]
+    })
+}
+
+/// The child's maximum for a host maximum: `host / share` (at least 1), or 0.
+fn child_max(host: u64, share: Option<u64>) -> u64 {
+    share.map_or(0, |s| (host / s).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_child_gets_a_share_of_the_host() {
+        assert_eq!(child_max(128, Some(4)), 32);
+        assert_eq!(child_max(2, Some(4)), 1);
+        assert_eq!(child_max(96365, None), 0);
+        let limits = UserLimits::of_host();
+        if std::path::Path::new(DIR)
+            .join("max_inotify_instances")
+            .exists()
+        {
+            let (_, v) = limits
+                .0
+                .iter()
+                .find(|(n, _)| *n == "max_inotify_instances")
+                .unwrap();
+            assert!(*v >= 1);
+        }
+    }
+}
