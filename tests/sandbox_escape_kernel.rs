@@ -315,6 +315,5 @@ fn inotify_instances_bounded(w: &World, b: Backend) {
 }
 per_backend!(
     inotify_instances_bounded,
-    bubblewrap: "bubblewrap drops every capability in its user namespace before our stage runs: the child's per-user limits stay the host's (doctor lists it)",
     landlock: "reduced rung (chosen only by name): no user namespace, inotify instances are charged to the host's uid directly (doctor lists it)"
 );

@@ -32,19 +32,25 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     if plan.unshare_net {
         push(&[&"--unshare-net"]);
     }
-    // The inner stage covers the read-only roots with overlays (which hide host Unix sockets
-    // in them, see `helper::mounts::SocketSeal`) before it drops every capability itself:
-    // CAP_SYS_ADMIN (in bwrap's user namespace) to mount, CAP_SETPCAP to empty the bounding
-    // set afterwards (uid 0 would get it back at execve otherwise).
+    // Our inner stage keeps CAP_SYS_RESOURCE to set the namespace's per-user limits and
+    // CAP_SETPCAP to empty the bounding set (uid 0 would get it back at execve otherwise); it
+    // drops every capability before the exec. When root launched, it also covers the
+    // read-only roots with overlays (which hide host Unix sockets in them, see
+    // `helper::mounts::SocketSeal`), for which it keeps CAP_SYS_ADMIN in bwrap's namespace.
     // Not for other users: their bwrap runs the sandbox in a nested user namespace that
     // cannot mount (the inner stage reports the gap).
-    push(&[&"--cap-drop", &"ALL"]);
+    push(&[
+        &"--cap-drop",
+        &"ALL",
+        &"--cap-add",
+        &"CAP_SYS_RESOURCE",
+        &"--cap-add",
+        &"CAP_SETPCAP",
+    ]);
     if plan.seal_in_bwrap {
         push(&[
             &"--cap-add",
             &"CAP_SYS_ADMIN",
-            &"--cap-add",
-            &"CAP_SETPCAP",
             &"--dir",
             &crate::helper::mounts::EMPTY,
         ]);

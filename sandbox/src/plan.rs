@@ -169,6 +169,11 @@ pub struct Plan {
     /// call's plan and stdio once the root is built.
     #[serde(default)]
     pub warm: bool,
+    /// Per-user count maxima (`/proc/sys/user/max_*`, by file name) for the child's user
+    /// namespace, read from the host by the bubblewrap backend's outer helper for its inner
+    /// stage, which cannot read the host's (see `helper/ucounts.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_limits: Vec<(String, u64)>,
 }
 
 /// Where the private HOME lives inside the sandbox on the namespace backends.
@@ -260,6 +265,7 @@ pub fn build(
         seal_in_bwrap: backend == Backend::Bubblewrap && nix::unistd::geteuid().is_root(),
         launcher_pid: std::process::id(),
         warm: false,
+        user_limits: Vec::new(),
     }
 }
 

@@ -166,6 +166,8 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     if inner {
         // Still holding CAP_SYS_ADMIN in bwrap's namespace (when root launched): mounts first.
         let sealed = mounts::seal_read_only_roots(&plan.mounts)?;
+        // In bubblewrap's user namespace, with the host's values from the outer helper.
+        ucounts::UserLimits::from_names(&plan.user_limits).apply()?;
         return exec::confine_and_exec(
             plan,
             Enforcement {

@@ -450,7 +450,9 @@ pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
         .ok_or_else(|| SetupError::new(Stage::Bubblewrap, "no bwrap executable in the plan"))?;
     let helper = std::fs::read_link("/proc/self/exe")
         .map_err(|e| SetupError::os(Stage::Bubblewrap, "readlink(/proc/self/exe)", &e))?;
-    let json = serde_json::to_vec(plan)
+    let mut inner = plan.clone();
+    inner.user_limits = UserLimits::of_host().by_name();
+    let json = serde_json::to_vec(&inner)
         .map_err(|e| SetupError::new(Stage::Bubblewrap, format!("encode plan: {e}")))?;
     let memfd = crate::sys::memfd_with(&json)
         .map_err(|e| SetupError::os(Stage::Bubblewrap, "memfd_create(plan)", &e))?;

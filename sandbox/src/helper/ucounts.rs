@@ -2,11 +2,14 @@
 //! instances and watches, fanotify groups and marks, and namespaces of every kind. The kernel
 //! charges each of them to every user namespace up to the host's, so a child holding the
 //! host's 128 inotify instances left the host's same uid (the daemon included) with EMFILE.
-//! The namespace backend's init sets each maximum in its own user namespace, which it owns,
-//! well below the host's: a quarter of the host's inotify limits, and none of the others (the
-//! seccomp filter refuses creating namespaces and fanotify groups anyway). The host's values
-//! are read before the user namespace exists ([`UserLimits::of_host`]); inside it the files
-//! show the namespace's own.
+//! The namespace backend's init, and the bubblewrap backend's inner stage (bwrap leaves it
+//! `CAP_SYS_RESOURCE` for this, dropped with the rest before the exec), set each maximum in
+//! the child's user namespace, well below the host's: a quarter of the host's inotify limits,
+//! and none of the others (the seccomp filter refuses creating namespaces and fanotify
+//! groups anyway). The host's values are read before the user namespace exists
+//! ([`UserLimits::of_host`]; for bubblewrap by the outer helper, passed in the plan): inside
+//! it the files show the namespace's own. The Landlock-only rung has no user namespace: its
+//! counts are the host's uid's (`doctor` says so).
 
 use crate::error::{SetupError, Stage};
 
@@ -51,9 +54,27 @@ impl UserLimits {
         )
     }
 
+    /// The maxima by file name, to travel in a plan.
+    pub fn by_name(&self) -> Vec<(String, u64)> {
+        self.0.iter().map(|(n, v)| ((*n).to_owned(), *v)).collect()
+    }
+
+    /// The maxima a plan carries; names this module does not know are left out.
+    pub fn from_names(names: &[(String, u64)]) -> UserLimits {
+        UserLimits(
+            names
+                .iter()
+                .filter_map(|(n, v)| COUNTS.iter().find(|(c, _)| c == n).map(|(c, _)| (*c, *v)))
+                .collect(),
+        )
+    }
+
     /// Writes the maxima in the caller's user namespace (it needs `CAP_SYS_RESOURCE` there).
     /// Never in the host's: there it would lower the host's own limits.
     pub fn apply(&self) -> Result<(), SetupError> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
         if in_initial_user_namespace() {
             return Err(SetupError::new(
                 Stage::Namespaces,
