@@ -2,7 +2,7 @@
 //! in a writable root may carry a setuid or setgid bit, or a `security.capability` attribute,
 //! afterwards — whatever the call (`chmod`, `chmod g+s`, `fchmod`, `fchmodat2`, `open` and
 //! `openat2` with a mode, `O_TMPFILE`, `mknod`, `install -m`, `cp -p` of a setuid file,
-//! `setcap`, `setxattr`). The workspace is `nosuid` inside; the host's users are not.
+//! `setcap`, `setxattr`), nor be a device node (`mknod`). The workspace is `nosuid` inside; the host's users are not.
 //!
 //! Every attack runs on every Linux backend, as the test's user (root on CI) and as `nobody`
 //! (switched to with setpriv, which needs root), and is judged from outside by the modes and
@@ -13,7 +13,7 @@ mod sandbox_support;
 
 use std::ffi::OsString;
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
@@ -78,6 +78,7 @@ const PLANTED: &[(&str, bool, bool)] = &[
     ("x13", true, true),   // O_TMPFILE with 02755, linked in
     ("d14", true, true),   // chmod g+s of a directory
     ("d15", false, false), // os.mkdir(0o2755): the kernel drops the bit itself
+    ("x16", true, false),  // mknod c 1 3: a device node (needs CAP_MKNOD)
 ];
 
 /// The attack script, run from the workspace; `suid` is a setuid-root file to copy.
@@ -102,6 +103,7 @@ fn script(suid: &Path) -> String {
         py("import os; fd = os.open(\"x12\", os.O_CREAT | os.O_WRONLY, 0o755); os.fchmod(fd, 0o4755)"),
         "mkdir d14; chmod g+s d14".to_owned(),
         py("import os; os.mkdir(\"d15\", 0o2755)"),
+        "mknod x16 c 1 3".to_owned(),
         // Ordinary modes keep working.
         "printf '#!/bin/sh\\necho ZC_SCRIPT_RAN\\n' > ok.sh; chmod 644 ok.sh; chmod 755 ok.sh; chmod +x ok.sh; ./ok.sh".to_owned(),
         "true".to_owned(),
@@ -109,14 +111,16 @@ fn script(suid: &Path) -> String {
     .join(" 2>&1; ")
 }
 
-/// What an outside observer finds privileged among the planted files: a setuid/setgid bit
-/// or a `security.capability` attribute, by name.
+/// What an outside observer finds privileged among the planted files: a setuid/setgid bit,
+/// a device node or a `security.capability` attribute, by name.
 fn privileged(ws: &Path) -> Vec<String> {
     let mut found: Vec<String> = PLANTED
         .iter()
         .filter_map(|(name, _, _)| {
             let meta = fs::symlink_metadata(ws.join(name)).ok()?;
-            (meta.mode() & 0o6000 != 0).then(|| format!("{name} mode {:o}", meta.mode()))
+            let kind = meta.file_type();
+            let device = kind.is_char_device() || kind.is_block_device();
+            (meta.mode() & 0o6000 != 0 || device).then(|| format!("{name} mode {:o}", meta.mode()))
         })
         .collect();
     let names: Vec<String> = PLANTED.iter().map(|(n, _, _)| n.to_string()).collect();

@@ -541,6 +541,10 @@ pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
     "/tmp is the host's (only TMPDIR and HOME are private)",
     "with the network denied every socket is refused, Unix ones included; with it allowed no Unix datagram socket can be made",
     "the command's descendants cannot read /proc/self (only the command's own /proc entry is granted)",
+    "no user namespace: inotify instances and watches count against the host uid's own limits while the call runs",
+    "names and link targets of denied paths can be learned (stat, readlink, getxattr, inotify_add_watch are not covered by Landlock)",
+    "/proc/net lists the host's sockets",
+    "no ptys (pty.openpty fails: the host's /dev/pts holds other sessions' terminals, which Landlock could only grant as a whole)",
 ];
 
 /// Picks the backend for `choice`: a named backend must be available, `auto` takes the
@@ -736,6 +740,14 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                     "capset/bounding set + prctl + seccomp",
                 ),
                 g(
+                    "no setuid/setgid file, file capability or device node left for the host",
+                    "seccomp (mode arguments; attribute writes refused) + capabilities dropped",
+                ),
+                g(
+                    "the host's per-user counts kept: a quarter of its inotify instances and watches, no namespaces",
+                    "/proc/sys/user limits of the child's user namespace",
+                ),
+                g(
                     "no descendant outlives the call",
                     "pid namespace (init exit kills all)",
                 ),
@@ -774,8 +786,16 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                     "seccomp user notification: connect performed by the helper; Unix datagram sockets denied",
                 ),
                 g(
-                    "no signals/ptrace to outside processes",
-                    "Landlock scope + seccomp",
+                    "no signals/ptrace to outside processes; their rlimits, scheduling and I/O priority unchanged",
+                    "Landlock scope + seccomp (pid 0 only)",
+                ),
+                g(
+                    "the host's SysV IPC objects and message queues out of reach",
+                    "seccomp (SysV IPC and mq_* denied)",
+                ),
+                g(
+                    "no setuid/setgid file, file capability, ACL or device node left for the host",
+                    "seccomp (mode arguments; attribute writes refused) + capabilities dropped",
                 ),
                 g(
                     "no privilege",
