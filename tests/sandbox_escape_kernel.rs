@@ -317,3 +317,50 @@ per_backend!(
     inotify_instances_bounded,
     landlock: "reduced rung (chosen only by name): no user namespace, inotify instances are charged to the host's uid directly (doctor lists it)"
 );
+
+/// Prints the soft and hard message-queue and pending-signal limits.
+const PER_USER_RLIMITS: &str = "import resource as r\n\
+    for n in (\"RLIMIT_MSGQUEUE\", \"RLIMIT_SIGPENDING\"):\n    print(n, *r.getrlimit(getattr(r, n)))";
+
+/// `name soft hard` lines of [`PER_USER_RLIMITS`] as (name, soft, hard).
+fn rlimits(text: &str) -> Vec<(String, u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let name = f.next()?.strip_prefix("RLIMIT_")?.to_owned();
+            Some((name, f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Message-queue bytes and queued signals are counted per user up to the host's uid: the
+/// child gets a quarter of the launcher's limits (this test's, which it inherits), so it
+/// cannot take them all; the control keeps the whole.
+fn per_user_rlimits_quartered(w: &World, b: Backend) {
+    let script = py(PER_USER_RLIMITS, &[]);
+    let run = confined(w, b, defaults, &script);
+    let control = control(w, &script);
+    let (inside, outside) = (rlimits(&run.stdout), rlimits(&control.stdout));
+    assert_eq!(
+        outside.len(),
+        2,
+        "positive control printed no limits\n{control}"
+    );
+    assert_eq!(
+        inside.len(),
+        2,
+        "the confined child printed no limits\n{run}"
+    );
+    for ((name, soft, hard), (_, host_soft, host_hard)) in inside.iter().zip(&outside) {
+        let quarter = host_soft.min(host_hard) / 4;
+        assert!(
+            *soft <= quarter && *hard <= quarter,
+            "ESCAPE: the child's {name} is {soft}/{hard}, the host's {host_soft}/{host_hard}\n{run}"
+        );
+        assert!(
+            *host_soft > quarter,
+            "positive control failed: the host's {name} is already small\n{control}"
+        );
+    }
+}
+per_backend!(per_user_rlimits_quartered);
