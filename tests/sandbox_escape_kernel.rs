@@ -12,9 +12,7 @@ mod sandbox_support;
 use std::fs;
 use std::process::Command;
 
-use sandbox_support::judge::{
-    assert_escaped, assert_not_escaped, confined, control, defaults, marked,
-};
+use sandbox_support::judge::{assert_not_escaped, confined, control, defaults, marked};
 use sandbox_support::procs::Bg;
 use sandbox_support::world::q;
 use sandbox_support::{ATTEMPT, Backend, PYTHON, World};
@@ -55,7 +53,7 @@ fn refused(w: &World, b: Backend, syscall: &str) {
         run.stdout.contains("ret=-1 errno=1\n"),
         "{syscall} failed for another reason than the filter\n{run}"
     );
-    assert_escaped(&control(w, &script));
+    sandbox_support::judge::assert_escaped(&control(w, &script));
 }
 
 /// `modify_ldt` (x86 segment descriptors: a classic kernel exploitation aid).
@@ -364,3 +362,76 @@ fn per_user_rlimits_quartered(w: &World, b: Backend) {
     }
 }
 per_backend!(per_user_rlimits_quartered);
+
+/// The same classes as `nobody` (switched to with setpriv, which needs root): the per-user
+/// counts of an unprivileged uid are bounded alike (inotify: not on the Landlock-only rung,
+/// which has no user namespace), and the kernel surface is refused alike. The control runs
+/// as `nobody` unconfined.
+fn per_user_counts_and_surface_as_nobody(w: &World, b: Backend) {
+    use std::os::unix::fs::PermissionsExt;
+    if !nix::unistd::geteuid().is_root() {
+        assert!(
+            !sandbox_support::backend::ci(),
+            "CI=true runs the tests as root"
+        );
+        eprintln!("SKIP per_user_counts_and_surface_as_nobody: needs root to switch to nobody");
+        return;
+    }
+    fs::set_permissions(&w.root, fs::Permissions::from_mode(0o711)).expect("chmod world");
+    let ws = w.root.join("nobody-ws");
+    fs::create_dir(&ws).expect("mkdir");
+    std::os::unix::fs::chown(&ws, Some(65534), Some(65534)).expect("chown");
+    let quarter = (host_inotify_limit() / 4).max(1);
+    let mut script = vec![py(INOTIFY, &[(quarter + 8).to_string(), "0".into()])];
+    script.push(py(PER_USER_RLIMITS, &[]));
+    #[cfg(target_arch = "x86_64")]
+    script.push(py(SURFACE, &["modify_ldt".into()]));
+    let script = marked(&script.join("; "));
+    let cmd = ["/bin/sh", "-c", script.as_str()];
+    let as_nobody = |argv: Vec<std::ffi::OsString>| {
+        sandbox_support::run::Runner::new("setpriv", &ws)
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--reset-env",
+            ])
+            .args(argv)
+            .run()
+    };
+    let run = as_nobody(w.confined(b).workspace(&ws).argv(&cmd));
+    let control = as_nobody(cmd.iter().map(std::ffi::OsString::from).collect());
+    run.assert_reached(ATTEMPT);
+    control.assert_reached(ATTEMPT);
+    let count = |r: &sandbox_support::run::Run| {
+        let line = r.stdout.lines().find(|l| l.starts_with("count="));
+        line.and_then(|l| field(l, "count"))
+    };
+    if b.has_namespaces() {
+        let held = count(&run).unwrap_or_else(|| panic!("no count\n{run}"));
+        assert!(
+            held <= quarter,
+            "ESCAPE: nobody's confined child holds {held} inotify instances\n{run}"
+        );
+    }
+    assert_eq!(
+        count(&control),
+        Some(quarter + 8),
+        "positive control failed: nobody unconfined stayed within the quarter\n{control}"
+    );
+    let (inside, outside) = (rlimits(&run.stdout), rlimits(&control.stdout));
+    assert_eq!(inside.len(), 2, "no limits printed\n{run}");
+    for ((name, soft, _), (_, host, _)) in inside.iter().zip(&outside) {
+        assert!(
+            *soft <= host / 4,
+            "ESCAPE: nobody's {name} is {soft} of {host}\n{run}"
+        );
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        assert_not_escaped(&run);
+        assert!(run.stdout.contains("modify_ldt ret=-1 errno=1\n"), "{run}");
+        sandbox_support::judge::assert_escaped(&control);
+    }
+}
+per_backend!(per_user_counts_and_surface_as_nobody);
