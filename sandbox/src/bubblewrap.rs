@@ -32,25 +32,26 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     if plan.unshare_net {
         push(&[&"--unshare-net"]);
     }
-    // Our inner stage keeps CAP_SYS_RESOURCE to set the namespace's per-user limits and
-    // CAP_SETPCAP to empty the bounding set (uid 0 would get it back at execve otherwise); it
-    // drops every capability before the exec. When root launched, it also covers the
-    // read-only roots with overlays (which hide host Unix sockets in them, see
-    // `helper::mounts::SocketSeal`), for which it keeps CAP_SYS_ADMIN in bwrap's namespace.
-    // Not for other users: their bwrap runs the sandbox in a nested user namespace that
-    // cannot mount (the inner stage reports the gap).
-    push(&[
-        &"--cap-drop",
-        &"ALL",
-        &"--cap-add",
-        &"CAP_SYS_RESOURCE",
-        &"--cap-add",
-        &"CAP_SETPCAP",
-    ]);
+    // Our inner stage keeps only what it needs, and drops every capability before the exec:
+    // CAP_SYS_ADMIN (in bwrap's user namespace), when root launched, to cover the read-only
+    // roots with overlays (which hide host Unix sockets in them, see
+    // `helper::mounts::SocketSeal`; bwrap makes their empty lower layer); CAP_SYS_RESOURCE to
+    // set the namespace's per-user limits; CAP_SETPCAP to empty the bounding set afterwards
+    // (uid 0 would get it back at execve otherwise). A non-root user's setuid-root bwrap
+    // refuses --cap-add, and runs the sandbox in a nested user namespace that cannot mount:
+    // the inner stage reports the gaps.
+    push(&[&"--cap-drop", &"ALL"]);
+    if plan.seal_in_bwrap {
+        push(&[&"--cap-add", &"CAP_SYS_ADMIN"]);
+    }
+    if !plan.user_limits.is_empty() {
+        push(&[&"--cap-add", &"CAP_SYS_RESOURCE"]);
+    }
+    if plan.seal_in_bwrap || !plan.user_limits.is_empty() {
+        push(&[&"--cap-add", &"CAP_SETPCAP"]);
+    }
     if plan.seal_in_bwrap {
         push(&[
-            &"--cap-add",
-            &"CAP_SYS_ADMIN",
             &"--dir",
             &crate::helper::mounts::EMPTY,
         ]);
@@ -182,6 +183,26 @@ mod tests {
             assert!(v.iter().any(|a| a == flag), "{flag} missing from {v:?}");
         }
         assert!(has_seq(&v, &["--cap-drop", "ALL"]));
+        // With per-user limits to set (and no overlays to mount), the inner stage keeps the
+        // two capabilities it needs for that (and drops them before the exec).
+        let mut plan = crate::plan::build(
+            Backend::Bubblewrap,
+            &Profile::for_workspace(d.path()),
+            vec!["true".into()],
+            None,
+        );
+        plan.seal_in_bwrap = false;
+        plan.user_limits = vec![("max_inotify_instances".into(), 32)];
+        let v: Vec<String> = args(&plan, Path::new("/opt/zc/zeroclaw"))
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        let added: Vec<&String> = v
+            .windows(2)
+            .filter(|w| w[0] == "--cap-add")
+            .map(|w| &w[1])
+            .collect();
+        assert_eq!(added, ["CAP_SYS_RESOURCE", "CAP_SETPCAP"]);
     }
 
     /// The inner stage gets only what it needs to mount the overlays (and to empty its
@@ -195,6 +216,7 @@ mod tests {
             vec!["true".into()],
             None,
         );
+        plan.user_limits = Vec::new();
         plan.seal_in_bwrap = false;
         let unsealed: Vec<String> = args(&plan, Path::new("/h"))
             .into_iter()

@@ -745,7 +745,7 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                 ),
                 g(
                     "the host's per-user counts kept: a quarter of its inotify instances and watches, no namespaces",
-                    "/proc/sys/user limits of the child's user namespace",
+                    "/proc/sys/user limits of the child's user namespace (bubblewrap: not for a non-root user of a setuid-root bwrap, which refuses --cap-add)",
                 ),
                 g(
                     "no descendant outlives the call",

@@ -439,6 +439,14 @@ fn write_proc(path: &str, value: &str) -> Result<(), SetupError> {
         .map_err(|e| SetupError::os(Stage::Namespaces, format!("write({path}, {value:?})"), &e))
 }
 
+/// Whether `bwrap` is installed setuid root and we are not root (then it refuses
+/// `--cap-add`).
+fn setuid_for_others(bwrap: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let setuid = std::fs::metadata(bwrap).is_ok_and(|m| m.mode() & libc::S_ISUID != 0);
+    setuid && !nix::unistd::geteuid().is_root()
+}
+
 /// Bubblewrap backend: exec bwrap, which runs our inner stage (Landlock, seccomp, caps,
 /// rlimits) inside its namespaces. The plan for the inner stage travels in a memfd on fd 3.
 pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
@@ -450,8 +458,12 @@ pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
         .ok_or_else(|| SetupError::new(Stage::Bubblewrap, "no bwrap executable in the plan"))?;
     let helper = std::fs::read_link("/proc/self/exe")
         .map_err(|e| SetupError::os(Stage::Bubblewrap, "readlink(/proc/self/exe)", &e))?;
+    // A setuid-root bwrap refuses --cap-add to other users: their inner stage then leaves
+    // the per-user counts as they are (doctor says so).
     let mut inner = plan.clone();
-    inner.user_limits = UserLimits::of_host().by_name();
+    if !setuid_for_others(&bwrap) {
+        inner.user_limits = UserLimits::of_host().by_name();
+    }
     let json = serde_json::to_vec(&inner)
         .map_err(|e| SetupError::new(Stage::Bubblewrap, format!("encode plan: {e}")))?;
     let memfd = crate::sys::memfd_with(&json)
@@ -461,7 +473,7 @@ pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
     crate::sys::dup_onto(super::REPORT_FD, super::REPORT_FD).map_err(io)?;
     // Only now: a guard opened earlier could get PLAN_FD's number and be replaced by the plan.
     let mut guards = mounts::guard_denied(&plan.placeholders)?;
-    let result = run_bwrap_guarded(plan, &bwrap, &helper, memfd, &mut guards);
+    let result = run_bwrap_guarded(&inner, &bwrap, &helper, memfd, &mut guards);
     guards.release();
     result
 }

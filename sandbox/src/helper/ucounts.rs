@@ -3,7 +3,8 @@
 //! charges each of them to every user namespace up to the host's, so a child holding the
 //! host's 128 inotify instances left the host's same uid (the daemon included) with EMFILE.
 //! The namespace backend's init, and the bubblewrap backend's inner stage (bwrap leaves it
-//! `CAP_SYS_RESOURCE` for this, dropped with the rest before the exec), set each maximum in
+//! `CAP_SYS_RESOURCE` for this, dropped with the rest before the exec; a setuid-root bwrap
+//! refuses that to other users, whose limits then stay as they are), set each maximum in
 //! the child's user namespace, well below the host's: a quarter of the host's inotify limits,
 //! and none of the others (the seccomp filter refuses creating namespaces and fanotify
 //! groups anyway). The host's values are read before the user namespace exists
