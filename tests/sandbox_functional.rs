@@ -264,10 +264,9 @@ fn network_allowed(w: &World, b: Backend) {
 }
 per_backend!(network_allowed);
 
-/// With the network allowed, a Unix socket served inside the workspace is reachable (by path,
-/// relative and absolute; supervised on the Landlock-only rung), and TCP still works.
-fn unix_socket_in_workspace_with_network_allowed(w: &World, b: Backend) {
-    let src = r#"
+/// A Unix socket served inside the workspace, reached by path (relative and absolute), and a
+/// socket pair.
+const UNIX_IN_WORKSPACE: &str = r#"
 import os, socket
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 srv.bind("srv.sock"); srv.listen(4)
@@ -280,7 +279,11 @@ for target in ("srv.sock", os.path.abspath("srv.sock")):
 a, b = socket.socketpair()
 a.sendall(b"pair"); print("pair", b.recv(4).decode(), flush=True)
 "#;
-    let quoted = src.replace('\'', r"'\''");
+
+/// With the network allowed, a Unix socket served inside the workspace is reachable
+/// (supervised on the Landlock-only rung).
+fn unix_socket_in_workspace_with_network_allowed(w: &World, b: Backend) {
+    let quoted = UNIX_IN_WORKSPACE.replace('\'', r"'\''");
     let run = w
         .confined(b)
         .network_allow()
@@ -288,6 +291,15 @@ a.sendall(b"pair"); print("pair", b.recv(4).decode(), flush=True)
     assert_ok(&run, "got ping\ngot ping\npair pair\n");
 }
 per_backend!(unix_socket_in_workspace_with_network_allowed);
+
+/// With the network denied too (the Landlock-only rung allows Unix sockets then, and its
+/// supervisor connects only pathname ones inside the writable roots).
+fn unix_socket_in_workspace_with_network_denied(w: &World, b: Backend) {
+    let quoted = UNIX_IN_WORKSPACE.replace('\'', r"'\''");
+    let run = w.confined(b).sh(&format!("{PYTHON} -c '{quoted}'"));
+    assert_ok(&run, "got ping\ngot ping\npair pair\n");
+}
+per_backend!(unix_socket_in_workspace_with_network_denied);
 
 /// A pipeline whose reader stops early ends quietly: the command starts with SIGPIPE at its
 /// default action. (Rust programs ignore SIGPIPE, and an ignored signal survives `execve`, so

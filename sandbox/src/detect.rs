@@ -539,7 +539,7 @@ fn status(backend: Backend, p: &impl ProbeSource) -> BackendStatus {
 pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
     ".git/hooks and .git/config are not protected (no mount namespace to make them read-only)",
     "/tmp is the host's (only TMPDIR and HOME are private)",
-    "with the network denied every socket is refused, Unix ones included; with it allowed no Unix datagram socket can be made",
+    "no Unix datagram socket can be made (a filter cannot read a sendto address)",
     "the command's descendants cannot read /proc/self (only the command's own /proc entry is granted)",
     "no user namespace: inotify instances and watches count against the host uid's own limits while the call runs",
     "names and link targets of denied paths can be learned (stat, readlink, getxattr, inotify_add_watch are not covered by Landlock)",
@@ -778,11 +778,11 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                     "Landlock (rules on /proc's non-process entries and the command's own)",
                 ),
                 g(
-                    "no network when denied (every socket refused)",
-                    "seccomp (socket denied) + Landlock TCP + scopes",
+                    "no network when denied (only Unix sockets; pathname ones only inside the writable roots, no abstract ones)",
+                    "seccomp (socket families) + connect performed by the helper + Landlock TCP + scopes",
                 ),
                 g(
-                    "network allowed: Unix sockets outside the writable roots (docker.sock, ssh-agent) unreachable",
+                    "Unix sockets outside the writable roots (docker.sock, ssh-agent) unreachable",
                     "seccomp user notification: connect performed by the helper; Unix datagram sockets denied",
                 ),
                 g(

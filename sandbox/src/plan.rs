@@ -104,11 +104,10 @@ pub struct LandlockPlan {
 pub struct SeccompPlan {
     /// Deny `socket()` for every family but `AF_UNIX`.
     pub deny_inet: bool,
-    /// Deny `socket()` entirely (Landlock-only backend: pathname Unix sockets cannot be hidden).
-    pub deny_all_sockets: bool,
-    /// Landlock-only backend (Landlock does not cover attribute changes): refuse setuid/setgid
-    /// modes, and route mode, time and owner changes (and `connect` with the network allowed)
-    /// to the helper's supervisor (`helper/notify/`).
+    /// Landlock-only backend (no namespaces; Landlock does not cover attribute changes nor
+    /// pathname Unix sockets): route mode, time and owner changes and `connect` to the
+    /// helper's supervisor (`helper/notify/`), refuse Unix datagram sockets, the host's IPC
+    /// and other processes' rlimits and scheduling.
     pub deny_attr_changes: bool,
 }
 
@@ -254,7 +253,6 @@ pub fn build(
         },
         seccomp: SeccompPlan {
             deny_inet: profile.network == Network::Deny,
-            deny_all_sockets: profile.network == Network::Deny && !namespaced,
             deny_attr_changes: !namespaced,
         },
         limits: profile.limits.clone(),
@@ -1371,7 +1369,7 @@ mod tests {
     }
 
     #[test]
-    fn landlock_only_plan_denies_all_sockets_and_uses_scratch() {
+    fn landlock_only_plan_supervises_attributes_and_uses_scratch() {
         let (_d, p) = ws();
         let plan = build(
             Backend::Landlock,
@@ -1379,7 +1377,7 @@ mod tests {
             vec!["true".into()],
             Some("/s".into()),
         );
-        assert!(plan.seccomp.deny_all_sockets);
+        assert!(plan.seccomp.deny_attr_changes);
         assert!(plan.mounts.is_empty());
         assert!(plan.landlock.write.contains(&PathBuf::from("/s")));
         assert!(plan.env.contains(&("HOME".into(), "/s/home".into())));

@@ -103,10 +103,8 @@ fn confine_and_exec_with(
     // on the Landlock-only rung they go to the helper, which performs them only inside the
     // writable roots. Without it, refuse to run.
     match supervisor {
-        // With the network allowed, connect too: outside Unix sockets stay out of reach.
-        Some(sock) => {
-            super::notify::install_and_hand_over(sock, !plan.seccomp.deny_all_sockets)?;
-        }
+        // And connect: outside Unix sockets stay out of reach.
+        Some(sock) => super::notify::install_and_hand_over(sock)?,
         None if plan.seccomp.deny_attr_changes => {
             return Err(SetupError::new(
                 Stage::Seccomp,

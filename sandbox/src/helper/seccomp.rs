@@ -1,8 +1,8 @@
 //! The seccomp filter, installed last: denies (EPERM) the kernel attack surface a tool never
 //! needs, namespace creation, tracing, terminal injection, setuid/setgid modes on every path
 //! that sets a mode (`chmod` family, `open`/`openat`/`creat` with `O_CREAT` or `O_TMPFILE`,
-//! `mknod`), and — when the network is denied — non-Unix sockets (or every socket on the
-//! Landlock-only backend). Extended-attribute writes get EOPNOTSUPP (a filter cannot read the
+//! `mknod`), when the network is denied non-Unix sockets, and on the Landlock-only rung Unix
+//! datagram sockets (their `sendto` address is out of a filter's reach). Extended-attribute writes get EOPNOTSUPP (a filter cannot read the
 //! name, and `security.capability` or a POSIX ACL must not be set; tools take EOPNOTSUPP for
 //! "this filesystem has none"). `openat2`, whose mode sits in a struct a filter cannot read,
 //! and `clone3`, whose flags do, get ENOSYS so libc falls back to `openat` and `clone`; so
@@ -230,8 +230,9 @@ enum ArgCheck {
     /// A file created with a setuid/setgid mode: argument `flags` has `O_CREAT` or
     /// `O_TMPFILE`, argument `mode` a setuid or setgid bit.
     CreatingSetuid { flags: u32, mode: u32 },
-    /// A Unix datagram socket: argument 0 is `AF_UNIX`, argument 1's type `SOCK_DGRAM`.
-    UnixDatagram,
+    /// A Unix datagram socket: argument 0 is `AF_UNIX`, argument 1's type `SOCK_DGRAM`; with
+    /// `or_other_family`, also any socket whose argument 0 is not `AF_UNIX`.
+    UnixDatagram { or_other_family: bool },
 }
 
 impl ArgCheck {
@@ -270,9 +271,10 @@ impl ArgCheck {
                 asm.load(bpf::arg_low(mode));
                 asm.jump_if(BPF_JSET, SETUID_BITS, deny, allow);
             }
-            ArgCheck::UnixDatagram => {
+            ArgCheck::UnixDatagram { or_other_family } => {
+                let other = if or_other_family { deny } else { allow };
                 asm.load(bpf::arg_low(0));
-                asm.jump_if(BPF_JEQ, libc::AF_UNIX as u32, To::Next, allow);
+                asm.jump_if(BPF_JEQ, libc::AF_UNIX as u32, To::Next, other);
                 asm.load(bpf::arg_low(1));
                 asm.and(0xf); // the type, without SOCK_NONBLOCK and SOCK_CLOEXEC
                 asm.jump_if(BPF_JEQ, libc::SOCK_DGRAM as u32, deny, allow);
@@ -363,22 +365,25 @@ fn rules(plan: &SeccompPlan) -> Rules {
             ArgCheck::Unless(IOPRIO_WHO_PROCESS_SELF),
         ));
     }
-    if plan.deny_all_sockets {
-        outright.push((libc::SYS_socket, Answer::Eperm));
+    if plan.deny_attr_changes {
+        // Landlock-only rung: `connect` is supervised (pathname Unix sockets only inside the
+        // writable roots), but a Unix datagram socket reaches any path with sendto/sendmsg,
+        // whose address a filter cannot read: no such sockets (nor, with the network denied,
+        // any but Unix ones).
+        let socket = ArgCheck::UnixDatagram {
+            or_other_family: plan.deny_inet,
+        };
+        checked.push((libc::SYS_socket, socket));
+        let pair = ArgCheck::UnixDatagram {
+            or_other_family: false,
+        };
+        checked.push((libc::SYS_socketpair, pair));
     } else if plan.deny_inet {
         let unix = ArgCheck::NoneOf {
             arg: 0,
             values: &[libc::AF_UNIX as u32],
         };
         checked.push((libc::SYS_socket, unix));
-    } else if plan.deny_attr_changes {
-        // Landlock-only rung with the network allowed: `connect` is supervised (pathname Unix
-        // sockets only inside the writable roots), but a Unix datagram socket reaches any
-        // path with sendto/sendmsg, whose address a filter cannot read: no such sockets.
-        checked.push((libc::SYS_socket, ArgCheck::UnixDatagram));
-    }
-    if plan.deny_attr_changes && !plan.deny_all_sockets {
-        checked.push((libc::SYS_socketpair, ArgCheck::UnixDatagram));
     }
     outright.sort_unstable();
     outright.dedup();
@@ -531,10 +536,16 @@ mod tests {
                     bits(SETUID_BITS).map(move |m| rule(vec![bit(flags, f), bit(mode, m)]))
                 })
                 .collect(),
-            ArgCheck::UnixDatagram => vec![rule(vec![
-                cond(0, Op::Eq, libc::AF_UNIX as u64),
-                cond(1, Op::MaskedEq(0xf), libc::SOCK_DGRAM as u64),
-            ])],
+            ArgCheck::UnixDatagram { or_other_family } => {
+                let mut rules = vec![rule(vec![
+                    cond(0, Op::Eq, libc::AF_UNIX as u64),
+                    cond(1, Op::MaskedEq(0xf), libc::SOCK_DGRAM as u64),
+                ])];
+                if or_other_family {
+                    rules.push(rule(vec![cond(0, Op::Ne, libc::AF_UNIX as u64)]));
+                }
+                rules
+            }
         }
     }
 
@@ -604,19 +615,16 @@ mod tests {
         verdict
     }
 
-    fn plans() -> [SeccompPlan; 6] {
-        let plan = |deny_inet, deny_all_sockets, deny_attr_changes| SeccompPlan {
+    fn plans() -> [SeccompPlan; 4] {
+        let plan = |deny_inet, deny_attr_changes| SeccompPlan {
             deny_inet,
-            deny_all_sockets,
             deny_attr_changes,
         };
         [
-            plan(false, false, false), // namespaces, network allowed
-            plan(true, false, false),  // namespaces, network denied
-            plan(false, false, true),  // Landlock only, network allowed
-            plan(true, true, true),    // Landlock only, network denied
-            plan(true, false, true),   // not built by the planner: precedence only
-            plan(false, true, false),
+            plan(false, false), // namespaces, network allowed
+            plan(true, false),  // namespaces, network denied
+            plan(false, true),  // Landlock only, network allowed
+            plan(true, true),   // Landlock only, network denied
         ]
     }
 
@@ -861,7 +869,7 @@ mod tests {
         for plan in plans() {
             let len = compile(&plan).unwrap().len();
             eprintln!("{plan:?}: {len} instructions");
-            assert!(len <= 120, "{plan:?}: {len} instructions");
+            assert!(len <= 125, "{plan:?}: {len} instructions");
         }
     }
 }

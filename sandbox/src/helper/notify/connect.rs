@@ -1,4 +1,4 @@
-//! `connect` (network allowed): the socket and address checked, a pathname Unix address
+//! `connect`: the socket and address checked, a pathname Unix address
 //! only inside the writable roots and through the descriptor that was checked, then the
 //! connect performed on our copy of the socket on a thread of its own.
 
@@ -92,6 +92,11 @@ impl Supervisor {
             && family == Some(libc::AF_UNIX)
             && addr.get(2).is_some_and(|b| *b != 0);
         if !named {
+            // With the network denied only Unix sockets exist, and an abstract address would
+            // be the host's: Landlock scopes the child's own connects, not ours.
+            if self.network_denied {
+                return Err(Errno::EPERM);
+            }
             return Ok((sock, addr, None));
         }
         let path: Vec<u8> = addr[2..].iter().take_while(|b| **b != 0).copied().collect();

@@ -236,6 +236,7 @@ mod tests {
             writable: vec![PathBuf::from("/ws"), PathBuf::from("/scratch/x")],
             denied: vec![PathBuf::from("/ws/.ssh")],
             connecting: Arc::new(AtomicUsize::new(0)),
+            network_denied: true,
         };
         assert!(s.may_change(Path::new("/ws/a.sh")));
         assert!(s.may_change(Path::new("/ws")));

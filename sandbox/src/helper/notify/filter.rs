@@ -39,9 +39,9 @@ const SUPERVISED: &[i64] = &[
 ];
 
 /// The classic-BPF program: a foreign architecture is allowed here (the deny filter kills
-/// it), each supervised number (and, on x86_64, every x32 call) returns USER_NOTIF, anything
-/// else ALLOW. With `connect` (network allowed), `connect` is supervised too.
-pub fn program(connect: bool) -> Result<Vec<libc::sock_filter>, SetupError> {
+/// it), each supervised number and `connect` (and, on x86_64, every x32 call) return
+/// USER_NOTIF, anything else ALLOW.
+pub fn program() -> Result<Vec<libc::sock_filter>, SetupError> {
     use libc::{BPF_JEQ, BPF_JGE};
     let arch = AUDIT_ARCH.ok_or_else(|| {
         SetupError::new(
@@ -55,7 +55,7 @@ pub fn program(connect: bool) -> Result<Vec<libc::sock_filter>, SetupError> {
     })?;
     let numbers = SUPERVISED
         .iter()
-        .chain(connect.then_some(&libc::SYS_connect))
+        .chain([&libc::SYS_connect])
         .map(|n| *n as u32);
     let mut asm = Asm::default();
     let (allow, notify) = (asm.label(), asm.label());
@@ -77,8 +77,8 @@ pub fn program(connect: bool) -> Result<Vec<libc::sock_filter>, SetupError> {
 
 /// Installs the notifying filter on the calling thread (no_new_privs is set) and returns its
 /// listener.
-pub fn install(connect: bool) -> Result<OwnedFd, SetupError> {
-    let prog = program(connect)?;
+pub fn install() -> Result<OwnedFd, SetupError> {
+    let prog = program()?;
     let fd = bpf::install(
         &prog,
         libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_uint,
@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn program_sends_each_supervised_call_to_the_listener() {
-        let prog = program(true).unwrap();
+        let prog = program().unwrap();
         let ret_notify = prog.last().unwrap();
         assert_eq!(ret_notify.k, libc::SECCOMP_RET_USER_NOTIF);
         let notify_at = prog.len() - 1;
@@ -114,13 +114,5 @@ mod tests {
         }
         // A foreign architecture jumps to ALLOW (the deny filter kills it).
         assert_eq!(2 + usize::from(prog[1].jf), notify_at - 1);
-        // Without network, connect is not supervised.
-        let jeq = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
-        let prog = program(false).unwrap();
-        assert!(
-            !prog
-                .iter()
-                .any(|i| i.code == jeq && i.k == libc::SYS_connect as u32)
-        );
     }
 }

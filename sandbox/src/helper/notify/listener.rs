@@ -12,10 +12,9 @@ use super::filter::install;
 use crate::error::{SetupError, Stage};
 
 /// Child side: installs the filter and sends its listener to the supervisor over `sock`,
-/// closing both (the command must not hold the listener). `connect`: supervise `connect` too
-/// (network allowed: pathname Unix sockets only inside the writable roots).
-pub fn install_and_hand_over(sock: OwnedFd, connect: bool) -> Result<(), SetupError> {
-    let listener = install(connect)?;
+/// closing both (the command must not hold the listener).
+pub fn install_and_hand_over(sock: OwnedFd) -> Result<(), SetupError> {
+    let listener = install()?;
     let fds = [listener.as_raw_fd()];
     let cmsg = [ControlMessage::ScmRights(&fds)];
     sendmsg::<()>(

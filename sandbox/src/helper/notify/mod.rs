@@ -28,11 +28,13 @@
 //! Owner changes (`chown` family) go the same way and are accepted only when they keep the
 //! current owner and group (`tar x` and `cp -a` as root restore the owner a file already has).
 //!
-//! With the network allowed, `connect` is supervised too (Landlock does not cover pathname
-//! Unix sockets: an ssh-agent or docker.sock outside the roots would be reachable). The
+//! `connect` is supervised too (Landlock does not cover pathname Unix sockets: an ssh-agent
+//! or docker.sock outside the roots would be reachable). The
 //! helper connects its own copy of the socket (`pidfd_getfd`): a pathname Unix address must
 //! name a socket in a writable root and is connected through `/proc/self/fd/N` of the
 //! descriptor that was checked; other families and abstract addresses are connected as given
+//! with the network allowed; with it denied only Unix sockets exist and an abstract or
+//! unnamed address is EPERM (we connect outside Landlock's abstract-socket scope)
 //! (CONTINUE would be unsafe here as well: the filter cannot see the socket's family, and the
 //! descriptor or address could be swapped after a check). Each connect runs on a thread of
 //! its own, since a blocking connect may wait long. Unix datagram sockets, which reach any
@@ -77,6 +79,9 @@ pub struct Supervisor {
     denied: Vec<PathBuf>,
     /// Connects being performed on their own threads.
     connecting: Arc<AtomicUsize>,
+    /// The network is denied: only pathname Unix sockets may be connected (an abstract one
+    /// would be the host's: we connect unconfined, outside Landlock's scope).
+    network_denied: bool,
 }
 
 impl Supervisor {
@@ -90,6 +95,7 @@ impl Supervisor {
             writable: plan.landlock.write.clone(),
             denied,
             connecting: Arc::new(AtomicUsize::new(0)),
+            network_denied: plan.seccomp.deny_inet,
         }
     }
 
