@@ -435,3 +435,22 @@ fn per_user_counts_and_surface_as_nobody(w: &World, b: Backend) {
     }
 }
 per_backend!(per_user_counts_and_surface_as_nobody);
+
+/// Holds a pty made outside and prints its slave's path.
+const OUTSIDE_PTY: &str =
+    "import os, time\nm, s = os.openpty()\nprint(os.ttyname(s), flush=True)\ntime.sleep(120)";
+
+/// Another session's terminal: a pty made outside (as a login shell's would be) must not be
+/// opened from inside (its input could be read, its output forged). On the Landlock-only rung
+/// only `/dev/ptmx` is granted, the slaves of the child's own ptys come from the helper.
+fn outside_pty(w: &World, b: Backend) {
+    let mut holder = Bg::spawn(&[PYTHON, "-c", OUTSIDE_PTY], &[]);
+    let slave = holder.read_line().trim().to_owned();
+    assert!(slave.starts_with("/dev/pts/"), "holder said {slave:?}");
+    let src = "import os, sys\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY)\nprint(\"ZC_ESCAPED opened\", fd)";
+    let script = py(src, &[slave]);
+    let run = confined(w, b, defaults, &script);
+    assert_not_escaped(&run);
+    sandbox_support::judge::assert_escaped(&control(w, &script));
+}
+per_backend!(outside_pty);

@@ -399,3 +399,26 @@ fn unprivileged_user_runs_in_namespaces_of_its_own() {
         "{run}"
     );
 }
+
+/// Ptys work (on the Landlock-only rung the slave comes from the helper): `pty.openpty()`, raw
+/// mode on the slave, bytes both ways, and `pty.fork()` giving the child a terminal.
+fn ptys(w: &World, b: Backend) {
+    let src = r#"
+import os, pty, time, tty
+m, s = pty.openpty()
+tty.setraw(s)
+os.write(s, b"out\n"); print("master got", os.read(m, 16).decode().strip(), flush=True)
+os.write(m, b"in\n"); print("slave got", os.read(s, 16).decode().strip(), flush=True)
+pid, fd = pty.fork()
+if pid == 0:
+    print("child tty", os.isatty(0), flush=True)
+    os._exit(0)
+time.sleep(0.3)
+print(os.read(fd, 64).decode().strip(), flush=True)
+os.waitpid(pid, 0)
+"#;
+    let quoted = src.replace('\'', r"'\''");
+    let run = w.confined(b).sh(&format!("{PYTHON} -c '{quoted}'"));
+    assert_ok(&run, "master got out\nslave got in\nchild tty True\n");
+}
+per_backend!(ptys);

@@ -544,7 +544,6 @@ pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
     "no user namespace: inotify instances and watches count against the host uid's own limits while the call runs",
     "names and link targets of denied paths can be learned (stat, readlink, getxattr, inotify_add_watch are not covered by Landlock)",
     "/proc/net lists the host's sockets",
-    "no ptys (pty.openpty fails: the host's /dev/pts holds other sessions' terminals, which Landlock could only grant as a whole)",
 ];
 
 /// Picks the backend for `choice`: a named backend must be available, `auto` takes the

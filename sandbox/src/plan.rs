@@ -837,6 +837,7 @@ fn landlock(profile: &Profile, namespaced: bool, home: &Path, tmp: &Path) -> Lan
             "/dev/full",
             "/dev/random",
             "/dev/urandom",
+            "/dev/ptmx", // new ptys; their slaves come from the supervisor (notify/pty.rs)
         ]
         .iter()
         .map(PathBuf::from)

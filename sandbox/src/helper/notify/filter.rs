@@ -38,9 +38,14 @@ const SUPERVISED: &[i64] = &[
     libc::SYS_utimensat,
 ];
 
+/// `ioctl(master, TIOCGPTPEER)`: the slave of a pty, opened by the supervisor (Landlock
+/// grants the child `/dev/ptmx` but not the host's `/dev/pts`, which holds other sessions'
+/// terminals).
+pub(super) const TIOCGPTPEER: u32 = libc::TIOCGPTPEER as u32;
+
 /// The classic-BPF program: a foreign architecture is allowed here (the deny filter kills
-/// it), each supervised number and `connect` (and, on x86_64, every x32 call) return
-/// USER_NOTIF, anything else ALLOW.
+/// it), each supervised number, `connect` and `ioctl(TIOCGPTPEER)` (and, on x86_64, every x32
+/// call) return USER_NOTIF, anything else ALLOW.
 pub fn program() -> Result<Vec<libc::sock_filter>, SetupError> {
     use libc::{BPF_JEQ, BPF_JGE};
     let arch = AUDIT_ARCH.ok_or_else(|| {
@@ -58,7 +63,7 @@ pub fn program() -> Result<Vec<libc::sock_filter>, SetupError> {
         .chain([&libc::SYS_connect])
         .map(|n| *n as u32);
     let mut asm = Asm::default();
-    let (allow, notify) = (asm.label(), asm.label());
+    let (allow, notify, ioctl) = (asm.label(), asm.label(), asm.label());
     asm.load(SECCOMP_DATA_ARCH);
     asm.jump_if(BPF_JEQ, arch, To::Next, To::Label(allow));
     asm.load(SECCOMP_DATA_NR);
@@ -68,6 +73,15 @@ pub fn program() -> Result<Vec<libc::sock_filter>, SetupError> {
     for nr in numbers {
         asm.jump_if(BPF_JEQ, nr, To::Label(notify), To::Next);
     }
+    asm.jump_if(
+        BPF_JEQ,
+        libc::SYS_ioctl as u32,
+        To::Label(ioctl),
+        To::Label(allow),
+    );
+    asm.place(ioctl);
+    asm.load(bpf::arg_low(1));
+    asm.jump_if(BPF_JEQ, TIOCGPTPEER, To::Label(notify), To::Label(allow));
     asm.place(allow);
     asm.ret(libc::SECCOMP_RET_ALLOW);
     asm.place(notify);
@@ -98,21 +112,23 @@ mod tests {
     #[test]
     fn program_sends_each_supervised_call_to_the_listener() {
         let prog = program().unwrap();
-        let ret_notify = prog.last().unwrap();
-        assert_eq!(ret_notify.k, libc::SECCOMP_RET_USER_NOTIF);
-        let notify_at = prog.len() - 1;
+        let arch = AUDIT_ARCH.unwrap();
+        let run = |nr: i64, arg1: u64| bpf::run(&prog, nr as u32, arch, [3, arg1, 0, 0, 0, 0]);
+        let notify = libc::SECCOMP_RET_USER_NOTIF;
         for nr in SUPERVISED.iter().chain([&libc::SYS_connect]) {
-            let (i, ins) = prog
-                .iter()
-                .enumerate()
-                .find(|(_, ins)| {
-                    ins.code == (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16
-                        && ins.k == *nr as u32
-                })
-                .unwrap_or_else(|| panic!("{nr} not in the filter"));
-            assert_eq!(i + 1 + usize::from(ins.jt), notify_at, "{nr}");
+            assert_eq!(run(*nr, 0), notify, "{nr}");
         }
-        // A foreign architecture jumps to ALLOW (the deny filter kills it).
-        assert_eq!(2 + usize::from(prog[1].jf), notify_at - 1);
+        assert_eq!(run(libc::SYS_ioctl, TIOCGPTPEER.into()), notify);
+        let high = 0xffff_0000_0000_0000 | u64::from(TIOCGPTPEER);
+        assert_eq!(run(libc::SYS_ioctl, high), notify);
+        let allow = libc::SECCOMP_RET_ALLOW;
+        assert_eq!(run(libc::SYS_ioctl, 0x5401), allow); // TCGETS
+        assert_eq!(run(libc::SYS_read, 0), allow);
+        // A foreign architecture is allowed here (the deny filter kills it).
+        let i386 = 0x4000_0003;
+        assert_eq!(
+            bpf::run(&prog, libc::SYS_fchmod as u32, i386, [0; 6]),
+            allow
+        );
     }
 }

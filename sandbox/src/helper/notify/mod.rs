@@ -40,6 +40,9 @@
 //! its own, since a blocking connect may wait long. Unix datagram sockets, which reach any
 //! path through `sendto`/`sendmsg`, are refused by the deny filter on that rung.
 //!
+//! `ioctl(master, TIOCGPTPEER)` is supervised too (`pty.rs`): the child may open `/dev/ptmx`,
+//! not the host's `/dev/pts`; the helper opens the slave of the child's own pty for it.
+//!
 //! Deliberate differences from the kernel: touching a file's times to "now" needs ownership
 //! here (the kernel also accepts write permission), and a path through `/proc/self/fd/N` or
 //! `/proc/thread-self/fd/N` (glibc's `lchmod` fallback) is taken as the child's descriptor N.
@@ -56,6 +59,7 @@ mod decode;
 mod emulate;
 mod filter;
 mod listener;
+mod pty;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -122,6 +126,10 @@ impl Supervisor {
         }
         if i64::from(notif.data.nr) == libc::SYS_connect {
             self.serve_connect(&notif);
+            return true;
+        }
+        if i64::from(notif.data.nr) == libc::SYS_ioctl {
+            self.serve_pty_peer(&notif);
             return true;
         }
         let call = Call {

@@ -1,0 +1,95 @@
+//! Ptys on the Landlock-only rung: the child may open `/dev/ptmx` (a new pty), but not the
+//! host's `/dev/pts`, which holds other sessions' terminals (root's login shell among them)
+//! and which a Landlock rule could only grant as a whole. So the slave of a pty comes from
+//! `ioctl(master, TIOCGPTPEER)` — glibc's `openpty` asks for it that way first — performed
+//! here: we fetch the child's master (`pidfd_getfd`), check it is a pty master (the ptmx
+//! device), open its slave ourselves and place it in the child's table with
+//! `SECCOMP_IOCTL_NOTIF_ADDFD` (`SEND`: the call returns its number). A slave reached only
+//! through a master the child made is its own pty.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::errno::Errno;
+
+use super::Supervisor;
+use super::decode::{Status, fd_arg};
+use super::emulate::fetch_fd;
+use super::filter::TIOCGPTPEER;
+use super::listener::reply;
+
+/// The device number of `/dev/ptmx` (and of every devpts instance's `ptmx`): major 5, minor 2.
+const PTMX: (u64, u64) = (5, 2);
+
+/// The open flags `TIOCGPTPEER` takes.
+const PEER_FLAGS: i32 = libc::O_RDWR | libc::O_WRONLY | libc::O_NOCTTY | libc::O_NONBLOCK;
+
+impl Supervisor {
+    /// `ioctl(master, TIOCGPTPEER, flags)`: answered with the new descriptor, or an errno.
+    pub(super) fn serve_pty_peer(&self, notif: &libc::seccomp_notif) {
+        let id = notif.id;
+        if let Err(e) = self.pty_peer(id, notif.pid, notif.data.args) {
+            reply(&self.listener, id, Err(e));
+        }
+    }
+
+    fn pty_peer(&self, id: u64, tid: u32, args: [u64; 6]) -> Result<(), Errno> {
+        if args[1] as u32 != TIOCGPTPEER {
+            return Err(Errno::EPERM); // the filter sends no other request
+        }
+        let flags = args[2] as u32 as i32;
+        if flags & !(PEER_FLAGS | libc::O_CLOEXEC) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let status = Status::of(tid).ok_or(Errno::EPERM)?;
+        let pidfd = crate::sys::pidfd_open(status.tgid).map_err(|_| Errno::EPERM)?;
+        if !self.valid(id) {
+            return Err(Errno::EPERM);
+        }
+        let master = fetch_fd(&pidfd, fd_arg(args[0]))?;
+        let st = nix::sys::stat::fstat(&master).map_err(|_| Errno::EPERM)?;
+        let rdev = st.st_rdev;
+        let is_ptmx = st.st_mode & libc::S_IFMT == libc::S_IFCHR
+            && (libc::major(rdev) as u64, libc::minor(rdev) as u64) == PTMX;
+        if !is_ptmx {
+            return Err(Errno::ENOTTY);
+        }
+        // SAFETY: TIOCGPTPEER takes its open flags by value and returns a new descriptor.
+        let peer = unsafe {
+            libc::ioctl(
+                master.as_raw_fd(),
+                libc::TIOCGPTPEER,
+                (flags & PEER_FLAGS) | libc::O_CLOEXEC,
+            )
+        };
+        if peer < 0 {
+            return Err(Errno::last());
+        }
+        // SAFETY: `peer` is the fresh descriptor the kernel just returned; we own it alone.
+        let peer = unsafe { OwnedFd::from_raw_fd(peer as RawFd) };
+        let mut addfd = libc::seccomp_notif_addfd {
+            id,
+            flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+            srcfd: peer.as_raw_fd() as u32,
+            newfd: 0,
+            newfd_flags: (flags & libc::O_CLOEXEC) as u32,
+        };
+        // SAFETY: `addfd` is a live seccomp_notif_addfd, the size the request encodes; the
+        // kernel only reads it, installs a copy of `peer` in the caller and answers the call
+        // with its number.
+        let rc = unsafe {
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+                &mut addfd as *mut libc::seccomp_notif_addfd,
+            )
+        };
+        if rc < 0 {
+            return match Errno::last() {
+                // Interrupted or killed meanwhile: nobody to answer.
+                Errno::ENOENT => Ok(()),
+                e => Err(e),
+            };
+        }
+        Ok(())
+    }
+}
