@@ -454,3 +454,29 @@ fn outside_pty(w: &World, b: Backend) {
     sandbox_support::judge::assert_escaped(&control(w, &script));
 }
 per_backend!(outside_pty);
+
+/// The extended attributes of a denied file (Landlock does not cover reading them): a
+/// `user.` attribute holding the canary on the fake home's SSH key, read with getxattr and
+/// listxattr from inside.
+fn denied_file_xattrs(w: &World, b: Backend) {
+    let key = w.home.join(".ssh/id_ed25519");
+    let secret = w.secret("xattr");
+    let set = Command::new(PYTHON)
+        .args([
+            "-c",
+            "import os, sys; os.setxattr(sys.argv[1], \"user.zc\", sys.argv[2].encode())",
+        ])
+        .arg(&key)
+        .arg(&secret)
+        .status()
+        .expect("python3 setxattr");
+    assert!(
+        set.success(),
+        "could not set a user attribute on {}",
+        key.display()
+    );
+    let src = "import os, sys\nfor f in (os.getxattr, ):\n    try: print(f(sys.argv[1], \"user.zc\").decode())\n    except OSError as e: print(e)\ntry: print(os.listxattr(sys.argv[1]))\nexcept OSError as e: print(e)";
+    let script = py(src, &[q(&key)]);
+    sandbox_support::judge::no_secret(w, b, defaults, &script);
+}
+per_backend!(denied_file_xattrs);

@@ -542,7 +542,7 @@ pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
     "no Unix datagram socket can be made (a filter cannot read a sendto address)",
     "the command's descendants cannot read /proc/self (only the command's own /proc entry is granted)",
     "no user namespace: inotify instances and watches count against the host uid's own limits while the call runs",
-    "names and link targets of denied paths can be learned (stat, readlink, getxattr, inotify_add_watch are not covered by Landlock)",
+    "names and link targets of denied paths can be learned (stat, readlink and inotify_add_watch are not covered by Landlock; extended-attribute reads are refused)",
     "/proc/net lists the host's sockets",
 ];
 

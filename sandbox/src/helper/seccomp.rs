@@ -9,7 +9,7 @@
 //! does every x32 call, which would otherwise pass under numbers the list does not name. On
 //! the Landlock-only rung, which has no namespaces, SysV IPC and POSIX message queues (the
 //! host's) are denied, and so are rlimit, scheduling and I/O-priority changes of any process
-//! but the caller (`pid` 0).
+//! but the caller (`pid` 0) and extended-attribute reads (Landlock does not cover them).
 //!
 //! One program, assembled here ([`bpf::Asm`]): runs of consecutive denied numbers become one
 //! range check, other numbers one compare each, checks on arguments a short chain shared by
@@ -28,6 +28,8 @@ use crate::plan::SeccompPlan;
 /// every architecture; libc may not name them.
 const SYS_FCHMODAT2: i64 = 452;
 const SYS_SETXATTRAT: i64 = 463;
+const SYS_GETXATTRAT: i64 = 464;
+const SYS_LISTXATTRAT: i64 = 465;
 const SYS_REMOVEXATTRAT: i64 = 466;
 
 /// Syscalls denied outright on every rung.
@@ -144,6 +146,19 @@ const XATTR_WRITES: &[i64] = &[
     libc::SYS_lremovexattr,
     libc::SYS_fremovexattr,
     SYS_REMOVEXATTRAT,
+];
+
+/// Extended-attribute reads: EOPNOTSUPP on the Landlock-only rung, which does not cover them:
+/// a denied path's attributes would be readable.
+const XATTR_READS: &[i64] = &[
+    libc::SYS_getxattr,
+    libc::SYS_lgetxattr,
+    libc::SYS_fgetxattr,
+    libc::SYS_listxattr,
+    libc::SYS_llistxattr,
+    libc::SYS_flistxattr,
+    SYS_GETXATTRAT,
+    SYS_LISTXATTRAT,
 ];
 
 /// ENOSYS, so that libc falls back to a call the filter can inspect (`clone3` is checked
@@ -357,6 +372,7 @@ fn rules(plan: &SeccompPlan) -> Rules {
     if plan.deny_attr_changes {
         // The Landlock-only rung: no IPC or pid namespace of its own.
         outright.extend(HOST_IPC.iter().map(|n| (*n, Answer::Eperm)));
+        outright.extend(XATTR_READS.iter().map(|n| (*n, Answer::Enotsup)));
         let own = ArgCheck::Unless(&[(0, 0)]);
         checked.extend(OWN_PROCESS_ONLY.iter().map(|n| (*n, own)));
         checked.push((libc::SYS_setpriority, ArgCheck::Unless(PRIO_PROCESS_SELF)));
@@ -829,6 +845,11 @@ mod tests {
             libc::SYS_mq_open,
         ] {
             assert_eq!(ll(nr, [0; 6]), EPERM, "{nr}");
+            assert_eq!(ns(nr, [0; 6]), ALLOW, "{nr} in namespaces");
+        }
+        let enotsup = libc::SECCOMP_RET_ERRNO | libc::EOPNOTSUPP as u32;
+        for nr in [libc::SYS_lgetxattr, libc::SYS_flistxattr, SYS_GETXATTRAT] {
+            assert_eq!(ll(nr, [0; 6]), enotsup, "{nr}");
             assert_eq!(ns(nr, [0; 6]), ALLOW, "{nr} in namespaces");
         }
     }
