@@ -184,7 +184,7 @@ mod tests {
         }
         assert!(has_seq(&v, &["--cap-drop", "ALL"]));
         // With per-user limits to set (and no overlays to mount), the inner stage keeps the
-        // two capabilities it needs for that (and drops them before the exec).
+        // two capabilities it needs for that (and drops them before the exec); without, none.
         let mut plan = crate::plan::build(
             Backend::Bubblewrap,
             &Profile::for_workspace(d.path()),
@@ -192,17 +192,20 @@ mod tests {
             None,
         );
         plan.seal_in_bwrap = false;
+        let added = |plan: &Plan| -> Vec<String> {
+            let v: Vec<String> = args(plan, Path::new("/opt/zc/zeroclaw"))
+                .into_iter()
+                .map(|s| s.into_string().unwrap())
+                .collect();
+            v.windows(2)
+                .filter(|w| w[0] == "--cap-add")
+                .map(|w| w[1].clone())
+                .collect()
+        };
         plan.user_limits = vec![("max_inotify_instances".into(), 32)];
-        let v: Vec<String> = args(&plan, Path::new("/opt/zc/zeroclaw"))
-            .into_iter()
-            .map(|s| s.into_string().unwrap())
-            .collect();
-        let added: Vec<&String> = v
-            .windows(2)
-            .filter(|w| w[0] == "--cap-add")
-            .map(|w| &w[1])
-            .collect();
-        assert_eq!(added, ["CAP_SYS_RESOURCE", "CAP_SETPCAP"]);
+        assert_eq!(added(&plan), ["CAP_SYS_RESOURCE", "CAP_SETPCAP"]);
+        plan.user_limits.clear();
+        assert!(added(&plan).is_empty());
     }
 
     /// The inner stage gets only what it needs to mount the overlays (and to empty its

@@ -743,7 +743,7 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                     "seccomp (mode arguments; attribute writes refused) + capabilities dropped",
                 ),
                 g(
-                    "the host's per-user counts kept: a quarter of its inotify instances and watches, no namespaces",
+                    "the host's per-user counts kept: a quarter of its inotify instances and watches",
                     "/proc/sys/user limits of the child's user namespace (bubblewrap: not for a non-root user of a setuid-root bwrap, which refuses --cap-add)",
                 ),
                 g(

@@ -169,8 +169,8 @@ pub struct Plan {
     #[serde(default)]
     pub warm: bool,
     /// Per-user count maxima (`/proc/sys/user/max_*`, by file name) for the child's user
-    /// namespace, read from the host by the bubblewrap backend's outer helper for its inner
-    /// stage, which cannot read the host's (see `helper/ucounts.rs`).
+    /// namespace, from the host's values, read once per process (the namespace backends; see
+    /// `helper/ucounts.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub user_limits: Vec<(String, u64)>,
 }
@@ -263,7 +263,11 @@ pub fn build(
         seal_in_bwrap: backend == Backend::Bubblewrap && nix::unistd::geteuid().is_root(),
         launcher_pid: std::process::id(),
         warm: false,
-        user_limits: Vec::new(),
+        user_limits: if namespaced {
+            crate::helper::ucounts::host_limits()
+        } else {
+            Vec::new()
+        },
     }
 }
 

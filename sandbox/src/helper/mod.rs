@@ -18,7 +18,7 @@ mod reaper;
 mod rlimits;
 mod scratch;
 mod seccomp;
-mod ucounts;
+pub(crate) mod ucounts;
 pub(crate) mod zygote;
 
 pub use seccomp::compile as compile_seccomp;

@@ -36,7 +36,7 @@ pub fn run(plan: &Plan) -> Result<i32, SetupError> {
 fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupError> {
     // The holder is reaped here: this helper's reaper waits for any child.
     let (unowned, _) = mounts::Unowned::prepare(&plan.unowned);
-    let user_limits = UserLimits::of_host();
+    let user_limits = UserLimits::from_names(&plan.user_limits);
     enter(plan.unshare_net)?;
     reaper::become_subreaper()?;
     let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
@@ -111,7 +111,7 @@ pub(crate) fn start_init(plan: &Plan, install: impl FnOnce()) -> Result<i32, Set
         .move_high()
         .map_err(|e| SetupError::os(Stage::Spawn, "fcntl(F_DUPFD)", &e))?;
     let ids = (nix::unistd::geteuid(), nix::unistd::getegid());
-    let user_limits = UserLimits::of_host();
+    let user_limits = UserLimits::from_names(&plan.user_limits);
     let flags = new_namespaces(plan.unshare_net);
     match crate::sys::fork_into(flags.bits()) {
         Err(e) => Err(namespaces_error(format!("clone({flags:?})"), e)),
@@ -461,8 +461,8 @@ pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
     // A setuid-root bwrap refuses --cap-add to other users: their inner stage then leaves
     // the per-user counts as they are (doctor says so).
     let mut inner = plan.clone();
-    if !setuid_for_others(&bwrap) {
-        inner.user_limits = UserLimits::of_host().by_name();
+    if setuid_for_others(&bwrap) {
+        inner.user_limits.clear();
     }
     let json = serde_json::to_vec(&inner)
         .map_err(|e| SetupError::new(Stage::Bubblewrap, format!("encode plan: {e}")))?;

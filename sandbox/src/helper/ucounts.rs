@@ -1,36 +1,33 @@
-//! Per-user kernel counts of the child's user namespace (`/proc/sys/user/max_*`): inotify
-//! instances and watches, fanotify groups and marks, and namespaces of every kind. The kernel
-//! charges each of them to every user namespace up to the host's, so a child holding the
-//! host's 128 inotify instances left the host's same uid (the daemon included) with EMFILE.
-//! The namespace backend's init, and the bubblewrap backend's inner stage (bwrap leaves it
-//! `CAP_SYS_RESOURCE` for this, dropped with the rest before the exec; a setuid-root bwrap
-//! refuses that to other users, whose limits then stay as they are), set each maximum in
-//! the child's user namespace, well below the host's: a quarter of the host's inotify limits,
-//! and none of the others (the seccomp filter refuses creating namespaces and fanotify
-//! groups anyway). The host's values are read before the user namespace exists
-//! ([`UserLimits::of_host`]; for bubblewrap by the outer helper, passed in the plan): inside
-//! it the files show the namespace's own. The Landlock-only rung has no user namespace: its
-//! counts are the host's uid's (`doctor` says so).
+//! Per-user kernel counts of the child's user namespace (`/proc/sys/user/max_*`). The kernel
+//! charges a user namespace's inotify instances and watches to every user namespace up to the
+//! host's, so a child holding the host's 128 inotify instances left the host's same uid (the
+//! daemon included) with EMFILE. The namespace backend's init, and the bubblewrap backend's
+//! inner stage (bwrap leaves it `CAP_SYS_RESOURCE` for this, dropped with the rest before the
+//! exec; a setuid-root bwrap refuses that to other users, whose limits then stay as they
+//! are), set a quarter of the host's inotify limits in the child's user namespace. The
+//! host's values are read once per launcher process, when it plans a run
+//! ([`host_limits`]), and travel in the plan: inside the namespace the files show its own.
+//! The other counts there (namespaces, fanotify) stay as they are: the seccomp filter refuses
+//! creating any of them. The Landlock-only rung has no user namespace: its counts are the
+//! host uid's (`doctor` says so).
 
 use crate::error::{SetupError, Stage};
 
 const DIR: &str = "/proc/sys/user";
 
 /// Each count, with the share of the host's maximum the child gets (`None`: none at all).
+/// Each write costs a cold start tens of µs, so only the counts the seccomp filter leaves
+/// creatable are here.
 const COUNTS: &[(&str, Option<u64>)] = &[
     ("max_inotify_instances", Some(4)),
     ("max_inotify_watches", Some(4)),
-    ("max_fanotify_groups", None),
-    ("max_fanotify_marks", None),
-    ("max_user_namespaces", None),
-    ("max_mnt_namespaces", None),
-    ("max_pid_namespaces", None),
-    ("max_net_namespaces", None),
-    ("max_ipc_namespaces", None),
-    ("max_uts_namespaces", None),
-    ("max_cgroup_namespaces", None),
-    ("max_time_namespaces", None),
 ];
+
+/// The host's values, read once per process ([`UserLimits::of_host`], by name): for a plan.
+pub fn host_limits() -> Vec<(String, u64)> {
+    static HOST: std::sync::OnceLock<Vec<(String, u64)>> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| UserLimits::of_host().by_name()).clone()
+}
 
 /// The maxima for a child's user namespace, by file name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
