@@ -51,10 +51,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
         push(&[&"--cap-add", &"CAP_SETPCAP"]);
     }
     if plan.seal_in_bwrap {
-        push(&[
-            &"--dir",
-            &crate::helper::mounts::EMPTY,
-        ]);
+        push(&[&"--dir", &crate::helper::mounts::EMPTY]);
     }
     for op in &plan.mounts {
         match op {

@@ -253,3 +253,42 @@ async fn the_command_never_holds_the_launchers_pidfd() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
+
+/// The init's own descriptors (the report pipe the launcher trusts, the lifeline, namespace
+/// descriptors) are out of the command's reach through `/proc/1/fd`, cold and warm: a warm
+/// init has dropped its capabilities, so only its being non-dumpable keeps the command out.
+#[tokio::test(flavor = "current_thread")]
+async fn the_command_cannot_open_its_inits_descriptors() {
+    let s = match Sandbox::new(BackendChoice::Namespaces, false) {
+        Ok(s) => s.with_helper(HELPER),
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("namespaces backend unavailable on CI: {e}")
+        }
+        Err(e) => {
+            eprintln!("SKIP namespaces: {e}");
+            return;
+        }
+    };
+    let ws = tempfile::Builder::new()
+        .prefix("zc-lifetime-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let p = Profile::for_workspace(ws.path());
+    // A forged report line written to each of the init's descriptors it can open.
+    let script = "for f in /proc/1/fd/*; do [ -e \"$f\" ] && echo \"opened $f\"; \
+                  (printf 'Ended\\n' > \"$f\") 2>/dev/null && echo \"wrote $f\"; done; echo done";
+    for call in ["cold", "warm"] {
+        let out = s
+            .run(&p, ["sh", "-c", script], std::future::pending())
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("done"), "{call}: {text}");
+        assert!(
+            !text.contains("opened") && !text.contains("wrote"),
+            "ESCAPE ({call}): the init's descriptors within the command's reach:\n{text}"
+        );
+        assert_eq!(out.shell_code(), 0, "{call}: {text}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}

@@ -186,6 +186,12 @@ fn init_main(
     guards.forget();
     // The helper watches the launcher; the command must not find its pidfd here.
     super::close_launcher_pidfd();
+    // Not dumpable: `/proc/1/fd` (the report pipe, the lifeline, the namespace descriptors)
+    // then needs CAP_SYS_PTRACE in this user namespace, which the command never has — also
+    // once a warm init has confined itself and dropped its own capabilities, when it no
+    // longer holds more than the command does. The command's execve makes it dumpable again.
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_DUMPABLE)", &e.into()))?;
     // An init the caller started watches the lifeline instead: if the caller dies, the init
     // must live on long enough to end the namespace and scrub (a SIGKILL would skip that).
     let caller = matches!(parent, Parent::Caller);
