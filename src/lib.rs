@@ -6,6 +6,7 @@
 
 pub mod acp;
 pub mod agent;
+pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod gateway;

@@ -1,10 +1,11 @@
 //! The `zeroclaw` command line: `acp` (the ACP server on stdio), `daemon` (ACP over
-//! WebSocket), `token`, `config`, `sessions`, `sandbox run`, `doctor`.
+//! WebSocket), `token`, `config`, `sessions`, `audit`, `sandbox run`, `doctor`.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use zeroclaw::cli::acp_cmd::{self, AcpArgs};
+use zeroclaw::cli::audit_cmd::{self, AuditArgs};
 use zeroclaw::cli::config_cmd::{self, ConfigArgs};
 use zeroclaw::cli::sessions_cmd::{self, SessionsArgs};
 use zeroclaw::cli::token_cmd::{self, TokenArgs};
@@ -34,6 +35,8 @@ enum Command {
     Config(ConfigArgs),
     /// List, show or delete the stored ACP sessions.
     Sessions(SessionsArgs),
+    /// List, show, verify, export or prune the tamper-evident audit log.
+    Audit(AuditArgs),
     /// Run a command confined exactly as a supervised session's shell tool would.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
@@ -77,8 +80,16 @@ fn main() -> ExitCode {
         Command::Token(args) => token_cmd::run(args),
         Command::Config(args) => config_cmd::run(args),
         Command::Sessions(args) => sessions_cmd::run(args),
+        Command::Audit(args) => audit_cmd::run(args),
         Command::Sandbox(sandbox::SandboxCommand::Run(args)) => Ok(sandbox::run(args)),
-        Command::Doctor(args) => Ok(doctor::run(args)),
+        Command::Doctor(args) => {
+            let (json, config_dir) = (args.json, args.config_dir.clone());
+            let code = doctor::run(args);
+            if !json && let Some(line) = audit_cmd::doctor_line(config_dir.as_deref()) {
+                println!("{line}");
+            }
+            Ok(code)
+        }
     };
     finish(result)
 }

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Connection, params};
+use crate::audit;
 use crate::rpc::RpcError;
 
 /// `session/cancel` as a notification: never answers, ignores unknown sessions.
@@ -30,6 +31,8 @@ pub async fn stop(conn: &Connection, params: &Value) -> Result<Value, RpcError> 
     let session = conn.session(id)?;
     session.wait_idle().await;
     conn.server.sessions.remove(id);
+    let event = audit::session_event("session.close", id, conn.owner.as_deref());
+    audit::note(event.with("how", "stop")).await;
     Ok(json!({"sessionId": id, "stopped": true}))
 }
 
@@ -45,5 +48,7 @@ pub async fn close(conn: &Connection, params: &Value) -> Result<Value, RpcError>
     session.cancel_turn();
     session.wait_idle().await;
     conn.server.sessions.remove(id);
+    let event = audit::session_event("session.close", id, conn.owner.as_deref());
+    audit::note(event.with("how", "close")).await;
     Ok(json!({}))
 }

@@ -11,6 +11,7 @@ use super::session::Session;
 use super::{Connection, agents, params};
 use crate::config::Config;
 use crate::policy::Policy;
+use crate::audit;
 use crate::rpc::RpcError;
 use crate::store::{SessionRecord, now_ms};
 
@@ -59,6 +60,10 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
             )));
         }
     }
+    let event = audit::session_event("session.create", &id, conn.owner.as_deref())
+        .with("agent", session.agent_alias.as_str())
+        .with("cwd", cwd.to_string_lossy().into_owned());
+    audit::note(event).await;
     Ok(json!({"sessionId": id, "workspaceDir": cwd}))
 }
 

@@ -46,5 +46,9 @@ pub fn tool_env(conn: &Connection, session: &Session, peer: Peer) -> Arc<ToolEnv
             timeout: Duration::from_secs(config.acp.session_timeout_secs),
         }),
         embedder: Arc::new(ConfinedEmbedder),
+        audit: crate::audit::tool::Scope {
+            principal: session.owner.clone(),
+            agent: session.agent_alias.clone(),
+        },
     })
 }

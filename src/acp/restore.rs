@@ -16,6 +16,7 @@ use super::sessions::not_found;
 use super::updates::PeerSink;
 use super::{Connection, agents, new_session, params};
 use crate::agent::{Entry, history};
+use crate::audit;
 use crate::rpc::{Peer, RpcError};
 use crate::store::Store;
 use crate::tools::UpdateSink;
@@ -47,6 +48,11 @@ pub async fn handle(
         session
     };
     conn.hold(&session);
+    let kind = match mode {
+        Mode::Load => "session.load",
+        Mode::Resume => "session.resume",
+    };
+    audit::note(audit::session_event(kind, id, conn.owner.as_deref())).await;
     if mode == Mode::Load {
         replay(&session, peer).await;
     }
@@ -79,6 +85,14 @@ async fn restore(
 ) -> Result<Arc<Session>, RpcError> {
     let internal = |e: crate::store::StoreError| RpcError::internal(format!("session store: {e}"));
     let record = store.get_session(id).await.map_err(internal)?;
+    if let Some(r) = record
+        .as_ref()
+        .filter(|r| !owned_by(conn, r.owner.as_deref()))
+    {
+        let event = audit::session_event("auth.mismatch", id, conn.owner.as_deref())
+            .with("owner", r.owner.clone());
+        audit::note(event).await;
+    }
     let Some(record) = record.filter(|r| owned_by(conn, r.owner.as_deref())) else {
         return Err(not_found(id));
     };

@@ -5,12 +5,14 @@
 //! running tool at once. The caller stores [`TurnOutcome::entries`].
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::Value;
 
 use super::history::{self, Entry};
 use super::recorder::PlanRecorder;
 use super::step::{ModelToolCall, Step, stream_step};
+use crate::audit;
 use crate::provider::{self, ChatMessage, ChatRequest, Provider, ProviderError, ToolSpec};
 use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
 
@@ -267,10 +269,36 @@ impl Turn<'_> {
             call_id: call.id.clone(),
             env: self.ctx.env.clone(),
         };
-        let mut output = tool
-            .execute(call.args.clone(), &ctx)
-            .await
-            .map_err(|e| e.0)?;
+        let started = Instant::now();
+        let (result, trail) = audit::tool::traced(tool.execute(call.args.clone(), &ctx)).await;
+        let execution = audit::tool::Execution {
+            session: &ctx.session_id,
+            turn: self.number(),
+            call_id: &call.id,
+            tool: &call.name,
+            args: &call.args,
+            cwd: &ctx.cwd,
+            autonomy: ctx.env.policy.level,
+            scope: &ctx.env.audit,
+            status: if result.is_ok() {
+                "completed"
+            } else {
+                "failed"
+            },
+            duration: started.elapsed(),
+            trail,
+        };
+        // The record is part of the call: one that cannot be written fails it.
+        if let Err(e) = audit::record(execution.event()).await {
+            return Err(match result {
+                Err(failed) => format!("{failed} (and its audit record failed too: {e})"),
+                Ok(_) => format!(
+                    "audit: the call's result is withheld because its audit record cannot be \
+                     written: {e}"
+                ),
+            });
+        }
+        let mut output = result.map_err(|e| e.0)?;
         // A delivered file is embedded by the client-facing layer, which re-checks it.
         if let Some(delivery) = output.delivery.take() {
             let embedder = ctx.env.embedder.clone();
@@ -278,6 +306,12 @@ impl Turn<'_> {
             append_content(&mut output.extra, item);
         }
         Ok(output)
+    }
+
+    /// This turn's number in the session (1 for the first).
+    fn number(&self) -> u64 {
+        let prior = self.request.prior.iter();
+        prior.filter(|e| matches!(e, Entry::User { .. })).count() as u64 + 1
     }
 
     async fn finish(&mut self, call: &AnnouncedCall, result: Result<ToolOutput, String>) {

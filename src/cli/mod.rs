@@ -2,6 +2,7 @@
 //! entry point that wires config, runtime and the stdio transport together.
 
 pub mod acp_cmd;
+pub mod audit_cmd;
 pub mod config_cmd;
 pub mod doctor;
 pub mod sandbox;

@@ -46,7 +46,10 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
         match args.command {
             SessionsCommand::List => list(&store).await,
             SessionsCommand::Show { id } => show(&store, &id).await,
-            SessionsCommand::Delete { id } => delete(&store, &id).await,
+            SessionsCommand::Delete { id } => {
+                crate::audit::init(&config);
+                delete(&store, &id).await
+            }
         }
     })
 }
@@ -161,6 +164,8 @@ async fn show(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
 
 async fn delete(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
     if store.delete_session(id).await? {
+        let event = crate::audit::session_event("session.delete", id, None);
+        crate::audit::note(event.with("by", "cli")).await;
         println!("deleted session {id}");
         Ok(ExitCode::SUCCESS)
     } else {

@@ -37,6 +37,8 @@ struct RawConfig {
     gateway: GatewayConfig,
     #[serde(default)]
     autonomy: super::AutonomyConfig,
+    #[serde(default)]
+    audit: super::AuditConfig,
 }
 
 /// Which source each key came from.
@@ -310,6 +312,13 @@ fn resolve(config_dir: &Path, raw: RawConfig) -> Config {
         sandbox: raw.sandbox,
         gateway: resolve_gateway(config_dir, raw.gateway),
         autonomy: raw.autonomy,
+        audit: super::AuditConfig {
+            key_file: raw
+                .audit
+                .key_file
+                .map(|f| absolute(config_dir, expand_home(f))),
+            ..raw.audit
+        },
     }
 }
 

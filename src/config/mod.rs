@@ -38,6 +38,28 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     pub gateway: GatewayConfig,
     pub autonomy: AutonomyConfig,
+    pub audit: AuditConfig,
+}
+
+/// `[audit]`: the tamper-evident audit log (`crate::audit`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditConfig {
+    pub mode: AuditMode,
+    /// A file holding the HMAC-SHA-256 key (keyed mode); relative to the config directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<PathBuf>,
+}
+
+/// `audit.mode`: whether a record that cannot be written fails the event it describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditMode {
+    /// A tool call whose record cannot be written fails (fail closed).
+    #[default]
+    Required,
+    /// The failure is logged and the call runs (reported by `zeroclaw doctor`).
+    BestEffort,
 }
 
 /// `[gateway]`: where `zeroclaw daemon` listens and how it admits clients.
@@ -302,6 +324,11 @@ impl Config {
     /// `<workspace_dir>/sessions/acp-sessions.db`.
     pub fn store_path(&self) -> PathBuf {
         self.workspace_dir.join("sessions").join("acp-sessions.db")
+    }
+
+    /// `<workspace_dir>/sessions/audit.db`.
+    pub fn audit_path(&self) -> PathBuf {
+        self.workspace_dir.join("sessions").join("audit.db")
     }
 
     /// The API key of `provider`: `api_key`, else the variable named by `api_key_env`.

@@ -38,6 +38,18 @@ pub async fn acp(
     let token = query.get("token").map(String::as_str);
     let Some(principal) = auth::admit(&peer, &headers, token, &policy, &gateway.tokens) else {
         tracing::info!(?peer, "connection refused: not authenticated");
+        let presented = headers.contains_key(header::AUTHORIZATION) || token.is_some();
+        let event = crate::audit::Event::new("auth.failure")
+            .with("peer", format!("{peer:?}"))
+            .with(
+                "reason",
+                if presented {
+                    "invalid or revoked token"
+                } else {
+                    "no credentials admitted this peer"
+                },
+            );
+        crate::audit::note(event).await;
         return unauthorized();
     };
     let upgrade = match upgrade {

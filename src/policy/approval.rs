@@ -78,31 +78,51 @@ fn listed(list: &[String], tool: &str) -> bool {
 impl Policy {
     /// The verdict for `tool` doing `action`.
     pub fn decide(&self, tool: &str, action: Action, approvals: &Approvals) -> Decision {
+        self.explain(tool, action, approvals).0
+    }
+
+    /// The verdict with the rule that gave it (for the audit log): `policy_checks_off`,
+    /// `readonly_level`, `always_ask`, `auto_approve`, `allowed_always`, `supervised_level`
+    /// or `not_mutating`/`full_level`.
+    pub fn explain(
+        &self,
+        tool: &str,
+        action: Action,
+        approvals: &Approvals,
+    ) -> (Decision, &'static str) {
         if !self.checks {
-            return Decision::Allow;
+            return (Decision::Allow, "policy_checks_off");
         }
         let mutating = match action {
             Action::Read | Action::Shell(Risk::Low) => false,
             Action::Write | Action::Shell(_) => true,
         };
         if self.level == AutonomyLevel::ReadOnly && mutating {
-            return Decision::Deny(match action {
+            let reason = match action {
                 Action::Shell(risk) => format!(
                     "denied by policy: autonomy level readonly refuses a {}-risk command \
                      (only read-only commands run)",
                     risk.as_str()
                 ),
                 _ => format!("denied by policy: autonomy level readonly refuses {tool}"),
-            });
+            };
+            return (Decision::Deny(reason), "readonly_level");
         }
         if listed(&self.always_ask, tool) {
-            return Decision::Ask;
+            return (Decision::Ask, "always_ask");
         }
-        let needs_approval = mutating && self.level == AutonomyLevel::Supervised;
-        if needs_approval && !listed(&self.auto_approve, tool) && !approvals.contains(tool) {
-            Decision::Ask
+        if !mutating {
+            return (Decision::Allow, "not_mutating");
+        }
+        if self.level != AutonomyLevel::Supervised {
+            return (Decision::Allow, "full_level");
+        }
+        if listed(&self.auto_approve, tool) {
+            (Decision::Allow, "auto_approve")
+        } else if approvals.contains(tool) {
+            (Decision::Allow, "allowed_always")
         } else {
-            Decision::Allow
+            (Decision::Ask, "supervised_level")
         }
     }
 }

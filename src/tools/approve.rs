@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolError, ToolKind};
+use crate::audit;
 use crate::policy::Decision;
 use crate::policy::approval::Action;
 
@@ -18,7 +19,8 @@ pub fn approval_options() -> Value {
 }
 
 /// Runs the policy for this call and asks the client when it must; `Err` is the reason the
-/// call is not executed.
+/// call is not executed. The decision and the answer are audit records, written before the
+/// call runs (one that cannot be written refuses the call).
 pub async fn gate(
     ctx: &ToolContext,
     tool: &str,
@@ -26,12 +28,40 @@ pub async fn gate(
     action: Action,
     summary: &str,
 ) -> Result<(), ToolError> {
-    match ctx.env.policy.decide(tool, action, &ctx.env.approvals) {
+    let (decision, rule) = ctx.env.policy.explain(tool, action, &ctx.env.approvals);
+    let (name, reason) = match &decision {
+        Decision::Allow => ("allow", None),
+        Decision::Ask => ("ask", None),
+        Decision::Deny(reason) => ("deny", Some(reason.clone())),
+    };
+    let event = call_event(ctx, "policy.decision", tool)
+        .with("decision", name)
+        .with("rule", rule)
+        .with("reason", reason);
+    audit(event).await?;
+    match decision {
         Decision::Allow => Ok(()),
         Decision::Deny(reason) => Err(ToolError(reason)),
         Decision::Ask => {
             let params = question(ctx, tool, kind, summary, approval_options());
-            match ask(ctx, params).await?.as_str() {
+            let asked_ms = crate::store::now_ms();
+            let answer = ask(ctx, params).await;
+            let event = call_event(ctx, "approval", tool).with("asked_ms", asked_ms);
+            let event = match &answer {
+                Ok(option) => event.with("option_id", option.as_str()).with(
+                    "option_kind",
+                    match option.as_str() {
+                        "allow-once" => "allow_once",
+                        "allow-always" => "allow_always",
+                        _ => "reject_once",
+                    },
+                ),
+                Err(e) => event
+                    .with("option_kind", "none")
+                    .with("error", e.0.as_str()),
+            };
+            audit(event).await?;
+            match answer?.as_str() {
                 "allow-once" => Ok(()),
                 "allow-always" => {
                     ctx.env.approvals.insert(tool);
@@ -44,6 +74,25 @@ pub async fn gate(
             }
         }
     }
+}
+
+/// An audit event about the call `ctx` runs.
+pub fn call_event(ctx: &ToolContext, kind: &str, tool: &str) -> audit::Event {
+    audit::Event::new(kind)
+        .with("session", ctx.session_id.as_str())
+        .with("tool_call_id", ctx.call_id.as_str())
+        .with("principal", ctx.env.audit.principal.clone())
+        .with("agent", ctx.env.audit.agent.as_str())
+        .with("tool", tool)
+}
+
+/// Records `event`; a record that cannot be written refuses the call.
+pub async fn audit(event: audit::Event) -> Result<(), ToolError> {
+    audit::record(event).await.map_err(|e| {
+        ToolError(format!(
+            "audit: the call is refused because its audit record cannot be written ({e})"
+        ))
+    })
 }
 
 /// The `session/request_permission` params (without `sessionId`).

@@ -4,12 +4,14 @@
 
 use std::path::Path;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use zeroclaw_sandbox::{BackendChoice, End, Outcome, Profile, Sandbox};
+use zeroclaw_sandbox::{BackendChoice, End, Outcome, Profile, Sandbox, SandboxError};
 
 use super::{ToolContext, ToolError};
+use crate::audit;
 use crate::policy::Policy;
 
 static SANDBOX: OnceLock<Result<Sandbox, String>> = OnceLock::new();
@@ -47,15 +49,44 @@ pub async fn run_shell(
     profile: &Profile,
     command: &str,
 ) -> Result<Outcome, ToolError> {
-    let sandbox = sandbox(&ctx.env.policy)?;
-    sandbox
+    let sandbox = audited(ctx, sandbox(&ctx.env.policy)).await?;
+    let started = Instant::now();
+    let run = sandbox
         .run(
             profile,
             ["sh", "-c", command],
             ctx.cancel.clone().cancelled_owned(),
         )
-        .await
-        .map_err(|e| ToolError(format!("sandbox: {e}")))
+        .await;
+    let outcome = audited(ctx, run.map_err(setup_failure)).await?;
+    audit::tool::note_outcome(profile, &outcome, started.elapsed());
+    Ok(outcome)
+}
+
+/// A sandbox error as the tool's error, with its stage when the helper named one.
+fn setup_failure(error: SandboxError) -> ToolError {
+    ToolError(format!("sandbox: {error}"))
+}
+
+/// Passes `result` on; an error (confinement could not be set up) is recorded first.
+async fn audited<T>(ctx: &ToolContext, result: Result<T, ToolError>) -> Result<T, ToolError> {
+    if let Err(error) = &result {
+        let stage = sandbox_stage(&error.0);
+        let event = super::approve::call_event(ctx, "sandbox.failure", "")
+            .with("stage", stage)
+            .with("error", error.0.as_str());
+        super::approve::audit(event).await?;
+    }
+    result
+}
+
+/// The stage named in a setup error's text (`... at stage NAME: ...`), else `setup`.
+fn sandbox_stage(text: &str) -> String {
+    text.split_once("at stage ")
+        .and_then(|(_, rest)| rest.split([':', ' ']).next())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("setup")
+        .to_owned()
 }
 
 /// Runs the operation `op` confined with a JSON payload and parses its JSON answer; the op's
@@ -66,12 +97,14 @@ pub async fn run_op<P: Serialize, R: DeserializeOwned>(
     op: &str,
     payload: &P,
 ) -> Result<R, ToolError> {
-    let sandbox = sandbox(&ctx.env.policy)?;
+    let sandbox = audited(ctx, sandbox(&ctx.env.policy)).await?;
     let payload = serde_json::to_vec(payload).map_err(|e| ToolError(e.to_string()))?;
-    let outcome = sandbox
+    let started = Instant::now();
+    let run = sandbox
         .run_op(profile, op, payload, ctx.cancel.clone().cancelled_owned())
-        .await
-        .map_err(|e| ToolError(format!("sandbox: {e}")))?;
+        .await;
+    let outcome = audited(ctx, run.map_err(setup_failure)).await?;
+    audit::tool::note_outcome(profile, &outcome, started.elapsed());
     if let Some(reason) = ended_early(&outcome) {
         return Err(ToolError(reason));
     }

@@ -111,6 +111,8 @@ pub struct ToolEnv {
     pub approvals: Approvals,
     pub asker: Arc<dyn Asker>,
     pub embedder: Arc<dyn Embedder>,
+    /// Who the session's calls are recorded for in the audit log.
+    pub audit: crate::audit::tool::Scope,
 }
 
 /// An asker and embedder for contexts without a client: every question and delivery fails.
@@ -144,6 +146,7 @@ impl Default for ToolEnv {
             approvals: Approvals::default(),
             asker: Arc::new(NoClient),
             embedder: Arc::new(NoClient),
+            audit: Default::default(),
         }
     }
 }

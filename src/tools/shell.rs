@@ -66,10 +66,16 @@ impl Tool for Shell {
                 && ctx.env.policy.checks
                 && !ctx.env.policy.network
             {
-                return Err(ToolError(format!(
+                let reason = format!(
                     "denied by policy: `{program}` needs the network, and this session's \
                      network is denied (autonomy.network = \"deny\")"
-                )));
+                );
+                let event = approve::call_event(ctx, "policy.decision", "shell")
+                    .with("decision", "deny")
+                    .with("rule", "network_denied")
+                    .with("reason", reason.as_str());
+                approve::audit(event).await?;
+                return Err(ToolError(reason));
             }
             approve::gate(
                 ctx,

@@ -1,0 +1,239 @@
+//! The hash chain: the canonical encoding of a record body, its link hash (SHA-256, or
+//! HMAC-SHA-256 in keyed mode) and the walk that finds the first broken `seq`.
+//!
+//! Canonical encoding: the body is JSON with every object's keys sorted by their UTF-8 bytes,
+//! no whitespace, strings escaped as `serde_json` escapes them, integers in decimal. The link
+//! hash of a record is `H(prev_hash || "\n" || canonical(body))` in lowercase hex, where
+//! `prev_hash` is the previous record's hash in hex (64 zeros for the first record) and `H` is
+//! SHA-256, or HMAC-SHA-256 with the key when the body's `alg` is `hmac-sha256`.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The `prev_hash` of the first record.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// `alg` of an unkeyed record.
+pub const ALG_SHA256: &str = "sha256";
+/// `alg` of a keyed record.
+pub const ALG_HMAC: &str = "hmac-sha256";
+
+/// `value` in the canonical encoding.
+pub fn canonical(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// SHA-256 of `value`'s canonical encoding, in hex (the argument digest of a tool call).
+pub fn digest(value: &Value) -> String {
+    hex::encode(Sha256::digest(canonical(value).as_bytes()))
+}
+
+/// The link hash of a record with this body after `prev_hash`; `key` selects HMAC.
+pub fn link_hash(prev_hash: &str, body: &Value, key: Option<&[u8]>) -> String {
+    let mut message = Vec::with_capacity(prev_hash.len() + 256);
+    message.extend_from_slice(prev_hash.as_bytes());
+    message.push(b'\n');
+    message.extend_from_slice(canonical(body).as_bytes());
+    match key {
+        Some(key) => hex::encode(hmac_sha256(key, &message)),
+        None => hex::encode(Sha256::digest(&message)),
+    }
+}
+
+/// HMAC-SHA-256 (RFC 2104) over `message`.
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut block_key = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block_key[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block_key[..key.len()].copy_from_slice(key);
+    }
+    let inner_pad: Vec<u8> = block_key.iter().map(|b| b ^ 0x36).collect();
+    let outer_pad: Vec<u8> = block_key.iter().map(|b| b ^ 0x5c).collect();
+    let inner = Sha256::new()
+        .chain_update(&inner_pad)
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(&outer_pad)
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+/// One stored row as the verifier reads it.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub seq: i64,
+    pub body: String,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// Where and why the chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Broken {
+    pub seq: i64,
+    pub reason: String,
+}
+
+/// What a successful walk saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    pub records: u64,
+    pub first_seq: Option<i64>,
+    pub head_seq: Option<i64>,
+    pub head_hash: String,
+}
+
+/// Walks `rows` (in `seq` order) and checks every link; `key` is required for keyed records
+/// and, when given, required of every record (an unkeyed record in a keyed log is forged).
+pub fn verify(rows: &[Row], key: Option<&[u8]>) -> Result<Verified, Broken> {
+    let broken = |seq: i64, reason: String| Broken { seq, reason };
+    let mut bodies = Vec::with_capacity(rows.len());
+    for row in rows {
+        let body: Value = serde_json::from_str(&row.body)
+            .map_err(|e| broken(row.seq, format!("the body is not JSON: {e}")))?;
+        bodies.push(body);
+    }
+    let Some(first) = rows.first() else {
+        return Ok(Verified {
+            records: 0,
+            first_seq: None,
+            head_seq: None,
+            head_hash: GENESIS.to_owned(),
+        });
+    };
+    // A log that does not start at seq 1 was pruned: a checkpoint (itself in the chain) must
+    // name the last pruned seq and its hash.
+    if first.seq != 1 {
+        let covered = bodies.iter().any(|b| {
+            b["kind"] == "checkpoint"
+                && b["pruned_through_seq"].as_i64() == Some(first.seq - 1)
+                && b["pruned_head_hash"].as_str() == Some(first.prev_hash.as_str())
+        });
+        if !covered {
+            return Err(broken(
+                first.seq - 1,
+                format!(
+                    "records before seq {} are missing and no checkpoint covers them",
+                    first.seq
+                ),
+            ));
+        }
+    } else if first.prev_hash != GENESIS {
+        return Err(broken(
+            1,
+            "the first record does not start the chain".into(),
+        ));
+    }
+    let mut expected_seq = first.seq;
+    let mut prev_hash = first.prev_hash.clone();
+    for (row, body) in rows.iter().zip(&bodies) {
+        if row.seq != expected_seq {
+            return Err(broken(
+                expected_seq,
+                format!("record {expected_seq} is missing (next is {})", row.seq),
+            ));
+        }
+        if body["seq"].as_i64() != Some(row.seq) {
+            return Err(broken(
+                row.seq,
+                format!("the body names seq {} (moved or swapped)", body["seq"]),
+            ));
+        }
+        if row.prev_hash != prev_hash {
+            return Err(broken(
+                row.seq,
+                "prev_hash does not match the previous record's hash".into(),
+            ));
+        }
+        let record_key = match (body["alg"].as_str(), key) {
+            (Some(ALG_HMAC), Some(key)) => Some(key),
+            (Some(ALG_HMAC), None) => {
+                return Err(broken(
+                    row.seq,
+                    "the record is keyed (hmac-sha256) and no key is configured ([audit] key_file)"
+                        .into(),
+                ));
+            }
+            (Some(ALG_SHA256), None) => None,
+            (Some(ALG_SHA256), Some(_)) => {
+                return Err(broken(
+                    row.seq,
+                    "an unkeyed record in a keyed log (forged or written without the key)".into(),
+                ));
+            }
+            (other, _) => {
+                return Err(broken(row.seq, format!("unknown alg {other:?}")));
+            }
+        };
+        if link_hash(&row.prev_hash, body, record_key) != row.hash {
+            return Err(broken(
+                row.seq,
+                "the hash does not match the record (edited)".into(),
+            ));
+        }
+        prev_hash = row.hash.clone();
+        expected_seq += 1;
+    }
+    Ok(Verified {
+        records: rows.len() as u64,
+        first_seq: Some(first.seq),
+        head_seq: Some(expected_seq - 1),
+        head_hash: prev_hash,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn hmac_matches_rfc_4231_case_2() {
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        assert_eq!(
+            hex::encode(mac),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn canonical_sorts_keys_at_every_level() {
+        let v = json!({"b": 1, "a": {"d": [true, null], "c": "x\"y"}});
+        assert_eq!(canonical(&v), r#"{"a":{"c":"x\"y","d":[true,null]},"b":1}"#);
+    }
+}

@@ -1,0 +1,180 @@
+//! The tamper-evident audit log: one record per tool execution, policy decision, approval,
+//! sandbox setup failure, authentication failure and session lifecycle event, appended in
+//! order to `<workspace_dir>/sessions/audit.db` and chained with SHA-256 (or HMAC-SHA-256 with
+//! `[audit] key_file`). See `docs/audit.md`.
+//!
+//! [`init`] starts the process-wide log once (the writer thread of [`store`]); [`record`]
+//! appends an [`Event`] and waits for its commit. With `[audit] mode = "required"` (the
+//! default) a record that cannot be written is an error the caller fails with; in
+//! `best_effort` it is logged and the caller goes on. [`chain`] owns the canonical encoding
+//! and verification, [`tool`] the per-call record, [`export`] the JSONL and OCSF forms.
+//! Secrets never enter a record: tool arguments are digested, env values are never read.
+
+pub mod chain;
+pub mod export;
+pub mod store;
+pub mod tool;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+use crate::config::{AuditMode, Config};
+
+/// Why a record was not written.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AuditError {
+    #[error("cannot open the audit log {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error("the audit key file {path} is unusable: {message}")]
+    Key { path: PathBuf, message: String },
+    #[error("cannot write the audit record to {path}: {message}")]
+    Write { path: PathBuf, message: String },
+}
+
+impl AuditError {
+    pub(crate) fn open(path: &Path, message: String) -> AuditError {
+        AuditError::Open {
+            path: path.to_owned(),
+            message,
+        }
+    }
+}
+
+/// The process's audit log.
+pub struct AuditLog {
+    writer: store::Writer,
+    path: PathBuf,
+    mode: AuditMode,
+}
+
+static LOG: OnceLock<AuditLog> = OnceLock::new();
+
+/// Starts the process's audit log from `config` (the first call wins; the log is not
+/// reloaded). The file is opened on the writer thread; a failure is the answer to every
+/// [`record`].
+pub fn init(config: &Config) -> &'static AuditLog {
+    LOG.get_or_init(|| {
+        let path = config.audit_path();
+        let key = load_key(config)
+            .map_err(|e| e.to_string())
+            .map(|key| key.map(|k| k.to_vec()));
+        AuditLog {
+            writer: store::Writer::spawn(path.clone(), key),
+            path,
+            mode: config.audit.mode,
+        }
+    })
+}
+
+/// The process's audit log, if [`init`] ran (it does in `acp` and `daemon`).
+pub fn global() -> Option<&'static AuditLog> {
+    LOG.get()
+}
+
+/// The HMAC key of `[audit] key_file`: at least 32 bytes, in a file only its owner can read.
+pub fn load_key(config: &Config) -> Result<Option<Vec<u8>>, AuditError> {
+    let Some(path) = &config.audit.key_file else {
+        return Ok(None);
+    };
+    let key_err = |message: String| AuditError::Key {
+        path: path.clone(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| key_err(e.to_string()))?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(key_err(format!(
+            "mode {:o} lets others read it; chmod 600 it",
+            meta.permissions().mode() & 0o777
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| key_err(e.to_string()))?;
+    let key = bytes.trim_ascii().to_vec();
+    if key.len() < 32 {
+        return Err(key_err(format!(
+            "{} bytes; a key has at least 32 (e.g. `head -c 32 /dev/urandom | base64`)",
+            key.len()
+        )));
+    }
+    Ok(Some(key))
+}
+
+impl AuditLog {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn mode(&self) -> AuditMode {
+        self.mode
+    }
+}
+
+/// One event to record: a `kind` and its fields (the log adds `seq` and `alg`).
+#[derive(Debug, Clone)]
+pub struct Event(Map<String, Value>);
+
+impl Event {
+    /// An event of `kind`, timed now.
+    pub fn new(kind: &str) -> Event {
+        let mut fields = Map::new();
+        fields.insert("kind".into(), kind.into());
+        fields.insert("time_ms".into(), crate::store::now_ms().into());
+        Event(fields)
+    }
+
+    /// Sets `key` (a null value is left out).
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Event {
+        let value = value.into();
+        if !value.is_null() {
+            self.0.insert(key.to_owned(), value);
+        }
+        self
+    }
+
+    pub fn kind(&self) -> &str {
+        self.0["kind"].as_str().unwrap_or("")
+    }
+}
+
+/// Appends `event` to the process's log and waits for its commit. `Err` only in `required`
+/// mode; without an initialized log (library tests) nothing is recorded.
+pub async fn record(event: Event) -> Result<(), AuditError> {
+    let Some(log) = global() else {
+        return Ok(());
+    };
+    let kind = event.kind().to_owned();
+    match log.writer.append(Value::Object(event.0)).await {
+        Ok(_) => Ok(()),
+        Err(message) => {
+            let error = AuditError::Write {
+                path: log.path.clone(),
+                message,
+            };
+            match log.mode {
+                AuditMode::Required => Err(error),
+                AuditMode::BestEffort => {
+                    tracing::warn!(%kind, %error, "audit record lost (audit.mode = best_effort)");
+                    Ok(())
+                }
+            }
+        }
+    }
+}
+
+/// Records an event the caller cannot undo (an authentication failure, a session closing):
+/// a failure is logged, never returned.
+pub async fn note(event: Event) {
+    let kind = event.kind().to_owned();
+    if let Err(error) = record(event).await {
+        tracing::error!(%kind, %error, "audit record not written");
+    }
+}
+
+/// A session lifecycle event (`session.create`, `session.load`, `session.close`, ...).
+pub fn session_event(kind: &str, session: &str, principal: Option<&str>) -> Event {
+    Event::new(kind)
+        .with("session", session)
+        .with("principal", principal.map(str::to_owned))
+}

@@ -1,0 +1,278 @@
+//! `zeroclaw audit list | show SEQ | verify | export | prune`: reads (and prunes) the audit
+//! log `zeroclaw acp` and `zeroclaw daemon` write; `verify` walks the chain and exits non-zero
+//! naming the first broken `seq`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde_json::Value;
+
+use super::time::format_time;
+use crate::audit::{self, chain, export, store};
+use crate::config::Config;
+
+/// `zeroclaw audit ...`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AuditArgs {
+    /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
+    #[arg(long, global = true)]
+    pub config_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: AuditCommand,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum AuditCommand {
+    /// List records, oldest first.
+    List {
+        /// Only this session's records.
+        #[arg(long)]
+        session: Option<String>,
+        /// Only records at or after T (`YYYY-MM-DD`, `YYYY-MM-DDTHH:MM:SSZ`, or Unix ms).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only records about this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only policy decisions with this verdict (`allow`, `ask`, `deny`).
+        #[arg(long)]
+        decision: Option<String>,
+        /// Only records of this kind (`tool.exec`, `policy.decision`, `approval`, ...).
+        #[arg(long)]
+        kind: Option<String>,
+    },
+    /// Print one record (as stored, with its hashes) as JSON.
+    Show { seq: i64 },
+    /// Walk the chain; non-zero exit naming the first broken seq.
+    Verify,
+    /// Print every record as JSON lines (`jsonl`) or OCSF 1.3 events (`ocsf`).
+    Export {
+        #[arg(long, default_value = "jsonl")]
+        format: ExportFormat,
+    },
+    /// Delete the records before T, leaving a checkpoint record that keeps the chain verifiable.
+    Prune {
+        #[arg(long)]
+        before: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    Jsonl,
+    Ocsf,
+}
+
+pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    let config = Config::load(args.config_dir.as_deref())?;
+    let path = config.audit_path();
+    let key = audit::load_key(&config)?;
+    match args.command {
+        AuditCommand::List {
+            session,
+            since,
+            tool,
+            decision,
+            kind,
+        } => {
+            let since = since.as_deref().map(parse_time).transpose()?;
+            let rows = read_rows(&path)?;
+            let mut out = std::io::stdout().lock();
+            for row in &rows {
+                let body: Value = serde_json::from_str(&row.body).unwrap_or(Value::Null);
+                let keep = session
+                    .as_ref()
+                    .is_none_or(|s| body["session"] == *s.as_str())
+                    && since.is_none_or(|t| body["time_ms"].as_i64().unwrap_or(0) >= t)
+                    && tool.as_ref().is_none_or(|t| body["tool"] == *t.as_str())
+                    && decision
+                        .as_ref()
+                        .is_none_or(|d| body["decision"] == *d.as_str())
+                    && kind.as_ref().is_none_or(|k| body["kind"] == *k.as_str());
+                if keep {
+                    writeln!(out, "{}", line(row.seq, &body))?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditCommand::Show { seq } => {
+            let rows = read_rows(&path)?;
+            match rows.iter().find(|r| r.seq == seq) {
+                Some(row) => {
+                    println!("{}", serde_json::to_string_pretty(&export::jsonl(row))?);
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => {
+                    eprintln!(
+                        "error: no audit record with seq {seq} in {}",
+                        path.display()
+                    );
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        AuditCommand::Verify => {
+            let rows = read_rows(&path)?;
+            match chain::verify(&rows, key.as_deref()) {
+                Ok(v) => {
+                    println!(
+                        "ok: {} records, seq {}..{}, head {}{}",
+                        v.records,
+                        v.first_seq.unwrap_or(0),
+                        v.head_seq.unwrap_or(0),
+                        v.head_hash,
+                        if key.is_some() { " (keyed)" } else { "" }
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(broken) => {
+                    println!("broken at seq {}: {}", broken.seq, broken.reason);
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        AuditCommand::Export { format } => {
+            let rows = read_rows(&path)?;
+            let host = hostname();
+            let mut out = std::io::stdout().lock();
+            for row in &rows {
+                let value = match format {
+                    ExportFormat::Jsonl => export::jsonl(row),
+                    ExportFormat::Ocsf => export::ocsf(row, &host),
+                };
+                writeln!(out, "{value}")?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditCommand::Prune { before } => {
+            let before = parse_time(&before)?;
+            let mut conn = store::open(&path)?;
+            let pruned = store::prune(&mut conn, before, key.as_deref())
+                .map_err(|e| anyhow::anyhow!("pruning {}: {e}", path.display()))?;
+            println!("pruned {pruned} records before {}", format_time(before));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The audit line of `zeroclaw doctor`: the mode (a warning for `best_effort`), the file and
+/// whether keyed; `None` when the config does not load (doctor reports that itself).
+pub fn doctor_line(config_dir: Option<&std::path::Path>) -> Option<String> {
+    let config = Config::load(config_dir).ok()?;
+    let keyed = match audit::load_key(&config) {
+        Ok(Some(_)) => "keyed (hmac-sha256)".to_owned(),
+        Ok(None) => "unkeyed (sha256)".to_owned(),
+        Err(e) => format!("KEY UNUSABLE, nothing is recorded: {e}"),
+    };
+    let mode = match config.audit.mode {
+        crate::config::AuditMode::Required => "required".to_owned(),
+        crate::config::AuditMode::BestEffort => {
+            "best_effort (WARNING: tool calls run even when their audit record is lost)".to_owned()
+        }
+    };
+    Some(format!(
+        "audit: {mode}, {keyed}, {}",
+        config.audit_path().display()
+    ))
+}
+
+fn read_rows(path: &std::path::Path) -> anyhow::Result<Vec<chain::Row>> {
+    let conn = store::open_read(path)?;
+    store::rows(&conn).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))
+}
+
+/// One record as a listing line: seq, time, kind, session, tool, then the verdict.
+fn line(seq: i64, body: &Value) -> String {
+    let text = |k: &str| body[k].as_str().unwrap_or("-").to_owned();
+    let detail = match body["kind"].as_str().unwrap_or("") {
+        "tool.exec" => format!(
+            "status={} {}",
+            text("status"),
+            body["command"]
+                .as_str()
+                .or(body["path"].as_str())
+                .unwrap_or("")
+        ),
+        "policy.decision" => format!("decision={} rule={}", text("decision"), text("rule")),
+        "approval" => format!("answer={}", text("option_kind")),
+        "sandbox.failure" => format!("stage={} {}", text("stage"), text("error")),
+        "auth.failure" => format!("peer={} {}", text("peer"), text("reason")),
+        "checkpoint" => format!("pruned_through={}", body["pruned_through_seq"]),
+        _ => String::new(),
+    };
+    format!(
+        "{seq:>6}  {}  {:<16} {:<35} {:<14} {detail}",
+        format_time(body["time_ms"].as_i64().unwrap_or(0)),
+        text("kind"),
+        text("session"),
+        text("tool"),
+    )
+}
+
+/// `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM:SS[Z]` (UTC) or Unix milliseconds, as Unix milliseconds.
+pub fn parse_time(text: &str) -> anyhow::Result<i64> {
+    let text = text.trim();
+    if let Ok(ms) = text.parse::<i64>() {
+        return Ok(ms);
+    }
+    let bad = || {
+        anyhow::anyhow!(
+            "`{text}` is not a time: use YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ (UTC) or Unix milliseconds"
+        )
+    };
+    let (date, clock) = match text.split_once(['T', ' ']) {
+        Some((d, c)) => (d, c.trim_end_matches('Z')),
+        None => (text, "00:00:00"),
+    };
+    let nums = |s: &str, n: usize| -> Option<Vec<i64>> {
+        let parts: Vec<i64> = s
+            .split([':', '-'])
+            .map(|p| p.parse().ok())
+            .collect::<Option<_>>()?;
+        (parts.len() == n).then_some(parts)
+    };
+    let d = nums(date, 3).ok_or_else(bad)?;
+    let c = nums(clock, 3).ok_or_else(bad)?;
+    if !(1..=12).contains(&d[1]) || !(1..=31).contains(&d[2]) || c[0] > 23 || c[1] > 59 || c[2] > 60
+    {
+        return Err(bad());
+    }
+    let days = days_from_civil(d[0], d[1], d[2]);
+    Ok((days * 86_400 + c[0] * 3600 + c[1] * 60 + c[2]) * 1000)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_as_utc() {
+        assert_eq!(parse_time("1970-01-01").unwrap(), 0);
+        assert_eq!(
+            parse_time("2023-11-14T22:13:20Z").unwrap(),
+            1_700_000_000_000
+        );
+        assert_eq!(parse_time("2000-02-29").unwrap(), 951_782_400_000);
+        assert_eq!(parse_time("42").unwrap(), 42);
+        assert!(parse_time("yesterday").is_err());
+    }
+}
