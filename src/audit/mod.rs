@@ -109,6 +109,22 @@ impl AuditLog {
     pub fn mode(&self) -> AuditMode {
         self.mode
     }
+
+    /// Waits until the log file is open; `Err` is why it cannot be (every record would fail).
+    pub async fn opened(&self) -> Result<(), AuditError> {
+        self.writer
+            .probe()
+            .await
+            .map_err(|message| AuditError::Write {
+                path: self.path.clone(),
+                message,
+            })
+    }
+
+    /// Whether records are being written: the file opened and the last append committed.
+    pub fn writable(&self) -> bool {
+        self.writer.healthy()
+    }
 }
 
 /// One event to record: a `kind` and its fields (the log adds `seq` and `alg`).

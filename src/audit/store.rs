@@ -6,7 +6,8 @@
 //! waits for the commit: a record is in the WAL before the event it describes is answered.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -145,12 +146,15 @@ pub fn prune(conn: &mut Connection, before_ms: i64, key: Option<&[u8]>) -> Resul
     Ok(deleted as u64)
 }
 
-type Job = (Value, oneshot::Sender<Result<i64, String>>);
+/// A body to append, or `None`: a probe answered with the open state.
+type Job = (Option<Value>, oneshot::Sender<Result<i64, String>>);
 
 /// The sender side of the writer thread.
 #[derive(Clone)]
 pub struct Writer {
     jobs: mpsc::Sender<Job>,
+    /// Whether the file opened and the last append committed (for `/readyz`).
+    healthy: Arc<AtomicBool>,
 }
 
 impl Writer {
@@ -159,6 +163,8 @@ impl Writer {
     /// `key` is the HMAC key (or why it is unusable: then nothing is written, never unkeyed).
     pub fn spawn(path: PathBuf, key: Result<Option<Vec<u8>>, String>) -> Writer {
         let (jobs, inbox) = mpsc::channel::<Job>();
+        let healthy = Arc::new(AtomicBool::new(false));
+        let health = healthy.clone();
         let started = std::thread::Builder::new()
             .name("zeroclaw-audit".into())
             .spawn(move || {
@@ -166,22 +172,39 @@ impl Writer {
                     let conn = open(&path).map_err(|e| e.to_string())?;
                     Ok((conn, key))
                 });
+                health.store(conn.is_ok(), Ordering::SeqCst);
                 for (body, reply) in inbox {
-                    let answer = match &mut conn {
-                        Ok((conn, key)) => append(conn, body, key.as_deref()),
-                        Err(e) => Err(e.clone()),
+                    let answer = match (&mut conn, body) {
+                        (Ok((conn, key)), Some(body)) => append(conn, body, key.as_deref()),
+                        (Ok(_), None) => Ok(0),
+                        (Err(e), _) => Err(e.clone()),
                     };
+                    health.store(answer.is_ok(), Ordering::SeqCst);
                     let _ = reply.send(answer);
                 }
             });
         if let Err(error) = started {
             tracing::error!(%error, "cannot start the audit writer thread");
         }
-        Writer { jobs }
+        Writer { jobs, healthy }
+    }
+
+    /// The file opened and the last append (if any) committed.
+    pub fn healthy(&self) -> bool {
+        self.healthy.load(Ordering::SeqCst)
     }
 
     /// Appends `body` and waits for its commit.
     pub async fn append(&self, body: Value) -> Result<i64, String> {
+        self.send(Some(body)).await
+    }
+
+    /// Waits until the thread has opened the file; `Err` says why it could not.
+    pub async fn probe(&self) -> Result<(), String> {
+        self.send(None).await.map(|_| ())
+    }
+
+    async fn send(&self, body: Option<Value>) -> Result<i64, String> {
         let (reply, answer) = oneshot::channel();
         self.jobs
             .send((body, reply))

@@ -1,8 +1,10 @@
 //! `zeroclaw daemon`: loads the config, takes activated sockets (or binds the configured
-//! ones), opens the store, self-tests the sandbox, says `READY=1`, and serves `/acp` and
-//! `/health` on every listener. SIGHUP reloads the config (a bad one is logged and the old one
-//! kept); SIGTERM/SIGINT (or `--idle-exit`) drain: stop accepting and reading, let running
-//! turns finish within `shutdown_grace_secs`, cancel the rest (persisted as cancelled), exit 0.
+//! ones), opens the store, self-tests the sandbox, says `READY=1`, and serves `/acp`,
+//! `/health` (= `/livez`) and `/readyz` on every listener. SIGHUP reloads the config (a bad one
+//! is logged and the old one kept); SIGTERM/SIGINT (or `--idle-exit`) drain: `/readyz` and new
+//! `/acp` upgrades answer 503, connections stop reading, running turns finish within
+//! `shutdown_grace_secs`, the rest are cancelled (persisted as cancelled); then the listeners
+//! stop accepting and the daemon exits 0.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,6 +69,13 @@ async fn serve(
     let backend = sandbox_self_test(&config).await?;
     let gateway_config = config.gateway.clone();
     let server = Server::with_store(config, store);
+    if let Some(log) = crate::audit::global()
+        && let Err(error) = log.opened().await
+    {
+        // Not fatal: `/readyz` stays 503 and tool calls fail (or, best_effort, run unrecorded).
+        eprintln!("zeroclaw: the audit log is unusable: {error}");
+        tracing::error!(%error, "the audit log is unusable");
+    }
     let gateway = Arc::new(Gateway::new(server, &gateway_config, backend));
     let stop_accepting = CancellationToken::new();
     let mut serving = JoinSet::new();
@@ -81,8 +90,10 @@ async fn serve(
     systemd::spawn_watchdog();
     run_until_stopped(&gateway, args.config_dir.as_deref(), args.idle_exit).await?;
     systemd::stopping();
-    stop_accepting.cancel();
+    // The listeners keep answering during the drain, so probes see `/readyz` go 503 (new
+    // `/acp` upgrades get 503 too); they stop accepting once the turns are done.
     drain(&gateway, gateway_config.shutdown_grace_secs).await;
+    stop_accepting.cancel();
     let _ = tokio::time::timeout(CLOSE_WAIT, async {
         while serving.join_next().await.is_some() {}
     })
@@ -94,6 +105,8 @@ pub(super) fn router(gateway: &Arc<Gateway>) -> Router {
     Router::new()
         .route("/acp", get(ws::acp))
         .route("/health", get(health::health))
+        .route("/livez", get(health::health))
+        .route("/readyz", get(health::readyz))
         .with_state(gateway.clone())
 }
 

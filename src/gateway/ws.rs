@@ -56,6 +56,9 @@ pub async fn acp(
         Ok(upgrade) => upgrade,
         Err(rejection) => return rejection.into_response(),
     };
+    if gateway.closing.is_cancelled() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "draining\n").into_response();
+    }
     let Some(slot) = gateway.claim_connection() else {
         tracing::warn!(?peer, "connection refused: max_connections reached");
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response();
