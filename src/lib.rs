@@ -10,6 +10,7 @@ pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod gateway;
+pub mod metrics;
 pub mod policy;
 pub mod provider;
 pub mod rpc;

@@ -64,6 +64,7 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
         .with("agent", session.agent_alias.as_str())
         .with("cwd", cwd.to_string_lossy().into_owned());
     audit::note(event).await;
+    crate::metrics::get().session_created();
     Ok(json!({"sessionId": id, "workspaceDir": cwd}))
 }
 

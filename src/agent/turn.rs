@@ -94,7 +94,10 @@ pub async fn run_turn(
         ctx,
         content: String::new(),
     };
-    let stop_reason = turn.run().await?;
+    let started = Instant::now();
+    let stop_reason = turn.run().await;
+    crate::metrics::get().turn(started.elapsed());
+    let stop_reason = stop_reason?;
     if stop_reason == StopReason::Cancelled {
         turn.content.push_str(CANCELLED_MARKER);
     }
@@ -109,6 +112,7 @@ impl Turn<'_> {
     async fn run(&mut self) -> Result<StopReason, TurnError> {
         let mut rounds = 0u32;
         loop {
+            crate::metrics::get().model_request();
             let step = stream_step(
                 self.request.provider.as_ref(),
                 self.chat_request(),
@@ -288,6 +292,19 @@ impl Turn<'_> {
             duration: started.elapsed(),
             trail,
         };
+        let backend = execution
+            .trail
+            .sandbox
+            .as_ref()
+            .map_or("none".to_owned(), |s| {
+                s["backend"].as_str().unwrap_or("none").to_owned()
+            });
+        crate::metrics::get().tool_execution(
+            &call.name,
+            &backend,
+            execution.status,
+            execution.duration,
+        );
         // The record is part of the call: one that cannot be written fails it.
         if let Err(e) = audit::record(execution.event()).await {
             return Err(match result {

@@ -161,7 +161,10 @@ pub async fn record(event: Event) -> Result<(), AuditError> {
         return Ok(());
     };
     let kind = event.kind().to_owned();
-    match log.writer.append(Value::Object(event.0)).await {
+    let started = std::time::Instant::now();
+    let written = log.writer.append(Value::Object(event.0)).await;
+    crate::metrics::get().audit_write(started.elapsed());
+    match written {
         Ok(_) => Ok(()),
         Err(message) => {
             let error = AuditError::Write {

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth::{self, PeerInfo};
 use super::listen::{self, Listener};
-use super::{Gateway, health, systemd, ws};
+use super::{Gateway, health, metrics, systemd, ws};
 use crate::acp::{Server, server};
 use crate::config::Config;
 use crate::store::Store;
@@ -107,6 +107,7 @@ pub(super) fn router(gateway: &Arc<Gateway>) -> Router {
         .route("/health", get(health::health))
         .route("/livez", get(health::health))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(metrics::metrics))
         .with_state(gateway.clone())
 }
 

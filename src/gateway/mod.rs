@@ -16,6 +16,7 @@ pub mod bridge;
 pub mod daemon;
 pub mod health;
 pub mod listen;
+pub mod metrics;
 pub mod socket_file;
 pub mod systemd;
 pub mod tokens;

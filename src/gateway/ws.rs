@@ -50,6 +50,7 @@ pub async fn acp(
                 },
             );
         crate::audit::note(event).await;
+        crate::metrics::get().auth_failure();
         return unauthorized();
     };
     let upgrade = match upgrade {

@@ -45,21 +45,18 @@ pub async fn gate(
         Decision::Ask => {
             let params = question(ctx, tool, kind, summary, approval_options());
             let asked_ms = crate::store::now_ms();
+            crate::metrics::get().approval("asked");
             let answer = ask(ctx, params).await;
             let event = call_event(ctx, "approval", tool).with("asked_ms", asked_ms);
             let event = match &answer {
-                Ok(option) => event.with("option_id", option.as_str()).with(
-                    "option_kind",
-                    match option.as_str() {
-                        "allow-once" => "allow_once",
-                        "allow-always" => "allow_always",
-                        _ => "reject_once",
-                    },
-                ),
+                Ok(option) => event
+                    .with("option_id", option.as_str())
+                    .with("option_kind", event_kind(&answer)),
                 Err(e) => event
                     .with("option_kind", "none")
                     .with("error", e.0.as_str()),
             };
+            crate::metrics::get().approval(event_kind(&answer));
             audit(event).await?;
             match answer?.as_str() {
                 "allow-once" => Ok(()),
@@ -73,6 +70,16 @@ pub async fn gate(
                 ))),
             }
         }
+    }
+}
+
+/// The option kind of an answer (`none` for no answer).
+fn event_kind(answer: &Result<String, ToolError>) -> &'static str {
+    match answer.as_ref().map(String::as_str) {
+        Ok("allow-once") => "allow_once",
+        Ok("allow-always") => "allow_always",
+        Ok(_) => "reject_once",
+        Err(_) => "none",
     }
 }
 

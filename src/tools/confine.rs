@@ -72,6 +72,7 @@ fn setup_failure(error: SandboxError) -> ToolError {
 async fn audited<T>(ctx: &ToolContext, result: Result<T, ToolError>) -> Result<T, ToolError> {
     if let Err(error) = &result {
         let stage = sandbox_stage(&error.0);
+        crate::metrics::get().sandbox_failure(&stage);
         let event = super::approve::call_event(ctx, "sandbox.failure", "")
             .with("stage", stage)
             .with("error", error.0.as_str());
