@@ -617,3 +617,26 @@ fn session_load_and_delete_are_recorded() {
     );
     assert!(stdout_ok(&config_dir, &["verify"]).starts_with("ok: 3 records"));
 }
+
+#[test]
+fn a_key_file_others_can_read_records_nothing_and_refuses_tool_calls() {
+    let key_dir = tempfile::tempdir().unwrap();
+    let key_file = key_dir.path().join("audit.key");
+    std::fs::write(&key_file, "k".repeat(40)).unwrap();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let s = Scene::start(
+        Setup::level("full").extra(&format!("[audit]\nkey_file = \"{}\"\n", key_file.display())),
+    );
+    let out = s.call("shell", json!({"command": "echo ran > ran.txt"}));
+    out.assert_failed()
+        .assert_result_contains("lets others read it");
+    assert!(!s.ws().join("ran.txt").exists());
+    let doctor = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        .arg("doctor")
+        .arg("--config-dir")
+        .arg(s.config_dir())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(text.contains("audit: required, KEY UNUSABLE"), "{text}");
+}

@@ -36,7 +36,6 @@ impl Server {
     }
 
     pub fn with_store(config: Config, store: Option<Store>) -> Arc<Server> {
-        crate::audit::init(&config);
         let sessions = Arc::new(Sessions::new(
             config.acp.max_sessions,
             Duration::from_secs(config.acp.session_timeout_secs),

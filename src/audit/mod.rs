@@ -69,7 +69,8 @@ pub fn init(config: &Config) -> &'static AuditLog {
     })
 }
 
-/// The process's audit log, if [`init`] ran (it does in `acp` and `daemon`).
+/// The process's audit log, if [`init`] ran (`zeroclaw acp`, `daemon` and `sessions delete` call it
+/// at start; library tests do not, and record nothing).
 pub fn global() -> Option<&'static AuditLog> {
     LOG.get()
 }

@@ -1,6 +1,7 @@
-//! `zeroclaw acp`: loads the config (with the command-line overrides), starts the shared ACP
-//! server state and serves one client over stdin/stdout until end of input. Started from a
-//! terminal (stdin a TTY), it first says on stderr what it is and where to register it.
+//! `zeroclaw acp`: loads the config (with the command-line overrides), starts the audit log
+//! and the shared ACP server state, and serves one client over stdin/stdout until end of
+//! input. Started from a terminal (stdin a TTY), it first says on stderr what it is and where
+//! to register it.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -54,6 +55,7 @@ fn flags(args: &AcpArgs) -> Vec<FlagOverride> {
 
 async fn serve_stdio(config: Config, store: Option<Store>) {
     let max_line_bytes = config.acp.max_line_bytes;
+    crate::audit::init(&config);
     let server = Server::with_store(config, store);
     let connection = Arc::new(Connection::new(server, None, None));
     rpc::stdio::run_process_stdio(max_line_bytes, connection).await;

@@ -68,10 +68,9 @@ async fn serve(
 ) -> anyhow::Result<()> {
     let backend = sandbox_self_test(&config).await?;
     let gateway_config = config.gateway.clone();
+    let log = crate::audit::init(&config);
     let server = Server::with_store(config, store);
-    if let Some(log) = crate::audit::global()
-        && let Err(error) = log.opened().await
-    {
+    if let Err(error) = log.opened().await {
         // Not fatal: `/readyz` stays 503 and tool calls fail (or, best_effort, run unrecorded).
         eprintln!("zeroclaw: the audit log is unusable: {error}");
         tracing::error!(%error, "the audit log is unusable");
