@@ -83,14 +83,14 @@ fn event_kind(answer: &Result<String, ToolError>) -> &'static str {
     }
 }
 
-/// An audit event about the call `ctx` runs.
+/// An audit event about the call `ctx` runs (`tool` empty where the caller does not know it).
 pub fn call_event(ctx: &ToolContext, kind: &str, tool: &str) -> audit::Event {
     audit::Event::new(kind)
         .with("session", ctx.session_id.as_str())
         .with("tool_call_id", ctx.call_id.as_str())
         .with("principal", ctx.env.audit.principal.clone())
         .with("agent", ctx.env.audit.agent.as_str())
-        .with("tool", tool)
+        .with("tool", (!tool.is_empty()).then(|| tool.to_owned()))
 }
 
 /// Records `event`; a record that cannot be written refuses the call.
