@@ -640,3 +640,30 @@ fn a_key_file_others_can_read_records_nothing_and_refuses_tool_calls() {
     let text = String::from_utf8_lossy(&doctor.stdout);
     assert!(text.contains("audit: required, KEY UNUSABLE"), "{text}");
 }
+
+#[test]
+fn the_anchor_finds_a_tail_cut_off_without_any_forged_record() {
+    let mut s = Scene::start(Setup::level("full"));
+    s.call("shell", json!({"command": "echo 1"}))
+        .assert_completed();
+    // The writer anchors the head within a second of the last record.
+    let anchor = s.config_dir().join("workspace/sessions/audit.head");
+    let start = std::time::Instant::now();
+    while !anchor.exists() && start.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    s.client.shutdown();
+    let config_dir = s.config_dir();
+    let count = bodies(&config_dir).len();
+    let verified = stdout_ok(&config_dir, &["verify"]);
+    assert!(
+        verified.contains(&format!("anchored at seq {count}")),
+        "{verified}"
+    );
+    let cut = copy_of(&config_dir);
+    tamper(
+        cut.path(),
+        &format!("DELETE FROM records WHERE seq >= {}", count - 1),
+    );
+    assert_eq!(broken_at(cut.path()), (count - 1).to_string());
+}

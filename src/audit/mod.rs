@@ -7,9 +7,11 @@
 //! appends an [`Event`] and waits for its commit. With `[audit] mode = "required"` (the
 //! default) a record that cannot be written is an error the caller fails with; in
 //! `best_effort` it is logged and the caller goes on. [`chain`] owns the canonical encoding
-//! and verification, [`tool`] the per-call record, [`export`] the JSONL and OCSF forms.
+//! and verification, [`anchor`] the head written beside the file, [`tool`] the per-call
+//! record, [`export`] the JSONL and OCSF forms.
 //! Secrets never enter a record: tool arguments are digested, env values are never read.
 
+pub mod anchor;
 pub mod chain;
 pub mod export;
 pub mod store;

@@ -8,14 +8,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::AuditError;
 use super::chain::{self, ALG_HMAC, ALG_SHA256, GENESIS, Row};
+use super::{AuditError, anchor};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS records (
     seq       INTEGER PRIMARY KEY NOT NULL,
@@ -56,8 +56,13 @@ pub fn open_read(path: &Path) -> Result<Connection, AuditError> {
     Ok(conn)
 }
 
-/// Appends `body` (an object without `seq`, `alg`) as the next record; returns its seq.
-pub fn append(conn: &mut Connection, mut body: Value, key: Option<&[u8]>) -> Result<i64, String> {
+/// Appends `body` (an object without `seq`, `alg`) as the next record; returns its seq and
+/// hash.
+pub fn append(
+    conn: &mut Connection,
+    mut body: Value,
+    key: Option<&[u8]>,
+) -> Result<(i64, String), String> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(|e| e.to_string())?;
@@ -83,7 +88,7 @@ pub fn append(conn: &mut Connection, mut body: Value, key: Option<&[u8]>) -> Res
     )
     .map_err(|e| e.to_string())?;
     tx.commit().map_err(|e| e.to_string())?;
-    Ok(seq)
+    Ok((seq, hash))
 }
 
 /// Every row in seq order.
@@ -106,7 +111,12 @@ pub fn rows(conn: &Connection) -> Result<Vec<Row>, String> {
 
 /// Deletes the records older than `before_ms` (a prefix of the chain) and appends a
 /// checkpoint naming the last pruned seq and its hash; returns how many went.
-pub fn prune(conn: &mut Connection, before_ms: i64, key: Option<&[u8]>) -> Result<u64, String> {
+pub fn prune(
+    conn: &mut Connection,
+    path: &Path,
+    before_ms: i64,
+    key: Option<&[u8]>,
+) -> Result<u64, String> {
     let query = |sql: &str, arg: Option<i64>| -> Result<Option<i64>, String> {
         let value = match arg {
             Some(arg) => conn.query_row(sql, [arg], |r| r.get(0)),
@@ -139,7 +149,10 @@ pub fn prune(conn: &mut Connection, before_ms: i64, key: Option<&[u8]>) -> Resul
         "pruned_through_seq": through,
         "pruned_head_hash": hash,
     });
-    append(conn, body, key)?;
+    let (seq, hash) = append(conn, body, key)?;
+    if let Err(error) = anchor::write(path, seq, &hash, key) {
+        tracing::warn!(%error, "cannot write the audit anchor");
+    }
     let deleted = conn
         .execute("DELETE FROM records WHERE seq <= ?1", [through])
         .map_err(|e| e.to_string())?;
@@ -147,6 +160,9 @@ pub fn prune(conn: &mut Connection, before_ms: i64, key: Option<&[u8]>) -> Resul
 }
 
 /// A body to append, or `None`: a probe answered with the open state.
+/// How often, at most, the anchor is rewritten while records come in.
+const ANCHOR_EVERY: Duration = Duration::from_secs(1);
+
 type Job = (Option<Value>, oneshot::Sender<Result<i64, String>>);
 
 /// The sender side of the writer thread.
@@ -173,14 +189,38 @@ impl Writer {
                     Ok((conn, key))
                 });
                 health.store(conn.is_ok(), Ordering::SeqCst);
-                for (body, reply) in inbox {
-                    let answer = match (&mut conn, body) {
-                        (Ok((conn, key)), Some(body)) => append(conn, body, key.as_deref()),
-                        (Ok(_), None) => Ok(0),
-                        (Err(e), _) => Err(e.clone()),
+                // The newest head not yet anchored, and when the anchor was last written.
+                let mut unanchored: Option<(i64, String)> = None;
+                let mut anchored_at = Instant::now();
+                loop {
+                    let job = match inbox.recv_timeout(ANCHOR_EVERY) {
+                        Ok(job) => Some(job),
+                        Err(mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
                     };
-                    health.store(answer.is_ok(), Ordering::SeqCst);
-                    let _ = reply.send(answer);
+                    if let Some((body, reply)) = job {
+                        let answer = match (&mut conn, body) {
+                            (Ok((conn, key)), Some(body)) => append(conn, body, key.as_deref()),
+                            (Ok(_), None) => Ok((0, String::new())),
+                            (Err(e), _) => Err(e.clone()),
+                        };
+                        health.store(answer.is_ok(), Ordering::SeqCst);
+                        if let Ok((seq, hash)) = &answer
+                            && *seq > 0
+                        {
+                            unanchored = Some((*seq, hash.clone()));
+                        }
+                        let _ = reply.send(answer.map(|(seq, _)| seq));
+                        if anchored_at.elapsed() < ANCHOR_EVERY {
+                            continue;
+                        }
+                    }
+                    if let (Some((seq, hash)), Ok((_, key))) = (unanchored.take(), &conn) {
+                        if let Err(error) = anchor::write(&path, seq, &hash, key.as_deref()) {
+                            tracing::warn!(%error, "cannot write the audit anchor");
+                        }
+                        anchored_at = Instant::now();
+                    }
                 }
             });
         if let Err(error) = started {

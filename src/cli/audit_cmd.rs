@@ -114,15 +114,24 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         }
         AuditCommand::Verify => {
             let rows = read_rows(&path)?;
-            match chain::verify(&rows, key.as_deref()) {
+            let anchored = audit::anchor::read(&path).map_err(|e| anyhow::anyhow!(e))?;
+            let verified = chain::verify(&rows, key.as_deref()).and_then(|v| match &anchored {
+                Some(a) => audit::anchor::check(a, &rows, key.as_deref()).map(|()| v),
+                None => Ok(v),
+            });
+            match verified {
                 Ok(v) => {
                     println!(
-                        "ok: {} records, seq {}..{}, head {}{}",
+                        "ok: {} records, seq {}..{}, head {}{}{}",
                         v.records,
                         v.first_seq.unwrap_or(0),
                         v.head_seq.unwrap_or(0),
                         v.head_hash,
-                        if key.is_some() { " (keyed)" } else { "" }
+                        if key.is_some() { " (keyed)" } else { "" },
+                        match &anchored {
+                            Some(a) => format!(", anchored at seq {}", a.seq),
+                            None => String::new(),
+                        }
                     );
                     Ok(ExitCode::SUCCESS)
                 }
@@ -148,7 +157,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         AuditCommand::Prune { before } => {
             let before = parse_time(&before)?;
             let mut conn = store::open(&path)?;
-            let pruned = store::prune(&mut conn, before, key.as_deref())
+            let pruned = store::prune(&mut conn, &path, before, key.as_deref())
                 .map_err(|e| anyhow::anyhow!("pruning {}: {e}", path.display()))?;
             println!("pruned {pruned} records before {}", format_time(before));
             Ok(ExitCode::SUCCESS)
