@@ -405,30 +405,41 @@ fn prune_keeps_the_newer_records_verifiable_and_a_later_deletion_is_still_found(
     assert_eq!(broken_at(&config_dir), first_left.to_string());
 }
 
-/// Makes `file` unwritable even for root (`chattr +i`); `false` (with the reason printed,
-/// a failure under CI=true) when this user cannot be stopped.
-fn make_immutable(file: &Path) -> bool {
-    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o444)).unwrap();
-    if std::fs::OpenOptions::new().append(true).open(file).is_ok() {
-        let _ = Command::new("chattr").arg("+i").arg(file).status();
+/// `file` made unwritable even for root (`chattr +i`) until dropped.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    /// `None` (with the reason printed, a failure under CI=true) when this user cannot be
+    /// stopped from writing the file.
+    fn new(file: &Path) -> Option<Immutable> {
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let guard = Immutable(file.to_owned());
+        if std::fs::OpenOptions::new().append(true).open(file).is_ok() {
+            let _ = Command::new("chattr").arg("+i").arg(file).status();
+        }
+        if std::fs::OpenOptions::new().append(true).open(file).is_ok() {
+            let reason = "cannot make a file read-only for this user (chattr +i unavailable)";
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true: {reason}"
+            );
+            eprintln!("SKIPPED: {reason}");
+            return None;
+        }
+        Some(guard)
     }
-    if std::fs::OpenOptions::new().append(true).open(file).is_ok() {
-        let reason = "cannot make a file read-only for this user (chattr +i unavailable)";
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: {reason}"
-        );
-        eprintln!("SKIPPED: {reason}");
-        return false;
-    }
-    true
 }
 
-fn undo_immutable(file: &Path) {
-    let _ = Command::new("chattr").arg("-i").arg(file).status();
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        // Lets the temp dir be removed (a no-op when the attribute was never set).
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
 }
 
-fn read_only_log(mode: Option<&str>) -> Option<(Scene, tools_support::Outcome, PathBuf)> {
+/// A scene whose audit database is read-only, and the outcome of one `shell` call there (with
+/// the first scene, which owns the config dir).
+fn read_only_log(mode: Option<&str>) -> Option<(Scene, tools_support::Outcome, Scene)> {
     let mut setup = Setup::level("full");
     if let Some(mode) = mode {
         setup = setup.extra(&format!("[audit]\nmode = \"{mode}\"\n"));
@@ -441,9 +452,7 @@ fn read_only_log(mode: Option<&str>) -> Option<(Scene, tools_support::Outcome, P
     for suffix in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
-    if !make_immutable(&db) {
-        return None;
-    }
+    let immutable = Immutable::new(&db)?;
     let mut setup = Setup::level("full");
     setup.config_dir = Some(config_dir);
     if let Some(mode) = mode {
@@ -451,16 +460,15 @@ fn read_only_log(mode: Option<&str>) -> Option<(Scene, tools_support::Outcome, P
     }
     let again = Scene::start(setup);
     let out = again.call("shell", json!({"command": "echo ran > ran.txt"}));
-    drop(s);
-    Some((again, out, db))
+    drop(immutable);
+    Some((again, out, s))
 }
 
 #[test]
 fn a_read_only_audit_log_refuses_tool_calls_with_a_clear_error() {
-    let Some((s, out, db)) = read_only_log(None) else {
+    let Some((s, out, _first)) = read_only_log(None) else {
         return;
     };
-    undo_immutable(&db);
     out.assert_failed()
         .assert_result_contains("audit record cannot be written");
     assert!(
@@ -471,10 +479,9 @@ fn a_read_only_audit_log_refuses_tool_calls_with_a_clear_error() {
 
 #[test]
 fn best_effort_lets_calls_run_on_a_read_only_log_and_doctor_reports_it() {
-    let Some((s, out, db)) = read_only_log(Some("best_effort")) else {
+    let Some((s, out, _first)) = read_only_log(Some("best_effort")) else {
         return;
     };
-    undo_immutable(&db);
     out.assert_completed();
     assert!(s.ws().join("ran.txt").exists());
     let doctor = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
