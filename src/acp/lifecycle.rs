@@ -31,7 +31,7 @@ pub async fn stop(conn: &Connection, params: &Value) -> Result<Value, RpcError> 
     let session = conn.session(id)?;
     session.wait_idle().await;
     conn.server.sessions.remove(id);
-    let event = audit::session_event("session.close", id, conn.owner.as_deref());
+    let event = audit::session_event("session.close", id, Some(conn.owner.as_str()));
     audit::note(event.with("how", "stop")).await;
     Ok(json!({"sessionId": id, "stopped": true}))
 }
@@ -48,7 +48,7 @@ pub async fn close(conn: &Connection, params: &Value) -> Result<Value, RpcError>
     session.cancel_turn();
     session.wait_idle().await;
     conn.server.sessions.remove(id);
-    let event = audit::session_event("session.close", id, conn.owner.as_deref());
+    let event = audit::session_event("session.close", id, Some(conn.owner.as_str()));
     audit::note(event.with("how", "close")).await;
     Ok(json!({}))
 }

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 
 use super::session::Session;
 use super::{Connection, agents, params};
+use crate::audit;
 use crate::config::Config;
 use crate::policy::Policy;
-use crate::audit;
 use crate::rpc::RpcError;
 use crate::store::{SessionRecord, now_ms};
 
@@ -60,7 +60,7 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
             )));
         }
     }
-    let event = audit::session_event("session.create", &id, conn.owner.as_deref())
+    let event = audit::session_event("session.create", &id, Some(conn.owner.as_str()))
         .with("agent", session.agent_alias.as_str())
         .with("cwd", cwd.to_string_lossy().into_owned());
     audit::note(event).await;

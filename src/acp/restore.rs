@@ -52,7 +52,7 @@ pub async fn handle(
         Mode::Load => "session.load",
         Mode::Resume => "session.resume",
     };
-    audit::note(audit::session_event(kind, id, conn.owner.as_deref())).await;
+    audit::note(audit::session_event(kind, id, Some(conn.owner.as_str()))).await;
     if mode == Mode::Load {
         replay(&session, peer).await;
     }
@@ -89,7 +89,7 @@ async fn restore(
         .as_ref()
         .filter(|r| !owned_by(conn, r.owner.as_deref()))
     {
-        let event = audit::session_event("auth.mismatch", id, conn.owner.as_deref())
+        let event = audit::session_event("auth.mismatch", id, Some(conn.owner.as_str()))
             .with("owner", r.owner.clone());
         audit::note(event).await;
     }
