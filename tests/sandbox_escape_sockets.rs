@@ -152,5 +152,5 @@ for where in (os.getcwd(), "/tmp"):
 }
 per_backend!(
     own_sockets_in_workspace_and_tmp,
-    landlock: "reduced rung (chosen only by name): every socket is refused with the network denied"
+    landlock: "reduced rung (chosen only by name): no private /tmp (its workspace sockets: sandbox_functional)"
 );
