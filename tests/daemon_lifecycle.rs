@@ -1,7 +1,8 @@
 //! The daemon's life around its connections: SIGTERM during a turn (finished within the grace
 //! period, or cancelled after it; either way answered or closed cleanly, exit 0, and the turn
 //! persisted for a fresh daemon), and a full session driven through `zeroclaw-acp-bridge`
-//! (stdio in, daemon behind) over TCP with a token and over the configured Unix socket.
+//! (stdio in, daemon behind) over TCP with a token and over the configured Unix socket. The
+//! start-up's sandbox self-test leaves nothing in the temporary directory.
 
 mod support;
 
@@ -187,4 +188,24 @@ fn the_bridge_finds_the_unix_socket_in_the_config_and_reports_a_vanished_daemon(
     let status = orphan.wait_exit();
     assert!(!status.success(), "bridge exit {status}");
     assert!(!orphan.stderr().trim().is_empty(), "no message on stderr");
+}
+
+/// The self-test runs `true` confined in a scratch workspace under the temporary directory;
+/// once the daemon serves, that workspace is gone, whatever the run left in it.
+#[test]
+fn the_sandbox_self_test_leaves_nothing_in_the_temp_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut daemon = Daemon::builder()
+        .env("TMPDIR", tmp.path().display().to_string())
+        .spawn();
+    let stream = std::net::TcpStream::connect(daemon.tcp()).unwrap();
+    let _ = support::ws_conn::raw_get(stream, "/health", &[], false);
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("zeroclaw-self-test-"))
+        .collect();
+    daemon.terminate();
+    assert!(left.is_empty(), "the self-test left {left:?} behind");
 }

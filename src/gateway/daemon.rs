@@ -166,7 +166,8 @@ async fn sandbox_self_test(config: &Config) -> anyhow::Result<String> {
     let outcome = sandbox
         .run(&profile, ["true"], std::future::pending())
         .await;
-    let _ = std::fs::remove_dir(&scratch);
+    // Whole: a run in a directory without `.git` can leave the protected-path placeholders.
+    let _ = std::fs::remove_dir_all(&scratch);
     let outcome = outcome
         .map_err(|e| anyhow::anyhow!("sandbox self-test: running `true` confined failed: {e}"))?;
     if outcome.shell_code() != 0 {
