@@ -217,11 +217,9 @@ fn landlock_ends_with_the_launcher_whatever_holds_its_lifeline() {
     );
 }
 
-/// The launcher's pidfd stays with the helpers: the command cannot find it among its own
-/// descriptors or its pid namespace's init's (a pidfd of the daemon could signal it), cold
-/// or served by a warm helper.
-#[tokio::test(flavor = "current_thread")]
-async fn the_command_never_holds_the_launchers_pidfd() {
+/// The namespaces backend and a workspace for calls made from this process; `None` (skipped
+/// with a reason) where the backend is missing, a failure with `CI=true`.
+fn namespaces_sandbox() -> Option<(Sandbox, tempfile::TempDir)> {
     let s = match Sandbox::new(BackendChoice::Namespaces, false) {
         Ok(s) => s.with_helper(HELPER),
         Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
@@ -229,13 +227,24 @@ async fn the_command_never_holds_the_launchers_pidfd() {
         }
         Err(e) => {
             eprintln!("SKIP namespaces: {e}");
-            return;
+            return None;
         }
     };
     let ws = tempfile::Builder::new()
         .prefix("zc-lifetime-")
         .tempdir_in("/var/tmp")
         .unwrap();
+    Some((s, ws))
+}
+
+/// The launcher's pidfd stays with the helpers: the command cannot find it among its own
+/// descriptors or its pid namespace's init's (a pidfd of the daemon could signal it), cold
+/// or served by a warm helper.
+#[tokio::test(flavor = "current_thread")]
+async fn the_command_never_holds_the_launchers_pidfd() {
+    let Some((s, ws)) = namespaces_sandbox() else {
+        return;
+    };
     let p = Profile::for_workspace(ws.path());
     let script = "ls -l /proc/self/fd/ /proc/1/fd/ 2>&1; echo listed";
     for call in ["cold", "warm"] {
@@ -259,20 +268,9 @@ async fn the_command_never_holds_the_launchers_pidfd() {
 /// init has dropped its capabilities, so only its being non-dumpable keeps the command out.
 #[tokio::test(flavor = "current_thread")]
 async fn the_command_cannot_open_its_inits_descriptors() {
-    let s = match Sandbox::new(BackendChoice::Namespaces, false) {
-        Ok(s) => s.with_helper(HELPER),
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("namespaces backend unavailable on CI: {e}")
-        }
-        Err(e) => {
-            eprintln!("SKIP namespaces: {e}");
-            return;
-        }
+    let Some((s, ws)) = namespaces_sandbox() else {
+        return;
     };
-    let ws = tempfile::Builder::new()
-        .prefix("zc-lifetime-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
     let p = Profile::for_workspace(ws.path());
     // A forged report line written to each of the init's descriptors it can open.
     let script = "for f in /proc/1/fd/*; do [ -e \"$f\" ] && echo \"opened $f\"; \
