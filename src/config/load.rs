@@ -9,10 +9,11 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use super::env::{self, EnvEntry};
+use super::sources::Sources;
 use super::validate;
 use super::{
     AcpConfig, AgentConfig, CONFIG_FILE_NAME, Config, ConfigError, FlagOverride, GatewayConfig,
-    ProviderConfig, SandboxConfig, Source,
+    ProviderConfig, SandboxConfig,
 };
 
 /// The built-in provider and agent a fresh install runs with.
@@ -41,35 +42,6 @@ struct RawConfig {
     audit: super::AuditConfig,
 }
 
-/// Which source each key came from.
-pub(super) struct Sources {
-    file: Option<PathBuf>,
-    /// Keys set by the environment, by dotted path.
-    env: BTreeMap<String, EnvEntry>,
-    /// Keys set by command-line flags, by dotted path, with the flag.
-    flags: BTreeMap<String, &'static str>,
-}
-
-impl Sources {
-    /// The flag that set `key`, else the variable that set it (or a key below it), else the
-    /// file, else the defaults.
-    pub(super) fn of(&self, key: &str) -> Source {
-        if let Some(flag) = self.flags.get(key) {
-            return Source::Flag((*flag).to_owned());
-        }
-        if let Some(entry) = self.env.get(key) {
-            return Source::Env(entry.var.clone());
-        }
-        let below = format!("{key}.");
-        let under = self.env.iter().find(|(k, _)| k.starts_with(&below));
-        match (under, &self.file) {
-            (Some((_, entry)), _) => Source::Env(entry.var.clone()),
-            (None, Some(path)) => Source::File(path.clone()),
-            (None, None) => Source::Defaults,
-        }
-    }
-}
-
 pub(super) fn load(
     config_dir: &Path,
     vars: Vec<(String, String)>,
@@ -78,14 +50,7 @@ pub(super) fn load(
     let file_path = config_dir.join(CONFIG_FILE_NAME);
     let file = read_file(&file_path)?;
     let entries = env::overlay(vars)?;
-    let sources = Sources {
-        file: file.as_ref().map(|_| file_path.clone()),
-        env: entries
-            .iter()
-            .map(|e| (e.path.join("."), e.clone()))
-            .collect(),
-        flags: flags.iter().map(|f| (f.key.to_owned(), f.flag)).collect(),
-    };
+    let sources = Sources::new(file.as_ref().map(|_| file_path.clone()), &entries, &flags);
     let mut merged = defaults();
     if let Some(file) = file {
         merge(&mut merged, file);
@@ -122,7 +87,7 @@ fn deserialize(mut tree: Table, sources: &Sources) -> Result<RawConfig, ConfigEr
         };
         let key = err.path().to_string();
         let wants_string = err.inner().to_string().contains("expected a string");
-        match sources.env.get(&key) {
+        match sources.env_entry(&key) {
             Some(entry) if wants_string && taken_literally.insert(key) => {
                 let value = Value::String(entry.literal.clone());
                 apply(

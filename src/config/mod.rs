@@ -10,6 +10,7 @@ pub mod autonomy;
 mod env;
 mod load;
 pub mod mask;
+mod sources;
 mod validate;
 
 use std::collections::BTreeMap;

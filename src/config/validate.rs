@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::load::Sources;
+use super::sources::Sources;
 use super::{AgentConfig, Config, ConfigError, ProviderConfig, SANDBOX_BACKENDS};
 
 pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigError> {
