@@ -4,63 +4,19 @@
 //! cgroups meanwhile.
 
 use std::cell::Cell;
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
+mod cgroup_support;
+
+use cgroup_support::{call_cgroups, new_cgroups};
 use zeroclaw_sandbox::{BackendChoice, End, Profile, Sandbox};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_zeroclaw-sandbox-helper");
 
-/// The memory cgroup this process is in: helpers started from here make theirs below it.
-fn memory_parent() -> Option<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    text.lines().find_map(|line| {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, rel) = (parts.next()?, parts.next()?, parts.next()?);
-        let rel = rel.trim_start_matches('/');
-        if controllers.split(',').any(|c| c == "memory") {
-            return Some(Path::new("/sys/fs/cgroup/memory").join(rel));
-        }
-        let v2 = Path::new("/sys/fs/cgroup").join(rel);
-        let delegated = std::fs::read_to_string(v2.join("cgroup.subtree_control"))
-            .is_ok_and(|c| c.contains("memory"));
-        (controllers.is_empty() && delegated).then_some(v2)
-    })
-}
-
-/// The calls' cgroups under `parent` now.
-fn call_cgroups(parent: &Path) -> BTreeSet<String> {
-    let Ok(dir) = std::fs::read_dir(parent) else {
-        return BTreeSet::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|name| name.starts_with("zeroclaw-"))
-        .collect()
-}
-
-/// Those of the calls' cgroups under `parent` that are not in `before`, once `done` holds for
-/// them or after 5 s.
-async fn new_cgroups(
-    parent: &Path,
-    before: &BTreeSet<String>,
-    done: impl Fn(usize) -> bool,
-) -> Vec<String> {
-    for _ in 0..500 {
-        let new: Vec<String> = call_cgroups(parent).difference(before).cloned().collect();
-        if done(new.len()) {
-            return new;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    call_cgroups(parent).difference(before).cloned().collect()
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn no_memory_cgroup_outlives_its_call_or_its_sandbox() {
     let ci = std::env::var("CI").as_deref() == Ok("true");
-    let parent = match memory_parent() {
+    let parent = match cgroup_support::parent("memory") {
         Some(p) if nix::unistd::geteuid().is_root() => p,
         _ => {
             let why = "needs root and a memory cgroup controller";
