@@ -59,11 +59,19 @@ impl Sandbox {
         let result = run.and_then(|run| run.supervise(on_output, self.backend()));
         match kill {
             // The init scrubbed inside, unless it was killed: again from outside.
-            Kill::Init => crate::helper::mounts::scrub(&plan.scrub),
-            Kill::Helper(_) => crate::helper::cgroup::remove_after(pid as u32),
+            Kill::Init => {
+                crate::helper::mounts::scrub(&plan.scrub);
+                // Reaped here if it has ended by now; otherwise when the caller exits.
+                let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+            }
+            Kill::Helper(_) => {
+                // The helper scrubs the workspace again from outside after the tree has
+                // ended: wait for it, so that nothing of the run still changes the workspace
+                // once we have returned (a path the caller creates next must stay).
+                while let Err(Errno::EINTR) = waitpid(Pid::from_raw(pid), None) {}
+                crate::helper::cgroup::remove_after(pid as u32);
+            }
         }
-        // Reaped here if it has ended by now; otherwise when the caller exits.
-        let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
         result
     }
 }
