@@ -8,6 +8,7 @@ use zeroclaw::cli::acp_cmd::{self, AcpArgs};
 use zeroclaw::cli::audit_cmd::{self, AuditArgs};
 use zeroclaw::cli::config_cmd::{self, ConfigArgs};
 use zeroclaw::cli::sessions_cmd::{self, SessionsArgs};
+use zeroclaw::cli::store_cmd::{self, StoreArgs};
 use zeroclaw::cli::token_cmd::{self, TokenArgs};
 use zeroclaw::cli::{doctor, sandbox};
 use zeroclaw::gateway::daemon::{self, DaemonArgs};
@@ -35,6 +36,8 @@ enum Command {
     Config(ConfigArgs),
     /// List, show or delete the stored ACP sessions.
     Sessions(SessionsArgs),
+    /// Migrate the session store, or copy its sessions to another (SQLite <-> PostgreSQL).
+    Store(StoreArgs),
     /// List, show, verify, export or prune the tamper-evident audit log.
     Audit(AuditArgs),
     /// Run a command confined exactly as a supervised session's shell tool would.
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Token(args) => token_cmd::run(args),
         Command::Config(args) => config_cmd::run(args),
         Command::Sessions(args) => sessions_cmd::run(args),
+        Command::Store(args) => store_cmd::run(args),
         Command::Audit(args) => audit_cmd::run(args),
         Command::Sandbox(sandbox::SandboxCommand::Run(args)) => Ok(sandbox::run(args)),
         Command::Doctor(args) => {

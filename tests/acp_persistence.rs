@@ -1,7 +1,8 @@
 //! Persistence across processes: two turns, `kill -9`, restart, `session/load` replays exactly
 //! the stored history (and seeds the model with it); a turn in flight at the kill leaves
 //! nothing behind; `session/resume` restores without replay; load/resume of an active session;
-//! a store that cannot be created runs in memory and says so.
+//! a store that cannot be created runs in memory and says so. The store-independent cases run
+//! again on PostgreSQL (`on_postgres::…`).
 
 mod support;
 
@@ -470,6 +471,7 @@ fn sessions_cli(config: &std::path::Path, args: &[&str]) -> String {
         .arg("--config-dir")
         .arg(config)
         .env_remove("ZEROCLAW_CONFIG_DIR")
+        .envs(support::store_under_test::env())
         .output()
         .expect("run zeroclaw sessions");
     assert!(out.status.success(), "sessions {args:?}: {out:?}");
@@ -568,6 +570,18 @@ crate::over_websocket!(
     a_cancelled_turn_is_stored_with_what_was_streamed,
     resume_restores_without_replay_and_active_sessions_cannot_be_loaded_again,
     the_store_lives_under_the_workspace_dir,
+    restore_falls_back_when_the_stored_agent_is_no_longer_dispatchable,
+    sessions_made_over_acp_are_kept_with_their_mcp_servers_and_deletable,
+);
+
+// The same suite on a PostgreSQL store (`[store] url`): what it stores, replays and lists is the
+// same on both backends.
+crate::on_postgres!(
+    load_after_kill_9_replays_exactly_the_stored_history_and_seeds_the_model,
+    a_turn_in_flight_at_the_kill_leaves_nothing_half_written,
+    a_cancelled_turn_is_stored_with_what_was_streamed,
+    sessions_show_marks_the_cancelled_turn,
+    resume_restores_without_replay_and_active_sessions_cannot_be_loaded_again,
     restore_falls_back_when_the_stored_agent_is_no_longer_dispatchable,
     sessions_made_over_acp_are_kept_with_their_mcp_servers_and_deletable,
 );

@@ -15,6 +15,7 @@ pub mod agents;
 pub mod connection;
 pub mod embed;
 pub mod initialize;
+pub mod lease;
 pub mod lifecycle;
 pub mod materialize;
 pub mod new_session;

@@ -60,6 +60,7 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
             )));
         }
     }
+    super::lease::on_open(server, &id).await?;
     let event = audit::session_event("session.create", &id, Some(conn.owner.as_str()))
         .with("agent", session.agent_alias.as_str())
         .with("cwd", cwd.to_string_lossy().into_owned());

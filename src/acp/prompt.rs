@@ -12,6 +12,7 @@ use super::updates::PeerSink;
 use super::{Connection, materialize, params, permission};
 use crate::agent::{TurnOutcome, TurnRequest, run_turn};
 use crate::rpc::{Peer, RpcError};
+use crate::store::{NewTurn, StoreError};
 use crate::tools::ToolContext;
 
 pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Value, RpcError> {
@@ -23,6 +24,7 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         .map_err(|_| RpcError::session_busy(format!("session {id} is busy with another prompt")))?;
     // Taken before the first await, so the server never aborts a started turn half-way.
     let request_cancelled = peer.take_cancellation();
+    let fence = super::lease::for_turn(&conn.server, &session.id).await?;
     let user_text = materialize::write(parts, &session.cwd).await?;
     let request = turn_request(conn, &session, user_text)?;
     let ctx = ToolContext {
@@ -50,7 +52,7 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         tracing::warn!(session = %session.id, %error, "turn failed");
         RpcError::internal(error.to_string())
     })?;
-    persist(conn, &session, &outcome).await;
+    persist(conn, &session, &outcome, fence).await?;
     // The session is free for the next prompt now, but `session/stop` (which waits for the
     // turn) is answered only after this answer is queued.
     peer.release_after_response(guard.release());
@@ -80,18 +82,31 @@ fn turn_request(
     })
 }
 
-/// Adds the turn to the session's history: in memory, and in the store in one transaction.
-async fn persist(conn: &Connection, session: &Session, outcome: &TurnOutcome) {
-    session.append_history(&outcome.entries);
-    let Some(store) = &conn.server.store else {
-        return;
-    };
-    let stored = outcome.entries.iter().map(|e| e.to_stored()).collect();
-    let stop_reason = outcome.stop_reason.as_str();
-    if let Err(error) = store
-        .append_ended_turn(&session.id, stored, stop_reason)
-        .await
-    {
-        tracing::error!(session = %session.id, %error, "storing the turn failed");
+/// Adds the turn to the session's history: in the store in one transaction under the
+/// session's lease, then in memory. A turn that cannot be stored (the store is unreachable, or
+/// the lease was taken over by another daemon) is kept in neither, and the prompt fails saying
+/// so: what the next turn builds on is always what a restart would load.
+async fn persist(
+    conn: &Connection,
+    session: &Session,
+    outcome: &TurnOutcome,
+    fence: Option<crate::store::Fence>,
+) -> Result<(), RpcError> {
+    if let Some(store) = &conn.server.store {
+        let mut turn = NewTurn::new(
+            &session.id,
+            outcome.entries.iter().map(|e| e.to_stored()).collect(),
+        );
+        turn.stop_reason = Some(outcome.stop_reason.as_str().to_owned());
+        turn.fence = fence;
+        if let Err(error) = store.write_turn(turn).await {
+            if matches!(error, StoreError::Lease(_)) {
+                conn.server.leases.lost(&session.id);
+            }
+            tracing::error!(session = %session.id, %error, "storing the turn failed");
+            return Err(RpcError::internal(format!("the turn was not saved: {error}")));
+        }
     }
+    session.append_history(&outcome.entries);
+    Ok(())
 }

@@ -109,6 +109,7 @@ async fn restore(
         .filter_map(Entry::from_stored)
         .collect();
     store.touch(id).await.map_err(internal)?;
+    super::lease::on_open(&conn.server, id).await?;
     Ok(Arc::new(Session::new(
         record.id,
         alias,

@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::provider::{self, Provider, ProviderError};
-use crate::store::Store;
+use crate::store::{Location, Store};
 use crate::tools::ToolRegistry;
-use std::path::Path;
 
 use super::sessions::Sessions;
 
@@ -25,13 +24,19 @@ pub struct Server {
     /// The default `cwd` of new sessions.
     pub launch_dir: PathBuf,
     providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
+    /// The leases this process holds on the sessions it runs.
+    pub leases: super::lease::Leases,
 }
 
 impl Server {
     /// Opens the store (falling back to memory) and starts the idle reaper. Must run inside a
     /// Tokio runtime.
     pub fn start(config: Config) -> Arc<Server> {
-        let store = open_store(&config.store_path());
+        let store = open_store(&config.store_location(), config.store.pool_size)
+            .unwrap_or_else(|error| {
+                eprintln!("zeroclaw: running in memory: {error:#}");
+                None
+            });
         Self::with_store(config, store)
     }
 
@@ -44,14 +49,18 @@ impl Server {
         let launch_dir = std::env::current_dir()
             .and_then(|d| d.canonicalize())
             .unwrap_or_else(|_| PathBuf::from("/"));
-        Arc::new(Server {
+        let leases = super::lease::Leases::new(Duration::from_secs(config.store.lease_secs));
+        let server = Arc::new(Server {
             config: RwLock::new(Arc::new(config)),
             store,
             sessions,
             tools: ToolRegistry::builtin(),
             launch_dir,
             providers: Mutex::default(),
-        })
+            leases,
+        });
+        super::lease::Leases::spawn_renewal(&server);
+        server
     }
 
     /// The configuration as of now.
@@ -83,28 +92,33 @@ impl Server {
     }
 }
 
-/// The multi-threaded runtime and the store at `path` (see [`open_store`]), opened on a thread
-/// while the runtime is built: cold start is a product figure.
+/// The multi-threaded runtime and the configured store (see [`open_store`]), opened on a
+/// thread while the runtime is built: cold start is a product figure.
 pub fn runtime_and_store(
-    path: std::path::PathBuf,
+    config: &Config,
 ) -> anyhow::Result<(tokio::runtime::Runtime, Option<Store>)> {
-    let opening = std::thread::spawn(move || open_store(&path));
+    let location = config.store_location();
+    let pool_size = config.store.pool_size;
+    let opening = std::thread::spawn(move || open_store(&location, pool_size));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let store = opening
         .join()
-        .map_err(|_| anyhow::anyhow!("opening the session store panicked"))?;
+        .map_err(|_| anyhow::anyhow!("opening the session store panicked"))??;
     Ok((runtime, store))
 }
 
-/// The store at `path`, or `None` with a notice on stderr (whatever the log filter says).
-pub fn open_store(path: &Path) -> Option<Store> {
-    match Store::open(path) {
-        Ok(store) => Some(store),
+/// The store at `location`. A SQLite file that cannot be opened leaves the process running in
+/// memory, with a notice on stderr (whatever the log filter says); a PostgreSQL store that
+/// cannot be reached is an error: a daemon configured to share sessions never runs without.
+pub fn open_store(location: &Location, pool_size: usize) -> anyhow::Result<Option<Store>> {
+    match Store::open_location(location, pool_size) {
+        Ok(store) => Ok(Some(store)),
+        Err(error) if matches!(location, Location::Postgres(_)) => Err(error.into()),
         Err(error) => {
             eprintln!("zeroclaw: running in memory: sessions will not survive a restart: {error}");
-            None
+            Ok(None)
         }
     }
 }

@@ -35,7 +35,7 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{TERMINAL_HINT}");
     }
     let config = Config::load_with_flags(args.config_dir.as_deref(), flags(&args))?;
-    let (runtime, store) = server::runtime_and_store(config.store_path())?;
+    let (runtime, store) = server::runtime_and_store(&config)?;
     runtime.block_on(serve_stdio(config, store));
     // Tasks still running (an outbound request nobody answers) must not hold the exit.
     runtime.shutdown_background();
@@ -57,6 +57,9 @@ async fn serve_stdio(config: Config, store: Option<Store>) {
     let max_line_bytes = config.acp.max_line_bytes;
     crate::audit::init(&config);
     let server = Server::with_store(config, store);
-    let connection = Arc::new(Connection::new(server, None, None));
+    let connection = Arc::new(Connection::new(server.clone(), None, None));
     rpc::stdio::run_process_stdio(max_line_bytes, connection).await;
+    if let Some(store) = &server.store {
+        server.leases.release_all(store).await;
+    }
 }

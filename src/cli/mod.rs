@@ -7,5 +7,6 @@ pub mod config_cmd;
 pub mod doctor;
 pub mod sandbox;
 pub mod sessions_cmd;
+pub mod store_cmd;
 pub mod time;
 pub mod token_cmd;

@@ -1,5 +1,5 @@
 //! `zeroclaw sessions list | show ID | delete ID`: the persisted ACP sessions, read from the
-//! same SQLite store `zeroclaw acp` writes. `list` shows each session's owner (the principal
+//! same store `zeroclaw acp` writes (SQLite or PostgreSQL, per `[store] url`). `list` shows each session's owner (the principal
 //! that may load it); `show` prints the history turn by turn with how each turn ended.
 
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::time::format_time;
 use crate::config::Config;
-use crate::store::{SessionSummary, Store, StoredEntry, StoredTurn};
+use crate::store::{Location, SessionSummary, Store, StoredEntry, StoredTurn};
 
 /// `zeroclaw sessions ...`.
 #[derive(Debug, Clone, clap::Args)]
@@ -34,11 +34,13 @@ pub enum SessionsCommand {
 
 pub fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
     let config = Config::load(args.config_dir.as_deref())?;
-    let path = config.store_path();
-    if !path.exists() {
-        return Ok(no_store(&args.command, &path));
+    let location = config.store_location();
+    if let Location::Sqlite(path) = &location
+        && !path.exists()
+    {
+        return Ok(no_store(&args.command, path));
     }
-    let store = Store::open(&path)?;
+    let store = Store::open_location(&location, 2)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -74,7 +76,7 @@ fn no_store(command: &SessionsCommand, path: &std::path::Path) -> ExitCode {
 async fn list(store: &Store) -> anyhow::Result<ExitCode> {
     let sessions = store.list_summaries().await?;
     if sessions.is_empty() {
-        println!("no sessions in {}", store.path().display());
+        println!("no sessions in {}", store.location());
         return Ok(ExitCode::SUCCESS);
     }
     let header = [
@@ -137,7 +139,7 @@ async fn show(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
     let Some(rec) = store.get_session(id).await? else {
         eprintln!(
             "error: session `{id}` not found in {}",
-            store.path().display()
+            store.location()
         );
         return Ok(ExitCode::FAILURE);
     };
@@ -171,7 +173,7 @@ async fn delete(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!(
             "error: session `{id}` not found in {}",
-            store.path().display()
+            store.location()
         );
         Ok(ExitCode::FAILURE)
     }

@@ -40,6 +40,8 @@ struct RawConfig {
     autonomy: super::AutonomyConfig,
     #[serde(default)]
     audit: super::AuditConfig,
+    #[serde(default)]
+    store: super::StoreConfig,
 }
 
 pub(super) fn load(
@@ -284,6 +286,7 @@ fn resolve(config_dir: &Path, raw: RawConfig) -> Config {
                 .map(|f| absolute(config_dir, expand_home(f))),
             ..raw.audit
         },
+        store: raw.store,
     }
 }
 

@@ -31,13 +31,44 @@ pub fn mask_secrets(value: &mut Value) {
             }
         }
         Value::Array(items) => items.iter_mut().for_each(mask_secrets),
+        Value::String(text) => {
+            if let Some(masked) = mask_url_password(text) {
+                *text = masked;
+            }
+        }
         _ => {}
     }
+}
+
+/// `scheme://user:password@host…` with the password replaced by [`MASK`] (a store URL);
+/// `None` when `text` carries no password.
+fn mask_url_password(text: &str) -> Option<String> {
+    let (scheme, rest) = text.split_once("://")?;
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (userinfo, _host) = rest[..authority_end].rsplit_once('@')?;
+    let (user, _password) = userinfo.split_once(':')?;
+    let after = &rest[userinfo.len()..];
+    Some(format!("{scheme}://{user}:{MASK}{after}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwords_in_urls_are_masked() {
+        let mut v: Value =
+            toml::from_str("[store]\nurl = \"postgres://zc:s3cret@db:5432/zc?sslmode=require\"\n")
+                .unwrap();
+        mask_secrets(&mut v);
+        assert_eq!(
+            v["store"]["url"].as_str(),
+            Some("postgres://zc:***@db:5432/zc?sslmode=require")
+        );
+        let mut plain: Value = toml::from_str("url = \"postgres://db/zc\"\n").unwrap();
+        mask_secrets(&mut plain);
+        assert_eq!(plain["url"].as_str(), Some("postgres://db/zc"));
+    }
 
     #[test]
     fn api_keys_and_tokens_are_masked_at_any_depth() {

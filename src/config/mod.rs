@@ -40,6 +40,31 @@ pub struct Config {
     pub gateway: GatewayConfig,
     pub autonomy: AutonomyConfig,
     pub audit: AuditConfig,
+    pub store: StoreConfig,
+}
+
+/// `[store]`: where sessions are kept. Without `url`, the embedded SQLite file under
+/// `workspace_dir`; `postgres://…` shares one database between daemons (`crate::store`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `sqlite:PATH` or `postgres://…` / `postgresql://…`; none: `<workspace_dir>/sessions/acp-sessions.db`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// How long a daemon's claim on a session (its lease) lasts without renewal.
+    pub lease_secs: u64,
+    /// PostgreSQL connections per daemon.
+    pub pool_size: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            url: None,
+            lease_secs: 30,
+            pool_size: 8,
+        }
+    }
 }
 
 /// `[audit]`: the tamper-evident audit log (`crate::audit`).
@@ -325,6 +350,15 @@ impl Config {
     /// `<workspace_dir>/sessions/acp-sessions.db`.
     pub fn store_path(&self) -> PathBuf {
         self.workspace_dir.join("sessions").join("acp-sessions.db")
+    }
+
+    /// Where the session store is: `[store] url`, else the SQLite file of [`Config::store_path`].
+    pub fn store_location(&self) -> crate::store::Location {
+        match &self.store.url {
+            Some(url) => crate::store::Location::parse(url, &self.config_dir)
+                .unwrap_or_else(|_| crate::store::Location::Sqlite(self.store_path())),
+            None => crate::store::Location::Sqlite(self.store_path()),
+        }
     }
 
     /// `<workspace_dir>/sessions/audit.db`.

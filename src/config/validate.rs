@@ -29,6 +29,8 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
             "gateway.idle_timeout_secs",
             config.gateway.idle_timeout_secs,
         ),
+        ("store.lease_secs", config.store.lease_secs),
+        ("store.pool_size", config.store.pool_size as u64),
     ];
     for (key, value) in positive {
         if value == 0 {
@@ -45,6 +47,11 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
             SANDBOX_BACKENDS.join(", ")
         );
         return Err(invalid("sandbox.backend".into(), message));
+    }
+    if let Some(url) = &config.store.url
+        && let Err(message) = crate::store::Location::parse(url, &config.config_dir)
+    {
+        return Err(invalid("store.url".into(), message));
     }
     for (i, address) in config.gateway.listen.iter().enumerate() {
         if let Err(message) = crate::gateway::listen::Address::parse(address) {

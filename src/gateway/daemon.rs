@@ -53,7 +53,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<std::process::ExitCode> {
         .iter_mut()
         .filter_map(Listener::take_socket_file)
         .collect();
-    let (runtime, store) = server::runtime_and_store(config.store_path())?;
+    let (runtime, store) = server::runtime_and_store(&config)?;
     let result = runtime.block_on(serve(config, store, listeners, args));
     drop(socket_files);
     runtime.shutdown_timeout(Duration::from_secs(1));
@@ -97,6 +97,9 @@ async fn serve(
         while serving.join_next().await.is_some() {}
     })
     .await;
+    if let Some(store) = &gateway.server.store {
+        gateway.server.leases.release_all(store).await;
+    }
     Ok(())
 }
 

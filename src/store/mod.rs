@@ -1,19 +1,29 @@
-//! SQLite session store: metadata and per-turn history, off the async executor.
+//! The session store: metadata, per-turn history and session leases, on SQLite (the embedded
+//! default) or PostgreSQL (shared by several daemons).
 //!
-//! [`Store`] is a cheap handle to one connection owned by a dedicated thread ([`worker`]);
-//! every method sends a closure there and awaits its answer, so the executor never blocks on
-//! disk. [`schema`] opens the file (WAL, busy timeout, foreign keys) and migrates it through
-//! `PRAGMA user_version`; [`queries`] holds the SQL. Each turn's stop reason is kept beside its
-//! entries. History entries are opaque: the store keeps
-//! their `kind` and JSON `payload` in order and never looks inside.
+//! [`Store`] is a cheap, cloneable handle over one [`Backend`]: [`sqlite`] keeps one connection
+//! on a dedicated thread, [`postgres`] a connection pool; both migrate their schema on open and
+//! give the same answers (the same SQL where the dialects agree). [`Location`] parses
+//! `[store] url`. Leases ([`lease`]) let exactly one daemon run a session's turns, and every
+//! turn's write checks the lease's fencing token, so a stale holder can never write after a
+//! takeover. History entries are opaque: the store keeps their `kind` and JSON `payload` in order
+//! and never looks inside.
 
-mod queries;
-mod schema;
-mod worker;
+mod backend;
+pub mod copy;
+pub mod lease;
+mod location;
+mod postgres;
+mod sqlite;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+pub use backend::Backend;
+pub use lease::{Fence, Holder, LeaseError};
+pub use location::Location;
 
 /// One session's metadata row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,6 +77,8 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error("cannot open the session store {location}: {message}")]
+    Connect { location: String, message: String },
     #[error(
         "the session store {path} has schema version {found}, newer than this zeroclaw supports ({supported})"
     )]
@@ -77,69 +89,106 @@ pub enum StoreError {
     },
     #[error("session `{0}` is not in the store")]
     SessionNotFound(String),
+    #[error("session `{0}` is already in the store")]
+    SessionExists(String),
     #[error("workspace path {0} is not valid UTF-8")]
     NonUtf8Path(PathBuf),
     #[error("session store query failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("session store query failed: {0}")]
+    Postgres(String),
     #[error("corrupt JSON in the session store: {0}")]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
     #[error("the session store did not answer (its thread stopped or the operation panicked)")]
     Closed,
 }
 
-/// A handle to the session database; clones share one connection and thread.
+/// A handle to the session store; clones share one backend.
 #[derive(Clone)]
 pub struct Store {
-    worker: worker::Worker,
-    path: PathBuf,
+    backend: Arc<dyn Backend>,
+    location: Location,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
+        f.debug_struct("Store")
+            .field("location", &self.location.to_string())
+            .finish()
     }
 }
 
 impl Store {
-    /// Opens (creating parent directories and the file) and migrates the database at `path`.
+    /// Opens (creating parent directories and the file) and migrates the SQLite database at
+    /// `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let conn = schema::open(path)?;
         Ok(Store {
-            worker: worker::Worker::spawn(conn)?,
-            path: path.to_path_buf(),
+            backend: Arc::new(sqlite::SqliteBackend::open(path)?),
+            location: Location::Sqlite(path.to_path_buf()),
         })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Opens and migrates the store at `location`; `pool_size` bounds PostgreSQL connections.
+    /// Blocks the calling thread (a PostgreSQL store is reached from a private runtime while
+    /// the caller's is being built).
+    pub fn open_location(location: &Location, pool_size: usize) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open(path),
+            Location::Postgres(url) => Ok(Store {
+                backend: Arc::new(postgres::PgBackend::connect(url, pool_size)?),
+                location: location.clone(),
+            }),
+        }
+    }
+
+    /// [`Store::open_location`] from async code (tests, `store copy`).
+    pub async fn open_location_async(
+        location: &Location,
+        pool_size: usize,
+    ) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open(path),
+            Location::Postgres(url) => Ok(Store {
+                backend: Arc::new(postgres::PgBackend::connect_async(url, pool_size).await?),
+                location: location.clone(),
+            }),
+        }
+    }
+
+    /// Where the store is, for messages (a PostgreSQL password is never shown).
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// The SQLite file, when the store is one.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.location {
+            Location::Sqlite(path) => Some(path),
+            Location::Postgres(_) => None,
+        }
     }
 
     /// Inserts a new session; an existing id is an error.
     pub async fn create_session(&self, rec: SessionRecord) -> Result<(), StoreError> {
-        self.worker
-            .run(move |c| queries::create_session(c, &rec))
-            .await
+        self.backend.create_session(rec).await
     }
 
     pub async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
-        let id = id.to_owned();
-        self.worker.run(move |c| queries::get_session(c, &id)).await
+        self.backend.get_session(id.to_owned()).await
     }
 
     /// Every stored entry of the session, in the order it was appended.
     pub async fn history(&self, id: &str) -> Result<Vec<StoredEntry>, StoreError> {
-        let id = id.to_owned();
-        self.worker.run(move |c| queries::history(c, &id)).await
+        let turns = self.turns(id).await?;
+        Ok(turns.into_iter().flat_map(|t| t.entries).collect())
     }
 
     /// One transaction: appends the turn's entries (turn number = previous max + 1) and
     /// updates `last_activity`. Either all of a turn is stored or none of it.
     pub async fn append_turn(&self, id: &str, entries: Vec<StoredEntry>) -> Result<(), StoreError> {
-        let id = id.to_owned();
-        self.worker
-            .run(move |c| queries::append_turn(c, &id, &entries, None))
-            .await
+        self.write_turn(NewTurn::new(id, entries)).await
     }
 
     /// [`Store::append_turn`], recording in the same transaction how the turn ended (its ACP
@@ -150,23 +199,25 @@ impl Store {
         entries: Vec<StoredEntry>,
         stop_reason: &str,
     ) -> Result<(), StoreError> {
-        let id = id.to_owned();
-        let reason = stop_reason.to_owned();
-        self.worker
-            .run(move |c| queries::append_turn(c, &id, &entries, Some(&reason)))
-            .await
+        let mut turn = NewTurn::new(id, entries);
+        turn.stop_reason = Some(stop_reason.to_owned());
+        self.write_turn(turn).await
+    }
+
+    /// Appends `turn` in one transaction; with a fence, only while that lease is still the
+    /// session's (else [`LeaseError::Fenced`], and nothing is written).
+    pub async fn write_turn(&self, turn: NewTurn) -> Result<(), StoreError> {
+        self.backend.append_turn(turn).await
     }
 
     /// The session's history grouped by turn, with each turn's stop reason.
     pub async fn turns(&self, id: &str) -> Result<Vec<StoredTurn>, StoreError> {
-        let id = id.to_owned();
-        self.worker.run(move |c| queries::turns(c, &id)).await
+        self.backend.turns(id.to_owned()).await
     }
 
     /// Sets `last_activity` to now; a missing session is [`StoreError::SessionNotFound`].
     pub async fn touch(&self, id: &str) -> Result<(), StoreError> {
-        let id = id.to_owned();
-        self.worker.run(move |c| queries::touch(c, &id)).await
+        self.backend.touch(id.to_owned()).await
     }
 
     /// All sessions, most recently active first.
@@ -177,15 +228,82 @@ impl Store {
 
     /// All sessions with their history sizes, most recently active first.
     pub async fn list_summaries(&self) -> Result<Vec<SessionSummary>, StoreError> {
-        self.worker.run(queries::list_summaries).await
+        self.backend.list_summaries().await
     }
 
-    /// Deletes the session and (by cascade) its history; `false` when it did not exist.
+    /// Deletes the session and (by cascade) its history and lease; `false` when it did not
+    /// exist.
     pub async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
-        let id = id.to_owned();
-        self.worker
-            .run(move |c| queries::delete_session(c, &id))
-            .await
+        self.backend.delete_session(id.to_owned()).await
+    }
+
+    /// Writes a whole session as it was elsewhere (`store copy`): its row and every turn, in
+    /// one transaction; an existing id is [`StoreError::SessionExists`].
+    pub async fn import_session(
+        &self,
+        rec: SessionRecord,
+        turns: Vec<StoredTurn>,
+    ) -> Result<(), StoreError> {
+        self.backend.import_session(rec, turns).await
+    }
+
+    /// Claims `session` for `holder` for `ttl_ms` (see [`lease`]).
+    pub async fn acquire_lease(
+        &self,
+        session: &str,
+        holder: &Holder,
+        ttl_ms: i64,
+    ) -> Result<Fence, StoreError> {
+        let request = lease::Request::new(session, holder, ttl_ms);
+        self.backend.acquire_lease(request).await
+    }
+
+    /// Claims `session` even though its lease is unexpired, provided it is still held by
+    /// `from` (a process of this host that has ended).
+    pub async fn steal_lease(
+        &self,
+        session: &str,
+        holder: &Holder,
+        ttl_ms: i64,
+        from: &str,
+    ) -> Result<Fence, StoreError> {
+        let mut request = lease::Request::new(session, holder, ttl_ms);
+        request.steal_from = Some(from.to_owned());
+        self.backend.acquire_lease(request).await
+    }
+
+    /// Extends the leases in `fences` by `ttl_ms`; answers those no longer held.
+    pub async fn renew_leases(
+        &self,
+        fences: Vec<Fence>,
+        ttl_ms: i64,
+    ) -> Result<Vec<Fence>, StoreError> {
+        self.backend.renew_leases(fences, ttl_ms).await
+    }
+
+    /// Gives the lease up (a no-op when it was taken over).
+    pub async fn release_lease(&self, fence: Fence) -> Result<(), StoreError> {
+        self.backend.release_lease(fence).await
+    }
+}
+
+/// One turn to append: its entries, how it ended, and the lease it is written under.
+#[derive(Debug, Clone)]
+pub struct NewTurn {
+    pub session: String,
+    pub entries: Vec<StoredEntry>,
+    pub stop_reason: Option<String>,
+    pub fence: Option<Fence>,
+}
+
+impl NewTurn {
+    pub fn new(session: &str, entries: Vec<StoredEntry>) -> NewTurn {
+        NewTurn {
+            session: session.to_owned(),
+            entries,
+            stop_reason: None,
+            fence: None,
+        }
     }
 }
 

@@ -207,6 +207,7 @@ fn scrub_env(cmd: &mut Command) {
             cmd.env_remove(key);
         }
     }
+    cmd.envs(super::store_under_test::env());
 }
 
 /// A running `zeroclaw acp` process and the client side of its connection.

@@ -37,6 +37,7 @@ pub fn scrubbed(program: &str, config_dir: &Path) -> Command {
     }
     cmd.env_remove("NOTIFY_SOCKET").env_remove("WATCHDOG_USEC");
     cmd.env("ZEROCLAW_CONFIG_DIR", config_dir);
+    cmd.envs(super::store_under_test::env());
     cmd
 }
 

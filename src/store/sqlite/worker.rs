@@ -5,7 +5,7 @@ use std::sync::mpsc;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::StoreError;
+use crate::store::StoreError;
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::StoreError;
+use crate::store::StoreError;
 
 /// Each entry migrates from version `index` to `index + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -34,6 +34,13 @@ const MIGRATIONS: &[&str] = &[
         turn        INTEGER NOT NULL,
         stop_reason TEXT NOT NULL,
         PRIMARY KEY (session_id, turn)
+    ) WITHOUT ROWID;",
+    // 2 -> 3: which process runs each session's turns (`store::lease`).
+    "CREATE TABLE session_leases (
+        session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        holder     TEXT NOT NULL,
+        token      INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
     ) WITHOUT ROWID;",
 ];
 

@@ -1,0 +1,83 @@
+//! `zeroclaw store migrate | copy`: bring the configured session store to this version's
+//! schema, and move an installation's sessions from one store to another
+//! (`--from sqlite:PATH --to postgres://…`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::config::Config;
+use crate::store::{Location, Store, copy};
+
+/// `zeroclaw store ...`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, else ~/.zeroclaw).
+    #[arg(long, global = true)]
+    pub config_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: StoreCommand,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum StoreCommand {
+    /// Create or migrate the configured store (`[store] url`) and print where it is.
+    Migrate,
+    /// Copy every session with its history from one store to another; the target must not
+    /// hold any of the sessions yet.
+    Copy {
+        /// `sqlite:PATH` or `postgres://…` (default: the configured store).
+        #[arg(long)]
+        from: Option<String>,
+        /// `sqlite:PATH` or `postgres://…`.
+        #[arg(long)]
+        to: String,
+    },
+}
+
+pub fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
+    let config = Config::load(args.config_dir.as_deref())?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        match args.command {
+            StoreCommand::Migrate => {
+                let location = config.store_location();
+                Store::open_location_async(&location, 1).await?;
+                println!("session store ready: {location}");
+                Ok(ExitCode::SUCCESS)
+            }
+            StoreCommand::Copy { from, to } => {
+                let from = match from {
+                    Some(url) => parse(&url, &config, "--from")?,
+                    None => config.store_location(),
+                };
+                let to = parse(&to, &config, "--to")?;
+                anyhow::ensure!(from != to, "--from and --to name the same store ({to})");
+                if let Location::Sqlite(path) = &from {
+                    anyhow::ensure!(path.is_file(), "no session store at {}", path.display());
+                }
+                let source = Store::open_location_async(&from, 2)
+                    .await
+                    .with_context(|| format!("opening {from}"))?;
+                let target = Store::open_location_async(&to, 2)
+                    .await
+                    .with_context(|| format!("opening {to}"))?;
+                let copied = copy::copy_all(&source, &target)
+                    .await
+                    .with_context(|| format!("copying {from} to {to}"))?;
+                println!(
+                    "copied {} sessions ({} turns, {} entries) from {from} to {to}",
+                    copied.sessions, copied.turns, copied.entries
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    })
+}
+
+fn parse(url: &str, config: &Config, flag: &str) -> anyhow::Result<Location> {
+    Location::parse(url, &config.config_dir).map_err(|message| anyhow::anyhow!("{flag}: {message}"))
+}

@@ -1,0 +1,27 @@
+//! The operations every store backend answers the same way; [`super::Store`] is a handle over
+//! one of them.
+
+use futures::future::BoxFuture;
+
+use super::lease::Request;
+use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredTurn};
+
+type Answer<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+
+/// A session store: SQLite ([`super::sqlite`]) or PostgreSQL ([`super::postgres`]).
+///
+/// Each method is one transaction. The backends share the semantics documented on
+/// [`super::Store`]; the suite in `tests/store.rs` runs against both.
+pub trait Backend: Send + Sync {
+    fn create_session(&self, rec: SessionRecord) -> Answer<'_, ()>;
+    fn get_session(&self, id: String) -> Answer<'_, Option<SessionRecord>>;
+    fn turns(&self, id: String) -> Answer<'_, Vec<StoredTurn>>;
+    fn append_turn(&self, turn: NewTurn) -> Answer<'_, ()>;
+    fn touch(&self, id: String) -> Answer<'_, ()>;
+    fn list_summaries(&self) -> Answer<'_, Vec<SessionSummary>>;
+    fn delete_session(&self, id: String) -> Answer<'_, bool>;
+    fn import_session(&self, rec: SessionRecord, turns: Vec<StoredTurn>) -> Answer<'_, ()>;
+    fn acquire_lease(&self, request: Request) -> Answer<'_, Fence>;
+    fn renew_leases(&self, fences: Vec<Fence>, ttl_ms: i64) -> Answer<'_, Vec<Fence>>;
+    fn release_lease(&self, fence: Fence) -> Answer<'_, ()>;
+}

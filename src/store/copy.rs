@@ -1,0 +1,28 @@
+//! `zeroclaw store copy`: every session of one store, with its whole history, into another.
+
+use super::{Store, StoreError};
+
+/// What a copy did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Copied {
+    pub sessions: usize,
+    pub turns: usize,
+    pub entries: usize,
+}
+
+/// Copies each session of `from` into `to` (one transaction per session), oldest first; a
+/// session id already in `to` stops the copy with [`StoreError::SessionExists`], having copied
+/// the ones before it.
+pub async fn copy_all(from: &Store, to: &Store) -> Result<Copied, StoreError> {
+    let mut summaries = from.list_summaries().await?;
+    summaries.reverse();
+    let mut copied = Copied::default();
+    for summary in summaries {
+        let turns = from.turns(&summary.record.id).await?;
+        copied.sessions += 1;
+        copied.turns += turns.len();
+        copied.entries += turns.iter().map(|t| t.entries.len()).sum::<usize>();
+        to.import_session(summary.record, turns).await?;
+    }
+    Ok(copied)
+}

@@ -1,0 +1,90 @@
+//! The embedded SQLite backend: one connection owned by a dedicated thread ([`worker`]); every
+//! operation is a closure sent there, so the executor never blocks on disk. [`schema`] opens the
+//! file (WAL, busy timeout, foreign keys) and migrates it through `PRAGMA user_version`;
+//! [`queries`] holds the SQL.
+
+mod queries;
+mod schema;
+mod worker;
+
+use std::path::Path;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+use super::backend::Backend;
+use super::lease::Request;
+use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredTurn};
+
+pub struct SqliteBackend {
+    worker: worker::Worker,
+}
+
+impl SqliteBackend {
+    pub fn open(path: &Path) -> Result<SqliteBackend, StoreError> {
+        let conn = schema::open(path)?;
+        Ok(SqliteBackend {
+            worker: worker::Worker::spawn(conn)?,
+        })
+    }
+}
+
+type Answer<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+
+impl Backend for SqliteBackend {
+    fn create_session(&self, rec: SessionRecord) -> Answer<'_, ()> {
+        self.worker
+            .run(move |c| queries::create_session(c, &rec))
+            .boxed()
+    }
+
+    fn get_session(&self, id: String) -> Answer<'_, Option<SessionRecord>> {
+        self.worker.run(move |c| queries::get_session(c, &id)).boxed()
+    }
+
+    fn turns(&self, id: String) -> Answer<'_, Vec<StoredTurn>> {
+        self.worker.run(move |c| queries::turns(c, &id)).boxed()
+    }
+
+    fn append_turn(&self, turn: NewTurn) -> Answer<'_, ()> {
+        self.worker.run(move |c| queries::append_turn(c, &turn)).boxed()
+    }
+
+    fn touch(&self, id: String) -> Answer<'_, ()> {
+        self.worker.run(move |c| queries::touch(c, &id)).boxed()
+    }
+
+    fn list_summaries(&self) -> Answer<'_, Vec<SessionSummary>> {
+        self.worker.run(queries::list_summaries).boxed()
+    }
+
+    fn delete_session(&self, id: String) -> Answer<'_, bool> {
+        self.worker
+            .run(move |c| queries::delete_session(c, &id))
+            .boxed()
+    }
+
+    fn import_session(&self, rec: SessionRecord, turns: Vec<StoredTurn>) -> Answer<'_, ()> {
+        self.worker
+            .run(move |c| queries::import_session(c, &rec, &turns))
+            .boxed()
+    }
+
+    fn acquire_lease(&self, request: Request) -> Answer<'_, Fence> {
+        self.worker
+            .run(move |c| queries::acquire_lease(c, &request))
+            .boxed()
+    }
+
+    fn renew_leases(&self, fences: Vec<Fence>, ttl_ms: i64) -> Answer<'_, Vec<Fence>> {
+        self.worker
+            .run(move |c| queries::renew_leases(c, &fences, ttl_ms))
+            .boxed()
+    }
+
+    fn release_lease(&self, fence: Fence) -> Answer<'_, ()> {
+        self.worker
+            .run(move |c| queries::release_lease(c, &fence))
+            .boxed()
+    }
+}
