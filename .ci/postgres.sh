@@ -2,7 +2,7 @@
 # A throw-away PostgreSQL cluster on loopback for the tests that need one (the PostgreSQL session
 # store). `start DIR PORT` makes and starts it and prints its URL; `stop DIR` stops it and removes
 # DIR. As root the server runs as the `postgres` user (the server refuses to run as root).
-# The tests read the URL from ZEROCLAW_TEST_POSTGRES_URL and make one database per test.
+# The tests read the URL from ZC_TEST_POSTGRES_URL and make one database per test.
 set -euo pipefail
 cmd="${1:?start DIR PORT | stop DIR}"
 dir="${2:?DIR}"

@@ -74,20 +74,29 @@ async fn history_round_trips(o: Opened) {
     assert_eq!(turns.len(), 2);
     assert_eq!(turns[0].number, 1);
     assert_eq!(turns[0].stop_reason, None);
-    assert_eq!(turns[0].entries, vec![entry("user", 1), entry("assistant", 2)]);
+    assert_eq!(
+        turns[0].entries,
+        vec![entry("user", 1), entry("assistant", 2)]
+    );
     assert_eq!(turns[1].stop_reason.as_deref(), Some("cancelled"));
     let history = s.history("s1").await.unwrap();
     assert_eq!(history.len(), 3);
     let rec = s.get_session("s1").await.unwrap().unwrap();
     assert_eq!(rec.mcp_servers, record("s1", 0).mcp_servers);
-    assert!(rec.last_activity > 1_000, "append_turn updates last_activity");
+    assert!(
+        rec.last_activity > 1_000,
+        "append_turn updates last_activity"
+    );
     assert!(s.get_session("nope").await.unwrap().is_none());
 }
 
 async fn unknown_sessions_and_duplicates_are_errors(o: Opened) {
     let s = &o.store;
     let err = s.append_turn("ghost", vec![entry("user", 1)]).await;
-    assert!(matches!(err, Err(StoreError::SessionNotFound(_))), "{err:?}");
+    assert!(
+        matches!(err, Err(StoreError::SessionNotFound(_))),
+        "{err:?}"
+    );
     s.create_session(record("d", 1)).await.unwrap();
     let dup = s.create_session(record("d", 2)).await;
     assert!(matches!(dup, Err(StoreError::SessionExists(_))), "{dup:?}");
@@ -118,7 +127,10 @@ async fn list_order_and_cascading_delete(o: Opened) {
     // The lease went with it: re-creating the id starts from a free lease.
     s.create_session(record("old", 3)).await.unwrap();
     let other = Holder::from_name("h/2/b");
-    assert_eq!(s.acquire_lease("old", &other, 60_000).await.unwrap().token, 1);
+    assert_eq!(
+        s.acquire_lease("old", &other, 60_000).await.unwrap().token,
+        1
+    );
 }
 
 async fn a_held_lease_refuses_others_until_it_expires(o: Opened) {
@@ -128,7 +140,11 @@ async fn a_held_lease_refuses_others_until_it_expires(o: Opened) {
     let b = Holder::from_name("host-b/20/y");
     let fa = s.acquire_lease("l", &a, 400).await.unwrap();
     assert_eq!(fa.token, 1);
-    assert_eq!(s.acquire_lease("l", &a, 400).await.unwrap(), fa, "re-claim keeps the token");
+    assert_eq!(
+        s.acquire_lease("l", &a, 400).await.unwrap(),
+        fa,
+        "re-claim keeps the token"
+    );
     match s.acquire_lease("l", &b, 400).await {
         Err(StoreError::Lease(LeaseError::Held { holder, .. })) => assert_eq!(holder, a.as_str()),
         other => panic!("expected Held, got {other:?}"),
@@ -139,7 +155,12 @@ async fn a_held_lease_refuses_others_until_it_expires(o: Opened) {
     // The renewal of the old holder reports the loss.
     let lost = s.renew_leases(vec![fa.clone()], 60_000).await.unwrap();
     assert_eq!(lost, vec![fa]);
-    assert!(s.renew_leases(vec![fb.clone()], 60_000).await.unwrap().is_empty());
+    assert!(
+        s.renew_leases(vec![fb.clone()], 60_000)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn a_stale_holder_cannot_write_after_a_takeover(o: Opened) {
@@ -164,7 +185,11 @@ async fn a_stale_holder_cannot_write_after_a_takeover(o: Opened) {
     by_b.fence = Some(fb);
     s.write_turn(by_b).await.unwrap();
     let entries = s.history("f").await.unwrap();
-    assert_eq!(entries, vec![entry("user", 1), entry("user", 3)], "nothing of the stale turn");
+    assert_eq!(
+        entries,
+        vec![entry("user", 1), entry("user", 3)],
+        "nothing of the stale turn"
+    );
 }
 
 async fn a_released_lease_is_free_at_once(o: Opened) {
@@ -179,7 +204,10 @@ async fn a_released_lease_is_free_at_once(o: Opened) {
     // Stealing names the exact holder it takes from.
     let c = Holder::from_name("host-c/30/z");
     let wrong = s.steal_lease("r", &c, 1_000, "host-a/10/x").await;
-    assert!(matches!(wrong, Err(StoreError::Lease(LeaseError::Held { .. }))));
+    assert!(matches!(
+        wrong,
+        Err(StoreError::Lease(LeaseError::Held { .. }))
+    ));
     let stolen: Fence = s.steal_lease("r", &c, 1_000, b.as_str()).await.unwrap();
     assert_eq!(stolen.token, fb.token + 1);
 }
@@ -195,7 +223,10 @@ async fn concurrent_claims_have_one_winner(o: Opened) {
         })
     });
     let results = futures::future::join_all(claims).await;
-    let won = results.iter().filter(|r| r.as_ref().unwrap().is_ok()).count();
+    let won = results
+        .iter()
+        .filter(|r| r.as_ref().unwrap().is_ok())
+        .count();
     assert_eq!(won, 1, "{results:?}");
 }
 
@@ -204,9 +235,13 @@ async fn copy_round_trips_to_the_other_backend(o: Opened) {
     for (i, id) in ["a", "b", "c"].iter().enumerate() {
         s.create_session(record(id, i as i64 + 1)).await.unwrap();
         for t in 0..3 {
-            s.append_ended_turn(id, vec![entry("user", t), entry("assistant", t)], "end_turn")
-                .await
-                .unwrap();
+            s.append_ended_turn(
+                id,
+                vec![entry("user", t), entry("assistant", t)],
+                "end_turn",
+            )
+            .await
+            .unwrap();
         }
     }
     s.append_turn("b", vec![entry("user", 9)]).await.unwrap();
@@ -228,7 +263,10 @@ async fn copy_round_trips_to_the_other_backend(o: Opened) {
     assert_eq!((copied.sessions, copied.turns, copied.entries), (3, 10, 19));
     assert_same(s, &other).await;
     let again = copy::copy_all(s, &other).await;
-    assert!(matches!(again, Err(StoreError::SessionExists(_))), "{again:?}");
+    assert!(
+        matches!(again, Err(StoreError::SessionExists(_))),
+        "{again:?}"
+    );
 }
 
 async fn assert_same(a: &Store, b: &Store) {
@@ -237,7 +275,11 @@ async fn assert_same(a: &Store, b: &Store) {
     assert_eq!(left, right);
     for summary in left {
         let id = &summary.record.id;
-        assert_eq!(a.turns(id).await.unwrap(), b.turns(id).await.unwrap(), "{id}");
+        assert_eq!(
+            a.turns(id).await.unwrap(),
+            b.turns(id).await.unwrap(),
+            "{id}"
+        );
     }
 }
 

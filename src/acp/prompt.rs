@@ -104,7 +104,9 @@ async fn persist(
                 conn.server.leases.lost(&session.id);
             }
             tracing::error!(session = %session.id, %error, "storing the turn failed");
-            return Err(RpcError::internal(format!("the turn was not saved: {error}")));
+            return Err(RpcError::internal(format!(
+                "the turn was not saved: {error}"
+            )));
         }
     }
     session.append_history(&outcome.entries);

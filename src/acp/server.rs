@@ -32,8 +32,8 @@ impl Server {
     /// Opens the store (falling back to memory) and starts the idle reaper. Must run inside a
     /// Tokio runtime.
     pub fn start(config: Config) -> Arc<Server> {
-        let store = open_store(&config.store_location(), config.store.pool_size)
-            .unwrap_or_else(|error| {
+        let store =
+            open_store(&config.store_location(), config.store.pool_size).unwrap_or_else(|error| {
                 eprintln!("zeroclaw: running in memory: {error:#}");
                 None
             });

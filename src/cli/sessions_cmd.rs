@@ -137,10 +137,7 @@ fn print_table(header: &[&str; COLUMNS], rows: &[[String; COLUMNS]]) {
 
 async fn show(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
     let Some(rec) = store.get_session(id).await? else {
-        eprintln!(
-            "error: session `{id}` not found in {}",
-            store.location()
-        );
+        eprintln!("error: session `{id}` not found in {}", store.location());
         return Ok(ExitCode::FAILURE);
     };
     let turns = store.turns(id).await.context("reading the history")?;
@@ -171,10 +168,7 @@ async fn delete(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
         println!("deleted session {id}");
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!(
-            "error: session `{id}` not found in {}",
-            store.location()
-        );
+        eprintln!("error: session `{id}` not found in {}", store.location());
         Ok(ExitCode::FAILURE)
     }
 }

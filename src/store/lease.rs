@@ -100,7 +100,9 @@ impl Request {
 /// Why a lease could not be taken or used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LeaseError {
-    #[error("session `{session}` is leased by {holder} until its lease expires in {expires_in_ms} ms")]
+    #[error(
+        "session `{session}` is leased by {holder} until its lease expires in {expires_in_ms} ms"
+    )]
     Held {
         session: String,
         holder: String,

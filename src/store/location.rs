@@ -18,7 +18,10 @@ impl Location {
         if let Some(path) = url.strip_prefix("sqlite:") {
             let path = path.strip_prefix("//").unwrap_or(path);
             if path.is_empty() {
-                return Err("`sqlite:` needs a file path, e.g. `sqlite:/var/lib/zeroclaw/sessions.db`".into());
+                return Err(
+                    "`sqlite:` needs a file path, e.g. `sqlite:/var/lib/zeroclaw/sessions.db`"
+                        .into(),
+                );
             }
             let path = PathBuf::from(path);
             return Ok(Location::Sqlite(if path.is_absolute() {

@@ -16,11 +16,14 @@ pub const CONTRACT_ERROR_CODES: [i64; 9] = [
     -32700, -32600, -32601, -32602, -32603, -32800, -32000, -32001, -32003,
 ];
 
-/// The zeroclaw-specific codes and the `data.reason` each must carry (§2).
-pub const ZEROCLAW_ERROR_REASONS: [(i64, &str); 3] = [
+/// The zeroclaw-specific codes and the `data.reason` each may carry (§2): SESSION_BUSY is
+/// `session_busy` for a running turn here, `leased_elsewhere` while another daemon holds the
+/// session's lease (a shared store).
+pub const ZEROCLAW_ERROR_REASONS: [(i64, &str); 4] = [
     (-32000, "session_not_found"),
     (-32001, "session_limit_reached"),
     (-32003, "session_busy"),
+    (-32003, "leased_elsewhere"),
 ];
 
 /// The `sessionUpdate` kinds the contract says zeroclaw emits (§3).
@@ -124,11 +127,14 @@ fn check_error(id: &Value, error: &Value, sent: &SentRequest) -> Result<(), Stri
     if !CONTRACT_ERROR_CODES.contains(&code) {
         return Err(format!("error code {code} is not in the contract"));
     }
-    if let Some((_, reason)) = ZEROCLAW_ERROR_REASONS.iter().find(|(c, _)| *c == code)
-        && error["data"]["reason"] != *reason
-    {
+    let allowed: Vec<&str> = ZEROCLAW_ERROR_REASONS
+        .iter()
+        .filter(|(c, _)| *c == code)
+        .map(|(_, reason)| *reason)
+        .collect();
+    if !allowed.is_empty() && !allowed.iter().any(|r| error["data"]["reason"] == *r) {
         return Err(format!(
-            "error {code} lacks data.reason = {reason:?}: {error}"
+            "error {code} lacks data.reason = one of {allowed:?}: {error}"
         ));
     }
     Ok(())

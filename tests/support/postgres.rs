@@ -1,4 +1,4 @@
-//! A private PostgreSQL database per test on the server named by `ZEROCLAW_TEST_POSTGRES_URL`
+//! A private PostgreSQL database per test on the server named by `ZC_TEST_POSTGRES_URL`
 //! (`.ci/run` starts one with `.ci/postgres.sh`). Without the variable the test is skipped with
 //! a printed reason; with `CI=true` that is a failure. The database is dropped when the
 //! [`TestDb`] is.
@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The variable naming the server's admin URL.
-pub const URL_VAR: &str = "ZEROCLAW_TEST_POSTGRES_URL";
+pub const URL_VAR: &str = "ZC_TEST_POSTGRES_URL";
 
 /// One database made for one test.
 pub struct TestDb {

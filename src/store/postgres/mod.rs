@@ -57,7 +57,10 @@ impl PgBackend {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool.get().await.map_err(|e| StoreError::Postgres(e.to_string()))
+        self.pool
+            .get()
+            .await
+            .map_err(|e| StoreError::Postgres(e.to_string()))
     }
 }
 

@@ -119,7 +119,15 @@ pub async fn append_turn(
         .await
         .map_err(pg_error)?
         .get(0);
-    insert_turn(&*tx, id, number, &turn.entries, turn.stop_reason.as_deref(), now).await?;
+    insert_turn(
+        &*tx,
+        id,
+        number,
+        &turn.entries,
+        turn.stop_reason.as_deref(),
+        now,
+    )
+    .await?;
     tx.commit().await.map_err(pg_error)
 }
 
@@ -187,7 +195,15 @@ pub async fn import_session(
     insert_session(&*tx, rec).await?;
     for turn in turns {
         let reason = turn.stop_reason.as_deref();
-        insert_turn(&*tx, &rec.id, turn.number, &turn.entries, reason, rec.last_activity).await?;
+        insert_turn(
+            &*tx,
+            &rec.id,
+            turn.number,
+            &turn.entries,
+            reason,
+            rec.last_activity,
+        )
+        .await?;
     }
     tx.commit().await.map_err(pg_error)
 }

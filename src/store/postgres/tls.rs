@@ -23,7 +23,9 @@ pub fn client_config(url: &str) -> Result<(tokio_postgres::Config, MakeRustlsCon
     match root_cert {
         Some(path) => {
             let pem = std::fs::read(&path).map_err(|e| format!("sslrootcert {path}: {e}"))?;
-            for cert in rustls_pemfile_certs(&pem).map_err(|e| format!("sslrootcert {path}: {e}"))? {
+            for cert in
+                rustls_pemfile_certs(&pem).map_err(|e| format!("sslrootcert {path}: {e}"))?
+            {
                 roots
                     .add(cert)
                     .map_err(|e| format!("sslrootcert {path}: {e}"))?;
@@ -103,7 +105,10 @@ mod tests {
 
     #[test]
     fn sslrootcert_is_ours_not_the_drivers() {
-        let (url, cert) = take_param("postgres://h/db?sslrootcert=/ca.pem&sslmode=require", "sslrootcert");
+        let (url, cert) = take_param(
+            "postgres://h/db?sslrootcert=/ca.pem&sslmode=require",
+            "sslrootcert",
+        );
         assert_eq!(url, "postgres://h/db?sslmode=require");
         assert_eq!(cert.as_deref(), Some("/ca.pem"));
         let err = client_config("postgres://h/db?sslrootcert=/nonexistent/ca.pem").unwrap_err();

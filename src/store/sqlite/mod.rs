@@ -39,7 +39,9 @@ impl Backend for SqliteBackend {
     }
 
     fn get_session(&self, id: String) -> Answer<'_, Option<SessionRecord>> {
-        self.worker.run(move |c| queries::get_session(c, &id)).boxed()
+        self.worker
+            .run(move |c| queries::get_session(c, &id))
+            .boxed()
     }
 
     fn turns(&self, id: String) -> Answer<'_, Vec<StoredTurn>> {
@@ -47,7 +49,9 @@ impl Backend for SqliteBackend {
     }
 
     fn append_turn(&self, turn: NewTurn) -> Answer<'_, ()> {
-        self.worker.run(move |c| queries::append_turn(c, &turn)).boxed()
+        self.worker
+            .run(move |c| queries::append_turn(c, &turn))
+            .boxed()
     }
 
     fn touch(&self, id: String) -> Answer<'_, ()> {

@@ -18,7 +18,11 @@ pub fn create_session(conn: &mut Connection, rec: &SessionRecord) -> Result<(), 
 
 fn insert_session(conn: &Connection, rec: &SessionRecord) -> Result<(), StoreError> {
     if conn
-        .query_row("SELECT 1 FROM sessions WHERE id = ?1", [&rec.id], |_| Ok(()))
+        .query_row(
+            "SELECT 1 FROM sessions WHERE id = ?1",
+            [&rec.id],
+            |_| Ok(()),
+        )
         .optional()?
         .is_some()
     {
@@ -104,7 +108,14 @@ pub fn append_turn(conn: &mut Connection, turn: &NewTurn) -> Result<(), StoreErr
         [id],
         |r| r.get(0),
     )?;
-    insert_turn(&tx, id, number, &turn.entries, turn.stop_reason.as_deref(), now)?;
+    insert_turn(
+        &tx,
+        id,
+        number,
+        &turn.entries,
+        turn.stop_reason.as_deref(),
+        now,
+    )?;
     tx.commit()?;
     Ok(())
 }
@@ -164,7 +175,14 @@ pub fn import_session(
     insert_session(&tx, rec)?;
     for turn in turns {
         let reason = turn.stop_reason.as_deref();
-        insert_turn(&tx, &rec.id, turn.number, &turn.entries, reason, rec.last_activity)?;
+        insert_turn(
+            &tx,
+            &rec.id,
+            turn.number,
+            &turn.entries,
+            reason,
+            rec.last_activity,
+        )?;
     }
     tx.commit()?;
     Ok(())

@@ -1,0 +1,177 @@
+//! Several daemons on one PostgreSQL store: a session made on one is listed, loaded and
+//! continued on another after the first is `kill -9`ed; while one daemon holds a session's
+//! lease the other's prompts get SESSION_BUSY (`leased_elsewhere`); a holder paused past its
+//! lease and taken over never writes again. Skipped (printed) without a PostgreSQL server,
+//! a failure with `CI=true`.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::acp_client::{AcpClient, is_response, prompt_params};
+use support::model_server::{ModelServer, Reply, finish, text, text_reply};
+use support::postgres::TestDb;
+use support::ws_conn::{Endpoint, Upgrade};
+use support::ws_daemon::Daemon;
+
+/// A daemon on the shared database, with a short lease so takeovers are quick.
+fn daemon(db: &TestDb, model: &ModelServer) -> Daemon {
+    Daemon::builder()
+        .model(model.base_url())
+        .env("ZEROCLAW_store__url", db.url.clone())
+        .env("ZEROCLAW_store__lease_secs", "2")
+        .spawn()
+}
+
+/// A client of `daemon` over its Unix socket (the same local principal on every daemon).
+fn client(daemon: &Daemon) -> AcpClient {
+    let unix = Upgrade::new(Endpoint::Unix(daemon.unix().to_path_buf()));
+    let client = AcpClient::connect(&unix, daemon.config_dir()).unwrap();
+    let init = client.initialize();
+    assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
+    client
+}
+
+fn load(client: &AcpClient, session: &str, cwd: &std::path::Path) -> Value {
+    client.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+    )
+}
+
+/// The users' lines stored for `session`, read from the database itself.
+fn stored_user_texts(db: &TestDb, session: &str) -> String {
+    db.query_text(&format!(
+        "SELECT COALESCE(string_agg(payload, '|' ORDER BY turn, seq), '') FROM messages
+         WHERE session_id = '{session}' AND kind = 'user'"
+    ))
+    .unwrap_or_default()
+}
+
+#[test]
+fn a_session_continues_on_another_daemon_after_kill_9() {
+    let Some(db) = TestDb::create() else { return };
+    let model = ModelServer::start_blocking(vec![text_reply("from a"), text_reply("from b")]);
+    let work = tempfile::tempdir().unwrap();
+    let mut a = daemon(&db, &model);
+    let b = daemon(&db, &model);
+    let on_a = client(&a);
+    let session = on_a.new_session(work.path());
+    assert_eq!(on_a.prompt(&session, "one")["result"]["content"], "from a");
+    a.launched.kill();
+
+    let list = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        .args(["sessions", "list"])
+        .env("ZEROCLAW_store__url", &db.url)
+        .env("ZEROCLAW_CONFIG_DIR", b.config_dir())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains(&session),
+        "{list:?}"
+    );
+
+    let on_b = client(&b);
+    assert_eq!(load(&on_b, &session, work.path()), json!({}));
+    let out = on_b.prompt(&session, "two");
+    assert_eq!(out["result"]["content"], "from b", "{out}");
+    let requests = model.requests();
+    let second = requests.last().unwrap().to_string();
+    assert!(
+        second.contains("from a"),
+        "B's model call carries A's turn: {second}"
+    );
+    let users = stored_user_texts(&db, &session);
+    assert!(users.contains("one") && users.contains("two"), "{users}");
+}
+
+#[test]
+fn prompts_for_one_session_on_two_daemons_run_on_exactly_one() {
+    let Some(db) = TestDb::create() else { return };
+    let slow = Reply::Sse(vec![
+        text("held "),
+        text("by a").delayed(800),
+        finish("stop"),
+    ]);
+    let model = ModelServer::start_blocking(vec![slow]);
+    let work = tempfile::tempdir().unwrap();
+    let a = daemon(&db, &model);
+    let b = daemon(&db, &model);
+    let on_a = client(&a);
+    let on_b = client(&b);
+    let session = on_a.new_session(work.path());
+    assert_eq!(
+        load(&on_b, &session, work.path()),
+        json!({}),
+        "B can read it"
+    );
+    let from_a = on_a.send_request("session/prompt", prompt_params(&session, "on a"));
+    let from_b = on_b.send_request("session/prompt", prompt_params(&session, "on b"));
+    let b_answer = on_b.wait_response(&from_b);
+    assert_eq!(b_answer["error"]["code"], -32003, "{b_answer}");
+    assert_eq!(
+        b_answer["error"]["data"]["reason"], "leased_elsewhere",
+        "{b_answer}"
+    );
+    assert!(
+        b_answer["error"]["data"]["holder"].is_string(),
+        "{b_answer}"
+    );
+    let a_answer = on_a.wait_response(&from_a);
+    assert_eq!(a_answer["result"]["content"], "held by a", "{a_answer}");
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "exactly one turn reached the model"
+    );
+    let users = stored_user_texts(&db, &session);
+    assert!(users.contains("on a") && !users.contains("on b"), "{users}");
+}
+
+#[test]
+fn a_paused_holder_taken_over_never_writes_again() {
+    let Some(db) = TestDb::create() else { return };
+    let model = ModelServer::start_blocking(vec![
+        text_reply("a first"),
+        text_reply("b after takeover"),
+        text_reply("a stale"),
+    ]);
+    let work = tempfile::tempdir().unwrap();
+    let a = daemon(&db, &model);
+    let b = daemon(&db, &model);
+    let on_a = client(&a);
+    let session = on_a.new_session(work.path());
+    on_a.prompt(&session, "first on a");
+    let pid = nix::unistd::Pid::from_raw(a.pid() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // A is alive but silent: B must wait for the 2 s lease to expire.
+    let on_b = client(&b);
+    assert_eq!(load(&on_b, &session, work.path()), json!({}));
+    let started = std::time::Instant::now();
+    let taken = loop {
+        let out = on_b.prompt(&session, "on b");
+        if out.get("result").is_some() {
+            break out;
+        }
+        assert_eq!(out["error"]["data"]["reason"], "leased_elsewhere", "{out}");
+        assert!(started.elapsed().as_secs() < 15, "the lease never expired");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    };
+    assert_eq!(taken["result"]["content"], "b after takeover");
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    let from = on_a.message_count();
+    let id = on_a.send_request("session/prompt", prompt_params(&session, "stale on a"));
+    let (_, stale) = on_a.wait_for_from(from, |m| is_response(m) && m["id"] == id);
+    assert!(
+        stale.get("error").is_some(),
+        "the stale holder's turn fails: {stale}"
+    );
+    let users = stored_user_texts(&db, &session);
+    assert!(
+        users.contains("first on a") && users.contains("on b"),
+        "{users}"
+    );
+    assert!(
+        !users.contains("stale on a"),
+        "nothing of the stale turn: {users}"
+    );
+}
