@@ -12,6 +12,7 @@ use support::model_server::{ModelServer, Reply, finish, text, text_reply};
 use support::postgres::TestDb;
 use support::ws_conn::{Endpoint, Upgrade};
 use support::ws_daemon::Daemon;
+use zeroclaw::store::{Location, Store};
 
 /// A daemon on the shared database, with a short lease so takeovers are quick.
 fn daemon(db: &TestDb, model: &ModelServer) -> Daemon {
@@ -173,5 +174,105 @@ fn a_paused_holder_taken_over_never_writes_again() {
     assert!(
         !users.contains("stale on a"),
         "nothing of the stale turn: {users}"
+    );
+}
+
+/// A private PostgreSQL server (`.ci/postgres.sh`) this test may stop and restart.
+struct PrivateServer {
+    dir: std::path::PathBuf,
+    port: u16,
+    url: String,
+}
+
+impl PrivateServer {
+    fn start() -> Option<PrivateServer> {
+        // Only where the shared server runs too (so the tools are there); skipped otherwise.
+        TestDb::create()?;
+        let dir =
+            std::path::PathBuf::from(format!("/var/tmp/zeroclaw-test-pg-{}", std::process::id()));
+        let port = 55_000 + (std::process::id() % 5_000) as u16;
+        let out = script(&["start", dir.to_str().unwrap(), &port.to_string()]);
+        let url = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        Some(PrivateServer { dir, port, url })
+    }
+    fn halt(&self) {
+        script(&["halt", self.dir.to_str().unwrap()]);
+    }
+    fn run(&self) {
+        script(&["run", self.dir.to_str().unwrap(), &self.port.to_string()]);
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        script(&["stop", self.dir.to_str().unwrap()]);
+    }
+}
+
+fn script(args: &[&str]) -> std::process::Output {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/postgres.sh");
+    let out = std::process::Command::new("bash")
+        .arg(path)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "postgres.sh {args:?}: {out:?}");
+    out
+}
+
+#[test]
+fn turns_fail_cleanly_while_postgres_is_down_and_work_after() {
+    let Some(server) = PrivateServer::start() else {
+        return;
+    };
+    let model = ModelServer::start_blocking(vec![
+        text_reply("before"),
+        text_reply("during"),
+        text_reply("after"),
+    ]);
+    let work = tempfile::tempdir().unwrap();
+    let daemon = Daemon::builder()
+        .model(model.base_url())
+        .env("ZEROCLAW_store__url", server.url.clone())
+        .spawn();
+    let on = client(&daemon);
+    let session = on.new_session(work.path());
+    assert_eq!(on.prompt(&session, "one")["result"]["content"], "before");
+    server.halt();
+    let down = on.prompt(&session, "two");
+    let message = down["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not saved"), "{down}");
+    server.run();
+    let mut after = on.prompt(&session, "three");
+    for _ in 0..20 {
+        if after.get("result").is_some() {
+            break;
+        }
+        // The pool's broken connections are replaced on the next checkout.
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        after = on.prompt(&session, "three");
+    }
+    assert_eq!(after["result"]["content"], "after", "{after}");
+    let fresh = client(&daemon);
+    let _ = fresh.call("session/new", json!({"cwd": work.path(), "mcpServers": []}));
+    drop(daemon);
+    let db = Store::open_location(&Location::Postgres(server.url.clone()), 1).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let turns = runtime.block_on(db.turns(&session)).unwrap();
+    let users: Vec<String> = turns
+        .iter()
+        .map(|t| t.entries[0].payload.to_string())
+        .collect();
+    assert_eq!(
+        turns.len(),
+        2,
+        "the turn during the outage left nothing: {users:?}"
+    );
+    assert!(
+        users[0].contains("one") && users[1].contains("three"),
+        "{users:?}"
     );
 }
