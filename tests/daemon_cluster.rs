@@ -276,3 +276,47 @@ fn turns_fail_cleanly_while_postgres_is_down_and_work_after() {
         "{users:?}"
     );
 }
+
+/// The head of the `/acp` upgrade response for a client naming `session`.
+fn upgrade_head(daemon: &Daemon, session: &str) -> String {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(daemon.tcp()).unwrap();
+    let request = format!(
+        "GET /acp HTTP/1.1\r\nHost: zeroclaw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Authorization: Bearer {}\r\nAcp-Session-Id: {session}\r\n\r\n",
+        daemon.token()
+    );
+    tcp.write_all(request.as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && tcp.read(&mut byte).unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap().to_ascii_lowercase()
+}
+
+#[test]
+fn the_upgrade_names_the_sessions_lease_holder_for_load_balancers() {
+    let Some(db) = TestDb::create() else { return };
+    let model = ModelServer::start_blocking(Vec::new());
+    let work = tempfile::tempdir().unwrap();
+    let a = daemon(&db, &model);
+    let b = daemon(&db, &model);
+    let session = client(&a).new_session(work.path());
+    let head = upgrade_head(&b, &session);
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(
+        head.contains(&format!("acp-session-id: {session}")),
+        "{head}"
+    );
+    let cookie = head
+        .lines()
+        .find(|l| l.starts_with("set-cookie: zeroclaw_daemon="))
+        .unwrap_or_else(|| panic!("no affinity cookie: {head}"));
+    assert!(
+        cookie.contains(&format!("/{}/", a.pid())),
+        "the cookie names daemon A (pid {}), which holds the lease: {cookie}",
+        a.pid()
+    );
+}

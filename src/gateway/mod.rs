@@ -11,6 +11,7 @@
 //! - [`daemon`]: `zeroclaw daemon` — start-up, signals (SIGTERM drain, SIGHUP reload), idle exit.
 //! - [`bridge`]: `zeroclaw-acp-bridge`, stdio ACP relayed to a daemon.
 
+pub mod affinity;
 pub mod auth;
 pub mod bridge;
 pub mod daemon;

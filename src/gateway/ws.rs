@@ -82,10 +82,13 @@ pub async fn acp(
             "subprotocols offered without {SUBPROTOCOL}: none selected (a browser will drop the connection; offer {SUBPROTOCOL} too)"
         );
     }
-    upgrade
+    let affinity = super::affinity::response_headers(&gateway.server, &headers).await;
+    let mut response = upgrade
         .max_message_size(socket_limit)
         .max_frame_size(socket_limit)
-        .on_upgrade(move |socket| serve_socket(gateway, socket, principal, agent, slot))
+        .on_upgrade(move |socket| serve_socket(gateway, socket, principal, agent, slot));
+    response.headers_mut().extend(affinity);
+    response
 }
 
 fn unauthorized() -> Response {

@@ -24,4 +24,5 @@ pub trait Backend: Send + Sync {
     fn acquire_lease(&self, request: Request) -> Answer<'_, Fence>;
     fn renew_leases(&self, fences: Vec<Fence>, ttl_ms: i64) -> Answer<'_, Vec<Fence>>;
     fn release_lease(&self, fence: Fence) -> Answer<'_, ()>;
+    fn lease_holder(&self, session: String) -> Answer<'_, Option<String>>;
 }

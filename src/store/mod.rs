@@ -281,6 +281,11 @@ impl Store {
         self.backend.renew_leases(fences, ttl_ms).await
     }
 
+    /// Who holds `session`'s lease now (expired or not), if anyone.
+    pub async fn lease_holder(&self, session: &str) -> Result<Option<String>, StoreError> {
+        self.backend.lease_holder(session.to_owned()).await
+    }
+
     /// Gives the lease up (a no-op when it was taken over).
     pub async fn release_lease(&self, fence: Fence) -> Result<(), StoreError> {
         self.backend.release_lease(fence).await

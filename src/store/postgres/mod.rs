@@ -129,6 +129,10 @@ impl Backend for PgBackend {
             .boxed()
     }
 
+    fn lease_holder(&self, session: String) -> Answer<'_, Option<String>> {
+        async move { queries::lease_holder(&**self.client().await?, &session).await }.boxed()
+    }
+
     fn release_lease(&self, fence: Fence) -> Answer<'_, ()> {
         async move { queries::release_lease(&**self.client().await?, &fence).await }.boxed()
     }

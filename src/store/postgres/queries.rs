@@ -285,6 +285,20 @@ pub async fn renew_leases(
     Ok(lost)
 }
 
+pub async fn lease_holder(
+    c: &impl GenericClient,
+    session: &str,
+) -> Result<Option<String>, StoreError> {
+    let row = c
+        .query_opt(
+            "SELECT holder FROM session_leases WHERE session_id = $1",
+            &[&session],
+        )
+        .await
+        .map_err(pg_error)?;
+    Ok(row.map(|r| r.get(0)))
+}
+
 pub async fn release_lease(c: &impl GenericClient, fence: &Fence) -> Result<(), StoreError> {
     c.execute(
         "DELETE FROM session_leases WHERE session_id = $1 AND holder = $2 AND token = $3",

@@ -86,6 +86,12 @@ impl Backend for SqliteBackend {
             .boxed()
     }
 
+    fn lease_holder(&self, session: String) -> Answer<'_, Option<String>> {
+        self.worker
+            .run(move |c| queries::lease_holder(c, &session))
+            .boxed()
+    }
+
     fn release_lease(&self, fence: Fence) -> Answer<'_, ()> {
         self.worker
             .run(move |c| queries::release_lease(c, &fence))

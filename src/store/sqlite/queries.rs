@@ -268,6 +268,11 @@ pub fn renew_leases(
     Ok(lost)
 }
 
+pub fn lease_holder(conn: &mut Connection, session: &str) -> Result<Option<String>, StoreError> {
+    let sql = "SELECT holder FROM session_leases WHERE session_id = ?1";
+    Ok(conn.query_row(sql, [session], |r| r.get(0)).optional()?)
+}
+
 pub fn release_lease(conn: &mut Connection, fence: &Fence) -> Result<(), StoreError> {
     conn.execute(
         "DELETE FROM session_leases WHERE session_id = ?1 AND holder = ?2 AND token = ?3",
