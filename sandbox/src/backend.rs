@@ -119,6 +119,18 @@ impl FromStr for BackendChoice {
     }
 }
 
+/// What the Landlock-only rung does not guarantee (no namespaces), for the `auto` error, the
+/// report's REDUCED lines and the docs. It is never chosen by `auto`, only by name.
+pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
+    ".git/hooks and .git/config are not protected (no mount namespace to make them read-only)",
+    "/tmp is the host's (only TMPDIR and HOME are private)",
+    "no Unix datagram socket can be made (a filter cannot read a sendto address)",
+    "the command's descendants cannot read /proc/self (only the command's own /proc entry is granted)",
+    "no user namespace: inotify instances and watches count against the host uid's own limits while the call runs",
+    "names and link targets of denied paths can be learned (stat, readlink and inotify_add_watch are not covered by Landlock; extended-attribute reads are refused)",
+    "/proc/net lists the host's sockets",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use crate::helper::{HELPER_ARG, INNER_ARG};
 use crate::plan::{MountOp, Plan};
+use crate::wire::{HELPER_ARG, INNER_ARG};
 
 /// Where the helper binary appears inside the bubblewrap sandbox.
 pub const HELPER_INSIDE: &str = "/.zeroclaw-helper";
@@ -51,7 +51,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
         push(&[&"--cap-add", &"CAP_SETPCAP"]);
     }
     if plan.seal_in_bwrap {
-        push(&[&"--dir", &crate::helper::mounts::EMPTY]);
+        push(&[&"--dir", &crate::wire::EMPTY_DIR]);
     }
     for op in &plan.mounts {
         match op {
@@ -234,7 +234,7 @@ mod tests {
             .map(|w| &w[1])
             .collect();
         assert_eq!(added, ["CAP_SYS_ADMIN", "CAP_SETPCAP"]);
-        assert!(has_seq(&v, &["--dir", crate::helper::mounts::EMPTY]));
+        assert!(has_seq(&v, &["--dir", crate::wire::EMPTY_DIR]));
     }
 
     #[test]

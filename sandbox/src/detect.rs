@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, BackendChoice};
+use crate::backend::{Backend, BackendChoice, LANDLOCK_RUNG_LIMITS};
 use crate::error::SandboxError;
 
 /// Landlock ABI at which every requested right is enforced.
@@ -356,7 +356,7 @@ fn cgroup_v2() -> Check {
 
 #[cfg(target_os = "linux")]
 fn memory_cgroup() -> Check {
-    let ok = crate::helper::cgroup::memory_usable();
+    let ok = crate::host::cgroup::memory_usable();
     Check {
         ok,
         detail: if ok {
@@ -373,7 +373,7 @@ fn memory_cgroup() -> Check {
 #[cfg(target_os = "linux")]
 fn process_limit_probe() -> ProcessLimitProbe {
     let processes = crate::Limits::default().processes;
-    let pid_max = crate::helper::pidns::usable(processes);
+    let pid_max = crate::host::pid_max::usable(processes);
     let pid_namespace_pid_max = Check {
         ok: pid_max,
         detail: if pid_max {
@@ -383,7 +383,7 @@ fn process_limit_probe() -> ProcessLimitProbe {
             "pid_max is global on this kernel (before Linux 6.14)".into()
         },
     };
-    let cgroup = crate::helper::cgroup::own_pids_cgroup();
+    let cgroup = crate::host::cgroup::own_pids_cgroup();
     let writable = cgroup
         .as_deref()
         .is_some_and(|dir| nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok());
@@ -533,18 +533,6 @@ fn status(backend: Backend, p: &impl ProbeSource) -> BackendStatus {
         reason: reasons.join("; "),
     }
 }
-
-/// What the Landlock-only rung does not guarantee (no namespaces), for the `auto` error, the
-/// report's REDUCED lines and the docs. It is never chosen by `auto`, only by name.
-pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
-    ".git/hooks and .git/config are not protected (no mount namespace to make them read-only)",
-    "/tmp is the host's (only TMPDIR and HOME are private)",
-    "no Unix datagram socket can be made (a filter cannot read a sendto address)",
-    "the command's descendants cannot read /proc/self (only the command's own /proc entry is granted)",
-    "no user namespace: inotify instances and watches count against the host uid's own limits while the call runs",
-    "names and link targets of denied paths can be learned (stat, readlink and inotify_add_watch are not covered by Landlock; extended-attribute reads are refused)",
-    "/proc/net lists the host's sockets",
-];
 
 /// Picks the backend for `choice`: a named backend must be available, `auto` takes the
 /// strongest rung with namespaces (namespaces, bubblewrap; Seatbelt on macOS) and never the

@@ -1,12 +1,10 @@
-//! Foreground runs for a single-threaded caller such as `zeroclaw sandbox run`: no re-executed
-//! binary. On the namespace backend the caller clones the pid namespace's init itself (see
-//! [`crate::helper::namespaces::start_init`]); on the others the helper stages run in a child
-//! forked from the caller. The caller's stdin is relayed to the command through a
+//! Foreground runs for a single-threaded caller such as `zeroclaw sandbox run`, the caller's
+//! side: no re-executed binary, the child side is started by `helper::forked` (the pid
+//! namespace's init cloned by the caller itself, or the helper stages in a forked child). The caller's stdin is relayed to the command through a
 //! pipe (the command never holds the caller's terminal), output goes to the caller within the
 //! output limit, and the wall-time limit, the output limit and SIGINT/SIGTERM/SIGHUP kill the
-//! whole tree, as with the async [`Sandbox::spawn`].
+//! whole tree, as with the async [`crate::Sandbox::spawn`].
 
-use std::ffi::OsStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
 
@@ -19,60 +17,56 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use crate::error::{SandboxError, SetupError, Stage};
-use crate::helper::{LIFELINE_FD, REPORT_FD};
-use crate::launcher::{End, Outcome, Sandbox, Stream, kill_tree};
-use crate::protocol::{Enforcement, ExitInfo, Message};
+use crate::launcher::{End, Outcome, Stream, kill_tree};
+use crate::wire::{Enforcement, ExitInfo, LIFELINE_FD, Message, REPORT_FD, SETUP_FAILED};
 
 const CHUNK: usize = 32 * 1024;
 
-impl Sandbox {
-    /// Runs `argv` confined by `profile` in the foreground of a **single-threaded** caller
-    /// (checked): stdin is relayed from the caller's, output is passed to `on_output` (not
-    /// kept in the returned [`Outcome`]) within the output limit. SIGINT, SIGTERM and SIGHUP
-    /// are held while it runs and end it as [`End::Cancelled`].
-    pub fn run_foreground<I, S>(
-        &self,
-        profile: &crate::Profile,
-        argv: I,
-        on_output: impl FnMut(Stream, &[u8]),
-    ) -> Result<Outcome, SandboxError>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        let plan = self.plan(profile, crate::launcher::command(argv)?, None)?;
+/// A single-threaded caller prepared for one foreground run: its signals held, the pipes
+/// made. [`Caller::install_in_child`] runs in the child the child side starts, then
+/// [`Caller::supervise`] in the caller.
+pub(crate) struct Caller {
+    signals: HeldSignals,
+    pipes: Pipes,
+}
+
+impl Caller {
+    /// Checks the caller is single-threaded, holds SIGINT, SIGTERM and SIGHUP, makes the pipes.
+    pub(crate) fn prepare() -> Result<Caller, SandboxError> {
         single_threaded()?;
         let signals = HeldSignals::new()?;
         let pipes = Pipes::new()?;
-        // The namespace backend needs no helper between us and the init: one process fewer.
-        let (pid, kill) = if crate::helper::namespaces::can_start_init(&plan) {
-            let install = || install_child_fds(&pipes, &signals);
-            let pid = crate::helper::namespaces::start_init(&plan, install)?;
-            (pid, Kill::Init)
-        } else {
-            match crate::sys::fork().map_err(|e| spawn_error("fork()", &e))? {
-                None => child(&plan, &pipes, &signals),
-                Some(pid) => (pid, Kill::Helper(self.backend())),
-            }
-        };
-        let run = Running::new(kill, pid, pipes, signals, profile);
-        let result = run.and_then(|run| run.supervise(on_output, self.backend()));
-        match kill {
-            // The init scrubbed inside, unless it was killed: again from outside.
-            Kill::Init => {
-                crate::helper::mounts::scrub(&plan.scrub);
-                // Reaped here if it has ended by now; otherwise when the caller exits.
-                let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
-            }
-            Kill::Helper(_) => {
-                // The helper scrubs the workspace again from outside after the tree has
-                // ended: wait for it, so that nothing of the run still changes the workspace
-                // once we have returned (a path the caller creates next must stay).
-                while let Err(Errno::EINTR) = waitpid(Pid::from_raw(pid), None) {}
-                crate::helper::cgroup::remove_after(pid as u32);
+        Ok(Caller { signals, pipes })
+    }
+
+    /// In the child: the caller's signal mask back, and the pipes on 0–2, [`REPORT_FD`] and
+    /// [`LIFELINE_FD`] (exits on failure).
+    pub(crate) fn install_in_child(&self) {
+        let _ = self.signals.old.thread_set_mask();
+        for (fd, target) in &self.pipes.child {
+            if crate::sys::dup_onto(fd.as_raw_fd(), *target).is_err() {
+                crate::sys::exit_now(SETUP_FAILED);
             }
         }
-        result
+    }
+
+    /// Supervises the run of `pid` (the init when `init`, else a helper of `backend`) until
+    /// it has ended: relays stdin, passes output to `on_output`, enforces the limits.
+    pub(crate) fn supervise(
+        self,
+        pid: i32,
+        init: bool,
+        backend: crate::Backend,
+        profile: &crate::Profile,
+        on_output: impl FnMut(Stream, &[u8]),
+    ) -> Result<Outcome, SandboxError> {
+        let kill = if init {
+            Kill::Init
+        } else {
+            Kill::Helper(backend)
+        };
+        let run = Running::new(kill, pid, self.pipes, self.signals, profile)?;
+        run.supervise(on_output, backend)
     }
 }
 
@@ -86,7 +80,7 @@ fn io(e: Errno) -> std::io::Error {
 
 fn single_threaded() -> Result<(), SandboxError> {
     let tasks =
-        crate::helper::thread_count().map_err(|e| spawn_error("read_dir(/proc/self/task)", &e))?;
+        crate::host::thread_count().map_err(|e| spawn_error("read_dir(/proc/self/task)", &e))?;
     if tasks == 1 {
         return Ok(());
     }
@@ -171,26 +165,6 @@ impl Pipes {
             lifeline: life_w,
             child,
         })
-    }
-}
-
-/// The forked child: caller's signal mask back, pipes on 0–2 and the report and lifeline
-/// descriptors, nothing else open, then the helper stages. Never returns.
-fn child(plan: &crate::plan::Plan, pipes: &Pipes, signals: &HeldSignals) -> ! {
-    install_child_fds(pipes, signals);
-    // Only 0–2, the report and the lifeline stay: fd 3 and up may be anything of the caller's.
-    let _ = crate::sys::close_from_except(3, &[REPORT_FD, LIFELINE_FD]);
-    crate::helper::run_forked(plan)
-}
-
-/// In a child: the caller's signal mask back, and the pipes on 0–2, [`REPORT_FD`] and
-/// [`LIFELINE_FD`] (exits on failure).
-fn install_child_fds(pipes: &Pipes, signals: &HeldSignals) {
-    let _ = signals.old.thread_set_mask();
-    for (fd, target) in &pipes.child {
-        if crate::sys::dup_onto(fd.as_raw_fd(), *target).is_err() {
-            crate::sys::exit_now(crate::helper::SETUP_FAILED);
-        }
     }
 }
 
@@ -544,9 +518,7 @@ fn finish(seen: Seen, end: End, backend: crate::Backend) -> Result<Outcome, Sand
     if let Some(e) = seen.failed {
         return Err(e.into());
     }
-    let status = seen
-        .status
-        .unwrap_or(ExitInfo::Code(crate::helper::SETUP_FAILED));
+    let status = seen.status.unwrap_or(ExitInfo::Code(SETUP_FAILED));
     let Some(enforcement) = seen.enforcement else {
         let (stage, hint) = if backend == crate::Backend::Bubblewrap {
             (

@@ -16,7 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use crate::backend::{Backend, BackendChoice};
 use crate::error::{SandboxError, SetupError, Stage};
 use crate::profile::Profile;
-use crate::protocol::{Enforcement, ExitInfo, Message};
+use crate::wire::{Enforcement, ExitInfo, Message};
 
 /// A configured sandbox: a chosen backend and the helper executable.
 #[derive(Debug, Clone)]
@@ -582,7 +582,7 @@ impl Confined {
                     Some(Message::Ended(info)) => status = Some(info),
                     Some(Message::Ready(_) | Message::Prepared(_)) => {}
                     // End of file without a word from the zygote: it died; the helper is gone.
-                    None => { status.get_or_insert(ExitInfo::Code(crate::helper::SETUP_FAILED)); }
+                    None => { status.get_or_insert(ExitInfo::Code(crate::wire::SETUP_FAILED)); }
                 },
                 _ = &mut deadline, if end == End::Exited || status.is_some() => {
                     if status.is_some() { out = None; err = None; continue; }
@@ -611,7 +611,7 @@ impl Confined {
         }
         let exit = exit_msg
             .or(status)
-            .unwrap_or(ExitInfo::Code(crate::helper::SETUP_FAILED));
+            .unwrap_or(ExitInfo::Code(crate::wire::SETUP_FAILED));
         Ok(Outcome {
             exit,
             end,

@@ -8,12 +8,18 @@
 //! helper per execution; the helper confines itself stage by stage and execs the command;
 //! setup failures come back as a [`SetupError`] naming the [`Stage`].
 //!
-//! Module roles: `profile` (plain data), `plan` (profile resolved per backend, pure),
-//! `bubblewrap`/`seatbelt` (pure argv / SBPL builders), `detect` (probes, choice, report),
-//! `launcher` (spawn, stream, kill), `spawner` (the launcher's link to its zygote),
-//! `foreground` (the same for a single-threaded caller, forking the helper itself), `warm`
-//! (helpers prepared ahead of the next call), `helper`
-//! (child side, one file per stage, and the zygote), `sys` (the few raw syscalls).
+//! Layers (imports point down only; no cycle, neither side imports the other):
+//! - the face: `lib` and `sandbox` (the one module that joins the two sides, for a
+//!   foreground run);
+//! - the daemon side: `launcher` (spawn, stream, kill), `spawner` (the launcher's link to its
+//!   zygote), `warm` (helpers prepared ahead of the next call), `foreground` (the caller's
+//!   side of a foreground run), `detect` (probes, choice, report);
+//! - the child side: `helper` (one file per stage, the zygote, and `helper::forked` for a
+//!   single-threaded caller);
+//! - shared, used by both sides: `profile` (plain data), `plan` (profile resolved per
+//!   backend), `wire` (argv markers, descriptor numbers, size caps, report messages),
+//!   `warm_key`, `error`, `backend`, `bubblewrap`/`seatbelt` (pure argv / SBPL builders),
+//!   `gitconfig`, `host` (read-only facts about this machine) and `sys` (the raw syscalls).
 //!
 //! # Test strategy
 //! Pure parts have unit tests; `tests/launcher.rs` runs real confined processes through a
@@ -26,17 +32,20 @@ pub mod error;
 mod foreground;
 pub mod gitconfig;
 pub mod helper;
+mod host;
 pub mod launcher;
 pub mod plan;
 pub mod profile;
-pub mod protocol;
+mod sandbox;
 pub mod seatbelt;
 mod spawner;
 mod sys;
 pub mod warm;
+mod warm_key;
+pub mod wire;
 
 pub use backend::{Backend, BackendChoice};
 pub use error::{SandboxError, SetupError, Stage};
 pub use launcher::{Confined, End, Outcome, Sandbox, Stream};
 pub use profile::{EnvPolicy, Limits, Network, Profile};
-pub use protocol::{Enforcement, ExitInfo};
+pub use wire::{Enforcement, ExitInfo};

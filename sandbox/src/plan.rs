@@ -164,7 +164,7 @@ pub struct Plan {
     pub seal_in_bwrap: bool,
     /// pid of the launcher, so the helper notices if it died before `PR_SET_PDEATHSIG`.
     pub launcher_pid: u32,
-    /// A warm helper (see [`crate::warm`]): the init waits on [`crate::warm::GO_FD`] for the
+    /// A warm helper (see [`crate::warm`]): the init waits on [`crate::wire::GO_FD`] for the
     /// call's plan and stdio once the root is built.
     #[serde(default)]
     pub warm: bool,
@@ -264,7 +264,7 @@ pub fn build(
         launcher_pid: std::process::id(),
         warm: false,
         user_limits: if namespaced {
-            crate::helper::ucounts::host_limits()
+            crate::host::user_counts::host_limits()
         } else {
             Vec::new()
         },

@@ -18,8 +18,8 @@ use nix::sys::socket::{
 use nix::sys::time::TimeVal;
 
 use crate::error::{SandboxError, SetupError, Stage};
-use crate::helper::HELPER_ARG;
-use crate::helper::zygote::{CONTROL_FD, LAUNCHER_PIDFD, ZYGOTE_ARG};
+use crate::wire::HELPER_ARG;
+use crate::wire::{CONTROL_FD, LAUNCHER_PIDFD, ZYGOTE_ARG};
 
 /// The zygote of one sandbox, shared by its clones; started on first use.
 #[derive(Debug, Clone, Default)]

@@ -2,7 +2,7 @@
 //! helper for the *next* call of the same shape ahead of time. That helper creates the
 //! namespaces and builds the new root, and its pid-namespace init confines itself (capabilities,
 //! no_new_privs, Landlock, seccomp), then waits on a socket for the call itself: the final plan
-//! and the command's stdio. A call whose plan has the same [`key`] takes it and skips straight
+//! and the command's stdio. A call whose plan has the same [`key`](crate::warm_key::key) takes it and skips straight
 //! to the last fork, the command's limits and cwd, and `execve`.
 //!
 //! Each call still gets namespaces, a root and a `/tmp` of its own: a warm helper serves one
@@ -10,115 +10,29 @@
 //! race its preparation. Staleness is checked on both sides, and either discards the warm
 //! helper for a cold start:
 //! - the init records the identity (device, inode, type, or absence) of every host path the
-//!   root depends on just before mounting ([`fingerprint`]) and reports it
+//!   root depends on just before mounting ([`fingerprint`](crate::warm_key::fingerprint)) and reports it
 //!   ([`Message::Prepared`]); the launcher recomputes it when it hands the call over (a
 //!   workspace or `.git` moved aside and made anew);
 //! - the init records which mount each of those paths resolves to once the root is built
-//!   ([`mount_ids`]) and compares when the call arrives (a mounted path deleted and made
+//!   ([`mount_ids`](crate::warm_key::mount_ids)) and compares when the call arrives (a mounted path deleted and made
 //!   anew on the host, whose new inode may reuse the old number).
 //!
-//! [`Message::Prepared`]: crate::protocol::Message::Prepared
+//! [`Message::Prepared`]: crate::wire::Message::Prepared
 
 use std::io::{IoSlice, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Arc;
 
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 
-use crate::plan::{MountOp, Plan};
-use crate::protocol::Message;
+use crate::plan::Plan;
 use crate::spawner::{Forked, Spawner};
-
-/// Descriptor of the go socket in a warm helper (after the zygote's six).
-pub const GO_FD: std::os::fd::RawFd = 6;
-
-/// Largest call message (a plan as JSON) sent over the go socket; a bigger plan starts cold.
-pub const MAX_CALL_BYTES: usize = 128 * 1024;
+use crate::warm_key::{fingerprint, key};
+use crate::wire::{MAX_CALL_BYTES, Message};
 
 /// Warm helpers kept per sandbox (one per distinct call shape, least recently made evicted).
 pub const MAX_WARM: usize = 4;
-
-/// The part of a plan a warm helper has already applied — the namespaces, the root, and the
-/// confinement of its init (capabilities, Landlock, seccomp), which the command inherits:
-/// everything but the command, its environment, cwd and the limits set after the last fork.
-pub fn key(plan: &Plan) -> Plan {
-    let mut k = plan.clone();
-    k.argv.clear();
-    k.op = None;
-    k.env.clear();
-    k.cwd.clear();
-    k.launcher_pid = 0;
-    k.warm = false;
-    k.limits = crate::profile::Limits {
-        processes: plan.limits.processes,
-        file_size_bytes: plan.limits.file_size_bytes,
-        memory_bytes: plan.limits.memory_bytes,
-        ..Default::default()
-    };
-    k
-}
-
-/// Host paths whose identity the prepared root depends on.
-fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {
-    let mounted = plan.mounts.iter().filter_map(|op| match op {
-        MountOp::Bind { path, .. } | MountOp::MaskFile { path } | MountOp::MaskDir { path } => {
-            Some(path.as_path())
-        }
-        MountOp::Symlink { .. } | MountOp::Tmpfs { .. } => None,
-    });
-    mounted
-        .chain(plan.placeholders.iter().map(|p| p.path.as_path()))
-        .chain(plan.unowned.iter().map(|p| p.as_path()))
-}
-
-/// A hash of the identity of every path the root depends on, as seen now (symlinks not
-/// followed). FNV-1a: both sides are the same code, nothing else reads it.
-pub fn fingerprint(plan: &Plan) -> u64 {
-    let mut h = Fnv::default();
-    for path in identity_paths(plan) {
-        h.write(path.as_os_str().as_bytes());
-        match std::fs::symlink_metadata(path) {
-            Ok(m) => {
-                h.write(&m.dev().to_le_bytes());
-                h.write(&m.ino().to_le_bytes());
-                h.write(&(m.mode() & libc::S_IFMT).to_le_bytes());
-            }
-            Err(e) => h.write(&e.raw_os_error().unwrap_or(-1).to_le_bytes()),
-        }
-        h.write(&[0xff]);
-    }
-    h.0
-}
-
-/// The mount each path the root depends on resolves to, inside the root (taken by the init
-/// once built, and again when its call arrives). A host that deleted or replaced a mounted
-/// path (`rm -rf .git/hooks; mkdir .git/hooks`) detached our mount from it, which changes
-/// its id even when the new inode reuses the old number and the fingerprint cannot tell.
-pub fn mount_ids(plan: &Plan) -> Vec<Option<u64>> {
-    identity_paths(plan)
-        .map(|p| crate::sys::mount_id(p).ok())
-        .collect()
-}
-
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
 
 /// A helper prepared for the next call of one shape (launcher side).
 #[derive(Debug)]
@@ -272,7 +186,7 @@ fn makes_placeholders(plan: &Plan) -> bool {
     plan.placeholders.iter().any(|p| {
         !p.denied
             || std::fs::symlink_metadata(&p.path).is_err()
-            || std::fs::symlink_metadata(p.path.join(crate::helper::mounts::MARKER)).is_ok()
+            || std::fs::symlink_metadata(p.path.join(crate::wire::PLACEHOLDER_MARKER)).is_ok()
     })
 }
 

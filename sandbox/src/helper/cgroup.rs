@@ -12,65 +12,14 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::host::cgroup::{Controller, launcher_cgroup, own_cgroup};
+
 use crate::error::{SetupError, Stage};
 
 /// A cgroup the helper created and joined.
 pub struct Cgroup {
     dir: PathBuf,
     parent: PathBuf,
-}
-
-/// Where our own pids cgroup lives, v1 first.
-pub(crate) fn own_pids_cgroup() -> Option<PathBuf> {
-    own_cgroup(Controller::Pids)
-}
-
-/// A controller of a per-execution cgroup.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Controller {
-    Pids,
-    Memory,
-}
-
-impl Controller {
-    fn name(self) -> &'static str {
-        match self {
-            Controller::Pids => "pids",
-            Controller::Memory => "memory",
-        }
-    }
-}
-
-/// Where our own cgroup of `controller` lives, v1 first.
-fn own_cgroup(controller: Controller) -> Option<PathBuf> {
-    let name = controller.name();
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    for line in text.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        let rel = path.trim_start_matches('/');
-        if controllers.split(',').any(|c| c == name) {
-            return Some(Path::new("/sys/fs/cgroup").join(name).join(rel));
-        }
-        if controllers.is_empty() {
-            let v2 = Path::new("/sys/fs/cgroup").join(rel);
-            if std::fs::read_to_string(v2.join("cgroup.subtree_control"))
-                .is_ok_and(|c| c.split_whitespace().any(|c| c == name))
-            {
-                return Some(v2);
-            }
-        }
-    }
-    None
-}
-
-/// Whether this process could make a memory cgroup per execution (root, a memory controller
-/// whose directory it may write): what `doctor` reports, and what makes a foreground run fork
-/// a helper to join it.
-pub fn memory_usable() -> bool {
-    nix::unistd::geteuid().is_root()
-        && launcher_cgroup(Controller::Memory)
-            .is_some_and(|dir| nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok())
 }
 
 /// Creates `zeroclaw-<pid>` with `pids.max = limit` and moves the helper into it. `Ok(None)`
@@ -145,7 +94,7 @@ fn enter_with(
 /// Moves this process into the cgroup `dir`: its only thread through v1's `tasks` when it has
 /// one thread (no global lock, see the module doc), the whole process otherwise.
 fn join(dir: &Path) -> std::io::Result<()> {
-    if super::thread_count().is_ok_and(|n| n == 1) {
+    if crate::host::thread_count().is_ok_and(|n| n == 1) {
         match std::fs::write(dir.join("tasks"), "0") {
             // cgroup v2 has no `tasks` (and moves threads only inside threaded subtrees).
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -174,18 +123,6 @@ fn sweep(parent: &Path) {
 
 fn dir_for(parent: &Path, helper: u32) -> PathBuf {
     parent.join(format!("zeroclaw-{helper}"))
-}
-
-/// The launcher's cgroup of `controller`, read once (it does not move; its helpers start
-/// there).
-fn launcher_cgroup(controller: Controller) -> Option<&'static Path> {
-    static PIDS: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    static MEMORY: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    let cell = match controller {
-        Controller::Pids => &PIDS,
-        Controller::Memory => &MEMORY,
-    };
-    cell.get_or_init(|| own_cgroup(controller)).as_deref()
 }
 
 /// Launcher side: removes the cgroups of helper `helper` once it has been reaped, if the helper
@@ -298,7 +235,7 @@ mod tests {
     /// removes it.
     #[test]
     fn a_memory_cgroup_bounds_the_tree_and_is_removed() {
-        if !memory_usable() {
+        if !crate::host::cgroup::memory_usable() {
             let why = "needs root and a writable memory cgroup controller";
             assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{why}");
             eprintln!("SKIP: {why}");

@@ -5,10 +5,12 @@ use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::{REPORT_FD, caps, landlock, rlimits, seccomp, send};
+use super::report::send;
+use super::{caps, landlock, rlimits, seccomp};
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
-use crate::protocol::{Enforcement, Message};
+use crate::wire::REPORT_FD;
+use crate::wire::{Enforcement, Message};
 
 /// Confines the calling process per `plan` and execs the command; returns only on failure.
 pub fn confine_and_exec(plan: &Plan, report: Enforcement) -> Result<i32, SetupError> {
@@ -68,7 +70,7 @@ fn prepare(
     keep: &[std::os::fd::RawFd],
 ) -> Result<Target, SetupError> {
     report.backend = plan.backend.name().to_string();
-    if !super::ROOT_PROCESS_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
+    if !super::report::ROOT_PROCESS_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
         && nix::unistd::geteuid().is_root()
     {
         report.notes.push(
@@ -104,7 +106,7 @@ fn confine_and_exec_with(
     // writable roots. Without it, refuse to run.
     match supervisor {
         // And connect: outside Unix sockets stay out of reach.
-        Some(sock) => super::notify::install_and_hand_over(sock)?,
+        Some(sock) => super::seccomp_notify::install_and_hand_over(sock)?,
         None if plan.seccomp.deny_attr_changes => {
             return Err(SetupError::new(
                 Stage::Seccomp,
@@ -123,12 +125,12 @@ fn confine_and_exec_with(
 /// What the helper ends with: a program to exec or a registered operation.
 enum Target {
     Program(PathBuf),
-    Op(super::OpFn),
+    Op(super::ops::OpFn),
 }
 
 fn target(plan: &Plan) -> Result<Target, SetupError> {
     match &plan.op {
-        Some(name) => super::find_op(name).map(Target::Op).ok_or_else(|| {
+        Some(name) => super::ops::find(name).map(Target::Op).ok_or_else(|| {
             SetupError::new(Stage::Exec, format!("unknown sandbox operation {name:?}"))
                 .hint("register it with zeroclaw_sandbox::helper::run_if_helper_with")
         }),
@@ -151,7 +153,7 @@ fn run_target(target: Target, plan: &Plan) -> Result<i32, SetupError> {
 }
 
 /// Runs `op` on stdin; its output goes to stdout (exit 0) or its error to stderr (exit 1).
-fn run_op(op: super::OpFn) -> i32 {
+fn run_op(op: super::ops::OpFn) -> i32 {
     use std::io::{Read, Write};
     let mut payload = Vec::new();
     if let Err(e) = std::io::stdin().read_to_end(&mut payload) {

@@ -1,61 +1,54 @@
-//! The child side: the binary re-executed with [`HELPER_ARG`] confines itself and execs the
-//! command. It reads its [`Plan`] from fd 3 and reports on fd 4 (see [`crate::protocol`]).
+//! The child side: the binary re-executed with [`HELPER_ARG`] (or forked by its zygote, or by
+//! a single-threaded caller) confines itself and runs the command. It reads its [`Plan`] from
+//! [`PLAN_FD`] and reports on [`REPORT_FD`] (see [`crate::wire`]). Nothing here imports the
+//! daemon side; both depend on the shared modules (plan, wire, error, host, sys).
 //!
 //! Order (DESIGN.md): die-with-parent, new session, stdio (set up by the launcher),
 //! namespaces and mounts, rlimits, chdir, close stray fds, drop capabilities, no_new_privs,
 //! Landlock, seccomp last, exec with the allowlisted environment.
+//!
+//! The ways in: [`run_if_helper`] (a re-executed helper, the zygote, bubblewrap's inner
+//! stage), the zygote's fork ([`zygote`]), and [`forked`] for a single-threaded caller.
 
 mod bpf;
 mod caps;
-pub(crate) mod cgroup;
+mod cgroup;
 mod exec;
+pub(crate) mod forked;
+mod inherited;
 mod landlock;
-pub(crate) mod mounts;
-pub(crate) mod namespaces;
-mod notify;
-pub(crate) mod pidns;
+mod mounts;
+mod namespaces;
+mod ops;
+mod pidns;
 mod reaper;
+mod report;
 mod rlimits;
 mod scratch;
 mod seccomp;
-pub(crate) mod ucounts;
-pub(crate) mod zygote;
+mod seccomp_notify;
+mod ucounts;
+mod zygote;
 
+pub use ops::OpFn;
 pub use seccomp::compile as compile_seccomp;
 
 use std::ffi::OsStr;
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::sync::atomic::Ordering;
 
 use nix::sys::signal::Signal;
 
 use crate::backend::Backend;
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
-use crate::protocol::{Enforcement, ExitInfo, Message};
-
-/// The hidden first argument that turns the binary into the helper.
-pub const HELPER_ARG: &str = "__zeroclaw-sandbox-helper";
-/// Second argument for the stage that runs inside bubblewrap.
-pub const INNER_ARG: &str = "inner";
-/// Descriptor the plan is read from.
-pub const PLAN_FD: RawFd = 3;
-/// Descriptor reports are written to.
-pub const REPORT_FD: RawFd = 4;
-/// Descriptor whose end-of-file means the launcher is gone (it holds the write end for as
-/// long as it cares about the command; works whatever thread spawned the helper, unlike
-/// `PR_SET_PDEATHSIG`, which fires when the spawning *thread* exits).
-pub const LIFELINE_FD: RawFd = 5;
-/// Descriptor of the launcher's pidfd in a helper forked by the zygote (after a warm helper's
-/// go socket): readable once the launcher process has ended, however it ended and whoever
-/// still holds a copy of the lifeline's write end. Watched beside [`LIFELINE_FD`].
-pub const LAUNCHER_FD: RawFd = 7;
-
-/// Set in a helper forked by a zygote that had the launcher's pidfd: it is at [`LAUNCHER_FD`].
-pub(crate) static WATCHES_LAUNCHER: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-/// Exit code of the helper when confinement failed (the reason went over the report pipe).
-pub const SETUP_FAILED: i32 = 125;
+use crate::wire::{
+    Enforcement, ExitInfo, HELPER_ARG, INNER_ARG, LIFELINE_FD, Message, PLAN_FD, REPORT_FD,
+    ZYGOTE_ARG,
+};
+use inherited::set_cloexec;
+use report::{ROOT_PROCESS_LIMIT, send};
 
 /// Call as the very first statement of `main`, before any runtime or thread exists: when the
 /// process was started as the sandbox helper this confines it and never returns; otherwise it
@@ -64,81 +57,23 @@ pub fn run_if_helper() {
     run_if_helper_with(&[]);
 }
 
-/// An in-process operation the helper can run after confinement instead of `execve`: it gets
-/// the payload (the child's stdin) and returns the bytes for stdout (exit 0) or an error text
-/// for stderr (exit 1).
-pub type OpFn = fn(payload: &[u8]) -> Result<Vec<u8>, String>;
-
-static OPS: std::sync::OnceLock<&'static [(&'static str, OpFn)]> = std::sync::OnceLock::new();
-
 /// Like [`run_if_helper`], registering the operations [`crate::Sandbox::run_op`] may name.
 pub fn run_if_helper_with(ops: &'static [(&'static str, OpFn)]) {
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() != Some(OsStr::new(HELPER_ARG)) {
         return;
     }
-    let _ = OPS.set(ops);
+    ops::register(ops);
     let second = args.next();
-    if second.as_deref() == Some(OsStr::new(zygote::ZYGOTE_ARG)) {
-        zygote::serve();
+    if second.as_deref() == Some(OsStr::new(ZYGOTE_ARG)) {
+        zygote::serve(helper_exit);
     }
     helper_exit(second.as_deref() == Some(OsStr::new(INNER_ARG)))
 }
 
 /// The helper proper (re-executed, or forked by the zygote): confine, run, exit.
 fn helper_exit(inner: bool) -> ! {
-    let code = match helper_main(inner) {
-        Ok(code) => code,
-        Err(e) => {
-            send(&Message::Failed(e));
-            SETUP_FAILED
-        }
-    };
-    sys_exit(code)
-}
-
-/// Whether the process limit also binds uid 0 (a pids cgroup or the pid namespace's
-/// `pid_max`), for the enforcement report.
-pub(crate) static ROOT_PROCESS_LIMIT: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-
-/// The registered operation called `name`.
-pub(crate) fn find_op(name: &str) -> Option<OpFn> {
-    OPS.get()?.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
-}
-
-/// Ends a forked stage: its result becomes the exit code (a failure is reported first).
-pub(crate) fn finish(result: Result<i32, SetupError>) -> ! {
-    sys_exit(match result {
-        Ok(code) => code,
-        Err(e) => {
-            send(&Message::Failed(e));
-            SETUP_FAILED
-        }
-    })
-}
-
-fn sys_exit(code: i32) -> ! {
-    let _ = std::io::stdout().flush();
-    crate::sys::exit_now(code)
-}
-
-/// Writes one report line to [`REPORT_FD`] (best effort: the launcher may be gone).
-pub(crate) fn send(msg: &Message) {
-    send_all(std::slice::from_ref(msg));
-}
-
-/// Sends `msgs` in one write: the launcher wakes once for all of them.
-pub(crate) fn send_all(msgs: &[Message]) {
-    let lines: Vec<u8> = msgs.iter().flat_map(Message::encode).collect();
-    let _ = nix::unistd::write(borrow(REPORT_FD), &lines);
-}
-
-fn borrow(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
-    // SAFETY: REPORT_FD, LIFELINE_FD and (when WATCHES_LAUNCHER is set) LAUNCHER_FD are
-    // installed by the launcher (or the zygote) before the helper starts and stay open for its
-    // whole life; a borrow is used for one call.
-    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+    report::finish(helper_main(inner))
 }
 
 fn helper_main(inner: bool) -> Result<i32, SetupError> {
@@ -149,17 +84,10 @@ fn helper_main(inner: bool) -> Result<i32, SetupError> {
 }
 
 /// The helper stages in a child forked by a single-threaded launcher (see
-/// [`crate::foreground`]): the plan is already in memory, stdio and the report and lifeline
+/// [`forked`]): the plan is already in memory, stdio and the report and lifeline
 /// pipes are installed on 0–2, [`REPORT_FD`] and [`LIFELINE_FD`]. Never returns.
-pub(crate) fn run_forked(plan: &Plan) -> ! {
-    let code = match set_cloexec(REPORT_FD).and_then(|_| run_plan(plan, false)) {
-        Ok(code) => code,
-        Err(e) => {
-            send(&Message::Failed(e));
-            SETUP_FAILED
-        }
-    };
-    sys_exit(code)
+fn run_forked(plan: &Plan) -> ! {
+    report::finish(set_cloexec(REPORT_FD).and_then(|_| run_plan(plan, false)))
 }
 
 fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
@@ -183,19 +111,19 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
         );
     }
     let _ = set_cloexec(LIFELINE_FD);
-    if let Some(fd) = launcher_pidfd() {
+    if let Some(fd) = inherited::launcher_pidfd() {
         let _ = set_cloexec(fd.as_raw_fd());
     }
     // Supervising backends watch the lifeline (and the launcher's pidfd); the exec-only ones
     // use the parent-death signal.
     let pdeathsig = matches!(plan.backend, Backend::None | Backend::Seatbelt);
-    die_with_parent(plan.launcher_pid, pdeathsig.then_some(Signal::SIGKILL))?;
-    new_session()?;
+    inherited::die_with_parent(plan.launcher_pid, pdeathsig.then_some(Signal::SIGKILL))?;
+    inherited::new_session()?;
     // RLIMIT_NPROC bounds every uid but 0. For root, the namespace backend lowers its pid
     // namespace's pid_max (one write); the others need a pids cgroup (a directory, two writes,
     // and on cgroup v2 an RCU-synchronized migration: see `cgroup`).
     let pid_namespace_limit =
-        plan.backend == Backend::Namespaces && pidns::usable(plan.limits.processes);
+        plan.backend == Backend::Namespaces && crate::host::pid_max::usable(plan.limits.processes);
     let needs_cgroup = nix::unistd::geteuid().is_root()
         && !pid_namespace_limit
         && !matches!(plan.backend, Backend::None | Backend::Seatbelt);
@@ -212,10 +140,7 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     } else {
         None
     };
-    ROOT_PROCESS_LIMIT.store(
-        cgroup.is_some() || pid_namespace_limit,
-        std::sync::atomic::Ordering::Relaxed,
-    );
+    ROOT_PROCESS_LIMIT.store(cgroup.is_some() || pid_namespace_limit, Ordering::Relaxed);
     let result = match plan.backend {
         Backend::Namespaces => namespaces::run(plan),
         Backend::Bubblewrap => namespaces::run_bubblewrap(plan),
@@ -236,31 +161,11 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     result
 }
 
-/// Points our stdin, stdout and stderr at `/dev/null` once the tree has its own copies, so
-/// the command's output reaches end of file when the tree is gone, not when we exit.
-pub(crate) fn release_stdio() {
-    if let Ok(null) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-    {
-        use std::os::fd::AsRawFd;
-        for fd in 0..=2 {
-            let _ = crate::sys::dup_onto(null.as_raw_fd(), fd);
-        }
-    }
-}
-
-/// The threads of this process.
-pub(crate) fn thread_count() -> std::io::Result<usize> {
-    Ok(std::fs::read_dir("/proc/self/task")?.count())
-}
-
 /// The helper must be single-threaded: namespaces, Landlock and seccomp apply per thread, and
 /// fork is only safe without other threads.
 fn assert_single_threaded() -> Result<(), SetupError> {
-    let tasks =
-        thread_count().map_err(|e| SetupError::os(Stage::Plan, "read_dir(/proc/self/task)", &e))?;
+    let tasks = crate::host::thread_count()
+        .map_err(|e| SetupError::os(Stage::Plan, "read_dir(/proc/self/task)", &e))?;
     if tasks == 1 {
         Ok(())
     } else {
@@ -272,13 +177,6 @@ fn assert_single_threaded() -> Result<(), SetupError> {
     }
 }
 
-fn set_cloexec(fd: RawFd) -> Result<(), SetupError> {
-    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
-    fcntl(borrow(fd), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))
-        .map(drop)
-        .map_err(|e| SetupError::os(Stage::Plan, "fcntl(report fd, FD_CLOEXEC)", &e.into()))
-}
-
 fn read_plan() -> Result<Plan, SetupError> {
     // SAFETY: the launcher installs the plan's read end at PLAN_FD; the helper takes ownership
     // here exactly once and nothing else refers to it.
@@ -288,78 +186,4 @@ fn read_plan() -> Result<Plan, SetupError> {
         .map_err(|e| SetupError::os(Stage::Plan, "read(plan fd 3)", &e))?;
     serde_json::from_slice(&buf)
         .map_err(|e| SetupError::new(Stage::Plan, format!("parse plan: {e}")))
-}
-
-/// Dies with the launcher: optionally `PR_SET_PDEATHSIG`, then a check that it did not
-/// already die (the supervisors also watch [`LIFELINE_FD`]).
-fn die_with_parent(launcher: u32, signal: Option<Signal>) -> Result<(), SetupError> {
-    if let Some(signal) = signal {
-        nix::sys::prctl::set_pdeathsig(signal).map_err(|e| {
-            SetupError::os(Stage::DieWithParent, "prctl(PR_SET_PDEATHSIG)", &e.into())
-        })?;
-    }
-    if zygote::FORKED.load(std::sync::atomic::Ordering::Relaxed) {
-        // Our parent is the zygote; the launcher's liveness is the lifeline's and its pidfd's.
-        return if launcher_gone() {
-            Err(SetupError::new(
-                Stage::DieWithParent,
-                "launcher exited before the helper started",
-            ))
-        } else {
-            Ok(())
-        };
-    }
-    if nix::unistd::getppid().as_raw() as u32 != launcher {
-        return Err(SetupError::new(
-            Stage::DieWithParent,
-            "launcher exited before the helper started",
-        ));
-    }
-    Ok(())
-}
-
-/// The launcher's pidfd, when the zygote installed one ([`LAUNCHER_FD`]).
-pub(crate) fn launcher_pidfd() -> Option<std::os::fd::BorrowedFd<'static>> {
-    WATCHES_LAUNCHER
-        .load(std::sync::atomic::Ordering::Relaxed)
-        .then(|| borrow(LAUNCHER_FD))
-}
-
-/// Closes the launcher's pidfd in a child of the helper that has no use for it (the pid
-/// namespace's init, whose processes could reach its descriptors): a pidfd of the daemon must
-/// never be within the confined tree's reach.
-pub(crate) fn close_launcher_pidfd() {
-    if WATCHES_LAUNCHER.swap(false, std::sync::atomic::Ordering::Relaxed) {
-        let _ = nix::unistd::close(LAUNCHER_FD);
-    }
-}
-
-/// Whether the launcher has let the command go or ended: its lifeline hung up, or its pidfd
-/// says the process is gone.
-pub(crate) fn launcher_gone() -> bool {
-    lifeline_hung_up() || launcher_pidfd().is_some_and(zygote::readable)
-}
-
-fn lifeline_hung_up() -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    let mut fds = [PollFd::new(borrow(LIFELINE_FD), PollFlags::POLLIN)];
-    poll(&mut fds, PollTimeout::ZERO).is_ok()
-        && fds[0]
-            .revents()
-            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
-}
-
-/// A new session: no controlling terminal, so no TIOCSTI into the user's terminal.
-fn new_session() -> Result<(), SetupError> {
-    nix::unistd::setsid()
-        .map(drop)
-        .map_err(|e| SetupError::os(Stage::Session, "setsid()", &e.into()))
-}
-
-/// The exit code a shell would show for `info`.
-pub(crate) fn shell_code(info: ExitInfo) -> i32 {
-    match info {
-        ExitInfo::Code(c) => c,
-        ExitInfo::Signal(s) => 128 + s,
-    }
 }

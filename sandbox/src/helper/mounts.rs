@@ -71,7 +71,7 @@ pub fn create_placeholders(list: &[Placeholder]) -> Result<(), SetupError> {
 /// holds it last removes it, also one left behind by a helper that was killed. Invisible to
 /// the child inside the leaf (masked); an ancestor's marker is visible but only lets an empty
 /// directory be removed.
-pub(crate) const MARKER: &str = ".zeroclaw-placeholder";
+pub(crate) use crate::wire::PLACEHOLDER_MARKER as MARKER;
 
 /// Tries to get hold of a guarded path again when a concurrent run removed it between our
 /// `mkdir` and our lock.
@@ -492,7 +492,7 @@ impl DetachGate {
 }
 
 /// The empty lower layer of the read-only overlays, in the new root (an empty directory).
-pub const EMPTY: &str = "/.zeroclaw-empty";
+pub use crate::wire::EMPTY_DIR as EMPTY;
 
 /// Read-only roots become read-only overlays of themselves: the same files, but a pathname
 /// Unix socket seen through an overlay is an overlay inode no listener is bound to, so

@@ -8,11 +8,12 @@
 use nix::sched::CloneFlags;
 use nix::unistd::Pid;
 
+use super::report::{send, send_all, shell_code};
 use super::ucounts::UserLimits;
-use super::{exec, mounts, reaper, send, send_all, shell_code};
+use super::{exec, mounts, reaper};
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
-use crate::protocol::{Enforcement, ExitInfo, Message};
+use crate::wire::{Enforcement, ExitInfo, Message};
 
 /// Namespace names for the enforcement report.
 pub fn names(net: bool) -> Vec<String> {
@@ -51,16 +52,16 @@ fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupErr
             drop((unshared_w, helper));
             hold_mount_namespace(pid, unshared_r);
             drop(unowned);
-            super::release_stdio();
+            super::inherited::release_stdio();
             if plan.warm {
                 // Only the init waits for the call; the launcher sees it gone if the init dies.
-                let _ = nix::unistd::close(crate::warm::GO_FD);
+                let _ = nix::unistd::close(crate::wire::GO_FD);
             }
             let code = reaper::supervise_child(Pid::from_raw(pid), false);
             mounts::scrub(&plan.scrub);
             Ok(code)
         }
-        None => super::finish(init_main(
+        None => super::report::finish(init_main(
             plan,
             unowned,
             guards,
@@ -92,14 +93,15 @@ pub(crate) fn can_start_init(plan: &Plan) -> bool {
         && !plan.warm
         && !plan.placeholders.iter().any(|p| p.denied)
         && (!nix::unistd::geteuid().is_root()
-            || (super::pidns::usable(plan.limits.processes) && !super::cgroup::memory_usable()))
+            || (crate::host::pid_max::usable(plan.limits.processes)
+                && !crate::host::cgroup::memory_usable()))
 }
 
 /// Starts a run's init straight from a single-threaded caller, without a helper process
 /// between them (see [`can_start_init`]): the protected-path placeholders and the idmapped
 /// trees are made here, then the init is cloned into its new namespaces. In the init,
 /// `install` runs first: it must put the stdio on 0–2 and the report and lifeline pipes on
-/// [`super::REPORT_FD`] and [`super::LIFELINE_FD`]; every other inherited descriptor is closed
+/// [`crate::wire::REPORT_FD`] and [`crate::wire::LIFELINE_FD`]; every other inherited descriptor is closed
 /// after it. The init ends the namespace, scrubs and reports `Ended` itself, and does so too
 /// when the lifeline hangs up (the caller died). The caller stops a run with SIGKILL to the
 /// init (pid 1 ignores SIGTERM from outside), then scrubs ([`mounts::scrub`]) from outside.
@@ -118,10 +120,10 @@ pub(crate) fn start_init(plan: &Plan, install: impl FnOnce()) -> Result<i32, Set
         Ok(Some(pid)) => Ok(pid),
         Ok(None) => {
             install();
-            let mut keep = vec![super::REPORT_FD, super::LIFELINE_FD];
+            let mut keep = vec![crate::wire::REPORT_FD, crate::wire::LIFELINE_FD];
             keep.extend(unowned.fds());
             let _ = crate::sys::close_from_except(3, &keep);
-            super::finish(started_init(plan, unowned, ids, &user_limits))
+            super::report::finish(started_init(plan, unowned, ids, &user_limits))
         }
     }
 }
@@ -134,19 +136,19 @@ fn started_init(
     (uid, gid): (nix::unistd::Uid, nix::unistd::Gid),
     user_limits: &UserLimits,
 ) -> Result<i32, SetupError> {
-    super::set_cloexec(super::REPORT_FD)?;
-    let _ = super::set_cloexec(super::LIFELINE_FD);
+    super::inherited::set_cloexec(crate::wire::REPORT_FD)?;
+    let _ = super::inherited::set_cloexec(crate::wire::LIFELINE_FD);
     // No PR_SET_PDEATHSIG: the init watches the lifeline (see init_main).
-    if super::lifeline_hung_up() {
+    if super::inherited::lifeline_hung_up() {
         return Err(SetupError::new(
             Stage::DieWithParent,
             "launcher exited before the init started",
         ));
     }
-    super::new_session()?;
+    super::inherited::new_session()?;
     write_maps(uid.as_raw(), gid.as_raw())?;
-    super::ROOT_PROCESS_LIMIT.store(
-        super::pidns::usable(plan.limits.processes),
+    super::report::ROOT_PROCESS_LIMIT.store(
+        crate::host::pid_max::usable(plan.limits.processes),
         std::sync::atomic::Ordering::Relaxed,
     );
     init_main(
@@ -185,7 +187,7 @@ fn init_main(
     // The helper keeps the locks; a descriptor of a host directory must not reach the command.
     guards.forget();
     // The helper watches the launcher; the command must not find its pidfd here.
-    super::close_launcher_pidfd();
+    super::inherited::close_launcher_pidfd();
     // Not dumpable: `/proc/1/fd` (the report pipe, the lifeline, the namespace descriptors)
     // then needs CAP_SYS_PTRACE in this user namespace, which the command never has — also
     // once a warm init has confined itself and dropped its own capabilities, when it no
@@ -201,7 +203,7 @@ fn init_main(
                 .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
             // A helper that died between our fork and the line above sent no signal: we
             // would run the command with nobody left to end it.
-            if super::zygote::readable(std::os::fd::AsFd::as_fd(&helper)) {
+            if super::inherited::readable(std::os::fd::AsFd::as_fd(&helper)) {
                 return Err(SetupError::new(
                     Stage::DieWithParent,
                     "the helper exited before the init started",
@@ -212,7 +214,7 @@ fn init_main(
         Parent::Caller => None,
     };
     let _ = nix::unistd::sethostname("zeroclaw");
-    if super::pidns::usable(plan.limits.processes) {
+    if crate::host::pid_max::usable(plan.limits.processes) {
         super::pidns::apply(plan.limits.processes)?;
     }
     // The mount namespace is the init's own: pivot_root would otherwise move the helper's
@@ -226,7 +228,7 @@ fn init_main(
         let _ = nix::unistd::write(&unshared, &[1]);
     }
     // Still the host's view: what the root is about to be built from.
-    let recorded = plan.warm.then(|| crate::warm::fingerprint(plan));
+    let recorded = plan.warm.then(|| crate::warm_key::fingerprint(plan));
     let host = mounts::build_root(
         &plan.mounts,
         plan.limits.file_size_bytes,
@@ -247,13 +249,13 @@ fn init_main(
             // Off the call's path: detach before anything else.
             host.detach()?;
             gate = None;
-            let mounted = crate::warm::mount_ids(plan);
+            let mounted = crate::warm_key::mount_ids(plan);
             // Confined before the call arrives (its shape, rules included, is this plan's):
             // the command only has its limits, cwd and descriptors left to set.
             exec::confine_self(plan, &mut enforcement)?;
             enforcement.warm = true;
             call = await_call(plan, fingerprint)?;
-            if crate::warm::mount_ids(&call) != mounted {
+            if crate::warm_key::mount_ids(&call) != mounted {
                 return Err(SetupError::new(
                     Stage::Plan,
                     "warm helper: a path its root depends on changed on the host",
@@ -272,7 +274,7 @@ fn init_main(
     let mut enforcement = Some(enforcement);
     let mut command = || {
         let report = enforcement.take().unwrap_or_default();
-        super::finish(if warm {
+        super::report::finish(if warm {
             exec::exec_confined(plan, report)
         } else {
             exec::confine_and_exec_gated(plan, report, gate.as_ref())
@@ -349,7 +351,7 @@ fn end_the_namespace() {
 }
 
 /// A warm init with its root built: reports [`Message::Prepared`], then waits on
-/// [`crate::warm::GO_FD`] for the call — its plan (one message) with the command's stdin,
+/// [`crate::wire::GO_FD`] for the call — its plan (one message) with the command's stdin,
 /// stdout and stderr attached, which replace the placeholders on 0–2.
 fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
@@ -357,12 +359,12 @@ fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     send(&Message::Prepared(fingerprint));
     let fail = |what: String| SetupError::new(Stage::Plan, format!("warm helper: {what}"));
-    let mut buf = vec![0u8; crate::warm::MAX_CALL_BYTES];
+    let mut buf = vec![0u8; crate::wire::MAX_CALL_BYTES];
     let mut iov = [IoSliceMut::new(&mut buf)];
     let mut space = nix::cmsg_space!([std::os::fd::RawFd; 3]);
     let msg = loop {
         match recvmsg::<()>(
-            crate::warm::GO_FD,
+            crate::wire::GO_FD,
             &mut iov,
             Some(&mut space),
             MsgFlags::MSG_CMSG_CLOEXEC,
@@ -393,14 +395,14 @@ fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
     }
     let call: Plan = serde_json::from_slice(&buf[..bytes])
         .map_err(|e| fail(format!("parse the call's plan: {e}")))?;
-    if crate::warm::key(&call) != crate::warm::key(prepared) {
+    if crate::warm_key::key(&call) != crate::warm_key::key(prepared) {
         return Err(fail("the call does not match the prepared root".into()));
     }
     for (target, fd) in stdio.iter().enumerate() {
         crate::sys::dup_onto(fd.as_raw_fd(), target as i32)
             .map_err(|e| SetupError::os(Stage::Plan, "dup2(stdio)", &e))?;
     }
-    let _ = nix::unistd::close(crate::warm::GO_FD);
+    let _ = nix::unistd::close(crate::wire::GO_FD);
     Ok(call)
 }
 
@@ -475,8 +477,8 @@ pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
     let memfd = crate::sys::memfd_with(&json)
         .map_err(|e| SetupError::os(Stage::Bubblewrap, "memfd_create(plan)", &e))?;
     let io = |e: std::io::Error| SetupError::os(Stage::Bubblewrap, "dup2(plan/report fd)", &e);
-    crate::sys::dup_onto(memfd.as_raw_fd(), super::PLAN_FD).map_err(io)?;
-    crate::sys::dup_onto(super::REPORT_FD, super::REPORT_FD).map_err(io)?;
+    crate::sys::dup_onto(memfd.as_raw_fd(), crate::wire::PLAN_FD).map_err(io)?;
+    crate::sys::dup_onto(crate::wire::REPORT_FD, crate::wire::REPORT_FD).map_err(io)?;
     // Only now: a guard opened earlier could get PLAN_FD's number and be replaced by the plan.
     let mut guards = mounts::guard_denied(&plan.placeholders)?;
     let result = run_bwrap_guarded(&inner, &bwrap, &helper, memfd, &mut guards);
@@ -507,7 +509,7 @@ fn run_bwrap_guarded(
         if nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).is_err()
             || nix::unistd::getppid() != me
         {
-            super::finish(Err(SetupError::new(
+            super::report::finish(Err(SetupError::new(
                 Stage::DieWithParent,
                 "the helper exited before bwrap started",
             )));
@@ -520,7 +522,7 @@ fn run_bwrap_guarded(
         ));
     };
     drop(memfd);
-    super::release_stdio();
+    super::inherited::release_stdio();
     let code = reaper::supervise_child(Pid::from_raw(pid), false);
     mounts::scrub(&plan.scrub);
     Ok(code)

@@ -7,10 +7,12 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::{exec, notify, scratch, send, shell_code};
+use super::report::{send, shell_code};
+use super::seccomp_notify as notify;
+use super::{exec, scratch};
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
-use crate::protocol::{Enforcement, ExitInfo, Message};
+use crate::wire::{Enforcement, ExitInfo, Message};
 
 /// Reaps every child until `main` exits; returns how it ended.
 pub fn reap_until(main: Pid) -> ExitInfo {
@@ -21,7 +23,7 @@ pub fn reap_until(main: Pid) -> ExitInfo {
                 return ExitInfo::Signal(sig as i32);
             }
             Ok(_) | Err(Errno::EINTR) => continue,
-            Err(_) => return ExitInfo::Code(super::SETUP_FAILED),
+            Err(_) => return ExitInfo::Code(crate::wire::SETUP_FAILED),
         }
     }
 }
@@ -42,7 +44,7 @@ pub fn reap_until_or_hangup(main: Pid) -> Option<ExitInfo> {
         SignalFd::with_flags(&sigchld, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok()
     });
     // SAFETY: LIFELINE_FD is installed before the init starts and never closed by it.
-    let lifeline = unsafe { BorrowedFd::borrow_raw(super::LIFELINE_FD) };
+    let lifeline = unsafe { BorrowedFd::borrow_raw(crate::wire::LIFELINE_FD) };
     loop {
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
@@ -54,7 +56,7 @@ pub fn reap_until_or_hangup(main: Pid) -> Option<ExitInfo> {
                 }
                 Ok(WaitStatus::StillAlive) => break,
                 Ok(_) | Err(Errno::EINTR) => continue,
-                Err(_) => return Some(ExitInfo::Code(super::SETUP_FAILED)),
+                Err(_) => return Some(ExitInfo::Code(crate::wire::SETUP_FAILED)),
             }
         }
         let mut fds = vec![PollFd::new(lifeline, PollFlags::POLLIN)];
@@ -115,7 +117,7 @@ fn supervise(plan: &Plan) -> Result<i32, SetupError> {
                 .to_string(),
         ];
         notes.extend(
-            crate::detect::LANDLOCK_RUNG_LIMITS
+            crate::backend::LANDLOCK_RUNG_LIMITS
                 .iter()
                 .map(|l| format!("NOT guaranteed: {l}")),
         );
@@ -132,12 +134,12 @@ fn supervise(plan: &Plan) -> Result<i32, SetupError> {
         }
         // A helper that died before the signal was armed sent none: no command without it.
         if nix::unistd::getppid() != me {
-            super::finish(Err(SetupError::new(
+            super::report::finish(Err(SetupError::new(
                 Stage::DieWithParent,
                 "the helper exited before the command started",
             )));
         }
-        super::finish(exec::confine_and_exec_supervised(plan, report, theirs));
+        super::report::finish(exec::confine_and_exec_supervised(plan, report, theirs));
     };
     drop(theirs);
     // Blocks until the child sent its listener (just before execve) or ended without one
@@ -225,11 +227,11 @@ fn wake(pidfd: Option<&std::os::fd::OwnedFd>, supervisor: Option<&notify::Superv
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::{AsFd, BorrowedFd};
     // SAFETY: LIFELINE_FD is installed by the launcher and never closed by the supervisor.
-    let lifeline = unsafe { BorrowedFd::borrow_raw(super::LIFELINE_FD) };
+    let lifeline = unsafe { BorrowedFd::borrow_raw(crate::wire::LIFELINE_FD) };
     let mut fds = vec![PollFd::new(lifeline, PollFlags::POLLIN)];
     // The launcher's pidfd beside it: a copy of the lifeline's write end left in some other
     // process cannot keep the tree alive once the launcher has ended.
-    let launcher_at = super::launcher_pidfd().map(|fd| {
+    let launcher_at = super::inherited::launcher_pidfd().map(|fd| {
         fds.push(PollFd::new(fd, PollFlags::POLLIN));
         fds.len() - 1
     });

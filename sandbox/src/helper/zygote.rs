@@ -6,12 +6,12 @@
 //! plan, report and lifeline pipe ends, in that order — or seven for a warm helper, the last
 //! being its go socket ([`crate::warm`]). The zygote forks; the child installs them on 0–5
 //! (and 6) and runs exactly what a re-executed helper runs (it reads its plan from
-//! [`super::PLAN_FD`]). The reply is the child's pid (4 bytes, little endian) with its pidfd
+//! [`crate::wire::PLAN_FD`]). The reply is the child's pid (4 bytes, little endian) with its pidfd
 //! attached. The zygote keeps each child's report pipe until it has reaped the child, then
 //! writes [`Message::Ended`] with the child's exit status there and closes it. End of file on
 //! the control socket ends the zygote, and so does the launcher's end: the launcher installs a
 //! pidfd of itself at [`LAUNCHER_PIDFD`] when it starts the zygote, which the zygote watches
-//! and hands to every helper at [`super::LAUNCHER_FD`]. A pidfd becomes readable when the
+//! and hands to every helper at [`crate::wire::LAUNCHER_FD`]. A pidfd becomes readable when the
 //! whole launcher process has ended, by any signal, whoever still holds a copy of one of its
 //! descriptors (a leaked end of the control socket or of a lifeline cannot keep anything
 //! alive) and whichever of its threads started us (unlike `PR_SET_PDEATHSIG`, which fires
@@ -28,29 +28,24 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 
-use crate::protocol::{ExitInfo, Message};
+use super::inherited::readable;
+use crate::wire::{ExitInfo, Message};
 
-/// Second argument that starts the zygote.
-pub const ZYGOTE_ARG: &str = "zygote";
-/// Where the launcher installs the control socket.
-pub const CONTROL_FD: RawFd = 3;
-/// Where the launcher installs a pidfd of itself.
-pub const LAUNCHER_PIDFD: RawFd = 4;
-/// Descriptors attached to each request.
-pub const REQUEST_FDS: usize = 6;
-/// Descriptors attached to a request for a warm helper (plus its go socket).
-pub const WARM_REQUEST_FDS: usize = REQUEST_FDS + 1;
+use crate::wire::{
+    CONTROL_FD, LAUNCHER_FD, LAUNCHER_PIDFD, REQUEST_FDS, SETUP_FAILED, WARM_REQUEST_FDS,
+};
 
-/// Set in a helper forked by the zygote: its parent is the zygote, not the launcher.
-pub(crate) static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// What a forked helper runs: the helper proper (never returns).
+pub(crate) type HelperMain = fn(inner: bool) -> !;
 
-/// Runs the zygote until the launcher closes the control socket. Never returns.
-pub(crate) fn serve() -> ! {
-    let code = match Zygote::new().and_then(Zygote::run) {
+/// Runs the zygote until the launcher closes the control socket; each forked helper runs
+/// `helper`. Never returns.
+pub(crate) fn serve(helper: HelperMain) -> ! {
+    let code = match Zygote::new(helper).and_then(Zygote::run) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("zeroclaw sandbox zygote: {e}");
-            super::SETUP_FAILED
+            SETUP_FAILED
         }
     };
     crate::sys::exit_now(code)
@@ -58,6 +53,8 @@ pub(crate) fn serve() -> ! {
 
 struct Zygote {
     pid: nix::unistd::Pid,
+    /// What each forked helper runs.
+    helper: HelperMain,
     control: OwnedFd,
     /// The launcher's pidfd (readable once it has ended), installed in every helper.
     launcher: Option<OwnedFd>,
@@ -70,7 +67,7 @@ struct Zygote {
 }
 
 impl Zygote {
-    fn new() -> std::io::Result<Zygote> {
+    fn new(helper: HelperMain) -> std::io::Result<Zygote> {
         // SAFETY: the launcher installed the control socket at CONTROL_FD before exec; we take
         // sole ownership of it here, once.
         let installed = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
@@ -94,6 +91,7 @@ impl Zygote {
         let inherited = super::mounts::warm_up();
         Ok(Zygote {
             pid: nix::unistd::getpid(),
+            helper,
             control,
             launcher,
             inherited,
@@ -208,19 +206,19 @@ impl Zygote {
             .iter()
             .map(|fd| crate::sys::dup_high(fd.as_raw_fd()))
             .collect::<Result<_, _>>()
-            .unwrap_or_else(|_| crate::sys::exit_now(super::SETUP_FAILED));
+            .unwrap_or_else(|_| crate::sys::exit_now(SETUP_FAILED));
         for (target, fd) in high.iter().enumerate() {
             if crate::sys::dup_onto(fd.as_raw_fd(), target as RawFd).is_err() {
-                crate::sys::exit_now(super::SETUP_FAILED);
+                crate::sys::exit_now(SETUP_FAILED);
             }
         }
         let mut keep: Vec<RawFd> = self.inherited.iter().copied().collect();
         if let Some(launcher) = &self.launcher {
-            if crate::sys::dup_onto(launcher.as_raw_fd(), super::LAUNCHER_FD).is_err() {
-                crate::sys::exit_now(super::SETUP_FAILED);
+            if crate::sys::dup_onto(launcher.as_raw_fd(), LAUNCHER_FD).is_err() {
+                crate::sys::exit_now(SETUP_FAILED);
             }
-            keep.push(super::LAUNCHER_FD);
-            super::WATCHES_LAUNCHER.store(true, std::sync::atomic::Ordering::Relaxed);
+            keep.push(LAUNCHER_FD);
+            super::inherited::WATCHES_LAUNCHER.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let _ = crate::sys::close_from_except(high.len() as RawFd, &keep);
         if high.len() == WARM_REQUEST_FDS {
@@ -228,11 +226,11 @@ impl Zygote {
             if nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err()
                 || nix::unistd::getppid() != self.pid
             {
-                crate::sys::exit_now(super::SETUP_FAILED);
+                crate::sys::exit_now(SETUP_FAILED);
             }
         }
-        FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
-        super::helper_exit(false)
+        super::inherited::FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
+        (self.helper)(false)
     }
 
     /// Reaps every exited helper and tells its launcher how it ended.
@@ -250,13 +248,4 @@ impl Zygote {
             super::cgroup::remove_after(pid.as_raw() as u32);
         }
     }
-}
-
-/// Whether `fd` is readable right now (a pidfd: its process has ended).
-pub(crate) fn readable(fd: std::os::fd::BorrowedFd<'_>) -> bool {
-    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
-        && fds[0]
-            .revents()
-            .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP))
 }

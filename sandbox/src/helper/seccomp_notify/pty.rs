@@ -11,11 +11,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::errno::Errno;
 
-use super::Supervisor;
 use super::decode::{Status, fd_arg};
 use super::emulate::fetch_fd;
 use super::filter::TIOCGPTPEER;
 use super::listener::reply;
+use super::supervisor::Supervisor;
 
 /// The device number of `/dev/ptmx` (and of every devpts instance's `ptmx`): major 5, minor 2.
 const PTMX: (u64, u64) = (5, 2);

@@ -6,47 +6,12 @@
 use std::ffi::{CString, OsString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStringExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use nix::errno::Errno;
 
-use super::Supervisor;
 use super::decode::{Change, Target};
 use super::filter::SYS_FCHMODAT2;
-
-impl Supervisor {
-    /// The checks, on the descriptor about to be changed.
-    pub(super) fn check(&self, file: &OwnedFd, fsuid: u32, change: Change) -> Result<(), Errno> {
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
-            .map_err(|_| Errno::EPERM)?;
-        if !self.may_change(&real) {
-            return Err(Errno::EPERM);
-        }
-        let st = nix::sys::stat::fstat(file).map_err(|_| Errno::EPERM)?;
-        if st.st_uid != fsuid {
-            return Err(Errno::EPERM);
-        }
-        if let Change::Mode(mode) = change
-            && mode & (libc::S_ISUID | libc::S_ISGID) != 0
-        {
-            return Err(Errno::EPERM);
-        }
-        let keeps = |wanted: u32, current: u32| wanted == u32::MAX || wanted == current;
-        if let Change::Owner(uid, gid) = change
-            && !(keeps(uid, st.st_uid) && keeps(gid, st.st_gid))
-        {
-            return Err(Errno::EPERM);
-        }
-        Ok(())
-    }
-
-    /// A real path the child may change the mode or times of.
-    pub(super) fn may_change(&self, real: &Path) -> bool {
-        real.is_absolute()
-            && self.writable.iter().any(|w| real.starts_with(w))
-            && !self.denied.iter().any(|d| real.starts_with(d))
-    }
-}
 
 /// `pidfd_getfd(pidfd, fd)`: our own copy of the caller's descriptor `fd`.
 pub(super) fn fetch_fd(pidfd: &OwnedFd, fd: i32) -> Result<OwnedFd, Errno> {
@@ -214,8 +179,6 @@ pub(super) fn apply(file: &OwnedFd, change: Change) -> Result<(), Errno> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicUsize;
 
     use super::*;
 
@@ -226,24 +189,5 @@ mod tests {
         assert_eq!(own_fd_path(b"/proc/self/fd/"), None);
         assert_eq!(own_fd_path(b"/proc/self/fd/3/x"), None);
         assert_eq!(own_fd_path(b"/proc/1/fd/3"), None);
-    }
-
-    #[test]
-    fn only_writable_roots_outside_denied_paths_may_change() {
-        let (a, _b) = nix::unistd::pipe().unwrap();
-        let s = Supervisor {
-            listener: Arc::new(a),
-            writable: vec![PathBuf::from("/ws"), PathBuf::from("/scratch/x")],
-            denied: vec![PathBuf::from("/ws/.ssh")],
-            connecting: Arc::new(AtomicUsize::new(0)),
-            network_denied: true,
-        };
-        assert!(s.may_change(Path::new("/ws/a.sh")));
-        assert!(s.may_change(Path::new("/ws")));
-        assert!(s.may_change(Path::new("/scratch/x/tmp/f")));
-        assert!(!s.may_change(Path::new("/wsx/a")));
-        assert!(!s.may_change(Path::new("/ws/.ssh/id")));
-        assert!(!s.may_change(Path::new("/etc/shadow")));
-        assert!(!s.may_change(Path::new("pipe:[1234]")));
     }
 }

@@ -9,10 +9,10 @@ use std::sync::atomic::Ordering;
 use nix::errno::Errno;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 
-use super::Supervisor;
 use super::decode::{Status, fd_arg, read_remote};
 use super::emulate::{fetch_fd, openat2};
 use super::listener::reply;
+use super::supervisor::Supervisor;
 
 /// Most `connect`s performed at once (each on its own thread, since a blocking connect may
 /// wait long and the supervisor must keep serving); beyond that, EAGAIN.

@@ -1,0 +1,49 @@
+//! What a helper tells its launcher: report lines on [`REPORT_FD`] (see [`crate::wire`]), and
+//! its exit code (a failed stage is reported first, then the helper exits [`SETUP_FAILED`]).
+
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+
+use crate::error::SetupError;
+use crate::wire::{ExitInfo, Message, REPORT_FD, SETUP_FAILED};
+
+/// Whether the process limit also binds uid 0 (a pids cgroup or the pid namespace's
+/// `pid_max`), for the enforcement report.
+pub(crate) static ROOT_PROCESS_LIMIT: AtomicBool = AtomicBool::new(false);
+
+/// Ends a helper or a forked stage: its result becomes the exit code (a failure is reported
+/// first).
+pub(crate) fn finish(result: Result<i32, SetupError>) -> ! {
+    exit(match result {
+        Ok(code) => code,
+        Err(e) => {
+            send(&Message::Failed(e));
+            SETUP_FAILED
+        }
+    })
+}
+
+/// Flushes stdout and exits at once (no destructors, no atexit handlers of the caller's).
+pub(crate) fn exit(code: i32) -> ! {
+    let _ = std::io::stdout().flush();
+    crate::sys::exit_now(code)
+}
+
+/// Writes one report line to [`REPORT_FD`] (best effort: the launcher may be gone).
+pub(crate) fn send(msg: &Message) {
+    send_all(std::slice::from_ref(msg));
+}
+
+/// Sends `msgs` in one write: the launcher wakes once for all of them.
+pub(crate) fn send_all(msgs: &[Message]) {
+    let lines: Vec<u8> = msgs.iter().flat_map(Message::encode).collect();
+    let _ = nix::unistd::write(super::inherited::borrow(REPORT_FD), &lines);
+}
+
+/// The exit code a shell would show for `info`.
+pub(crate) fn shell_code(info: ExitInfo) -> i32 {
+    match info {
+        ExitInfo::Code(c) => c,
+        ExitInfo::Signal(s) => 128 + s,
+    }
+}

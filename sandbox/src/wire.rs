@@ -1,0 +1,129 @@
+//! The wire between the launcher and its helpers, shared by both sides and by nothing else:
+//! the argv markers that turn the binary into a helper or a zygote, every descriptor number
+//! a helper, a zygote or a warm helper is started with, the size caps, the names of the
+//! on-disk markers both sides recognise, and the report pipe's messages (one JSON object per
+//! line) with their encoder and decoder. Side-effect free.
+
+use std::os::fd::RawFd;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SetupError;
+
+// --- argv markers -------------------------------------------------------------------------
+
+/// The hidden first argument that turns the binary into the helper.
+pub const HELPER_ARG: &str = "__zeroclaw-sandbox-helper";
+/// Second argument for the stage that runs inside bubblewrap.
+pub const INNER_ARG: &str = "inner";
+/// Second argument that starts the zygote.
+pub const ZYGOTE_ARG: &str = "zygote";
+
+// --- a helper's descriptors ---------------------------------------------------------------
+
+/// Descriptor the plan is read from.
+pub const PLAN_FD: RawFd = 3;
+/// Descriptor reports are written to.
+pub const REPORT_FD: RawFd = 4;
+/// Descriptor whose end-of-file means the launcher is gone (it holds the write end for as
+/// long as it cares about the command; works whatever thread spawned the helper, unlike
+/// `PR_SET_PDEATHSIG`, which fires when the spawning *thread* exits).
+pub const LIFELINE_FD: RawFd = 5;
+/// Descriptor of the go socket in a warm helper (after the zygote's six).
+pub const GO_FD: RawFd = 6;
+/// Descriptor of the launcher's pidfd in a helper forked by the zygote (after a warm helper's
+/// go socket): readable once the launcher process has ended, however it ended and whoever
+/// still holds a copy of the lifeline's write end. Watched beside [`LIFELINE_FD`].
+pub const LAUNCHER_FD: RawFd = 7;
+
+// --- the zygote's descriptors and requests ------------------------------------------------
+
+/// Where the launcher installs the zygote's control socket.
+pub const CONTROL_FD: RawFd = 3;
+/// Where the launcher installs a pidfd of itself for the zygote.
+pub const LAUNCHER_PIDFD: RawFd = 4;
+/// Descriptors attached to each request to the zygote: the command's stdin, stdout, stderr,
+/// the plan, report and lifeline pipe ends, in that order (installed on 0–5).
+pub const REQUEST_FDS: usize = 6;
+/// Descriptors attached to a request for a warm helper (plus its go socket, on [`GO_FD`]).
+pub const WARM_REQUEST_FDS: usize = REQUEST_FDS + 1;
+
+// --- sizes, exit codes, markers -----------------------------------------------------------
+
+/// Largest call message (a plan as JSON) sent over the go socket; a bigger plan starts cold.
+pub const MAX_CALL_BYTES: usize = 128 * 1024;
+/// Exit code of the helper when confinement failed (the reason went over the report pipe).
+pub const SETUP_FAILED: i32 = 125;
+/// File marking a placeholder directory the helper created for a protected path.
+pub const PLACEHOLDER_MARKER: &str = ".zeroclaw-placeholder";
+/// Empty directory at the new root, the lower layer of read-only overlays (and bwrap's
+/// `--dir`).
+pub const EMPTY_DIR: &str = "/.zeroclaw-empty";
+
+// --- the report pipe ----------------------------------------------------------------------
+
+/// What was actually enforced for one execution (sent just before `execve`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Enforcement {
+    /// Backend name.
+    pub backend: String,
+    /// Namespaces the command lives in (`user`, `mount`, `pid`, `net`, `ipc`, `uts`).
+    pub namespaces: Vec<String>,
+    /// Landlock ABI in use (0 when none).
+    pub landlock_abi: u32,
+    /// `full`, `partial`, or `none`.
+    pub landlock: String,
+    /// Seccomp filter installed.
+    pub seccomp: bool,
+    /// `PR_SET_NO_NEW_PRIVS` set.
+    pub no_new_privs: bool,
+    /// Every capability set (incl. bounding and ambient) empty.
+    pub capabilities_dropped: bool,
+    /// Resource limits applied.
+    pub rlimits: bool,
+    /// `/tmp` and `HOME` are private to this execution.
+    pub private_tmp: bool,
+    /// Protected paths are read-only.
+    pub protected_paths: bool,
+    /// Reduced guarantees, in words.
+    pub notes: Vec<String>,
+    /// Served by a helper prepared before the call arrived (see [`crate::warm`]).
+    #[serde(default)]
+    pub warm: bool,
+}
+
+/// How the command ended, as seen by the helper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExitInfo {
+    /// Exit code.
+    Code(i32),
+    /// Killed by a signal.
+    Signal(i32),
+}
+
+/// One report line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Message {
+    /// Confinement complete; the command is being executed.
+    Ready(Enforcement),
+    /// A stage failed.
+    Failed(SetupError),
+    /// The command ended.
+    Exited(ExitInfo),
+    /// The helper is done: every process of the call is reaped. Written by the helper as it
+    /// exits, and by the zygote once it has reaped it (always the last line, so a helper that
+    /// died without a word is noticed too).
+    Ended(ExitInfo),
+    /// A warm helper's root is built and waits for its call; the value is the
+    /// [`crate::warm_key::fingerprint`] taken just before mounting.
+    Prepared(u64),
+}
+
+impl Message {
+    /// One JSON line.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(self).unwrap_or_else(|_| b"{}".to_vec());
+        line.push(b'\n');
+        line
+    }
+}
