@@ -498,9 +498,8 @@ impl Running {
 }
 
 fn caller_stdin() -> BorrowedFd<'static> {
-    // SAFETY: descriptor 0 belongs to the process for its whole life; the borrow is only
-    // used for poll and read, and a closed fd 0 reports POLLNVAL/EBADF, handled above.
-    unsafe { BorrowedFd::borrow_raw(0) }
+    // Only used for poll and read; a closed fd 0 reports POLLNVAL/EBADF, handled above.
+    crate::sys::borrow_inherited(0)
 }
 
 /// What a ready descriptor is.

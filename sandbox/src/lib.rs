@@ -25,6 +25,8 @@
 //! Pure parts have unit tests; `tests/launcher.rs` runs real confined processes through a
 //! helper test binary and skips (or fails when `CI=true`) when a kernel feature is missing.
 
+#![deny(unsafe_code)]
+
 pub mod backend;
 pub mod bubblewrap;
 pub mod detect;
@@ -39,6 +41,7 @@ pub mod profile;
 mod sandbox;
 pub mod seatbelt;
 mod spawner;
+#[allow(unsafe_code)]
 mod sys;
 pub mod warm;
 mod warm_key;

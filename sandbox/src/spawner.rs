@@ -6,7 +6,7 @@
 //! end however it ends (see [`crate::helper::zygote`]).
 
 use std::io::{IoSlice, IoSliceMut, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -112,14 +112,10 @@ impl Zygote {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        // SAFETY: the closure runs in the forked child before exec and only calls dup2
-        // (async-signal-safe) on descriptors that stay open in the parent until spawn returns.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                crate::sys::dup_onto(theirs_raw, CONTROL_FD)?;
-                crate::sys::dup_onto(launcher_raw, LAUNCHER_PIDFD)
-            });
-        }
+        crate::sys::install_before_exec(
+            &mut cmd,
+            vec![(theirs_raw, CONTROL_FD), (launcher_raw, LAUNCHER_PIDFD)],
+        );
         let process = cmd
             .spawn()
             .map_err(|e| spawn_error(helper, "spawn(zygote)", e))?;
@@ -168,9 +164,7 @@ impl Zygote {
         let mut pidfd = None;
         for cmsg in msg.cmsgs().map_err(|e| delivered(e.to_string()))? {
             if let ControlMessageOwned::ScmRights(received) = cmsg {
-                for fd in received {
-                    // SAFETY: SCM_RIGHTS descriptors are new in this process, owned by nobody.
-                    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                for owned in crate::sys::adopt_received(received) {
                     pidfd.get_or_insert(owned);
                 }
             }

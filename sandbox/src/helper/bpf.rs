@@ -129,32 +129,7 @@ impl Asm {
     }
 }
 
-/// Installs `prog` on the calling thread (no_new_privs must be set) with the
-/// `SECCOMP_FILTER_FLAG_*` `flags`; returns the kernel's answer (the listener descriptor with
-/// `NEW_LISTENER`, else 0).
-pub fn install(prog: &[sock_filter], flags: libc::c_uint) -> std::io::Result<libc::c_long> {
-    let fprog = libc::sock_fprog {
-        len: u16::try_from(prog.len())
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::E2BIG))?,
-        filter: prog.as_ptr().cast_mut(),
-    };
-    // SAFETY: `fprog` points at `prog`, a live array of `len` sock_filter entries, for the
-    // duration of the call; the kernel only reads it (copying the program) and returns a
-    // number: 0, a new descriptor, or -1.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            flags,
-            &fprog as *const libc::sock_fprog,
-        )
-    };
-    if r < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
+pub use crate::sys::seccomp_install as install;
 
 /// Runs `prog` on one system call as the kernel would, returning its action.
 #[cfg(test)]

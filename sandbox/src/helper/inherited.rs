@@ -18,10 +18,8 @@ pub(crate) static FORKED: AtomicBool = AtomicBool::new(false);
 
 /// A descriptor of [`crate::wire`] the helper was started with, borrowed for one call.
 pub(crate) fn borrow(fd: RawFd) -> BorrowedFd<'static> {
-    // SAFETY: REPORT_FD, LIFELINE_FD and (when WATCHES_LAUNCHER is set) LAUNCHER_FD are
-    // installed by the launcher (or the zygote) before the helper starts and stay open for its
-    // whole life; a borrow is used for one call.
-    unsafe { BorrowedFd::borrow_raw(fd) }
+    // LAUNCHER_FD only when WATCHES_LAUNCHER is set (see `launcher_pidfd`).
+    crate::sys::borrow_inherited(fd)
 }
 
 pub(crate) fn set_cloexec(fd: RawFd) -> Result<(), SetupError> {

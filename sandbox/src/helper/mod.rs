@@ -35,7 +35,7 @@ pub use seccomp::compile as compile_seccomp;
 
 use std::ffi::OsStr;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
 use nix::sys::signal::Signal;
@@ -178,9 +178,8 @@ fn assert_single_threaded() -> Result<(), SetupError> {
 }
 
 fn read_plan() -> Result<Plan, SetupError> {
-    // SAFETY: the launcher installs the plan's read end at PLAN_FD; the helper takes ownership
-    // here exactly once and nothing else refers to it.
-    let mut file = unsafe { std::fs::File::from_raw_fd(PLAN_FD) };
+    // The launcher installs the plan's read end at PLAN_FD.
+    let mut file = std::fs::File::from(crate::sys::take_inherited(PLAN_FD));
     let mut buf = Vec::new();
     file.read_to_end(&mut buf)
         .map_err(|e| SetupError::os(Stage::Plan, "read(plan fd 3)", &e))?;

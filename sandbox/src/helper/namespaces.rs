@@ -356,7 +356,7 @@ fn end_the_namespace() {
 fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     use std::io::IoSliceMut;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::{AsRawFd, OwnedFd};
     send(&Message::Prepared(fingerprint));
     let fail = |what: String| SetupError::new(Stage::Plan, format!("warm helper: {what}"));
     let mut buf = vec![0u8; crate::wire::MAX_CALL_BYTES];
@@ -376,11 +376,7 @@ fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
     let mut stdio: Vec<OwnedFd> = Vec::new();
     for cmsg in msg.cmsgs().map_err(|e| fail(e.to_string()))? {
         if let ControlMessageOwned::ScmRights(fds) = cmsg {
-            // SAFETY: SCM_RIGHTS descriptors are new in this process and owned by nobody.
-            stdio.extend(
-                fds.into_iter()
-                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
-            );
+            stdio.extend(crate::sys::adopt_received(fds));
         }
     }
     let (bytes, truncated) = (msg.bytes, msg.flags.contains(MsgFlags::MSG_TRUNC));

@@ -36,15 +36,15 @@ pub fn reap_until_or_hangup(main: Pid) -> Option<ExitInfo> {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use nix::sys::signal::SigSet;
     use nix::sys::signalfd::{SfdFlags, SignalFd};
-    use std::os::fd::{AsFd, BorrowedFd};
+    use std::os::fd::AsFd;
     let mut sigchld = SigSet::empty();
     sigchld.add(Signal::SIGCHLD);
     // Blocked before the first reaping round: a SIGCHLD after it waits in the signalfd.
     let signals = sigchld.thread_block().ok().and_then(|_| {
         SignalFd::with_flags(&sigchld, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok()
     });
-    // SAFETY: LIFELINE_FD is installed before the init starts and never closed by it.
-    let lifeline = unsafe { BorrowedFd::borrow_raw(crate::wire::LIFELINE_FD) };
+    // Installed before the init starts and never closed by it.
+    let lifeline = crate::sys::borrow_inherited(crate::wire::LIFELINE_FD);
     loop {
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
@@ -225,9 +225,9 @@ enum Wake {
 /// the supervisor's listener has a notification.
 fn wake(pidfd: Option<&std::os::fd::OwnedFd>, supervisor: Option<&notify::Supervisor>) -> Wake {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::{AsFd, BorrowedFd};
-    // SAFETY: LIFELINE_FD is installed by the launcher and never closed by the supervisor.
-    let lifeline = unsafe { BorrowedFd::borrow_raw(crate::wire::LIFELINE_FD) };
+    use std::os::fd::AsFd;
+    // Installed by the launcher and never closed by the supervisor.
+    let lifeline = crate::sys::borrow_inherited(crate::wire::LIFELINE_FD);
     let mut fds = vec![PollFd::new(lifeline, PollFlags::POLLIN)];
     // The launcher's pidfd beside it: a copy of the lifeline's write end left in some other
     // process cannot keep the tree alive once the launcher has ended.

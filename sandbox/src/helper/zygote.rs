@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::io::{IoSlice, IoSliceMut};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -68,9 +68,8 @@ struct Zygote {
 
 impl Zygote {
     fn new(helper: HelperMain) -> std::io::Result<Zygote> {
-        // SAFETY: the launcher installed the control socket at CONTROL_FD before exec; we take
-        // sole ownership of it here, once.
-        let installed = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
+        // The launcher installed the control socket at CONTROL_FD before exec.
+        let installed = crate::sys::take_inherited(CONTROL_FD);
         // Taken before anything else can be given its number.
         let launcher = crate::sys::adopt_inherited(LAUNCHER_PIDFD);
         // Above the fixed numbers 0–7 the helpers' descriptors are installed on.
@@ -151,11 +150,7 @@ impl Zygote {
         let mut received: Vec<OwnedFd> = Vec::new();
         for cmsg in msg.cmsgs()? {
             if let ControlMessageOwned::ScmRights(fds) = cmsg {
-                // SAFETY: SCM_RIGHTS descriptors are new in this process and owned by nobody.
-                received.extend(
-                    fds.into_iter()
-                        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
-                );
+                received.extend(crate::sys::adopt_received(fds));
             }
         }
         if received.len() != REQUEST_FDS && received.len() != WARM_REQUEST_FDS {

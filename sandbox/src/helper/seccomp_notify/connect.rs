@@ -2,7 +2,7 @@
 //! only inside the writable roots and through the descriptor that was checked, then the
 //! connect performed on our copy of the socket on a thread of its own.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -46,7 +46,7 @@ impl Supervisor {
         let spawned = std::thread::Builder::new()
             .name("connect".into())
             .spawn(move || {
-                let answer = connect_raw(&sock, &addr);
+                let answer = crate::sys::connect_raw(sock.as_fd(), &addr);
                 drop(keep);
                 reply(&listener, id, answer);
                 connecting.fetch_sub(1, Ordering::SeqCst);
@@ -84,7 +84,7 @@ impl Supervisor {
             read_remote(tid, args[1], len)?
         };
         let sock = fetch_fd(&pidfd, fd_arg(args[0]))?;
-        let domain = socket_domain(&sock).map_err(|_| Errno::ENOTSOCK)?;
+        let domain = crate::sys::socket_domain(sock.as_fd()).map_err(|_| Errno::ENOTSOCK)?;
         let family = addr
             .get(..2)
             .map(|b| i32::from(u16::from_ne_bytes([b[0], b[1]])));
@@ -125,39 +125,4 @@ impl Supervisor {
         checked.push(0);
         Ok((sock, checked, Some(file)))
     }
-}
-
-/// `SO_DOMAIN` of a socket.
-fn socket_domain(sock: &OwnedFd) -> Result<i32, Errno> {
-    let mut domain: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `domain` and `len` are live and sized for an int option; the kernel writes at
-    // most `len` bytes.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_DOMAIN,
-            (&mut domain as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 {
-        Ok(domain)
-    } else {
-        Err(Errno::last())
-    }
-}
-
-/// `connect(sock, addr)` on our copy of the caller's socket (the same open socket).
-fn connect_raw(sock: &OwnedFd, addr: &[u8]) -> Result<(), Errno> {
-    let ptr = if addr.is_empty() {
-        std::ptr::null()
-    } else {
-        addr.as_ptr().cast::<libc::sockaddr>()
-    };
-    // SAFETY: `ptr` is NULL with length 0 or points at `addr`, live for the call and of the
-    // length passed; the kernel only reads it.
-    let rc = unsafe { libc::connect(sock.as_raw_fd(), ptr, addr.len() as libc::socklen_t) };
-    if rc == 0 { Ok(()) } else { Err(Errno::last()) }
 }

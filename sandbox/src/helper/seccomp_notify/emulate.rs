@@ -4,7 +4,7 @@
 //! with `AT_EMPTY_PATH`.
 
 use std::ffi::{CString, OsString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
@@ -18,17 +18,10 @@ pub(super) fn fetch_fd(pidfd: &OwnedFd, fd: i32) -> Result<OwnedFd, Errno> {
     if fd < 0 {
         return Err(Errno::EBADF);
     }
-    // SAFETY: the call only duplicates a descriptor into our table (close-on-exec) and
-    // returns it; no memory is passed.
-    let new = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0u32) };
-    if new < 0 {
-        return Err(match Errno::last() {
-            Errno::EBADF => Errno::EBADF,
-            _ => Errno::EPERM,
-        });
-    }
-    // SAFETY: `new` is a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(new as RawFd) })
+    crate::sys::pidfd_getfd(pidfd.as_fd(), fd).map_err(|e| match e {
+        Errno::EBADF => Errno::EBADF,
+        _ => Errno::EPERM,
+    })
 }
 
 /// `N` of a path `/proc/self/fd/N` or `/proc/thread-self/fd/N`: the caller's descriptor.
@@ -90,73 +83,24 @@ pub(super) fn open_target(target: &Target, tid: u32, pidfd: &OwnedFd) -> Result<
 /// `openat2(dir, path, O_PATH [| O_NOFOLLOW], RESOLVE_NO_MAGICLINKS)`.
 pub(super) fn openat2(dir: RawFd, path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
     let c = CString::new(path).map_err(|_| Errno::EINVAL)?;
-    // SAFETY: open_how is plain old data; zeroed is a valid value before the fields are set.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    let mut flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
     if !follow {
-        how.flags |= libc::O_NOFOLLOW as u64;
+        flags |= libc::O_NOFOLLOW as u64;
     }
-    how.resolve = libc::RESOLVE_NO_MAGICLINKS;
-    // SAFETY: `c` is a valid NUL-terminated path and `how` a live open_how of the size
-    // passed; the call only returns a new descriptor.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            c.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if fd < 0 {
-        return Err(Errno::last());
-    }
-    // SAFETY: `fd` is a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    crate::sys::openat2(dir, &c, flags, libc::RESOLVE_NO_MAGICLINKS)
 }
 
 /// Makes the change on our own descriptor.
 pub(super) fn apply(file: &OwnedFd, change: Change) -> Result<(), Errno> {
-    let rc = match change {
-        // SAFETY: the empty path with AT_EMPTY_PATH names `file` itself; nothing else is read.
-        Change::Mode(mode) => unsafe {
-            libc::syscall(
-                SYS_FCHMODAT2,
-                file.as_raw_fd(),
-                c"".as_ptr(),
-                mode,
-                libc::AT_EMPTY_PATH,
-            )
-        },
-        // SAFETY: the empty path with AT_EMPTY_PATH names `file` itself; nothing else is read.
-        Change::Owner(uid, gid) => unsafe {
-            libc::fchownat(
-                file.as_raw_fd(),
-                c"".as_ptr(),
-                uid,
-                gid,
-                libc::AT_EMPTY_PATH,
-            ) as libc::c_long
-        },
-        Change::Times(times) => {
-            let ptr = times.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
-            // SAFETY: the empty path with AT_EMPTY_PATH names `file`; `ptr` is NULL or points
-            // at two live timespecs the kernel only reads.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_utimensat,
-                    file.as_raw_fd(),
-                    c"".as_ptr(),
-                    ptr,
-                    libc::AT_EMPTY_PATH,
-                )
-            }
-        }
+    let result = match change {
+        Change::Mode(mode) => crate::sys::fchmod_empty_path(SYS_FCHMODAT2, file.as_fd(), mode),
+        Change::Owner(uid, gid) => crate::sys::fchown_empty_path(file.as_fd(), uid, gid),
+        Change::Times(times) => crate::sys::utimens_empty_path(file.as_fd(), times.as_ref()),
     };
-    if rc == 0 {
+    let Err(errno) = result else {
         return Ok(());
-    }
-    match (Errno::last(), change) {
+    };
+    match (errno, change) {
         // fchmodat2 is Linux 6.6: chmod through our own descriptor's magic link instead.
         (Errno::ENOSYS, Change::Mode(mode)) => {
             let st = nix::sys::stat::fstat(file).map_err(|_| Errno::EPERM)?;

@@ -2,7 +2,7 @@
 //! supervised syscalls to the listener, and its installation with
 //! `SECCOMP_FILTER_FLAG_NEW_LISTENER`.
 
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 
 use crate::error::{SetupError, Stage};
 use crate::helper::bpf::{
@@ -93,16 +93,10 @@ pub fn program() -> Result<Vec<libc::sock_filter>, SetupError> {
 /// listener.
 pub fn install() -> Result<OwnedFd, SetupError> {
     let prog = program()?;
-    let fd = bpf::install(
-        &prog,
-        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_uint,
-    )
-    .map_err(|e| {
+    crate::sys::seccomp_install_listener(&prog).map_err(|e| {
         SetupError::os(Stage::Seccomp, "seccomp(SET_MODE_FILTER, NEW_LISTENER)", &e)
             .hint("supervising chmod/utimes needs Linux >= 5.9 (pidfd_getfd, user notifications)")
-    })?;
-    // SAFETY: `fd` is the fresh listener descriptor the kernel just returned; we own it alone.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    })
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! (`SECCOMP_IOCTL_NOTIF_ID_VALID`) and answer it (`SECCOMP_IOCTL_NOTIF_SEND`).
 
 use std::io::{IoSlice, IoSliceMut};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 use nix::errno::Errno;
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
@@ -51,12 +51,7 @@ pub fn receive(sock: &OwnedFd) -> Option<OwnedFd> {
             Ok(msg) => {
                 for c in msg.cmsgs().ok()? {
                     if let ControlMessageOwned::ScmRights(fds) = c {
-                        let mut owned = fds.into_iter().map(|fd| {
-                            // SAFETY: SCM_RIGHTS just installed `fd` in our table; nobody else
-                            // owns it.
-                            unsafe { OwnedFd::from_raw_fd(fd) }
-                        });
-                        return owned.next();
+                        return crate::sys::adopt_received(fds).next();
                     }
                 }
                 return None;
@@ -69,16 +64,7 @@ pub fn receive(sock: &OwnedFd) -> Option<OwnedFd> {
 
 /// Whether notification `id` on `listener` is still pending.
 pub(super) fn valid(listener: &OwnedFd, id: u64) -> bool {
-    let mut id = id;
-    // SAFETY: `id` is a live u64 the kernel only reads.
-    let rc = unsafe {
-        libc::ioctl(
-            listener.as_raw_fd(),
-            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
-            &mut id as *mut u64,
-        )
-    };
-    rc == 0
+    crate::sys::notif_id_valid(listener.as_fd(), id)
 }
 
 /// Answers notification `id` with 0 or the errno, if its caller still waits. False when the
@@ -87,20 +73,9 @@ pub(super) fn reply(listener: &OwnedFd, id: u64, answer: Result<(), Errno>) -> b
     if !valid(listener, id) {
         return true; // interrupted or killed: nobody to answer
     }
-    let mut resp = libc::seccomp_notif_resp {
-        id,
-        val: 0,
-        error: answer.err().map_or(0, |e| -(e as i32)),
-        flags: 0,
-    };
-    // SAFETY: `resp` is a live seccomp_notif_resp, the size the request encodes; the kernel
-    // only reads it.
-    let rc = unsafe {
-        libc::ioctl(
-            listener.as_raw_fd(),
-            libc::SECCOMP_IOCTL_NOTIF_SEND,
-            &mut resp as *mut libc::seccomp_notif_resp,
-        )
-    };
-    rc == 0 || matches!(Errno::last(), Errno::ENOENT | Errno::EINTR)
+    let error = answer.err().map_or(0, |e| -(e as i32));
+    match crate::sys::notif_send(listener.as_fd(), id, error) {
+        Ok(()) => true,
+        Err(e) => matches!(e, Errno::ENOENT | Errno::EINTR),
+    }
 }

@@ -7,7 +7,7 @@
 //! `SECCOMP_IOCTL_NOTIF_ADDFD` (`SEND`: the call returns its number). A slave reached only
 //! through a master the child made is its own pty.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::AsFd;
 
 use nix::errno::Errno;
 
@@ -53,38 +53,12 @@ impl Supervisor {
         if !is_ptmx {
             return Err(Errno::ENOTTY);
         }
-        // SAFETY: TIOCGPTPEER takes its open flags by value and returns a new descriptor.
-        let peer = unsafe {
-            libc::ioctl(
-                master.as_raw_fd(),
-                libc::TIOCGPTPEER,
-                (flags & PEER_FLAGS) | libc::O_CLOEXEC,
-            )
-        };
-        if peer < 0 {
-            return Err(Errno::last());
-        }
-        // SAFETY: `peer` is the fresh descriptor the kernel just returned; we own it alone.
-        let peer = unsafe { OwnedFd::from_raw_fd(peer as RawFd) };
-        let mut addfd = libc::seccomp_notif_addfd {
-            id,
-            flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
-            srcfd: peer.as_raw_fd() as u32,
-            newfd: 0,
-            newfd_flags: (flags & libc::O_CLOEXEC) as u32,
-        };
-        // SAFETY: `addfd` is a live seccomp_notif_addfd, the size the request encodes; the
-        // kernel only reads it, installs a copy of `peer` in the caller and answers the call
-        // with its number.
-        let rc = unsafe {
-            libc::ioctl(
-                self.listener.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_ADDFD,
-                &mut addfd as *mut libc::seccomp_notif_addfd,
-            )
-        };
-        if rc < 0 {
-            return match Errno::last() {
+        let peer = crate::sys::pty_peer(master.as_fd(), (flags & PEER_FLAGS) | libc::O_CLOEXEC)?;
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        if let Err(e) =
+            crate::sys::notif_addfd_send(self.listener.as_fd(), id, peer.as_fd(), cloexec)
+        {
+            return match e {
                 // Interrupted or killed meanwhile: nobody to answer.
                 Errno::ENOENT => Ok(()),
                 e => Err(e),

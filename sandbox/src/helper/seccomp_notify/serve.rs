@@ -1,7 +1,7 @@
 //! One notification received and answered: the dispatch of [`Supervisor::serve_one`] to the
 //! emulation of each supervised call.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 
 use nix::errno::Errno;
 
@@ -13,20 +13,11 @@ use super::supervisor::Supervisor;
 impl Supervisor {
     /// Receives one notification and answers it. False when the listener is unusable.
     pub fn serve_one(&self) -> bool {
-        // SAFETY: seccomp_notif is plain old data; the kernel requires it zeroed on input.
-        let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
-        // SAFETY: `notif` is a live, writable seccomp_notif, the size the request encodes.
-        let rc = unsafe {
-            libc::ioctl(
-                self.listener.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_RECV,
-                &mut notif as *mut libc::seccomp_notif,
-            )
-        };
-        if rc != 0 {
+        let notif = match crate::sys::notif_recv(self.listener.as_fd()) {
+            Ok(notif) => notif,
             // ENOENT: the caller went away before we read it; EINTR: a signal (SIGTERM).
-            return matches!(Errno::last(), Errno::ENOENT | Errno::EINTR);
-        }
+            Err(e) => return matches!(e, Errno::ENOENT | Errno::EINTR),
+        };
         if i64::from(notif.data.nr) == libc::SYS_connect {
             self.serve_connect(&notif);
             return true;
