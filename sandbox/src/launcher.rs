@@ -2,32 +2,21 @@
 //! stdio, hands it the plan, waits for its "confined" report ([`Confined`]), streams output
 //! with a cap, and kills the whole tree on timeout, cancellation, output overflow or drop.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::future::Future;
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
-use crate::backend::{Backend, BackendChoice};
+use crate::backend::Backend;
 use crate::error::{SandboxError, SetupError, Stage};
+use crate::planner::Planner;
 use crate::profile::Profile;
 use crate::wire::{Enforcement, ExitInfo, Message};
-
-/// A configured sandbox: a chosen backend and the helper executable.
-#[derive(Debug, Clone)]
-pub struct Sandbox {
-    backend: Backend,
-    allow_partial: bool,
-    helper: PathBuf,
-    bwrap: Option<PathBuf>,
-    spawner: crate::spawner::Spawner,
-    warm: crate::warm::Pool,
-}
 
 /// Which stream a chunk of output came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,109 +67,37 @@ impl Outcome {
     }
 }
 
-impl Sandbox {
-    /// Detects what works here and picks the backend for `choice` (fails closed).
-    pub fn new(choice: BackendChoice, allow_partial: bool) -> Result<Self, SandboxError> {
-        let backend = crate::detect::choose(choice, allow_partial, &crate::detect::Live)?;
-        Ok(Self::with_backend(backend, allow_partial))
-    }
+/// The daemon side's half of a [`crate::Sandbox`]: how a call is planned, the helper
+/// executable, its zygote and the warm helpers.
+#[derive(Debug, Clone)]
+pub(crate) struct Launcher {
+    pub(crate) planner: Planner,
+    helper: PathBuf,
+    spawner: crate::spawner::Spawner,
+    warm: crate::warm::Pool,
+}
 
-    /// Like [`Sandbox::new`] without trying user namespaces or bwrap first (see
-    /// [`crate::detect::FirstRunTries`]): for one-shot callers, which on a
-    /// [`Stage::Namespaces`] or [`Stage::Bubblewrap`] setup failure fall back to
-    /// [`Sandbox::new`].
-    pub fn new_unprobed(choice: BackendChoice, allow_partial: bool) -> Result<Self, SandboxError> {
-        let probes = crate::detect::FirstRunTries;
-        let backend = crate::detect::choose(choice, allow_partial, &probes)?;
-        Ok(Self::with_backend(backend, allow_partial))
-    }
-
-    fn with_backend(backend: Backend, allow_partial: bool) -> Self {
-        Sandbox {
-            backend,
-            allow_partial,
-            helper: PathBuf::from("/proc/self/exe"),
-            // Only the bubblewrap backend runs it (a PATH search otherwise paid per Sandbox).
-            bwrap: (backend == Backend::Bubblewrap)
-                .then(crate::detect::bwrap_path)
-                .flatten(),
+impl Launcher {
+    /// A launcher for `helper`, with no zygote or warm helper yet.
+    pub(crate) fn new(planner: Planner, helper: PathBuf) -> Launcher {
+        Launcher {
+            planner,
+            helper,
             spawner: crate::spawner::Spawner::default(),
             warm: crate::warm::Pool::default(),
         }
     }
 
-    /// Uses `exe` as the helper (it must call [`crate::helper::run_if_helper`] first thing).
-    /// Defaults to `/proc/self/exe`.
-    pub fn with_helper(mut self, exe: impl Into<PathBuf>) -> Self {
-        self.helper = exe.into();
-        self.spawner = crate::spawner::Spawner::default();
-        self.warm = crate::warm::Pool::default();
-        self
-    }
-
-    /// The backend in use.
-    pub fn backend(&self) -> Backend {
-        self.backend
-    }
-
-    /// Runs `argv` confined by `profile` with stdin closed, collecting output.
-    pub async fn run<I, S>(
-        &self,
-        profile: &Profile,
-        argv: I,
-        cancel: impl Future<Output = ()>,
-    ) -> Result<Outcome, SandboxError>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        let mut child = self.spawn(profile, argv).await?;
-        drop(child.take_stdin());
-        child.wait(|_, _| {}, cancel).await
-    }
-
-    /// Runs the registered operation `op` (see [`crate::helper::run_if_helper_with`]) inside
-    /// the sandbox with `payload` as its input: `Outcome::stdout` holds its result (exit 0) or
-    /// `Outcome::stderr` its error text (exit 1). Same confinement, limits and kill-tree as a
-    /// command; an unknown operation is a [`Stage::Exec`] setup error.
-    pub async fn run_op(
-        &self,
-        profile: &Profile,
-        op: &str,
-        payload: Vec<u8>,
-        cancel: impl Future<Output = ()>,
-    ) -> Result<Outcome, SandboxError> {
-        let mut child = self
-            .start(profile, Vec::new(), Some(op.to_string()))
-            .await?;
-        if let Some(mut stdin) = child.take_stdin() {
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let _ = stdin.write_all(&payload).await;
-            });
-        }
-        child.wait(|_, _| {}, cancel).await
-    }
-
-    /// Starts `argv` confined by `profile`. Returns once the helper reports the confinement
-    /// complete (or with the failing [`Stage`]).
-    pub async fn spawn<I, S>(&self, profile: &Profile, argv: I) -> Result<Confined, SandboxError>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        self.start(profile, command(argv)?, None).await
-    }
-
-    async fn start(
+    /// Starts the call; returns once the helper reports the confinement complete.
+    pub(crate) async fn start(
         &self,
         profile: &Profile,
         argv: Vec<OsString>,
         op: Option<String>,
     ) -> Result<Confined, SandboxError> {
-        let plan = self.plan(profile, argv, op)?;
+        let plan = self.planner.plan(profile, argv, op)?;
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
-        if self.backend == Backend::Namespaces
+        if self.planner.backend == Backend::Namespaces
             && let Some(confined) = self.start_warm(profile, &plan, &json).await?
         {
             return Ok(confined);
@@ -278,14 +195,14 @@ impl Sandbox {
                 stderr: Some(stderr),
                 pid: forked.pid,
                 pidfd: forked.pidfd,
-                backend: self.backend,
+                backend: self.planner.backend,
                 limits: profile.limits.clone(),
                 reports,
                 enforcement,
                 done: false,
                 _lifeline: lifeline,
-                refill: (self.backend == Backend::Namespaces).then(|| Refill {
-                    sandbox: self.clone(),
+                refill: (self.planner.backend == Backend::Namespaces).then(|| Refill {
+                    launcher: self.clone(),
                     profile: profile.clone(),
                 }),
             }),
@@ -297,7 +214,7 @@ impl Sandbox {
                 };
                 let mut text = String::new();
                 let _ = stderr.take(4096).read_to_string(&mut text).await;
-                let stage = if self.backend == Backend::Bubblewrap {
+                let stage = if self.planner.backend == Backend::Bubblewrap {
                     Stage::Bubblewrap
                 } else {
                     Stage::Spawn
@@ -314,23 +231,6 @@ impl Sandbox {
             }
         }
     }
-
-    /// The helper's instructions for `argv` (or the operation `op`) under `profile`.
-    pub(crate) fn plan(
-        &self,
-        profile: &Profile,
-        argv: Vec<OsString>,
-        op: Option<String>,
-    ) -> Result<crate::plan::Plan, SandboxError> {
-        validate(profile)?;
-        let scratch =
-            matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
-        let mut plan = crate::plan::build(self.backend, profile, argv, scratch);
-        plan.op = op;
-        plan.allow_partial = self.allow_partial;
-        plan.bwrap = self.bwrap.clone();
-        Ok(plan)
-    }
 }
 
 /// A helper that has its plan: our ends of its pipes.
@@ -343,19 +243,6 @@ struct Started {
     lifeline: OwnedFd,
 }
 
-/// The command's argv, owned; an empty one is a profile error.
-pub(crate) fn command<I, S>(argv: I) -> Result<Vec<OsString>, SandboxError>
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    let argv: Vec<OsString> = argv.into_iter().map(|a| a.as_ref().to_owned()).collect();
-    if argv.is_empty() {
-        return Err(SandboxError::Profile("empty command".into()));
-    }
-    Ok(argv)
-}
-
 /// A pipe, (read end, write end), both close-on-exec.
 fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)
@@ -364,7 +251,7 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 /// What a finished namespace-backend call leaves behind: the shape of the next one, for a
 /// warm helper ([`crate::warm`]).
 struct Refill {
-    sandbox: Sandbox,
+    launcher: Launcher,
     profile: Profile,
 }
 
@@ -404,42 +291,6 @@ impl HelperPipes {
     fn child_ends(&self) -> [std::os::fd::RawFd; 6] {
         self.child.each_ref().map(|fd| fd.as_raw_fd())
     }
-}
-
-/// What every backend refuses before planning: a writable root inside a denied path, a missing
-/// workspace or cwd.
-fn validate(profile: &Profile) -> Result<(), SandboxError> {
-    if let Some((root, denied)) = profile.root_inside_denied() {
-        return Err(SandboxError::Profile(format!(
-            "writable root {} lies inside the denied path {}: a denied path holding a root \
-             cannot be hidden",
-            root.display(),
-            denied.display()
-        )));
-    }
-    if !profile.workspace.is_dir() {
-        return Err(SandboxError::Profile(format!(
-            "workspace {} is not a directory",
-            profile.workspace.display()
-        )));
-    }
-    if !profile.cwd.is_dir() {
-        return Err(SandboxError::Profile(format!(
-            "cwd {} is not a directory",
-            profile.cwd.display()
-        )));
-    }
-    Ok(())
-}
-
-fn scratch_path() -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    std::env::temp_dir().join(format!("zeroclaw-sbx-{}-{n}-{nanos}", std::process::id()))
 }
 
 /// The helper's report lines.
@@ -599,14 +450,14 @@ impl Confined {
         // The helper has been reaped, so its whole tree is gone: no confined process is
         // left to race the next call's preparation.
         if let (Some(r), End::Exited, true) = (self.refill.take(), end, status.is_some()) {
-            let Refill { sandbox, profile } = r;
+            let Refill { launcher, profile } = r;
             let (pool, spawner, helper) = (
-                sandbox.warm.clone(),
-                sandbox.spawner.clone(),
-                sandbox.helper.clone(),
+                launcher.warm.clone(),
+                launcher.spawner.clone(),
+                launcher.helper.clone(),
             );
             pool.refill(&spawner, &helper, move || {
-                sandbox.plan(&profile, Vec::new(), None).ok()
+                launcher.planner.plan(&profile, Vec::new(), None).ok()
             });
         }
         let exit = exit_msg
@@ -658,49 +509,6 @@ impl Drop for Confined {
         if !self.done {
             // Through the pidfd: harmless if the helper has already ended.
             self.kill_tree(true);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_backend_refuses_a_workspace_inside_a_denied_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let denied = dir.path().canonicalize().unwrap();
-        let inside = denied.join("project");
-        std::fs::create_dir(&inside).unwrap();
-        let profiles = [
-            Profile::for_workspace(&inside).deny(&denied),
-            Profile::for_workspace(&denied).deny(&denied),
-            Profile::for_workspace("/")
-                .allow_write(&inside)
-                .deny(&denied),
-        ];
-        for backend in [
-            Backend::Namespaces,
-            Backend::Bubblewrap,
-            Backend::Landlock,
-            Backend::Seatbelt,
-            Backend::None,
-        ] {
-            let sandbox = Sandbox::with_backend(backend, false);
-            for profile in &profiles {
-                match sandbox.plan(profile, vec!["true".into()], None) {
-                    Err(SandboxError::Profile(msg)) => assert!(
-                        msg.contains(&*denied.to_string_lossy()) && msg.contains("denied path"),
-                        "{backend:?}: {msg}"
-                    ),
-                    other => panic!("{backend:?} planned a root inside {denied:?}: {other:?}"),
-                }
-            }
-            let holding = Profile::for_workspace(dir.path()).deny(&inside);
-            assert!(
-                sandbox.plan(&holding, vec!["true".into()], None).is_ok(),
-                "{backend:?}: a denied path inside the workspace is masked, not refused"
-            );
         }
     }
 }

@@ -37,7 +37,9 @@ pub mod helper;
 mod host;
 pub mod launcher;
 pub mod plan;
+mod planner;
 pub mod profile;
+mod run_foreground;
 mod sandbox;
 pub mod seatbelt;
 mod spawner;
@@ -49,6 +51,7 @@ pub mod wire;
 
 pub use backend::{Backend, BackendChoice};
 pub use error::{SandboxError, SetupError, Stage};
-pub use launcher::{Confined, End, Outcome, Sandbox, Stream};
+pub use launcher::{Confined, End, Outcome, Stream};
 pub use profile::{EnvPolicy, Limits, Network, Profile};
+pub use sandbox::Sandbox;
 pub use wire::{Enforcement, ExitInfo};

@@ -123,12 +123,12 @@ fn confine_and_exec_with(
 }
 
 /// What the helper ends with: a program to exec or a registered operation.
-enum Target {
+pub(super) enum Target {
     Program(PathBuf),
     Op(super::ops::OpFn),
 }
 
-fn target(plan: &Plan) -> Result<Target, SetupError> {
+pub(super) fn target(plan: &Plan) -> Result<Target, SetupError> {
     match &plan.op {
         Some(name) => super::ops::find(name).map(Target::Op).ok_or_else(|| {
             SetupError::new(Stage::Exec, format!("unknown sandbox operation {name:?}"))
@@ -138,7 +138,7 @@ fn target(plan: &Plan) -> Result<Target, SetupError> {
     }
 }
 
-fn run_target(target: Target, plan: &Plan) -> Result<i32, SetupError> {
+pub(super) fn run_target(target: Target, plan: &Plan) -> Result<i32, SetupError> {
     match target {
         Target::Op(op) => Ok(run_op(op)),
         Target::Program(program) => {
@@ -231,48 +231,4 @@ pub fn exec_path(
     crate::sys::default_signals();
     let Err(e) = nix::unistd::execve(&cstr(program.as_os_str()), &argv, &envp);
     e.into()
-}
-
-/// `backend = "none"`: no confinement at all, reported as such.
-pub fn run_unconfined(plan: &Plan) -> Result<i32, SetupError> {
-    std::env::set_current_dir(&plan.cwd)
-        .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
-    let target = target(plan)?;
-    let report = Enforcement {
-        backend: "none".into(),
-        landlock: "none".into(),
-        notes: vec!["backend = none: the command runs unconfined".into()],
-        ..Enforcement::default()
-    };
-    send(&Message::Ready(report));
-    run_target(target, plan)
-}
-
-/// Seatbelt: `sandbox-exec -p <profile> -- command` (macOS only).
-pub fn run_seatbelt(plan: &Plan) -> Result<i32, SetupError> {
-    #[cfg(target_os = "macos")]
-    {
-        let sbpl = crate::seatbelt::profile(plan);
-        let mut args: Vec<OsString> = vec!["-p".into(), sbpl.into(), "--".into()];
-        args.extend(plan.argv.iter().cloned());
-        std::env::set_current_dir(&plan.cwd).map_err(|e| {
-            SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e)
-        })?;
-        send(&Message::Ready(Enforcement {
-            backend: "seatbelt".into(),
-            ..Enforcement::default()
-        }));
-        let err = exec_path(Path::new("/usr/bin/sandbox-exec"), &args, &plan.env);
-        return Err(SetupError::os(
-            Stage::Exec,
-            "execve(/usr/bin/sandbox-exec)",
-            &err,
-        ));
-    }
-    #[cfg(not(target_os = "macos"))]
-    Err(SetupError::new(
-        Stage::Exec,
-        format!("seatbelt is macOS only (argv {:?})", plan.argv.len()),
-    )
-    .hint("choose backend = \"auto\" on Linux"))
 }

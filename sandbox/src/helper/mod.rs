@@ -10,6 +10,7 @@
 //! The ways in: [`run_if_helper`] (a re-executed helper, the zygote, bubblewrap's inner
 //! stage), the zygote's fork ([`zygote`]), and [`forked`] for a single-threaded caller.
 
+mod backends;
 mod bpf;
 mod caps;
 mod cgroup;
@@ -141,13 +142,7 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
         None
     };
     ROOT_PROCESS_LIMIT.store(cgroup.is_some() || pid_namespace_limit, Ordering::Relaxed);
-    let result = match plan.backend {
-        Backend::Namespaces => namespaces::run(plan),
-        Backend::Bubblewrap => namespaces::run_bubblewrap(plan),
-        Backend::Landlock => reaper::run_landlock(plan),
-        Backend::Seatbelt => exec::run_seatbelt(plan),
-        Backend::None => exec::run_unconfined(plan),
-    };
+    let result = backends::run(plan);
     // Every process of the call is reaped and the clean-up done: the launcher need not wait
     // for our exit (and the zygote's word on it) to return the outcome.
     if let Ok(code) = result {

@@ -24,55 +24,8 @@ pub fn names(net: bool) -> Vec<String> {
     v.into_iter().map(String::from).collect()
 }
 
-/// Helper side of the namespace backend: returns the command's shell exit code.
-pub fn run(plan: &Plan) -> Result<i32, SetupError> {
-    mounts::create_placeholders(&plan.placeholders)?;
-    let mut guards = mounts::guard_denied(&plan.placeholders)?;
-    let result = run_guarded(plan, &mut guards);
-    guards.release();
-    result
-}
-
-/// [`run`] with the denied-path placeholders held; `guards` are closed in the init.
-fn run_guarded(plan: &Plan, guards: &mut mounts::Guards) -> Result<i32, SetupError> {
-    // The holder is reaped here: this helper's reaper waits for any child.
-    let (unowned, _) = mounts::Unowned::prepare(&plan.unowned);
-    let user_limits = UserLimits::from_names(&plan.user_limits);
-    enter(plan.unshare_net)?;
-    reaper::become_subreaper()?;
-    let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| SetupError::os(Stage::Init, "pipe2()", &e.into()))?;
-    // For the init to check, once its parent-death signal is armed, that we did not die
-    // before (its getppid() is 0: we are outside its pid namespace).
-    let helper = crate::sys::pidfd_open(std::process::id() as i32)
-        .map_err(|e| SetupError::os(Stage::Init, "pidfd_open(self)", &e))?;
-    let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
-    match init {
-        Some(pid) => {
-            drop((unshared_w, helper));
-            hold_mount_namespace(pid, unshared_r);
-            drop(unowned);
-            super::inherited::release_stdio();
-            if plan.warm {
-                // Only the init waits for the call; the launcher sees it gone if the init dies.
-                let _ = nix::unistd::close(crate::wire::GO_FD);
-            }
-            let code = reaper::supervise_child(Pid::from_raw(pid), false);
-            mounts::scrub(&plan.scrub);
-            Ok(code)
-        }
-        None => super::report::finish(init_main(
-            plan,
-            unowned,
-            guards,
-            Parent::Helper { unshared_w, helper },
-            &user_limits,
-        )),
-    }
-}
-
 /// Who started the init, and so what it owes them.
-enum Parent {
+pub(super) enum Parent {
     /// The helper, which holds the mount namespace once told (one byte on `unshared_w`) that
     /// it exists; `helper` is its pidfd.
     Helper {
@@ -167,7 +120,7 @@ static MOUNT_NAMESPACE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock
 /// `unshared`), so that tearing it down (unmounting the whole root, an RCU grace period)
 /// happens when the helper exits, after it has reported the tree gone — not when the init
 /// exits, which the report waits for.
-fn hold_mount_namespace(init: i32, unshared: std::os::fd::OwnedFd) {
+pub(super) fn hold_mount_namespace(init: i32, unshared: std::os::fd::OwnedFd) {
     let mut byte = [0u8; 1];
     if let Ok(1) = nix::unistd::read(&unshared, &mut byte)
         && let Ok(ns) = std::fs::File::open(format!("/proc/{init}/ns/mnt"))
@@ -177,7 +130,7 @@ fn hold_mount_namespace(init: i32, unshared: std::os::fd::OwnedFd) {
 }
 
 /// pid 1 of the new namespace: root, /proc, /dev, then the command as its child.
-fn init_main(
+pub(super) fn init_main(
     plan: &Plan,
     unowned: mounts::Unowned,
     guards: &mut mounts::Guards,
@@ -423,7 +376,7 @@ fn namespaces_error(call: String, e: std::io::Error) -> SetupError {
 }
 
 /// unshare (user, pid, ipc, uts, net) + uid/gid maps that keep the caller's ids.
-fn enter(net: bool) -> Result<(), SetupError> {
+pub(super) fn enter(net: bool) -> Result<(), SetupError> {
     let (uid, gid) = (nix::unistd::geteuid(), nix::unistd::getegid());
     let flags = new_namespaces(net);
     nix::sched::unshare(flags)
@@ -441,85 +394,4 @@ fn write_maps(uid: u32, gid: u32) -> Result<(), SetupError> {
 fn write_proc(path: &str, value: &str) -> Result<(), SetupError> {
     std::fs::write(path, value)
         .map_err(|e| SetupError::os(Stage::Namespaces, format!("write({path}, {value:?})"), &e))
-}
-
-/// Whether `bwrap` is installed setuid root and we are not root (then it refuses
-/// `--cap-add`).
-fn setuid_for_others(bwrap: &std::path::Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let setuid = std::fs::metadata(bwrap).is_ok_and(|m| m.mode() & libc::S_ISUID != 0);
-    setuid && !nix::unistd::geteuid().is_root()
-}
-
-/// Bubblewrap backend: exec bwrap, which runs our inner stage (Landlock, seccomp, caps,
-/// rlimits) inside its namespaces. The plan for the inner stage travels in a memfd on fd 3.
-pub fn run_bubblewrap(plan: &Plan) -> Result<i32, SetupError> {
-    use std::os::fd::AsRawFd;
-    mounts::create_placeholders(&plan.placeholders)?;
-    let bwrap = plan
-        .bwrap
-        .clone()
-        .ok_or_else(|| SetupError::new(Stage::Bubblewrap, "no bwrap executable in the plan"))?;
-    let helper = std::fs::read_link("/proc/self/exe")
-        .map_err(|e| SetupError::os(Stage::Bubblewrap, "readlink(/proc/self/exe)", &e))?;
-    // A setuid-root bwrap refuses --cap-add to other users: their inner stage then leaves
-    // the per-user counts as they are (doctor says so).
-    let mut inner = plan.clone();
-    if setuid_for_others(&bwrap) {
-        inner.user_limits.clear();
-    }
-    let json = serde_json::to_vec(&inner)
-        .map_err(|e| SetupError::new(Stage::Bubblewrap, format!("encode plan: {e}")))?;
-    let memfd = crate::sys::memfd_with(&json)
-        .map_err(|e| SetupError::os(Stage::Bubblewrap, "memfd_create(plan)", &e))?;
-    let io = |e: std::io::Error| SetupError::os(Stage::Bubblewrap, "dup2(plan/report fd)", &e);
-    crate::sys::dup_onto(memfd.as_raw_fd(), crate::wire::PLAN_FD).map_err(io)?;
-    crate::sys::dup_onto(crate::wire::REPORT_FD, crate::wire::REPORT_FD).map_err(io)?;
-    // Only now: a guard opened earlier could get PLAN_FD's number and be replaced by the plan.
-    let mut guards = mounts::guard_denied(&plan.placeholders)?;
-    let result = run_bwrap_guarded(&inner, &bwrap, &helper, memfd, &mut guards);
-    guards.release();
-    result
-}
-
-/// The rest of [`run_bubblewrap`], the denied-path placeholders held (closed in bwrap's
-/// process before it runs).
-fn run_bwrap_guarded(
-    plan: &Plan,
-    bwrap: &std::path::Path,
-    helper: &std::path::Path,
-    memfd: std::os::fd::OwnedFd,
-    guards: &mut mounts::Guards,
-) -> Result<i32, SetupError> {
-    let mut outer = plan.clone();
-    outer.mounts = mounts::bwrap_binds(&plan.mounts)?;
-    let args = crate::bubblewrap::args(&outer, helper);
-    reaper::become_subreaper()?;
-    let me = nix::unistd::getpid();
-    let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Bubblewrap, "fork()", &e))?;
-    let Some(pid) = child else {
-        guards.forget();
-        // bwrap's --die-with-parent arms the same signal only once it has parsed its
-        // arguments, and never checks whether we are already gone: armed here, before
-        // execve (which keeps it), and our parent checked after arming.
-        if nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).is_err()
-            || nix::unistd::getppid() != me
-        {
-            super::report::finish(Err(SetupError::new(
-                Stage::DieWithParent,
-                "the helper exited before bwrap started",
-            )));
-        }
-        let err = exec::exec_path(bwrap, &args, &[]);
-        return Err(SetupError::os(
-            Stage::Bubblewrap,
-            format!("execve({})", bwrap.display()),
-            &err,
-        ));
-    };
-    drop(memfd);
-    super::inherited::release_stdio();
-    let code = reaper::supervise_child(Pid::from_raw(pid), false);
-    mounts::scrub(&plan.scrub);
-    Ok(code)
 }

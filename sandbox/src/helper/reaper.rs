@@ -9,10 +9,8 @@ use nix::unistd::Pid;
 
 use super::report::{send, shell_code};
 use super::seccomp_notify as notify;
-use super::{exec, scratch};
 use crate::error::{SetupError, Stage};
-use crate::plan::Plan;
-use crate::wire::{Enforcement, ExitInfo, Message};
+use crate::wire::{ExitInfo, Message};
 
 /// Reaps every child until `main` exits; returns how it ended.
 pub fn reap_until(main: Pid) -> ExitInfo {
@@ -82,74 +80,6 @@ pub fn reap_until_or_hangup(main: Pid) -> Option<ExitInfo> {
     }
 }
 
-/// Landlock-only backend: subreaper, scratch dirs, the confined command as a child.
-pub fn run_landlock(plan: &Plan) -> Result<i32, SetupError> {
-    let scratch_dir = plan
-        .scratch
-        .clone()
-        .ok_or_else(|| SetupError::new(Stage::Scratch, "no scratch directory in the plan"))?;
-    scratch::create(&scratch_dir)?;
-    let result = supervise(plan);
-    scratch::remove(&scratch_dir);
-    super::mounts::scrub(&plan.scrub);
-    result
-}
-
-fn supervise(plan: &Plan) -> Result<i32, SetupError> {
-    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
-    become_subreaper()?;
-    // The child sends the listener of its chmod/utimes filter back over this pair.
-    let (ours, theirs) = socketpair(
-        AddressFamily::Unix,
-        SockType::SeqPacket,
-        None,
-        SockFlag::SOCK_CLOEXEC,
-    )
-    .map_err(|e| SetupError::os(Stage::Init, "socketpair()", &e.into()))?;
-    let me = nix::unistd::getpid();
-    let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
-    let Some(pid) = child else {
-        drop(ours);
-        let mut notes = vec![
-            "landlock backend (reduced rung, chosen only by name): no namespaces; chmod/utimes \
-             (and connect, when the network is allowed) are performed by the helper, only inside \
-             the writable roots; other processes' /proc entries are hidden"
-                .to_string(),
-        ];
-        notes.extend(
-            crate::backend::LANDLOCK_RUNG_LIMITS
-                .iter()
-                .map(|l| format!("NOT guaranteed: {l}")),
-        );
-        let report = Enforcement {
-            notes,
-            ..Enforcement::default()
-        };
-        if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
-            return Err(SetupError::os(
-                Stage::DieWithParent,
-                "prctl(PR_SET_PDEATHSIG)",
-                &e.into(),
-            ));
-        }
-        // A helper that died before the signal was armed sent none: no command without it.
-        if nix::unistd::getppid() != me {
-            super::report::finish(Err(SetupError::new(
-                Stage::DieWithParent,
-                "the helper exited before the command started",
-            )));
-        }
-        super::report::finish(exec::confine_and_exec_supervised(plan, report, theirs));
-    };
-    drop(theirs);
-    // Blocks until the child sent its listener (just before execve) or ended without one
-    // (a setup failure it reports itself); nothing of the command runs before.
-    let supervisor = notify::receive(&ours).map(|l| notify::Supervisor::new(l, plan));
-    drop(ours);
-    let exit = wait_main(Pid::from_raw(pid), supervisor.as_ref());
-    Ok(finish_tree(exit, true))
-}
-
 /// Makes the helper the reaper of every orphaned descendant and lets SIGTERM (timeout,
 /// cancellation, launcher death) interrupt its waits. Call before forking the tree.
 pub fn become_subreaper() -> Result<(), SetupError> {
@@ -165,7 +95,7 @@ pub fn supervise_child(main: Pid, report_exit: bool) -> i32 {
 }
 
 /// Kills and reaps every descendant, reports how the command ended; the shell exit code.
-fn finish_tree(exit: Option<ExitInfo>, report_exit: bool) -> i32 {
+pub(super) fn finish_tree(exit: Option<ExitInfo>, report_exit: bool) -> i32 {
     kill_descendants();
     match exit {
         Some(info) => {
@@ -180,7 +110,7 @@ fn finish_tree(exit: Option<ExitInfo>, report_exit: bool) -> i32 {
 
 /// Waits for the command, answering `supervisor`'s notifications meanwhile; `None` when
 /// SIGTERM asked us to stop first.
-fn wait_main(main: Pid, supervisor: Option<&notify::Supervisor>) -> Option<ExitInfo> {
+pub(super) fn wait_main(main: Pid, supervisor: Option<&notify::Supervisor>) -> Option<ExitInfo> {
     let pidfd = crate::sys::pidfd_open(main.as_raw()).ok();
     let mut supervisor = supervisor;
     loop {

@@ -1,0 +1,89 @@
+//! The bubblewrap backend's child-side entry: the helper execs bwrap, which runs our inner
+//! stage (`helper/mod.rs`, [`crate::wire::INNER_ARG`]) inside its namespaces.
+
+use nix::unistd::Pid;
+
+use super::super::{exec, mounts, reaper};
+use crate::error::{SetupError, Stage};
+use crate::plan::Plan;
+
+/// Whether `bwrap` is installed setuid root and we are not root (then it refuses
+/// `--cap-add`).
+fn setuid_for_others(bwrap: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let setuid = std::fs::metadata(bwrap).is_ok_and(|m| m.mode() & libc::S_ISUID != 0);
+    setuid && !nix::unistd::geteuid().is_root()
+}
+
+/// Bubblewrap backend: exec bwrap, which runs our inner stage (Landlock, seccomp, caps,
+/// rlimits) inside its namespaces. The plan for the inner stage travels in a memfd on fd 3.
+pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
+    use std::os::fd::AsRawFd;
+    mounts::create_placeholders(&plan.placeholders)?;
+    let bwrap = plan
+        .bwrap
+        .clone()
+        .ok_or_else(|| SetupError::new(Stage::Bubblewrap, "no bwrap executable in the plan"))?;
+    let helper = std::fs::read_link("/proc/self/exe")
+        .map_err(|e| SetupError::os(Stage::Bubblewrap, "readlink(/proc/self/exe)", &e))?;
+    // A setuid-root bwrap refuses --cap-add to other users: their inner stage then leaves
+    // the per-user counts as they are (doctor says so).
+    let mut inner = plan.clone();
+    if setuid_for_others(&bwrap) {
+        inner.user_limits.clear();
+    }
+    let json = serde_json::to_vec(&inner)
+        .map_err(|e| SetupError::new(Stage::Bubblewrap, format!("encode plan: {e}")))?;
+    let memfd = crate::sys::memfd_with(&json)
+        .map_err(|e| SetupError::os(Stage::Bubblewrap, "memfd_create(plan)", &e))?;
+    let io = |e: std::io::Error| SetupError::os(Stage::Bubblewrap, "dup2(plan/report fd)", &e);
+    crate::sys::dup_onto(memfd.as_raw_fd(), crate::wire::PLAN_FD).map_err(io)?;
+    crate::sys::dup_onto(crate::wire::REPORT_FD, crate::wire::REPORT_FD).map_err(io)?;
+    // Only now: a guard opened earlier could get PLAN_FD's number and be replaced by the plan.
+    let mut guards = mounts::guard_denied(&plan.placeholders)?;
+    let result = run_bwrap_guarded(&inner, &bwrap, &helper, memfd, &mut guards);
+    guards.release();
+    result
+}
+
+/// The rest of [`run`], the denied-path placeholders held (closed in bwrap's
+/// process before it runs).
+fn run_bwrap_guarded(
+    plan: &Plan,
+    bwrap: &std::path::Path,
+    helper: &std::path::Path,
+    memfd: std::os::fd::OwnedFd,
+    guards: &mut mounts::Guards,
+) -> Result<i32, SetupError> {
+    let mut outer = plan.clone();
+    outer.mounts = mounts::bwrap_binds(&plan.mounts)?;
+    let args = crate::bubblewrap::args(&outer, helper);
+    reaper::become_subreaper()?;
+    let me = nix::unistd::getpid();
+    let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Bubblewrap, "fork()", &e))?;
+    let Some(pid) = child else {
+        guards.forget();
+        // bwrap's --die-with-parent arms the same signal only once it has parsed its
+        // arguments, and never checks whether we are already gone: armed here, before
+        // execve (which keeps it), and our parent checked after arming.
+        if nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).is_err()
+            || nix::unistd::getppid() != me
+        {
+            super::super::report::finish(Err(SetupError::new(
+                Stage::DieWithParent,
+                "the helper exited before bwrap started",
+            )));
+        }
+        let err = exec::exec_path(bwrap, &args, &[]);
+        return Err(SetupError::os(
+            Stage::Bubblewrap,
+            format!("execve({})", bwrap.display()),
+            &err,
+        ));
+    };
+    drop(memfd);
+    super::super::inherited::release_stdio();
+    let code = reaper::supervise_child(Pid::from_raw(pid), false);
+    mounts::scrub(&plan.scrub);
+    Ok(code)
+}

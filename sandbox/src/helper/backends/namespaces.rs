@@ -1,0 +1,57 @@
+//! The namespace backend's child-side entry: the helper unshares user, mount, pid, ipc, uts
+//! (and net) namespaces and forks the pid namespace's init (`helper/namespaces.rs`), which
+//! builds the new root and forks the command; the helper holds the denied-path guards and
+//! scrubs the workspace once the tree is gone.
+
+use nix::unistd::Pid;
+
+use super::super::namespaces;
+use crate::error::{SetupError, Stage};
+use crate::plan::Plan;
+
+/// Helper side of the namespace backend: returns the command's shell exit code.
+pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
+    super::super::mounts::create_placeholders(&plan.placeholders)?;
+    let mut guards = super::super::mounts::guard_denied(&plan.placeholders)?;
+    let result = run_guarded(plan, &mut guards);
+    guards.release();
+    result
+}
+
+/// [`run`] with the denied-path placeholders held; `guards` are closed in the init.
+fn run_guarded(plan: &Plan, guards: &mut super::super::mounts::Guards) -> Result<i32, SetupError> {
+    // The holder is reaped here: this helper's reaper waits for any child.
+    let (unowned, _) = super::super::mounts::Unowned::prepare(&plan.unowned);
+    let user_limits = super::super::ucounts::UserLimits::from_names(&plan.user_limits);
+    namespaces::enter(plan.unshare_net)?;
+    super::super::reaper::become_subreaper()?;
+    let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| SetupError::os(Stage::Init, "pipe2()", &e.into()))?;
+    // For the init to check, once its parent-death signal is armed, that we did not die
+    // before (its getppid() is 0: we are outside its pid namespace).
+    let helper = crate::sys::pidfd_open(std::process::id() as i32)
+        .map_err(|e| SetupError::os(Stage::Init, "pidfd_open(self)", &e))?;
+    let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
+    match init {
+        Some(pid) => {
+            drop((unshared_w, helper));
+            namespaces::hold_mount_namespace(pid, unshared_r);
+            drop(unowned);
+            super::super::inherited::release_stdio();
+            if plan.warm {
+                // Only the init waits for the call; the launcher sees it gone if the init dies.
+                let _ = nix::unistd::close(crate::wire::GO_FD);
+            }
+            let code = super::super::reaper::supervise_child(Pid::from_raw(pid), false);
+            super::super::mounts::scrub(&plan.scrub);
+            Ok(code)
+        }
+        None => super::super::report::finish(namespaces::init_main(
+            plan,
+            unowned,
+            guards,
+            namespaces::Parent::Helper { unshared_w, helper },
+            &user_limits,
+        )),
+    }
+}

@@ -1,0 +1,134 @@
+//! What a call is checked and planned with on the daemon side: a [`Planner`] (the chosen
+//! backend, whether partial confinement is accepted, the bwrap path) turns a profile and an
+//! argv into the helper's [`Plan`](crate::plan::Plan), after the checks every backend makes.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::backend::Backend;
+use crate::error::SandboxError;
+use crate::profile::Profile;
+
+/// The part of a [`crate::Sandbox`] a plan depends on.
+#[derive(Debug, Clone)]
+pub(crate) struct Planner {
+    pub(crate) backend: Backend,
+    pub(crate) allow_partial: bool,
+    pub(crate) bwrap: Option<PathBuf>,
+}
+
+impl Planner {
+    /// The helper's instructions for `argv` (or the operation `op`) under `profile`.
+    pub(crate) fn plan(
+        &self,
+        profile: &Profile,
+        argv: Vec<OsString>,
+        op: Option<String>,
+    ) -> Result<crate::plan::Plan, SandboxError> {
+        validate(profile)?;
+        let scratch =
+            matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
+        let mut plan = crate::plan::build(self.backend, profile, argv, scratch);
+        plan.op = op;
+        plan.allow_partial = self.allow_partial;
+        plan.bwrap = self.bwrap.clone();
+        Ok(plan)
+    }
+}
+
+/// The command's argv, owned; an empty one is a profile error.
+pub(crate) fn command<I, S>(argv: I) -> Result<Vec<OsString>, SandboxError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let argv: Vec<OsString> = argv.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    if argv.is_empty() {
+        return Err(SandboxError::Profile("empty command".into()));
+    }
+    Ok(argv)
+}
+
+/// What every backend refuses before planning: a writable root inside a denied path, a missing
+/// workspace or cwd.
+fn validate(profile: &Profile) -> Result<(), SandboxError> {
+    if let Some((root, denied)) = profile.root_inside_denied() {
+        return Err(SandboxError::Profile(format!(
+            "writable root {} lies inside the denied path {}: a denied path holding a root \
+             cannot be hidden",
+            root.display(),
+            denied.display()
+        )));
+    }
+    if !profile.workspace.is_dir() {
+        return Err(SandboxError::Profile(format!(
+            "workspace {} is not a directory",
+            profile.workspace.display()
+        )));
+    }
+    if !profile.cwd.is_dir() {
+        return Err(SandboxError::Profile(format!(
+            "cwd {} is not a directory",
+            profile.cwd.display()
+        )));
+    }
+    Ok(())
+}
+
+fn scratch_path() -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!("zeroclaw-sbx-{}-{n}-{nanos}", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_backend_refuses_a_workspace_inside_a_denied_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let denied = dir.path().canonicalize().unwrap();
+        let inside = denied.join("project");
+        std::fs::create_dir(&inside).unwrap();
+        let profiles = [
+            Profile::for_workspace(&inside).deny(&denied),
+            Profile::for_workspace(&denied).deny(&denied),
+            Profile::for_workspace("/")
+                .allow_write(&inside)
+                .deny(&denied),
+        ];
+        for backend in [
+            Backend::Namespaces,
+            Backend::Bubblewrap,
+            Backend::Landlock,
+            Backend::Seatbelt,
+            Backend::None,
+        ] {
+            let sandbox = Planner {
+                backend,
+                allow_partial: false,
+                bwrap: None,
+            };
+            for profile in &profiles {
+                match sandbox.plan(profile, vec!["true".into()], None) {
+                    Err(SandboxError::Profile(msg)) => assert!(
+                        msg.contains(&*denied.to_string_lossy()) && msg.contains("denied path"),
+                        "{backend:?}: {msg}"
+                    ),
+                    other => panic!("{backend:?} planned a root inside {denied:?}: {other:?}"),
+                }
+            }
+            let holding = Profile::for_workspace(dir.path()).deny(&inside);
+            assert!(
+                sandbox.plan(&holding, vec!["true".into()], None).is_ok(),
+                "{backend:?}: a denied path inside the workspace is masked, not refused"
+            );
+        }
+    }
+}
