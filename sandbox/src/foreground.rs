@@ -178,10 +178,14 @@ enum Kill {
 }
 
 impl Kill {
-    fn run(self, pid: i32) {
-        match self {
-            Kill::Helper(backend) => kill_tree(backend, pid),
-            Kill::Init => {
+    /// Through `pidfd` once there is one; before, `pid` is our own unreaped child.
+    fn run(self, pid: i32, pidfd: Option<&OwnedFd>) {
+        match (self, pidfd) {
+            (Kill::Helper(backend), _) => kill_tree(backend, pid, pidfd),
+            (Kill::Init, Some(pidfd)) => {
+                let _ = crate::sys::pidfd_signal(pidfd, libc::SIGKILL);
+            }
+            (Kill::Init, None) => {
                 let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
             }
         }
@@ -246,7 +250,7 @@ impl Running {
         let pidfd = match crate::sys::pidfd_open(pid) {
             Ok(fd) => fd,
             Err(e) => {
-                kill.run(pid);
+                kill.run(pid, None);
                 let _ = waitpid(Pid::from_raw(pid), None);
                 return Err(spawn_error("pidfd_open()", &e));
             }
@@ -294,7 +298,7 @@ impl Running {
                 }
                 if end == End::Exited {
                     end = End::TimedOut;
-                    self.kill.run(self.pid);
+                    self.kill.run(self.pid, Some(&self.pidfd));
                 }
             }
             let wait = if now >= deadline {
@@ -310,7 +314,7 @@ impl Running {
                         while self.signals.fd.read_signal().ok().flatten().is_some() {}
                         if end == End::Exited && seen.status.is_none() {
                             end = End::Cancelled;
-                            self.kill.run(self.pid);
+                            self.kill.run(self.pid, Some(&self.pidfd));
                         }
                     }
                     Source::Exit => seen.status = Some(self.reap()?),
@@ -319,7 +323,7 @@ impl Running {
                         let over = self.read_output(stream, &mut buf, &mut seen, &mut on_output);
                         if over && end == End::Exited {
                             end = End::OutputLimit;
-                            self.kill.run(self.pid);
+                            self.kill.run(self.pid, Some(&self.pidfd));
                         }
                     }
                     Source::CallerStdin => self.read_caller_stdin(&mut buf, &mut seen, revents),

@@ -408,10 +408,21 @@ impl Confined {
         let mut kept = Collected::default();
         let (mut end, mut status, mut exit_msg, mut failed) = (End::Exited, None, None, None);
         let cap = self.limits.output_bytes;
+        // On the namespace backend the pid namespace's init reports the end first, and its
+        // helper, which may still scrub the workspace from outside, once it is done: the call
+        // has ended when both have (or the pipe is closed), so that nothing of it changes the
+        // workspace after we return.
+        let ends_needed = if self.backend == Backend::Namespaces {
+            2
+        } else {
+            1
+        };
+        let (mut ends, mut past_deadline) = (0, false);
         loop {
             // `status`: the helper ended (the zygote reaped it) — so did everything it started.
             let streams_done = out.is_none() && err.is_none();
-            if status.is_some() && (streams_done || end != End::Exited) {
+            let helper_done = ends >= ends_needed || self.reports.done || past_deadline;
+            if status.is_some() && (streams_done || end != End::Exited) && helper_done {
                 break;
             }
             tokio::select! {
@@ -430,13 +441,13 @@ impl Confined {
                 m = self.reports.next(), if !self.reports.done => match m {
                     Some(Message::Exited(info)) => exit_msg = Some(info),
                     Some(Message::Failed(e)) => failed = Some(e),
-                    Some(Message::Ended(info)) => status = Some(info),
+                    Some(Message::Ended(info)) => { ends += 1; status.get_or_insert(info); }
                     Some(Message::Ready(_) | Message::Prepared(_)) => {}
                     // End of file without a word from the zygote: it died; the helper is gone.
                     None => { status.get_or_insert(ExitInfo::Code(crate::wire::SETUP_FAILED)); }
                 },
                 _ = &mut deadline, if end == End::Exited || status.is_some() => {
-                    if status.is_some() { out = None; err = None; continue; }
+                    if status.is_some() { out = None; err = None; past_deadline = true; continue; }
                     end = End::TimedOut;
                     self.kill_tree(true);
                 }
@@ -480,28 +491,31 @@ impl Confined {
         if !alive {
             return;
         }
-        match self.backend {
-            Backend::None | Backend::Seatbelt => kill_tree(self.backend, self.pid),
-            Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock => {
-                let _ = crate::sys::pidfd_signal(&self.pidfd, libc::SIGTERM);
-            }
-        }
+        kill_tree(self.backend, self.pid, Some(&self.pidfd));
     }
 }
 
 /// Kills the tree of the helper `pid`: SIGTERM asks a supervising helper to kill and reap
-/// every descendant before it exits; the exec-only backends are killed as a process group.
-pub(crate) fn kill_tree(backend: Backend, pid: i32) {
+/// every descendant before it exits, sent through its pidfd (so never to a process that
+/// reused the pid); `None` only before one exists, when `pid` is our own unreaped child, which
+/// no other process can have. The exec-only backends are killed as a process group (`killpg`:
+/// a pidfd reaches one process only); their helper leads the group and is our unreaped child
+/// too, so the group id cannot have been reused.
+pub(crate) fn kill_tree(backend: Backend, pid: i32, pidfd: Option<&OwnedFd>) {
     if pid <= 0 {
         return;
     }
-    let pid = Pid::from_raw(pid);
-    let _ = match backend {
-        Backend::None | Backend::Seatbelt => nix::sys::signal::killpg(pid, Signal::SIGKILL),
-        Backend::Namespaces | Backend::Bubblewrap | Backend::Landlock => {
-            nix::sys::signal::kill(pid, Signal::SIGTERM)
+    match (backend, pidfd) {
+        (Backend::None | Backend::Seatbelt, _) => {
+            let _ = nix::sys::signal::killpg(Pid::from_raw(pid), Signal::SIGKILL);
         }
-    };
+        (_, Some(pidfd)) => {
+            let _ = crate::sys::pidfd_signal(pidfd, libc::SIGTERM);
+        }
+        (_, None) => {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+    }
 }
 
 impl Drop for Confined {

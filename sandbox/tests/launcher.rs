@@ -671,6 +671,32 @@ async fn the_zygote_is_reused_replaced_when_killed_and_gone_with_the_sandbox(s: 
     );
 }
 
+/// A path made right after a call has returned stays: nothing of the call (the helper's
+/// clean-up from outside, meant for an init that was killed before it scrubbed) still changes
+/// the workspace once the launcher has reported the end. The namespace backend, where the
+/// init reports the end before the helper above it has exited.
+#[tokio::test(flavor = "current_thread")]
+async fn a_path_made_right_after_a_call_stays() {
+    let Some(s) = sandbox(BackendChoice::Namespaces) else {
+        return;
+    };
+    let ws = workspace();
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let commondir = ws.path().join(".git/commondir");
+    let p = Profile::for_workspace(ws.path());
+    for round in 0..20 {
+        assert_eq!(run(&s, &p, "true").await.exit, ExitInfo::Code(0));
+        std::fs::write(&commondir, "../elsewhere\n").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            commondir.exists(),
+            "round {round}: {} removed after the call had returned",
+            commondir.display()
+        );
+        std::fs::remove_file(&commondir).unwrap();
+    }
+}
+
 per_backend!(
     exit_codes_and_signals_pass_through,
     output_is_streamed_per_stream_and_reported,

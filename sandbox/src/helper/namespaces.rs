@@ -266,9 +266,9 @@ pub(super) fn init_main(
     };
     // We are pid 1: nothing the command started can be anywhere but in this namespace. Kill
     // and reap all of it, undo what it planted, and say so with the exit, in one message —
-    // the launcher need not wait for our exit and the helper's (both still follow; the helper
-    // scrubs again from outside). Not when the helper still has denied-path placeholders to
-    // remove after us: the call ends once they are gone.
+    // the launcher need not wait for our exit and the helper's (the helper scrubs from
+    // outside only for an init that was killed). Not when the helper still has denied-path
+    // placeholders to remove after us: the call ends once they are gone.
     end_the_namespace();
     let code = shell_code(exit);
     if plan.placeholders.iter().any(|p| p.denied) {

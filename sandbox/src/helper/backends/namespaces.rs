@@ -1,13 +1,14 @@
 //! The namespace backend's child-side entry: the helper unshares user, mount, pid, ipc, uts
 //! (and net) namespaces and forks the pid namespace's init (`helper/namespaces.rs`), which
-//! builds the new root and forks the command; the helper holds the denied-path guards and
-//! scrubs the workspace once the tree is gone.
+//! builds the new root and forks the command; the helper holds the denied-path guards, and
+//! scrubs the workspace once the tree is gone when the init could not.
 
 use nix::unistd::Pid;
 
-use super::super::namespaces;
+use super::super::{namespaces, reaper};
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
+use crate::wire::ExitInfo;
 
 /// Helper side of the namespace backend: returns the command's shell exit code.
 pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
@@ -24,7 +25,7 @@ fn run_guarded(plan: &Plan, guards: &mut super::super::mounts::Guards) -> Result
     let (unowned, _) = super::super::mounts::Unowned::prepare(&plan.unowned);
     let user_limits = super::super::ucounts::UserLimits::from_names(&plan.user_limits);
     namespaces::enter(plan.unshare_net)?;
-    super::super::reaper::become_subreaper()?;
+    reaper::become_subreaper()?;
     let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| SetupError::os(Stage::Init, "pipe2()", &e.into()))?;
     // For the init to check, once its parent-death signal is armed, that we did not die
@@ -42,8 +43,17 @@ fn run_guarded(plan: &Plan, guards: &mut super::super::mounts::Guards) -> Result
                 // Only the init waits for the call; the launcher sees it gone if the init dies.
                 let _ = nix::unistd::close(crate::wire::GO_FD);
             }
-            let code = super::super::reaper::supervise_child(Pid::from_raw(pid), false);
-            super::super::mounts::scrub(&plan.scrub);
+            let exit = reaper::wait_main(Pid::from_raw(pid), None);
+            let code = reaper::finish_tree(exit, false);
+            // An init that exited by itself has scrubbed inside and reported the end (the
+            // launcher may be running its next call already), unless denied-path
+            // placeholders are left to us: then our own report ends the call, after this. A
+            // killed one scrubbed nothing.
+            let init_scrubbed = matches!(exit, Some(ExitInfo::Code(_)))
+                && !plan.placeholders.iter().any(|p| p.denied);
+            if !init_scrubbed {
+                super::super::mounts::scrub(&plan.scrub);
+            }
             Ok(code)
         }
         None => super::super::report::finish(namespaces::init_main(
