@@ -8,22 +8,26 @@
 //! helper per execution; the helper confines itself stage by stage and execs the command;
 //! setup failures come back as a [`SetupError`] naming the [`Stage`].
 //!
-//! Layers (imports point down only; no cycle, neither side imports the other):
-//! - the face: `lib` and `sandbox` (the one module that joins the two sides, for a
+//! Layers (imports point down only; no cycle, and neither side imports the other; diagram
+//! in `README.md`, "Layout"):
+//! - the face: `lib` and `run_foreground` (the one module that joins the two sides, for a
 //!   foreground run);
-//! - the daemon side: `launcher` (spawn, stream, kill), `spawner` (the launcher's link to its
-//!   zygote), `warm` (helpers prepared ahead of the next call), `foreground` (the caller's
-//!   side of a foreground run), `detect` (probes, choice, report);
-//! - the child side: `helper` (one file per stage, the zygote, and `helper::forked` for a
-//!   single-threaded caller);
+//! - the daemon side: `sandbox` ([`Sandbox`]), `planner` (checks, the call's plan),
+//!   `launcher` (start, stream, kill), `spawner` (the launcher's link to its zygote), `warm`
+//!   (helpers prepared ahead of the next call), `foreground` (the caller's side of a
+//!   foreground run), `detect` (probes, choice, report);
+//! - the child side: `helper` (one file per stage, `helper/backends/` with one entry per
+//!   backend, the zygote, and `helper::forked` for a single-threaded caller);
 //! - shared, used by both sides: `profile` (plain data), `plan` (profile resolved per
 //!   backend), `wire` (argv markers, descriptor numbers, size caps, report messages),
 //!   `warm_key`, `error`, `backend`, `bubblewrap`/`seatbelt` (pure argv / SBPL builders),
-//!   `gitconfig`, `host` (read-only facts about this machine) and `sys` (the raw syscalls).
+//!   `gitconfig`, `host` (read-only facts about this machine) and `sys` (the raw syscalls, the
+//!   only module allowed `unsafe`).
 //!
 //! # Test strategy
 //! Pure parts have unit tests; `tests/launcher.rs` runs real confined processes through a
-//! helper test binary and skips (or fails when `CI=true`) when a kernel feature is missing.
+//! helper test binary, one test per backend, and skips (or fails when `CI=true`,
+//! `tests/support`'s `require_feature`) when a kernel feature is missing.
 
 #![deny(unsafe_code)]
 
