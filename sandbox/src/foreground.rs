@@ -407,18 +407,18 @@ impl Running {
         }
         while let Some(at) = seen.report_text.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = seen.report_text.drain(..=at).collect();
-            match serde_json::from_slice(&line) {
-                Ok(Message::Ready(e)) => seen.enforcement = Some(e),
-                Ok(Message::Failed(e)) => seen.failed = Some(e),
-                Ok(Message::Exited(info)) => seen.exit = Some(info),
+            match Message::decode(&line) {
+                Some(Message::Ready(e)) => seen.enforcement = Some(e),
+                Some(Message::Failed(e)) => seen.failed = Some(e),
+                Some(Message::Exited(info)) => seen.exit = Some(info),
                 // The helper's last word: its tree is reaped. Its own exit (tearing down the
                 // namespaces, removing its cgroup) need not be waited for.
-                Ok(Message::Ended(info)) => {
+                Some(Message::Ended(info)) => {
                     seen.status = Some(info);
                     self.report = None;
                     return;
                 }
-                Ok(Message::Prepared(_)) | Err(_) => {}
+                Some(Message::Prepared(_)) | None => {}
             }
         }
     }

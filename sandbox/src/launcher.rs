@@ -316,7 +316,7 @@ impl Reports {
             match self.reader.read_line(&mut line).await {
                 Ok(0) | Err(_) => self.done = true,
                 Ok(_) => {
-                    if let Ok(m) = serde_json::from_str(&line) {
+                    if let Some(m) = Message::decode(line.as_bytes()) {
                         return Some(m);
                     }
                 }

@@ -71,8 +71,8 @@ impl Warm {
             Ok(n) => n,
             Err(_) => return Progress::Gone,
         };
-        match serde_json::from_slice(buf[..n].strip_suffix(b"\n").unwrap_or(b"")) {
-            Ok(Message::Prepared(fingerprint)) => Progress::Prepared(fingerprint),
+        match Message::decode(buf[..n].strip_suffix(b"\n").unwrap_or(b"")) {
+            Some(Message::Prepared(fingerprint)) => Progress::Prepared(fingerprint),
             _ => Progress::Gone,
         }
     }

@@ -120,6 +120,11 @@ pub enum Message {
 }
 
 impl Message {
+    /// The message on one report line (`None`: not one of ours; such a line is skipped).
+    pub fn decode(line: &[u8]) -> Option<Message> {
+        serde_json::from_slice(line).ok()
+    }
+
     /// One JSON line.
     pub fn encode(&self) -> Vec<u8> {
         let mut line = serde_json::to_vec(self).unwrap_or_else(|_| b"{}".to_vec());
