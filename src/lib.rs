@@ -9,6 +9,7 @@ pub mod agent;
 pub mod audit;
 pub mod cli;
 pub mod config;
+pub mod egress;
 pub mod gateway;
 pub mod metrics;
 pub mod policy;

@@ -169,6 +169,7 @@ mod tests {
             system_prompt: None,
             max_tool_iterations: 1,
             autonomy: None,
+            network: None,
         };
         Arc::new(Session::new(
             id.into(),

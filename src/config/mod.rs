@@ -10,6 +10,7 @@ pub mod autonomy;
 mod env;
 mod load;
 pub mod mask;
+pub mod network;
 mod sources;
 mod validate;
 
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use autonomy::{AutonomyConfig, AutonomyLevel, AutonomyOverride, LimitsConfig};
 pub use env::RESERVED_ENV_VARS;
+pub use network::{NetworkConfig, NetworkMode, NetworkOverride};
 
 /// The config file's name inside the config directory.
 pub const CONFIG_FILE_NAME: &str = "config.toml";
@@ -206,6 +208,9 @@ pub struct AgentConfig {
     /// `[agents.<alias>.autonomy]`: overrides of `[autonomy]` for this agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autonomy: Option<AutonomyOverride>,
+    /// `[agents.<alias>.network]`: overrides of `[sandbox.network]` for this agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkOverride>,
 }
 
 fn default_true() -> bool {
@@ -224,6 +229,8 @@ pub struct SandboxConfig {
     pub backend: String,
     pub allow_partial: bool,
     pub limits: LimitsConfig,
+    /// `[sandbox.network]`: the egress policy of tool children.
+    pub network: NetworkConfig,
 }
 
 /// The accepted values of `sandbox.backend`.
@@ -242,6 +249,7 @@ impl Default for SandboxConfig {
             backend: "auto".to_owned(),
             allow_partial: false,
             limits: LimitsConfig::default(),
+            network: NetworkConfig::default(),
         }
     }
 }

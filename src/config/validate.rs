@@ -1,5 +1,5 @@
 //! Checks that need the whole configuration: positive limits, a known sandbox backend, parsable
-//! gateway addresses, usable provider URLs, agents that name an existing provider, and a
+//! gateway addresses, well-formed network patterns (`crate::egress`), usable provider URLs, agents that name an existing provider, and a
 //! `workspace_dir` that is a directory (or does not exist yet).
 
 use std::path::Path;
@@ -53,6 +53,10 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
     {
         return Err(invalid("store.url".into(), message));
     }
+    if let Err((field, message)) = crate::egress::EgressPolicy::from_config(&config.sandbox.network)
+    {
+        return Err(invalid(format!("sandbox.network.{field}"), message));
+    }
     for (i, address) in config.gateway.listen.iter().enumerate() {
         if let Err(message) = crate::gateway::listen::Address::parse(address) {
             return Err(invalid(format!("gateway.listen[{i}]"), message));
@@ -63,6 +67,11 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
             .map_err(|(field, msg)| invalid(format!("providers.{name}.{field}"), msg))?;
     }
     for (alias, agent) in &config.agents {
+        let network = config.sandbox.network.with_override(agent.network.as_ref());
+        if let Err((field, message)) = crate::egress::EgressPolicy::from_config(&network) {
+            let key = format!("agents.{alias}.network.{field}");
+            return Err(invalid(key, message));
+        }
         validate_agent(config, agent)
             .map_err(|(field, msg)| invalid(format!("agents.{alias}.{field}"), msg))?;
     }

@@ -1,0 +1,262 @@
+//! The egress policy the proxy enforces: built from a [`NetworkConfig`] (whose malformed entries
+//! are errors naming the key), it judges a requested destination ([`EgressPolicy::check_target`])
+//! and every address a name resolves to ([`EgressPolicy::check_address`]). Every [`Decision`]
+//! carries the [`Rule`] that made it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use super::address::refused_class;
+use super::pattern::{DomainPattern, normalize};
+use crate::config::{NetworkConfig, NetworkMode};
+
+/// A destination as a client asked for it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Host {
+    /// A DNS name, normalized (lowercase, no trailing dot).
+    Name(String),
+    /// An IP literal.
+    Ip(IpAddr),
+}
+
+impl Host {
+    /// Parses a host as a client wrote it (`[::1]` brackets allowed); `None` when it is neither
+    /// an address nor a plausible name.
+    pub fn parse(text: &str) -> Option<Host> {
+        let bare = text
+            .strip_prefix('[')
+            .and_then(|t| t.strip_suffix(']'))
+            .unwrap_or(text);
+        if let Ok(ip) = bare.parse::<IpAddr>() {
+            return Some(Host::Ip(ip.to_canonical()));
+        }
+        normalize(text).map(Host::Name)
+    }
+}
+
+impl fmt::Display for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Host::Name(name) => f.write_str(name),
+            Host::Ip(IpAddr::V6(v6)) => write!(f, "[{v6}]"),
+            Host::Ip(ip) => write!(f, "{ip}"),
+        }
+    }
+}
+
+/// Why a destination was allowed or refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rule {
+    /// The name matches this `allow_domains` entry.
+    AllowDomain(String),
+    /// The name matches this `deny_domains` entry.
+    DenyDomain(String),
+    /// The name matches no `allow_domains` entry.
+    NotInAllowDomains,
+    /// The port is not in `allow_ports`.
+    PortNotAllowed(u16),
+    /// The address is inside this `allow_cidrs` entry.
+    AllowCidr(String),
+    /// An IP literal outside every `allow_cidrs` entry.
+    IpNotInAllowCidrs,
+    /// A resolved address of a refused class outside every `allow_cidrs` entry.
+    RefusedAddress { addr: IpAddr, class: &'static str },
+    /// A resolved address of no refused class.
+    PublicAddress,
+    /// The client answered a supervised approval prompt.
+    Approved(String),
+    /// Refused by the proxy for what it saw on the wire (SNI, Host, protocol, DNS).
+    Proxy(String),
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rule::AllowDomain(p) => write!(f, "allowed by allow_domains entry `{p}`"),
+            Rule::DenyDomain(p) => write!(f, "matches deny_domains entry `{p}`"),
+            Rule::NotInAllowDomains => f.write_str("not in allow_domains"),
+            Rule::PortNotAllowed(port) => write!(f, "port {port} not in allow_ports"),
+            Rule::AllowCidr(net) => write!(f, "allowed by allow_cidrs entry `{net}`"),
+            Rule::IpNotInAllowCidrs => f.write_str("IP address not in allow_cidrs"),
+            Rule::RefusedAddress { addr, class } => write!(
+                f,
+                "resolves to {addr} ({class}), refused unless allow_cidrs names it"
+            ),
+            Rule::PublicAddress => f.write_str("public address"),
+            Rule::Approved(how) => write!(f, "approved by the client ({how})"),
+            Rule::Proxy(why) => f.write_str(why),
+        }
+    }
+}
+
+/// A verdict and the rule behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub rule: Rule,
+}
+
+impl Decision {
+    fn allow(rule: Rule) -> Decision {
+        Decision {
+            allowed: true,
+            rule,
+        }
+    }
+    fn refuse(rule: Rule) -> Decision {
+        Decision {
+            allowed: false,
+            rule,
+        }
+    }
+}
+
+/// The checked policy of one session's (or one `sandbox run`'s) network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressPolicy {
+    pub mode: NetworkMode,
+    allow_domains: Vec<DomainPattern>,
+    deny_domains: Vec<DomainPattern>,
+    allow_ports: Vec<u16>,
+    allow_cidrs: Vec<IpNet>,
+    hosts: BTreeMap<String, IpAddr>,
+}
+
+/// A malformed entry: the key below `[sandbox.network]` (e.g. `allow_domains[2]`) and why.
+pub type FieldError = (String, String);
+
+impl EgressPolicy {
+    /// Parses every entry of `config`; the first malformed one is the error.
+    pub fn from_config(config: &NetworkConfig) -> Result<EgressPolicy, FieldError> {
+        let patterns = |key: &str, list: &[String]| {
+            list.iter()
+                .enumerate()
+                .map(|(i, p)| DomainPattern::parse(p).map_err(|e| (format!("{key}[{i}]"), e)))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let allow_domains = patterns("allow_domains", &config.allow_domains)?;
+        let deny_domains = patterns("deny_domains", &config.deny_domains)?;
+        if let Some(i) = config.allow_ports.iter().position(|&p| p == 0) {
+            return Err((format!("allow_ports[{i}]"), "port 0 is not a port".into()));
+        }
+        let allow_cidrs = config
+            .allow_cidrs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| parse_cidr(c).map_err(|e| (format!("allow_cidrs[{i}]"), e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut hosts = BTreeMap::new();
+        for (name, addr) in &config.hosts {
+            let key = format!("hosts.{name}");
+            let Some(norm) = normalize(name) else {
+                return Err((key, format!("`{name}` is not a host name")));
+            };
+            let ip = addr
+                .parse::<IpAddr>()
+                .map_err(|_| (key, format!("`{addr}` is not an IP address")))?;
+            hosts.insert(norm, ip.to_canonical());
+        }
+        Ok(EgressPolicy {
+            mode: config.mode,
+            allow_domains,
+            deny_domains,
+            allow_ports: config.allow_ports.clone(),
+            allow_cidrs,
+            hosts,
+        })
+    }
+
+    /// Judges a requested destination before any name is resolved: the port, then an IP
+    /// literal against `allow_cidrs`, or a name against `deny_domains` (which wins) and
+    /// `allow_domains`.
+    pub fn check_target(&self, host: &Host, port: u16) -> Decision {
+        if !self.allow_ports.contains(&port) {
+            return Decision::refuse(Rule::PortNotAllowed(port));
+        }
+        match host {
+            Host::Ip(ip) => match self.cidr_of(*ip) {
+                Some(net) => Decision::allow(Rule::AllowCidr(net.to_string())),
+                None => Decision::refuse(Rule::IpNotInAllowCidrs),
+            },
+            Host::Name(name) => {
+                if let Some(p) = self.deny_domains.iter().find(|p| p.matches(name)) {
+                    return Decision::refuse(Rule::DenyDomain(p.to_string()));
+                }
+                match self.allow_domains.iter().find(|p| p.matches(name)) {
+                    Some(p) => Decision::allow(Rule::AllowDomain(p.to_string())),
+                    None => Decision::refuse(Rule::NotInAllowDomains),
+                }
+            }
+        }
+    }
+
+    /// Judges one address a name resolved to: inside an `allow_cidrs` entry, else refused
+    /// when of a refused class (no DNS rebinding to loopback or a private network).
+    pub fn check_address(&self, addr: IpAddr) -> Decision {
+        let addr = addr.to_canonical();
+        if let Some(net) = self.cidr_of(addr) {
+            return Decision::allow(Rule::AllowCidr(net.to_string()));
+        }
+        match refused_class(addr) {
+            Some(class) => Decision::refuse(Rule::RefusedAddress { addr, class }),
+            None => Decision::allow(Rule::PublicAddress),
+        }
+    }
+
+    /// The operator's fixed address for `name` (`[sandbox.network] hosts`), if any.
+    pub fn fixed_address(&self, name: &str) -> Option<IpAddr> {
+        self.hosts.get(name).copied()
+    }
+
+    /// The policy as `doctor` and `sandbox run --help` show it, one `key = value` a line.
+    pub fn describe(&self) -> Vec<String> {
+        let list = |items: Vec<String>| format!("[{}]", items.join(", "));
+        vec![
+            format!("mode = {}", self.mode.as_str()),
+            format!(
+                "allow_domains = {}",
+                list(self.allow_domains.iter().map(|p| p.to_string()).collect())
+            ),
+            format!(
+                "deny_domains = {}",
+                list(self.deny_domains.iter().map(|p| p.to_string()).collect())
+            ),
+            format!(
+                "allow_ports = {}",
+                list(self.allow_ports.iter().map(|p| p.to_string()).collect())
+            ),
+            format!(
+                "allow_cidrs = {}",
+                list(self.allow_cidrs.iter().map(|n| n.to_string()).collect())
+            ),
+        ]
+    }
+
+    fn cidr_of(&self, ip: IpAddr) -> Option<&IpNet> {
+        self.allow_cidrs.iter().find(|net| net.contains(&ip))
+    }
+}
+
+/// `10.0.0.0/8`, `fd00::/8`, or a bare address (a single-address network).
+fn parse_cidr(text: &str) -> Result<IpNet, String> {
+    let text = text.trim();
+    if let Ok(net) = text.parse::<IpNet>() {
+        if net.trunc() != net {
+            return Err(format!(
+                "`{text}` has host bits set (did you mean `{}`?)",
+                net.trunc()
+            ));
+        }
+        return Ok(net);
+    }
+    text.parse::<IpAddr>()
+        .map(IpNet::from)
+        .map_err(|_| format!("`{text}` is not an address or CIDR (e.g. 10.0.0.0/8, fd00::/8)"))
+}
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;
