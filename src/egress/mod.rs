@@ -8,5 +8,6 @@
 pub mod address;
 pub mod pattern;
 pub mod policy;
+pub mod proxy;
 
 pub use policy::{Decision, EgressPolicy, Host, Rule};

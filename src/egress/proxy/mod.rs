@@ -1,0 +1,167 @@
+//! zeroclaw's egress proxy: an HTTP proxy (plain `http://` forwarding and `CONNECT`) and a
+//! SOCKS5 proxy, serving listeners it is handed (inside a child's network namespace, or on a
+//! host loopback port). It resolves names itself, connects only to addresses the
+//! [`EgressPolicy`] admits, and keeps the refusals of its lifetime for the tool result.
+//!
+//! Every connection holds a permit of a fixed pool (`max_connections`; past it new connections
+//! are closed at once), request heads are bounded (`max_header_bytes`) and timed
+//! (`header_timeout`), and tunnels end after `idle_timeout` without traffic: a hostile child
+//! cannot grow the daemon's memory.
+
+mod dial;
+mod http;
+mod socks;
+mod tunnel;
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+
+use super::{EgressPolicy, Host, Rule};
+
+/// The proxy's bounds on what one client may cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest a client may take to send a request head (HTTP) or handshake (SOCKS5), and
+    /// a tunnel's TLS ClientHello.
+    pub header_timeout: Duration,
+    /// Resolving and connecting to the upstream.
+    pub connect_timeout: Duration,
+    /// A tunnel or forwarded exchange with no traffic either way for this long is closed.
+    pub idle_timeout: Duration,
+    /// The largest request head accepted (bigger ones get 431).
+    pub max_header_bytes: usize,
+    /// Client connections served at once.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+            max_header_bytes: 64 * 1024,
+            max_connections: 256,
+        }
+    }
+}
+
+/// One refused destination and the rule that refused it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// `host:port` as the client asked for it.
+    pub target: String,
+    pub rule: Rule,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "network: refused {} — {}", self.target, self.rule)
+    }
+}
+
+/// Refusals kept per proxy (distinct ones; further ones are only logged).
+const MAX_REFUSALS: usize = 64;
+
+struct Inner {
+    policy: EgressPolicy,
+    limits: Limits,
+    permits: Arc<Semaphore>,
+    refusals: Mutex<Vec<Refusal>>,
+}
+
+impl Inner {
+    fn refuse(&self, host: &Host, port: u16, rule: Rule) -> Refusal {
+        let refusal = Refusal {
+            target: format!("{host}:{port}"),
+            rule,
+        };
+        tracing::info!(target = %refusal.target, rule = %refusal.rule, "egress refused");
+        let mut kept = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() < MAX_REFUSALS && !kept.contains(&refusal) {
+            kept.push(refusal.clone());
+        }
+        refusal
+    }
+}
+
+/// A running proxy for one policy; cheap to clone (the clones share state).
+#[derive(Clone)]
+pub struct Proxy {
+    inner: Arc<Inner>,
+}
+
+impl Proxy {
+    pub fn new(policy: EgressPolicy, limits: Limits) -> Proxy {
+        let permits = Arc::new(Semaphore::new(limits.max_connections));
+        Proxy {
+            inner: Arc::new(Inner {
+                policy,
+                limits,
+                permits,
+                refusals: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Serves the HTTP proxy on `listener` until the task is aborted.
+    pub fn serve_http(&self, listener: TcpListener) -> JoinHandle<()> {
+        self.serve(listener, |inner, stream, permit| {
+            tokio::spawn(http::serve_conn(inner, stream, permit));
+        })
+    }
+
+    /// Serves the SOCKS5 proxy on `listener` until the task is aborted.
+    pub fn serve_socks(&self, listener: TcpListener) -> JoinHandle<()> {
+        self.serve(listener, |inner, stream, permit| {
+            tokio::spawn(socks::serve_conn(inner, stream, permit));
+        })
+    }
+
+    /// The distinct refusals so far, oldest first.
+    pub fn refusals(&self) -> Vec<Refusal> {
+        let kept = self
+            .inner
+            .refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        kept.clone()
+    }
+
+    /// The policy this proxy enforces.
+    pub fn policy(&self) -> &EgressPolicy {
+        &self.inner.policy
+    }
+
+    fn serve(
+        &self,
+        listener: TcpListener,
+        start: fn(Arc<Inner>, TcpStream, Arc<OwnedSemaphorePermit>),
+    ) -> JoinHandle<()> {
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            loop {
+                let stream = match listener.accept().await {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "egress proxy accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                match inner.permits.clone().try_acquire_owned() {
+                    Ok(permit) => start(inner.clone(), stream, Arc::new(permit)),
+                    Err(_) => {
+                        tracing::warn!("egress proxy at max_connections; connection closed");
+                        drop(stream);
+                    }
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,115 @@
+//! The SOCKS5 side (RFC 1928, no authentication, `CONNECT` only): a small parser rather than a
+//! crate, because the proxy must own name resolution and every check between the request and
+//! the reply, which the SOCKS crates do inside their own connect logic. Names (`socks5h://`)
+//! are resolved by the proxy; the child has no resolver.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::timeout;
+
+use super::dial::{DialError, dial};
+use super::{Inner, tunnel};
+use crate::egress::Host;
+
+const VERSION: u8 = 5;
+const NO_AUTH: u8 = 0;
+const NO_ACCEPTABLE: u8 = 0xff;
+const CMD_CONNECT: u8 = 1;
+const REP_OK: u8 = 0;
+const REP_FAILURE: u8 = 1;
+const REP_NOT_ALLOWED: u8 = 2;
+const REP_HOST_UNREACHABLE: u8 = 4;
+const REP_COMMAND: u8 = 7;
+const REP_ADDRESS_TYPE: u8 = 8;
+
+/// Serves one SOCKS5 client connection.
+pub(super) async fn serve_conn(
+    inner: Arc<Inner>,
+    mut stream: TcpStream,
+    _permit: Arc<OwnedSemaphorePermit>,
+) {
+    let request = match timeout(inner.limits.header_timeout, handshake(&mut stream)).await {
+        Ok(Ok(request)) => request,
+        Ok(Err(Some(code))) => {
+            let _ = reply(&mut stream, code).await;
+            return;
+        }
+        Ok(Err(None)) | Err(_) => return,
+    };
+    let (host, port) = request;
+    let upstream = match dial(&inner, &host, port).await {
+        Ok(upstream) => upstream,
+        Err(DialError::Refused(_)) => {
+            let _ = reply(&mut stream, REP_NOT_ALLOWED).await;
+            return;
+        }
+        Err(DialError::Failed(why)) => {
+            tracing::debug!(%why, "socks upstream failed");
+            let _ = reply(&mut stream, REP_HOST_UNREACHABLE).await;
+            return;
+        }
+    };
+    if reply(&mut stream, REP_OK).await.is_err() {
+        return;
+    }
+    tunnel::run(&inner, stream, upstream, &host, port).await;
+}
+
+/// The requested destination, or the reply code to fail with (`None`: just close).
+async fn handshake(s: &mut TcpStream) -> Result<(Host, u16), Option<u8>> {
+    let io = |_| None;
+    let mut head = [0u8; 2];
+    s.read_exact(&mut head).await.map_err(io)?;
+    if head[0] != VERSION {
+        return Err(None);
+    }
+    let mut methods = vec![0u8; usize::from(head[1])];
+    s.read_exact(&mut methods).await.map_err(io)?;
+    if !methods.contains(&NO_AUTH) {
+        let _ = s.write_all(&[VERSION, NO_ACCEPTABLE]).await;
+        return Err(None);
+    }
+    s.write_all(&[VERSION, NO_AUTH]).await.map_err(io)?;
+    let mut req = [0u8; 4];
+    s.read_exact(&mut req).await.map_err(io)?;
+    if req[0] != VERSION {
+        return Err(None);
+    }
+    if req[1] != CMD_CONNECT {
+        return Err(Some(REP_COMMAND));
+    }
+    let host = match req[3] {
+        1 => {
+            let mut a = [0u8; 4];
+            s.read_exact(&mut a).await.map_err(io)?;
+            Some(Host::Ip(IpAddr::V4(Ipv4Addr::from(a))))
+        }
+        4 => {
+            let mut a = [0u8; 16];
+            s.read_exact(&mut a).await.map_err(io)?;
+            Some(Host::Ip(IpAddr::V6(Ipv6Addr::from(a)).to_canonical()))
+        }
+        3 => {
+            let mut len = [0u8; 1];
+            s.read_exact(&mut len).await.map_err(io)?;
+            let mut name = vec![0u8; usize::from(len[0])];
+            s.read_exact(&mut name).await.map_err(io)?;
+            std::str::from_utf8(&name).ok().and_then(Host::parse)
+        }
+        _ => return Err(Some(REP_ADDRESS_TYPE)),
+    };
+    let mut port = [0u8; 2];
+    s.read_exact(&mut port).await.map_err(io)?;
+    match host {
+        Some(host) => Ok((host, u16::from_be_bytes(port))),
+        None => Err(Some(REP_FAILURE)),
+    }
+}
+
+async fn reply(s: &mut TcpStream, code: u8) -> std::io::Result<()> {
+    s.write_all(&[VERSION, code, 0, 1, 0, 0, 0, 0, 0, 0]).await
+}

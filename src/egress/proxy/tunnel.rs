@@ -1,0 +1,185 @@
+//! A tunnel (after `CONNECT` or a SOCKS5 connect): the client's first bytes must be a TLS
+//! ClientHello naming the requested host (rustls's server-side parser reads it without
+//! terminating TLS); those bytes are then replayed upstream and both directions spliced until
+//! either side closes or the tunnel is idle for `idle_timeout`.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+use super::Inner;
+use crate::egress::pattern::normalize;
+use crate::egress::{Host, Rule};
+
+/// The largest ClientHello read before giving up on it.
+const MAX_CLIENT_HELLO: usize = 64 * 1024;
+/// Splice buffer per direction.
+const SPLICE_BUF: usize = 64 * 1024;
+
+/// Checks the client's ClientHello against `host`, then splices `client` and `upstream`.
+pub(super) async fn run<C>(
+    inner: &Inner,
+    mut client: C,
+    mut upstream: TcpStream,
+    host: &Host,
+    port: u16,
+) where
+    C: AsyncRead + AsyncWrite + Unpin,
+{
+    let hello = match timeout(inner.limits.header_timeout, read_client_hello(&mut client)).await {
+        Ok(result) => result,
+        Err(_) => Err("no TLS ClientHello in time".to_owned()),
+    };
+    let first =
+        match hello.and_then(|(bytes, sni)| check_sni(inner, host, port, sni).map(|()| bytes)) {
+            Ok(bytes) => bytes,
+            Err(why) => {
+                inner.refuse(host, port, Rule::Proxy(why));
+                return;
+            }
+        };
+    if upstream.write_all(&first).await.is_err() {
+        return;
+    }
+    splice(client, upstream, inner.limits.idle_timeout).await;
+}
+
+/// The bytes read and the server name of a complete ClientHello.
+async fn read_client_hello<C: AsyncRead + Unpin>(
+    client: &mut C,
+) -> Result<(Vec<u8>, Option<String>), String> {
+    let mut acceptor = rustls::server::Acceptor::default();
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 4096];
+    loop {
+        let n = client
+            .read(&mut chunk)
+            .await
+            .map_err(|e| format!("tunnel read failed: {e}"))?;
+        if n == 0 {
+            return Err("tunnel closed before a TLS ClientHello".into());
+        }
+        if bytes.is_empty() && chunk[0] != 0x16 {
+            return Err("tunnel does not start with TLS (tunnels carry TLS only)".into());
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+        if bytes.len() > MAX_CLIENT_HELLO {
+            return Err("TLS ClientHello too large".into());
+        }
+        let mut rest = &chunk[..n];
+        while !rest.is_empty() {
+            acceptor
+                .read_tls(&mut rest)
+                .map_err(|e| format!("not a TLS ClientHello: {e}"))?;
+        }
+        match acceptor.accept() {
+            Ok(Some(accepted)) => {
+                let sni = accepted.client_hello().server_name().map(str::to_owned);
+                return Ok((bytes, sni));
+            }
+            Ok(None) => continue,
+            Err((e, _alert)) => return Err(format!("not a TLS ClientHello: {e}")),
+        }
+    }
+}
+
+/// A tunnel to a name must name that server; one to an address may name none, or a server
+/// the policy admits by name.
+fn check_sni(inner: &Inner, host: &Host, port: u16, sni: Option<String>) -> Result<(), String> {
+    match (host, sni) {
+        (Host::Name(name), Some(sni)) if normalize(&sni).as_deref() == Some(name) => Ok(()),
+        (Host::Name(_), Some(sni)) => Err(format!(
+            "TLS server name `{sni}` differs from the requested host"
+        )),
+        (Host::Name(_), None) => Err("TLS ClientHello names no server".into()),
+        (Host::Ip(_), None) => Ok(()),
+        (Host::Ip(_), Some(sni)) => {
+            let named = normalize(&sni).map(Host::Name);
+            match named.map(|h| inner.policy.check_target(&h, port)) {
+                Some(d) if d.allowed => Ok(()),
+                _ => Err(format!("TLS server name `{sni}` is not allowed")),
+            }
+        }
+    }
+}
+
+/// Copies both ways until one side closes, or nothing moved for `idle`.
+pub(super) async fn splice<A, B>(a: A, b: B, idle: Duration)
+where
+    A: AsyncRead + AsyncWrite + Unpin,
+    B: AsyncRead + AsyncWrite + Unpin,
+{
+    let start = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let mut a = Watched {
+        io: a,
+        start,
+        last: last.clone(),
+    };
+    let mut b = Watched {
+        io: b,
+        start,
+        last: last.clone(),
+    };
+    let copy = tokio::io::copy_bidirectional_with_sizes(&mut a, &mut b, SPLICE_BUF, SPLICE_BUF);
+    let watchdog = async {
+        loop {
+            let quiet = start
+                .elapsed()
+                .saturating_sub(Duration::from_millis(last.load(Ordering::Relaxed)));
+            if quiet >= idle {
+                return;
+            }
+            tokio::time::sleep(idle - quiet).await;
+        }
+    };
+    tokio::select! {
+        _ = copy => {}
+        () = watchdog => tracing::debug!("egress tunnel idle; closed"),
+    }
+}
+
+/// A stream that notes when it last read anything.
+struct Watched<T> {
+    io: T,
+    start: Instant,
+    last: Arc<AtomicU64>,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            let now = self.start.elapsed().as_millis() as u64;
+            self.last.store(now, Ordering::Relaxed);
+        }
+        poll
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}

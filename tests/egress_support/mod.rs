@@ -1,0 +1,209 @@
+//! Loopback upstreams and a started proxy for the egress tests: a plain HTTP upstream, an
+//! HTTPS upstream with a test CA made at run time, and policies naming test hosts that the
+//! proxy's `hosts` map resolves to loopback.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio_rustls::rustls;
+use zeroclaw::config::{NetworkConfig, NetworkMode};
+use zeroclaw::egress::EgressPolicy;
+use zeroclaw::egress::proxy::{Limits, Proxy};
+
+/// What an upstream saw: one `METHOD target host=HOST` line per request.
+pub type Seen = Arc<Mutex<Vec<String>>>;
+
+pub struct Upstream {
+    pub addr: SocketAddr,
+    pub seen: Seen,
+}
+
+impl Upstream {
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+    pub fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// A plain HTTP upstream: `/redirect?to=URL` answers 302 to URL, anything else 200.
+pub async fn http_upstream() -> Upstream {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Seen::default();
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(answer(stream, log.clone()));
+        }
+    });
+    Upstream { addr, seen }
+}
+
+/// An HTTPS upstream whose certificate names `name`; returns it and the CA's PEM.
+pub async fn https_upstream(name: &str) -> (Upstream, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec![name.to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca)
+        .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Seen::default();
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let log = log.clone();
+            tokio::spawn(async move {
+                if let Ok(tls) = acceptor.accept(stream).await {
+                    answer(tls, log).await;
+                }
+            });
+        }
+    });
+    (Upstream { addr, seen }, ca.pem())
+}
+
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A TLS client config trusting only `ca_pem`.
+pub fn client_config(ca_pem: &str) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    let der = pem_der(ca_pem);
+    roots
+        .add(rustls::pki_types::CertificateDer::from(der))
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Arc::new(config)
+}
+
+fn pem_der(pem: &str) -> Vec<u8> {
+    use base64::Engine;
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap()
+}
+
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, seen: Seen) {
+    let Some(head) = read_head(&mut stream).await else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&head).into_owned();
+    let mut lines = text.split("\r\n");
+    let request_line = lines.next().unwrap_or_default().to_owned();
+    let host = lines
+        .find_map(|l| {
+            l.strip_prefix("Host: ")
+                .or_else(|| l.strip_prefix("host: "))
+        })
+        .unwrap_or("-")
+        .to_owned();
+    let mut parts = request_line.split(' ');
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    seen.lock()
+        .unwrap()
+        .push(format!("{method} {target} host={host}"));
+    let response = match target.split_once("/redirect?to=") {
+        Some((_, to)) => format!(
+            "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
+        None => "HTTP/1.1 200 OK\r\nContent-Length: 20\r\nConnection: close\r\n\r\nhello from upstream\n"
+            .to_owned(),
+    };
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+/// The request head (through the blank line), or `None` if the peer closed first.
+pub async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).await.ok()? == 0 || head.len() > 1 << 20 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    Some(head)
+}
+
+/// A proxy-mode policy: `allow` names, `deny` names, `cidrs`, `ports`, and `hosts` entries.
+pub fn policy(
+    allow: &[&str],
+    deny: &[&str],
+    cidrs: &[&str],
+    ports: &[u16],
+    hosts: &[(&str, &str)],
+) -> EgressPolicy {
+    let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect();
+    let config = NetworkConfig {
+        mode: NetworkMode::Proxy,
+        allow_domains: strings(allow),
+        deny_domains: strings(deny),
+        allow_ports: ports.to_vec(),
+        allow_cidrs: strings(cidrs),
+        hosts: hosts
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    };
+    EgressPolicy::from_config(&config).unwrap()
+}
+
+pub struct Started {
+    pub proxy: Proxy,
+    pub http: SocketAddr,
+    pub socks: SocketAddr,
+}
+
+/// The proxy serving an HTTP and a SOCKS5 listener on loopback.
+pub async fn start(policy: EgressPolicy, limits: Limits) -> Started {
+    let proxy = Proxy::new(policy, limits);
+    let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let socks = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (http_addr, socks_addr) = (http.local_addr().unwrap(), socks.local_addr().unwrap());
+    proxy.serve_http(http);
+    proxy.serve_socks(socks);
+    Started {
+        proxy,
+        http: http_addr,
+        socks: socks_addr,
+    }
+}
+
+/// A reqwest client using the proxy for every URL, trusting `ca_pem` when given.
+pub fn client(proxy: SocketAddr, ca_pem: Option<&str>) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder()
+        .proxy(reqwest::Proxy::all(format!("http://{proxy}")).unwrap())
+        .timeout(std::time::Duration::from_secs(10));
+    if let Some(pem) = ca_pem {
+        builder =
+            builder.add_root_certificate(reqwest::Certificate::from_pem(pem.as_bytes()).unwrap());
+    }
+    builder.build().unwrap()
+}
