@@ -10,7 +10,8 @@ use serde_json::json;
 use zeroclaw_sandbox::BackendChoice;
 use zeroclaw_sandbox::detect::{Report, report};
 
-use crate::config::Config;
+use super::doctor_network;
+use crate::config::{Config, NetworkConfig};
 
 /// Exit code when the configuration is invalid (sysexits' `EX_CONFIG`, clear of clap's 2).
 pub const EXIT_CONFIG_INVALID: u8 = 78;
@@ -43,10 +44,16 @@ pub fn run(args: DoctorArgs) -> ExitCode {
                 .backend
                 .parse()
                 .map_err(|e| format!("[sandbox] backend: {e}"))?;
-            Ok((backend, config.sandbox.allow_partial))
+            Ok((
+                backend,
+                config.sandbox.allow_partial,
+                config.sandbox.network,
+            ))
         });
     match settings {
-        Ok((backend, allow_partial)) => run_with(args, backend, allow_partial),
+        Ok((backend, allow_partial, network)) => {
+            run_with_network(args, backend, allow_partial, Some(&network))
+        }
         Err(message) => config_invalid(args.json, &message),
     }
 }
@@ -64,14 +71,33 @@ fn config_invalid(as_json: bool, message: &str) -> ExitCode {
 
 /// Checks the config's `[sandbox] backend` and `allow_partial`; flags override them.
 pub fn run_with(args: DoctorArgs, backend: BackendChoice, allow_partial: bool) -> ExitCode {
+    run_with_network(args, backend, allow_partial, None)
+}
+
+/// [`run_with`], also showing the effective `[sandbox.network]` policy when given.
+fn run_with_network(
+    args: DoctorArgs,
+    backend: BackendChoice,
+    allow_partial: bool,
+    network: Option<&NetworkConfig>,
+) -> ExitCode {
     let r = report(
         args.backend.unwrap_or(backend),
         args.allow_partial || allow_partial,
     );
+    let network = network.map(|n| doctor_network::describe(n, r.chosen));
     let text = if args.json {
-        serde_json::to_string_pretty(&r).unwrap_or_default() + "\n"
+        let mut value = serde_json::to_value(&r).unwrap_or_default();
+        if let (Some(map), Some(n)) = (value.as_object_mut(), &network) {
+            map.insert("network".into(), n.to_json());
+        }
+        serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
     } else {
-        table(&r)
+        let mut text = table(&r);
+        if let Some(n) = &network {
+            text += &n.table();
+        }
+        text
     };
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());

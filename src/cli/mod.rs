@@ -5,6 +5,7 @@ pub mod acp_cmd;
 pub mod audit_cmd;
 pub mod config_cmd;
 pub mod doctor;
+mod doctor_network;
 pub mod sandbox;
 pub mod sessions_cmd;
 pub mod store_cmd;

@@ -140,16 +140,37 @@ mod tests {
     }
 
     #[test]
+    fn mode_allow_gives_tool_children_the_network_and_an_agent_can_be_narrowed() {
+        let config = load(&format!(
+            "[sandbox.network]\nmode = \"allow\"\n{AGENT}[agents.b]\nprovider = \"p\"\n\
+             model = \"m\"\n[agents.b.network]\nmode = \"deny\"\n"
+        ))
+        .unwrap();
+        assert!(crate::policy::Policy::for_agent(&config, "a").network);
+        assert!(!crate::policy::Policy::for_agent(&config, "b").network);
+        assert!(!crate::policy::Policy::for_agent(&load("").unwrap(), "default").network);
+    }
+
+    #[test]
+    fn proxy_mode_is_refused_until_tool_executions_can_use_it() {
+        let msg = load("[sandbox.network]\nmode = \"proxy\"\n").unwrap_err();
+        assert!(msg.contains("`sandbox.network.mode`"), "{msg}");
+        assert!(msg.contains("not available in this build"), "{msg}");
+        let msg = load(&format!("{AGENT}[agents.a.network]\nmode = \"proxy\"\n")).unwrap_err();
+        assert!(msg.contains("`agents.a.network.mode`"), "{msg}");
+    }
+
+    #[test]
     fn an_agent_override_replaces_only_the_keys_it_sets() {
         let config = load(&format!(
-            "[sandbox.network]\nmode = \"proxy\"\nallow_domains = [\"registry.example\"]\n\
+            "[sandbox.network]\nmode = \"allow\"\nallow_domains = [\"registry.example\"]\n\
              hosts = {{ \"registry.example\" = \"127.0.0.1\" }}\n\
              {AGENT}[agents.a.network]\nallow_domains = [\"*.registry.example\"]\n"
         ))
         .unwrap();
         let agent = &config.agents["a"];
         let net = config.sandbox.network.with_override(agent.network.as_ref());
-        assert_eq!(net.mode, NetworkMode::Proxy);
+        assert_eq!(net.mode, NetworkMode::Allow);
         assert_eq!(net.allow_domains, vec!["*.registry.example".to_owned()]);
         assert_eq!(net.hosts["registry.example"], "127.0.0.1");
     }

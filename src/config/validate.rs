@@ -5,7 +5,9 @@
 use std::path::Path;
 
 use super::sources::Sources;
-use super::{AgentConfig, Config, ConfigError, ProviderConfig, SANDBOX_BACKENDS};
+use super::{
+    AgentConfig, Config, ConfigError, NetworkConfig, NetworkMode, ProviderConfig, SANDBOX_BACKENDS,
+};
 
 pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigError> {
     let invalid = |key: String, message: String| ConfigError::Invalid {
@@ -53,8 +55,7 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
     {
         return Err(invalid("store.url".into(), message));
     }
-    if let Err((field, message)) = crate::egress::EgressPolicy::from_config(&config.sandbox.network)
-    {
+    if let Err((field, message)) = check_network(&config.sandbox.network) {
         return Err(invalid(format!("sandbox.network.{field}"), message));
     }
     for (i, address) in config.gateway.listen.iter().enumerate() {
@@ -68,7 +69,7 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
     }
     for (alias, agent) in &config.agents {
         let network = config.sandbox.network.with_override(agent.network.as_ref());
-        if let Err((field, message)) = crate::egress::EgressPolicy::from_config(&network) {
+        if let Err((field, message)) = check_network(&network) {
             let key = format!("agents.{alias}.network.{field}");
             return Err(invalid(key, message));
         }
@@ -91,6 +92,20 @@ fn workspace_problem(dir: &Path) -> Option<String> {
 }
 
 type FieldError = (&'static str, String);
+
+/// Well-formed entries, and a mode this build enforces.
+fn check_network(network: &NetworkConfig) -> Result<(), (String, String)> {
+    crate::egress::EgressPolicy::from_config(network)?;
+    if network.mode == NetworkMode::Proxy {
+        return Err((
+            "mode".into(),
+            "`proxy` is not available in this build: tool executions cannot be routed through \
+             the egress proxy yet; use `deny` or `allow`"
+                .into(),
+        ));
+    }
+    Ok(())
+}
 
 fn validate_provider(_name: &str, provider: &ProviderConfig) -> Result<(), FieldError> {
     let url = provider.base_url.as_str();

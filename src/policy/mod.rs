@@ -66,6 +66,8 @@ impl Policy {
     pub fn for_agent(config: &Config, alias: &str) -> Policy {
         let agent = config.agents.get(alias).and_then(|a| a.autonomy.as_ref());
         let autonomy = config.autonomy.with_override(agent);
+        let agent_network = config.agents.get(alias).and_then(|a| a.network.as_ref());
+        let network_mode = config.sandbox.network.with_override(agent_network).mode;
         let mut forbidden = forbidden_paths(&autonomy);
         forbidden.push(config.config_dir.clone());
         forbidden.push(config.workspace_dir.clone());
@@ -85,7 +87,10 @@ impl Policy {
                 .collect(),
             always_ask: autonomy.always_ask,
             auto_approve: autonomy.auto_approve,
-            network: autonomy.network == NetworkPolicy::Allow,
+            // `[autonomy] network = "allow"` is the older spelling of `[sandbox.network]
+            // mode = "allow"`; either gives the host's network.
+            network: autonomy.network == NetworkPolicy::Allow
+                || network_mode == crate::config::NetworkMode::Allow,
             checks: autonomy.policy_checks,
             limits: config.sandbox.limits.clone(),
             backend: config.sandbox.backend.clone(),

@@ -1,0 +1,48 @@
+//! `zeroclaw doctor` on the real binary shows the effective `[sandbox.network]` policy and
+//! what enforces it, in the table and in `--json`.
+
+use std::process::{Command, Output};
+
+fn doctor(toml: &str, args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), toml).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
+    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("ZEROCLAW_")) {
+        cmd.env_remove(name);
+    }
+    cmd.env("ZEROCLAW_CONFIG_DIR", dir.path())
+        .arg("doctor")
+        .args(args);
+    cmd.output().expect("run zeroclaw doctor")
+}
+
+const CONFIG: &str = "[sandbox.network]\nmode = \"deny\"\n\
+    allow_domains = [\"registry.example\", \"*.registry.example\"]\nallow_cidrs = [\"10.0.0.0/8\"]\n";
+
+#[test]
+fn the_table_shows_the_network_policy_and_its_enforcement() {
+    let out = doctor(CONFIG, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\nnetwork\n  mode = deny\n"), "{text}");
+    assert!(
+        text.contains("  allow_domains = [registry.example, *.registry.example]\n"),
+        "{text}"
+    );
+    assert!(text.contains("  allow_cidrs = [10.0.0.0/8]\n"), "{text}");
+    assert!(text.contains("  enforced by: "), "{text}");
+}
+
+#[test]
+fn the_json_report_carries_the_network_section() {
+    let out = doctor(&CONFIG.replace("\"deny\"", "\"allow\""), &["--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let network = &report["network"];
+    assert_eq!(network["policy"][0], "mode = allow");
+    assert_eq!(network["enforced"], "tool children use the host's network");
+    let out = doctor(CONFIG, &["--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(
+        report["network"]["enforced"],
+        "tool children use the host's network"
+    );
+}
