@@ -34,6 +34,7 @@
 pub mod backend;
 pub mod bubblewrap;
 pub mod detect;
+pub mod egress_fds;
 pub mod error;
 mod foreground;
 pub mod gitconfig;

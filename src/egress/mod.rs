@@ -2,10 +2,12 @@
 //! ports a child may reach, and why) and zeroclaw's own allowlist proxy ([`proxy`]: HTTP
 //! forwarding, `CONNECT` and SOCKS5, resolving names itself and checking every address).
 //!
-//! The child side (listeners inside the child's network namespace) lives in the sandbox crate;
+//! The child side (listeners inside the child's network namespace, `zeroclaw_sandbox::egress_fds`)
+//! lives in the sandbox crate, with [`child_env`] the variables pointing at them;
 //! this module owns every decision.
 
 pub mod address;
+pub mod child_env;
 pub mod pattern;
 pub mod policy;
 pub mod proxy;
