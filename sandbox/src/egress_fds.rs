@@ -7,7 +7,7 @@
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::TcpListener;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg, sockopt};
 
@@ -56,14 +56,10 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<(TcpListener, TcpList
         Some(&mut space),
         MsgFlags::MSG_CMSG_CLOEXEC,
     )?;
-    let mut owned = Vec::new();
+    let mut owned: Vec<std::os::fd::OwnedFd> = Vec::new();
     for cmsg in msg.cmsgs()? {
         if let ControlMessageOwned::ScmRights(fds) = cmsg {
-            for fd in fds {
-                // SAFETY: the kernel installed `fd` in our table for this message just now;
-                // nothing else in the process knows or owns it.
-                owned.push(unsafe { OwnedFd::from_raw_fd(fd) });
-            }
+            owned.extend(crate::sys::adopt_received(fds));
         }
     }
     let truncated = msg
