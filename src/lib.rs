@@ -16,4 +16,5 @@ pub mod policy;
 pub mod provider;
 pub mod rpc;
 pub mod store;
+pub mod time;
 pub mod tools;

@@ -24,7 +24,7 @@ fn initialize_has_the_exact_shape_of_the_spec() {
     );
     assert_eq!(
         caps["sessionCapabilities"],
-        json!({"resume": {}, "close": {}})
+        json!({"resume": {}, "close": {}, "list": {}, "delete": {}})
     );
     assert_eq!(result["agentInfo"]["name"], "zeroclaw-acp");
     assert_eq!(result["agentInfo"]["title"], "ZeroClaw ACP");

@@ -347,7 +347,9 @@ fn a_store_that_cannot_be_created_runs_in_memory_without_load() {
     assert_eq!(caps["loadSession"], false, "{init}");
     let session_caps = &caps["sessionCapabilities"];
     assert!(
-        session_caps["resume"].is_null() && session_caps["close"].is_null(),
+        ["resume", "close", "list", "delete"]
+            .iter()
+            .all(|c| session_caps[c].is_null()),
         "{init}"
     );
     client.wait_stderr("in memory");
@@ -356,7 +358,13 @@ fn a_store_that_cannot_be_created_runs_in_memory_without_load() {
     let session = client.new_session(work.path());
     let resp = client.prompt(&session, "hi");
     assert_eq!(resp["result"]["content"], "in memory", "{resp}");
-    for method in ["session/load", "session/resume", "session/close"] {
+    for method in [
+        "session/load",
+        "session/resume",
+        "session/close",
+        "session/delete",
+        "session/list",
+    ] {
         let error = client.call_err(method, json!({"sessionId": session}));
         assert_eq!(error["code"], -32000, "{method}: {error}");
     }

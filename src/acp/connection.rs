@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::Server;
 use super::session::Session;
 use super::sessions::not_found;
-use super::{initialize, lifecycle, new_session, prompt, restore};
+use super::{delete, initialize, lifecycle, listing, new_session, prompt, restore};
 use crate::rpc::{Handler, Peer, RpcError};
 
 pub struct Connection {
@@ -79,6 +79,8 @@ impl Connection {
             "session/close" => lifecycle::close(self, &params).await,
             "session/load" => restore::handle(self, peer, &params, restore::Mode::Load).await,
             "session/resume" => restore::handle(self, peer, &params, restore::Mode::Resume).await,
+            "session/list" => listing::handle(self, &params).await,
+            "session/delete" => delete::handle(self, &params).await,
             "session/update" | "session/event" => {
                 log_inbound_event(method, &params);
                 Ok(json!({}))

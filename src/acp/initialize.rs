@@ -14,7 +14,7 @@ pub fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
     let config = server.config();
     let persistent = server.store.is_some();
     let session_capabilities = if persistent {
-        json!({"resume": {}, "close": {}})
+        json!({"resume": {}, "close": {}, "list": {}, "delete": {}})
     } else {
         json!({})
     };

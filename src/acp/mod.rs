@@ -3,8 +3,8 @@
 //! - [`server`]: state shared by every connection (config, store, sessions, providers).
 //! - [`connection`]: one client connection; the `initialize` gate and method dispatch.
 //! - [`initialize`], [`new_session`], [`prompt`] (`session/prompt`), [`restore`]
-//!   (`session/load`, `session/resume`), [`lifecycle`] (`session/cancel|stop|close`): one file
-//!   per method family.
+//!   (`session/load`, `session/resume`), [`lifecycle`] (`session/cancel|stop|close`),
+//!   [`listing`] (`session/list`), [`delete`] (`session/delete`): one file per method family.
 //! - [`sessions`] / [`session`]: the process-wide active set and one active session's state.
 //! - [`materialize`]: prompt content blocks to text (writing base64 blobs under `uploads/`);
 //!   [`embed`]: `deliver_file` results re-read, re-hashed and embedded as resources.
@@ -13,10 +13,12 @@
 
 pub mod agents;
 pub mod connection;
+pub mod delete;
 pub mod embed;
 pub mod initialize;
 pub mod lease;
 pub mod lifecycle;
+pub mod listing;
 pub mod materialize;
 pub mod new_session;
 pub mod params;

@@ -9,5 +9,5 @@ mod doctor_network;
 pub mod sandbox;
 pub mod sessions_cmd;
 pub mod store_cmd;
-pub mod time;
+pub use crate::time;
 pub mod token_cmd;

@@ -6,15 +6,19 @@
 //! give the same answers (the same SQL where the dialects agree). [`Location`] parses
 //! `[store] url`. Leases ([`lease`]) let exactly one daemon run a session's turns, and every
 //! turn's write checks the lease's fencing token, so a stale holder can never write after a
-//! takeover. History entries are opaque: the store keeps their `kind` and JSON `payload` in order
+//! takeover. [`client_meta`]: what clients set on sessions (titles, modes) and the
+//! per-principal listing. History entries are opaque: the store keeps their `kind` and JSON `payload` in order
 //! and never looks inside.
 
 mod backend;
+mod client_meta;
 pub mod copy;
 pub mod lease;
 mod location;
 mod postgres;
 mod sqlite;
+
+pub use client_meta::{ClientSettings, ListQuery, ListedSession};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

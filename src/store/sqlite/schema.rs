@@ -42,6 +42,9 @@ const MIGRATIONS: &[&str] = &[
         token      INTEGER NOT NULL,
         expires_at INTEGER NOT NULL
     ) WITHOUT ROWID;",
+    // 3 -> 4: what a client set on a session: its title and its autonomy mode.
+    "ALTER TABLE sessions ADD COLUMN title TEXT;
+    ALTER TABLE sessions ADD COLUMN mode TEXT;",
 ];
 
 /// Opens (creating parent directories) and migrates the database at `path`.
