@@ -311,10 +311,9 @@ fn idle_sessions_are_reaped_from_memory_but_kept_in_the_store() {
     assert_eq!(error["code"], -32000, "a reaped session is not active");
     client.call("session/close", json!({"sessionId": second}));
     let result = client.call("session/resume", json!({"sessionId": first}));
-    assert_eq!(
-        result,
-        json!({}),
-        "the reaped session is still in the store"
+    assert!(
+        result["modes"].is_object(),
+        "the reaped session is still in the store: {result}"
     );
 }
 

@@ -168,7 +168,7 @@ fn a_streamed_turn_is_answered_and_replayed_after_a_restart() {
 
     let mut acp = Acp::spawn(config.path(), &model);
     let (before, response) = acp.call("session/load", json!({"sessionId": session}));
-    assert_eq!(response["result"], json!({}), "{response}");
+    assert!(response["result"]["modes"].is_object(), "{response}");
     let replayed = updates(&before);
     assert_eq!(
         kinds(&replayed),
@@ -318,5 +318,5 @@ fn an_idle_session_is_reaped_from_memory_but_can_be_loaded_again() {
     }
     assert!(reaped, "the idle session was never reaped");
     let (_, response) = acp.call("session/resume", json!({"sessionId": session}));
-    assert_eq!(response["result"], json!({}), "{response}");
+    assert!(response["result"]["modes"].is_object(), "{response}");
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::Server;
 use super::session::Session;
 use super::sessions::not_found;
-use super::{delete, initialize, lifecycle, listing, new_session, prompt, restore};
+use super::{delete, initialize, lifecycle, listing, modes, new_session, prompt, restore};
 use crate::rpc::{Handler, Peer, RpcError};
 
 pub struct Connection {
@@ -81,6 +81,8 @@ impl Connection {
             "session/resume" => restore::handle(self, peer, &params, restore::Mode::Resume).await,
             "session/list" => listing::handle(self, &params).await,
             "session/delete" => delete::handle(self, &params).await,
+            "session/set_mode" => modes::set_mode(self, peer, &params).await,
+            "session/set_config_option" => modes::set_config_option(self, peer, &params).await,
             "session/update" | "session/event" => {
                 log_inbound_event(method, &params);
                 Ok(json!({}))

@@ -4,7 +4,8 @@
 //! - [`connection`]: one client connection; the `initialize` gate and method dispatch.
 //! - [`initialize`], [`new_session`], [`prompt`] (`session/prompt`), [`restore`]
 //!   (`session/load`, `session/resume`), [`lifecycle`] (`session/cancel|stop|close`),
-//!   [`listing`] (`session/list`), [`delete`] (`session/delete`): one file per method family.
+//!   [`listing`] (`session/list`), [`delete`] (`session/delete`), [`modes`]
+//!   (`session/set_mode`, the mode config option): one file per method family.
 //! - [`sessions`] / [`session`]: the process-wide active set and one active session's state.
 //! - [`materialize`]: prompt content blocks to text (writing base64 blobs under `uploads/`);
 //!   [`embed`]: `deliver_file` results re-read, re-hashed and embedded as resources.
@@ -20,6 +21,7 @@ pub mod lease;
 pub mod lifecycle;
 pub mod listing;
 pub mod materialize;
+pub mod modes;
 pub mod new_session;
 pub mod params;
 pub mod permission;

@@ -66,7 +66,9 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
         .with("cwd", cwd.to_string_lossy().into_owned());
     audit::note(event).await;
     crate::metrics::get().session_created();
-    Ok(json!({"sessionId": id, "workspaceDir": cwd}))
+    let mut answer = json!({"sessionId": id, "workspaceDir": cwd});
+    super::modes::extend_answer(&mut answer, &config, &session);
+    Ok(answer)
 }
 
 /// The canonical form of `dir`, which must exist and be a directory.

@@ -38,7 +38,7 @@ impl Asker for PeerAsker {
 pub fn tool_env(conn: &Connection, session: &Session, peer: Peer) -> Arc<ToolEnv> {
     let config = conn.server.config();
     Arc::new(ToolEnv {
-        policy: Policy::for_agent(&config, &session.agent_alias),
+        policy: Policy::for_session(&config, &session.agent_alias, session.chosen_mode()),
         approvals: session.approvals.clone(),
         asker: Arc::new(PeerAsker {
             peer,

@@ -44,6 +44,7 @@ pub async fn handle(
         take_over(conn, id, requested)?
     } else {
         let session = restore(conn, store, id, requested).await?;
+        super::modes::restore_choice(store, &session).await?;
         conn.server.sessions.insert(session.clone())?;
         session
     };
@@ -56,7 +57,9 @@ pub async fn handle(
     if mode == Mode::Load {
         replay(&session, peer).await;
     }
-    Ok(json!({}))
+    let mut answer = json!({});
+    super::modes::extend_answer(&mut answer, &conn.server.config(), &session);
+    Ok(answer)
 }
 
 /// An active session: another principal's is not found; one detached from a closed connection

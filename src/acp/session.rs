@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Entry;
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, AutonomyLevel};
 use crate::policy::Approvals;
 
 pub struct Session {
@@ -23,6 +23,8 @@ pub struct Session {
     pub owner: Option<String>,
     /// "Always allow" answers, restored from the history's tool results.
     pub approvals: Approvals,
+    /// The level the client chose (`session/set_mode`); the configured one caps it.
+    chosen_mode: Mutex<Option<AutonomyLevel>>,
     history: Mutex<Arc<Vec<Entry>>>,
     turn: Mutex<Option<RunningTurn>>,
     /// The end signal of the latest turn: it fires once that turn's answer is queued, which
@@ -70,6 +72,7 @@ impl Session {
             mcp_servers,
             owner,
             approvals: Approvals::restored(allowed_always(&history)),
+            chosen_mode: Mutex::new(None),
             history: Mutex::new(Arc::new(history)),
             turn: Mutex::new(None),
             last_turn: Mutex::new(None),
@@ -123,6 +126,15 @@ impl Session {
         if let Some(mut done) = latest {
             while done.changed().await.is_ok() {}
         }
+    }
+
+    /// The level the client chose, if any.
+    pub fn chosen_mode(&self) -> Option<AutonomyLevel> {
+        *lock(&self.chosen_mode)
+    }
+
+    pub fn choose_mode(&self, level: Option<AutonomyLevel>) {
+        *lock(&self.chosen_mode) = level;
     }
 
     pub fn history(&self) -> Arc<Vec<Entry>> {

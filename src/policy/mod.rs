@@ -64,8 +64,24 @@ pub struct Policy {
 impl Policy {
     /// The policy of a session of agent `alias`.
     pub fn for_agent(config: &Config, alias: &str) -> Policy {
+        Self::for_session(config, alias, None)
+    }
+
+    /// The configured level of agent `alias` (`[autonomy] level` or the agent's override):
+    /// the highest a client may choose for a session.
+    pub fn ceiling(config: &Config, alias: &str) -> AutonomyLevel {
         let agent = config.agents.get(alias).and_then(|a| a.autonomy.as_ref());
-        let autonomy = config.autonomy.with_override(agent);
+        config.autonomy.with_override(agent).level
+    }
+
+    /// The policy of a session of agent `alias` whose client chose level `chosen`: the lower
+    /// of it and the configured level applies, as if configured.
+    pub fn for_session(config: &Config, alias: &str, chosen: Option<AutonomyLevel>) -> Policy {
+        let agent = config.agents.get(alias).and_then(|a| a.autonomy.as_ref());
+        let mut autonomy = config.autonomy.with_override(agent);
+        if let Some(chosen) = chosen {
+            autonomy.level = autonomy.level.min(chosen);
+        }
         let agent_network = config.agents.get(alias).and_then(|a| a.network.as_ref());
         let network_mode = config.sandbox.network.with_override(agent_network).mode;
         let mut forbidden = forbidden_paths(&autonomy);

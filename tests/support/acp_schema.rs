@@ -26,14 +26,18 @@ pub const ZEROCLAW_ERROR_REASONS: [(i64, &str); 4] = [
     (-32003, "leased_elsewhere"),
 ];
 
-/// The `sessionUpdate` kinds the contract says zeroclaw emits (§3).
-pub const EMITTED_UPDATE_KINDS: [&str; 6] = [
+/// The `sessionUpdate` kinds the contract says zeroclaw emits (§3), and the session-feature
+/// ones (modes, titles, commands).
+pub const EMITTED_UPDATE_KINDS: [&str; 9] = [
     "agent_message_chunk",
     "agent_thought_chunk",
     "tool_call",
     "tool_call_update",
     "plan",
     "user_message_chunk",
+    "current_mode_update",
+    "session_info_update",
+    "available_commands_update",
 ];
 
 /// What the validator needs to know about a request the client sent.
