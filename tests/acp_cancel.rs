@@ -195,7 +195,10 @@ fn stop_waits_for_the_running_turn_then_ends_the_session() {
         .client
         .send_request("session/prompt", prompt_params(&fx.session, "go"));
     let session = fx.session.clone();
-    fx.client.wait_for(|m| is_update_for(m, &session));
+    fx.client.wait_for(|m| {
+        is_update_for(m, &session)
+            && m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    });
     let stop_id = fx
         .client
         .send_request("session/stop", json!({"sessionId": fx.session}));

@@ -29,6 +29,9 @@ enum Seen {
 fn normalize(updates: &[Value]) -> Vec<Seen> {
     let mut seen: Vec<Seen> = Vec::new();
     for u in updates {
+        if support::acp_client::is_session_metadata(u) {
+            continue;
+        }
         let kind = u["sessionUpdate"].as_str().unwrap_or_default().to_string();
         match kind.as_str() {
             "tool_call" => seen.push(Seen::Tool {
@@ -231,7 +234,10 @@ fn a_cancelled_turn_is_stored_with_what_was_streamed() {
     let mut first = fx.spawn();
     let session = first.new_session(fx.work.path());
     let id = first.send_request("session/prompt", prompt_params(&session, "go"));
-    first.wait_for(|m| is_update_for(m, &session));
+    first.wait_for(|m| {
+        is_update_for(m, &session)
+            && m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    });
     first.notify("session/cancel", json!({"sessionId": session}));
     assert_eq!(
         first.wait_response(&id)["result"]["stopReason"],

@@ -105,10 +105,17 @@ impl Acp {
 
     fn new_session(&mut self, cwd: &std::path::Path) -> String {
         let (_, response) = self.call("session/new", json!({"cwd": cwd}));
-        response["result"]["sessionId"]
+        let id = response["result"]["sessionId"]
             .as_str()
             .unwrap_or_else(|| panic!("session/new failed: {response}"))
-            .to_owned()
+            .to_owned();
+        // The session's commands follow its answer.
+        let commands = self.next();
+        assert_eq!(
+            commands["params"]["update"]["sessionUpdate"], "available_commands_update",
+            "{commands}"
+        );
+        id
     }
 }
 
@@ -124,6 +131,13 @@ fn updates(messages: &[Value]) -> Vec<Value> {
         .iter()
         .filter(|m| m["method"] == "session/update")
         .map(|m| m["params"]["update"].clone())
+        .filter(|u| {
+            // The session's title and commands, not the turn's content.
+            !matches!(
+                u["sessionUpdate"].as_str(),
+                Some("session_info_update" | "available_commands_update")
+            )
+        })
         .collect()
 }
 

@@ -72,7 +72,7 @@ impl Connection {
 
     async fn dispatch(&self, peer: Peer, method: &str, params: Value) -> Result<Value, RpcError> {
         match method {
-            "session/new" => new_session::handle(self, &params).await,
+            "session/new" => new_session::handle(self, peer, &params).await,
             "session/prompt" => prompt::handle(self, peer, &params).await,
             "session/cancel" => lifecycle::cancel_request(self, &params),
             "session/stop" => lifecycle::stop(self, &params).await,

@@ -5,7 +5,8 @@
 //! - [`initialize`], [`new_session`], [`prompt`] (`session/prompt`), [`restore`]
 //!   (`session/load`, `session/resume`), [`lifecycle`] (`session/cancel|stop|close`),
 //!   [`listing`] (`session/list`), [`delete`] (`session/delete`), [`modes`]
-//!   (`session/set_mode`, the mode config option): one file per method family.
+//!   (`session/set_mode`, the mode config option): one file per method family; [`titles`]
+//!   (a session's title after its first turn) and [`commands`] (the slash commands).
 //! - [`sessions`] / [`session`]: the process-wide active set and one active session's state.
 //! - [`materialize`]: prompt content blocks to text (writing base64 blobs under `uploads/`);
 //!   [`embed`]: `deliver_file` results re-read, re-hashed and embedded as resources.
@@ -13,6 +14,7 @@
 //!   `session/update` sink; [`permission`]: `session/request_permission` and a turn's tool env.
 
 pub mod agents;
+pub mod commands;
 pub mod connection;
 pub mod delete;
 pub mod embed;
@@ -30,6 +32,7 @@ pub mod restore;
 pub mod server;
 pub mod session;
 pub mod sessions;
+pub mod titles;
 pub mod updates;
 
 pub use connection::Connection;

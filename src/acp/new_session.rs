@@ -12,10 +12,10 @@ use super::{Connection, agents, params};
 use crate::audit;
 use crate::config::Config;
 use crate::policy::Policy;
-use crate::rpc::RpcError;
+use crate::rpc::{Peer, RpcError};
 use crate::store::{SessionRecord, now_ms};
 
-pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
+pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Value, RpcError> {
     let server = &conn.server;
     let config = server.config();
     let explicit = params::opt_str(params, &["agentAlias", "agent_alias", "agent"])?;
@@ -68,6 +68,7 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
     crate::metrics::get().session_created();
     let mut answer = json!({"sessionId": id, "workspaceDir": cwd});
     super::modes::extend_answer(&mut answer, &config, &session);
+    super::commands::announce_after_response(&peer, &id);
     Ok(answer)
 }
 

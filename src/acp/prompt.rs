@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::session::Session;
 use super::updates::PeerSink;
-use super::{Connection, materialize, params, permission};
+use super::{Connection, commands, materialize, params, permission, titles};
 use crate::agent::{TurnOutcome, TurnRequest, run_turn};
 use crate::rpc::{Peer, RpcError};
 use crate::store::{NewTurn, StoreError};
@@ -25,6 +25,7 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     // Taken before the first await, so the server never aborts a started turn half-way.
     let request_cancelled = peer.take_cancellation();
     let fence = super::lease::for_turn(&conn.server, &session.id).await?;
+    let title = titles::for_first_turn(&session, &parts);
     let user_text = materialize::write(parts, &session.cwd).await?;
     let request = turn_request(conn, &session, user_text)?;
     let ctx = ToolContext {
@@ -37,6 +38,13 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         cancel: guard.cancel.clone(),
         call_id: String::new(),
         env: permission::tool_env(conn, &session, peer.clone()),
+    };
+    let request = match commands::intercept(conn, &peer, &session, &ctx, request).await {
+        commands::Flow::Turn(request) => request,
+        commands::Flow::Answered(answer) => {
+            peer.release_after_response(guard.release());
+            return answer;
+        }
     };
     let turn = run_turn(request, &conn.server.tools, &ctx);
     tokio::pin!(turn);
@@ -53,6 +61,7 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         RpcError::internal(error.to_string())
     })?;
     persist(conn, &session, &outcome, fence).await?;
+    titles::announce(conn, &peer, &session, title).await;
     // The session is free for the next prompt now, but `session/stop` (which waits for the
     // turn) is answered only after this answer is queued.
     peer.release_after_response(guard.release());

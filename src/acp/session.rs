@@ -141,6 +141,11 @@ impl Session {
         lock(&self.history).clone()
     }
 
+    /// Replaces the whole history (`/compact`).
+    pub fn replace_history(&self, entries: Vec<Entry>) {
+        *lock(&self.history) = Arc::new(entries);
+    }
+
     pub fn append_history(&self, entries: &[Entry]) {
         let mut history = lock(&self.history);
         Arc::make_mut(&mut history).extend_from_slice(entries);

@@ -113,6 +113,20 @@ impl Peer {
             .await;
     }
 
+    /// Queues a notification now, without waiting (for code that cannot await, such as a
+    /// value released after a response): when the queue is full it is sent from a task.
+    pub fn notify_now(&self, method: &str, params: Value) {
+        let message = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
+        if let Err(mpsc::error::TrySendError::Full(message)) = self.out.try_send(message) {
+            let out = self.out.clone();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = out.send(message).await;
+                });
+            }
+        }
+    }
+
     /// Answers a request.
     pub async fn respond(&self, id: Value, result: Result<Value, RpcError>) {
         let message = match result {

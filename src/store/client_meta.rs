@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Store, StoreError};
+use super::{Store, StoreError, StoredEntry};
 
 /// One row of a listing.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +80,19 @@ impl Store {
             .await
     }
 
+    /// One transaction: the session's whole history becomes `entries`, as its only turn
+    /// (a compacted history); `last_activity` is updated.
+    pub async fn replace_history(
+        &self,
+        id: &str,
+        entries: Vec<StoredEntry>,
+    ) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.worker
+            .run(move |c| replace_history(c, &id, &entries))
+            .await
+    }
+
     /// Whether the stored history of any session but `id` contains `needle` (exactly, as a
     /// substring of an entry's JSON).
     pub async fn named_by_others(&self, id: &str, needle: &str) -> Result<bool, StoreError> {
@@ -128,6 +141,35 @@ fn list_owned(conn: &mut Connection, q: &ListQuery) -> Result<Vec<ListedSession>
         },
     )?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn replace_history(
+    conn: &mut Connection,
+    id: &str,
+    entries: &[StoredEntry],
+) -> Result<(), StoreError> {
+    let now = super::now_ms();
+    let tx = conn.transaction()?;
+    let sql = "UPDATE sessions SET last_activity = ?2 WHERE id = ?1";
+    if tx.execute(sql, params![id, now])? == 0 {
+        return Err(StoreError::SessionNotFound(id.to_owned()));
+    }
+    tx.execute("DELETE FROM turns WHERE session_id = ?1", [id])?;
+    tx.execute("DELETE FROM messages WHERE session_id = ?1", [id])?;
+    for (seq, entry) in entries.iter().enumerate() {
+        let payload = serde_json::to_string(&entry.payload)?;
+        tx.execute(
+            "INSERT INTO messages (session_id, turn, seq, kind, payload, created_at)
+             VALUES (?1, 1, ?2, ?3, ?4, ?5)",
+            params![id, seq as i64, entry.kind, payload, now],
+        )?;
+    }
+    tx.execute(
+        "INSERT INTO turns (session_id, turn, stop_reason) VALUES (?1, 1, 'end_turn')",
+        [id],
+    )?;
+    tx.commit()?;
+    Ok(())
 }
 
 fn client_settings(conn: &mut Connection, id: &str) -> Result<Option<ClientSettings>, StoreError> {

@@ -597,11 +597,12 @@ impl AcpClient {
         }
     }
 
-    /// The `update` objects of every `session/update` received for this session, in order.
+    /// The `update` objects of every `session/update` received for this session, in order,
+    /// without the session's metadata (see [`is_session_metadata`]).
     pub fn updates_for(&self, session: &str) -> Vec<Value> {
         self.messages()
             .iter()
-            .filter(|m| is_update_for(m, session))
+            .filter(|m| is_update_for(m, session) && !is_session_metadata(&m["params"]["update"]))
             .map(|m| m["params"]["update"].clone())
             .collect()
     }
@@ -623,9 +624,17 @@ impl AcpClient {
     }
 
     /// `session/new` in `cwd` (base-spec shape); returns the session id.
+    /// Waits for the session's `available_commands_update` (sent just after the answer), so a
+    /// test's message counts start after it.
     pub fn new_session(&self, cwd: &Path) -> String {
+        let from = self.message_count();
         let result = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
-        result["sessionId"].as_str().expect("sessionId").to_string()
+        let id = result["sessionId"].as_str().expect("sessionId").to_string();
+        self.wait_for_from(from, |m| {
+            is_update_for(m, &id)
+                && m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+        });
+        id
     }
 
     /// `session/prompt` with one text block; returns the whole response message.
@@ -698,6 +707,14 @@ pub fn is_response(m: &Value) -> bool {
 }
 
 /// Whether the message is a `session/update` notification for this session.
+/// Whether an update describes the session (its title, its commands) rather than a turn.
+pub fn is_session_metadata(update: &Value) -> bool {
+    matches!(
+        update["sessionUpdate"].as_str(),
+        Some("session_info_update" | "available_commands_update")
+    )
+}
+
 pub fn is_update_for(m: &Value, session: &str) -> bool {
     m["method"] == "session/update" && m.get("id").is_none() && m["params"]["sessionId"] == session
 }
