@@ -3,8 +3,9 @@
 
 use futures::future::BoxFuture;
 
+use super::client_meta::{ClientColumn, ClientSettings, ListQuery, ListedSession};
 use super::lease::Request;
-use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredTurn};
+use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredEntry, StoredTurn};
 
 type Answer<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
 
@@ -25,4 +26,9 @@ pub trait Backend: Send + Sync {
     fn renew_leases(&self, fences: Vec<Fence>, ttl_ms: i64) -> Answer<'_, Vec<Fence>>;
     fn release_lease(&self, fence: Fence) -> Answer<'_, ()>;
     fn lease_holder(&self, session: String) -> Answer<'_, Option<String>>;
+    fn list_owned(&self, query: ListQuery) -> Answer<'_, Vec<ListedSession>>;
+    fn client_settings(&self, id: String) -> Answer<'_, Option<ClientSettings>>;
+    fn set_client_column(&self, id: String, column: ClientColumn, value: String) -> Answer<'_, ()>;
+    fn replace_history(&self, id: String, entries: Vec<StoredEntry>) -> Answer<'_, ()>;
+    fn named_by_others(&self, id: String, needle: String) -> Answer<'_, bool>;
 }

@@ -11,14 +11,14 @@
 //! and never looks inside.
 
 mod backend;
-mod client_meta;
+pub mod client_meta;
 pub mod copy;
 pub mod lease;
 mod location;
 mod postgres;
 mod sqlite;
 
-pub use client_meta::{ClientSettings, ListQuery, ListedSession};
+pub use client_meta::{ClientColumn, ClientSettings, ListQuery, ListedSession};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -6,6 +6,7 @@
 //! Without `sslmode` in the URL, a host that is not loopback or a Unix socket requires TLS: a
 //! store reached over a network never silently falls back to plain text.
 
+mod meta;
 mod queries;
 mod schema;
 mod tls;
@@ -14,8 +15,9 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use super::backend::Backend;
+use super::client_meta::{ClientColumn, ClientSettings, ListQuery, ListedSession};
 use super::lease::Request;
-use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredTurn};
+use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredEntry, StoredTurn};
 
 pub struct PgBackend {
     pool: deadpool_postgres::Pool,
@@ -135,5 +137,25 @@ impl Backend for PgBackend {
 
     fn release_lease(&self, fence: Fence) -> Answer<'_, ()> {
         async move { queries::release_lease(&**self.client().await?, &fence).await }.boxed()
+    }
+
+    fn list_owned(&self, query: ListQuery) -> Answer<'_, Vec<ListedSession>> {
+        async move { meta::list_owned(&**self.client().await?, &query).await }.boxed()
+    }
+
+    fn client_settings(&self, id: String) -> Answer<'_, Option<ClientSettings>> {
+        async move { meta::client_settings(&**self.client().await?, &id).await }.boxed()
+    }
+
+    fn set_client_column(&self, id: String, column: ClientColumn, value: String) -> Answer<'_, ()> {
+        async move { meta::set_column(&**self.client().await?, &id, column, &value).await }.boxed()
+    }
+
+    fn replace_history(&self, id: String, entries: Vec<StoredEntry>) -> Answer<'_, ()> {
+        async move { meta::replace_history(&mut self.client().await?, &id, &entries).await }.boxed()
+    }
+
+    fn named_by_others(&self, id: String, needle: String) -> Answer<'_, bool> {
+        async move { meta::named_by_others(&**self.client().await?, &id, &needle).await }.boxed()
     }
 }

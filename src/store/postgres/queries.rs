@@ -132,7 +132,7 @@ pub async fn append_turn(
 }
 
 /// The entries in one statement (arrays unnested), then the stop reason.
-async fn insert_turn(
+pub(super) async fn insert_turn(
     tx: &impl GenericClient,
     id: &str,
     number: i64,

@@ -45,6 +45,9 @@ const MIGRATIONS: &[&str] = &[
         token      BIGINT NOT NULL,
         expires_at BIGINT NOT NULL
     );",
+    // 3 -> 4: what a client set on a session: its title and its autonomy mode.
+    "ALTER TABLE sessions ADD COLUMN title TEXT;
+    ALTER TABLE sessions ADD COLUMN mode TEXT;",
 ];
 
 /// Brings the database to the newest version over one connection; refuses a newer one.

@@ -3,6 +3,7 @@
 //! file (WAL, busy timeout, foreign keys) and migrates it through `PRAGMA user_version`;
 //! [`queries`] holds the SQL.
 
+mod client_meta;
 mod queries;
 mod schema;
 mod worker;
@@ -13,8 +14,9 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use super::backend::Backend;
+use super::client_meta::{ClientColumn, ClientSettings, ListQuery, ListedSession};
 use super::lease::Request;
-use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredTurn};
+use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredEntry, StoredTurn};
 
 pub struct SqliteBackend {
     worker: worker::Worker,
@@ -95,6 +97,36 @@ impl Backend for SqliteBackend {
     fn release_lease(&self, fence: Fence) -> Answer<'_, ()> {
         self.worker
             .run(move |c| queries::release_lease(c, &fence))
+            .boxed()
+    }
+
+    fn list_owned(&self, query: ListQuery) -> Answer<'_, Vec<ListedSession>> {
+        self.worker
+            .run(move |c| client_meta::list_owned(c, &query))
+            .boxed()
+    }
+
+    fn client_settings(&self, id: String) -> Answer<'_, Option<ClientSettings>> {
+        self.worker
+            .run(move |c| client_meta::client_settings(c, &id))
+            .boxed()
+    }
+
+    fn set_client_column(&self, id: String, column: ClientColumn, value: String) -> Answer<'_, ()> {
+        self.worker
+            .run(move |c| client_meta::set_column(c, &id, column, &value))
+            .boxed()
+    }
+
+    fn replace_history(&self, id: String, entries: Vec<StoredEntry>) -> Answer<'_, ()> {
+        self.worker
+            .run(move |c| client_meta::replace_history(c, &id, &entries))
+            .boxed()
+    }
+
+    fn named_by_others(&self, id: String, needle: String) -> Answer<'_, bool> {
+        self.worker
+            .run(move |c| client_meta::named_by_others(c, &id, &needle))
             .boxed()
     }
 }
