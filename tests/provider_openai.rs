@@ -13,7 +13,7 @@ use serde_json::json;
 use zeroclaw::config::Config;
 use zeroclaw::provider::{
     self, ChatMessage, ChatRequest, EventStream, Provider, ProviderError, ProviderEvent,
-    StopReason, ToolSpec,
+    StopReason, TokenUsage, ToolSpec,
 };
 
 /// A provider named `local` pointing at `base_url`, configured only through the env overlay.
@@ -92,10 +92,11 @@ async fn streams_reasoning_text_usage_and_stop_and_sends_an_openai_request() {
             ProviderEvent::ThinkingDelta("let me think".into()),
             ProviderEvent::TextDelta("Hello".into()),
             ProviderEvent::TextDelta(", world".into()),
-            ProviderEvent::Usage {
+            ProviderEvent::Usage(TokenUsage {
                 input_tokens: 11,
-                output_tokens: 3
-            },
+                output_tokens: 3,
+                ..Default::default()
+            }),
             ProviderEvent::Stop(StopReason::EndTurn),
         ]
     );
@@ -422,10 +423,11 @@ async fn a_server_that_ignores_stream_true_is_read_as_one_completion() {
         events,
         vec![
             ProviderEvent::TextDelta("whole answer".into()),
-            ProviderEvent::Usage {
+            ProviderEvent::Usage(TokenUsage {
                 input_tokens: 2,
-                output_tokens: 2
-            },
+                output_tokens: 2,
+                ..Default::default()
+            }),
             ProviderEvent::Stop(StopReason::EndTurn),
         ]
     );

@@ -162,7 +162,11 @@ async fn replay(session: &Session, peer: Peer) {
         peer,
         session_id: session.id.clone(),
     };
-    for entry in session.history().iter() {
-        sink.send(history::to_replay_update(entry)).await;
+    for update in session
+        .history()
+        .iter()
+        .filter_map(history::to_replay_update)
+    {
+        sink.send(update).await;
     }
 }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::provider::{ChatMessage, ToolCallRequest};
+use crate::provider::{ChatMessage, ThinkingBlock, ToolCallRequest};
 use crate::store::StoredEntry;
 
 /// One history entry, stored in order within its turn.
@@ -16,8 +16,16 @@ pub enum Entry {
     User { text: String },
     /// Text the model streamed in one step.
     Assistant { text: String },
-    /// Reasoning the model streamed in one step.
-    Thinking { text: String },
+    /// One reasoning block the model streamed in a step; `signature` when the API signed it,
+    /// `redacted` (the opaque data, `text` empty) for a block the API encrypted. Both go back
+    /// to the model with the step.
+    Thinking {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        redacted: Option<String>,
+    },
     /// A tool call the model made; `arguments` is the JSON text as the model sent it.
     ToolCall {
         id: String,
@@ -64,7 +72,7 @@ impl Entry {
 /// (its text and tool calls), followed by the tool results of that step.
 pub fn to_chat_messages<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<ChatMessage> {
     let mut messages = Vec::new();
-    let mut step: Option<(Option<String>, Vec<ToolCallRequest>)> = None;
+    let mut step: Option<StepMessage> = None;
     for entry in entries {
         match entry {
             Entry::User { text } => {
@@ -73,12 +81,34 @@ pub fn to_chat_messages<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec
                     content: text.clone(),
                 });
             }
-            Entry::Assistant { text } => {
-                if step.as_ref().is_some_and(|(_, calls)| !calls.is_empty()) {
+            Entry::Thinking {
+                text,
+                signature,
+                redacted,
+            } => {
+                if step
+                    .as_ref()
+                    .is_some_and(|s| s.content.is_some() || !s.calls.is_empty())
+                {
                     flush(&mut messages, &mut step);
                 }
-                let (content, _) = step.get_or_insert_with(Default::default);
-                content.get_or_insert_with(String::new).push_str(text);
+                let block = match redacted {
+                    Some(data) => ThinkingBlock::Redacted { data: data.clone() },
+                    None => ThinkingBlock::Text {
+                        text: text.clone(),
+                        signature: signature.clone(),
+                    },
+                };
+                step.get_or_insert_with(Default::default)
+                    .thinking
+                    .push(block);
+            }
+            Entry::Assistant { text } => {
+                if step.as_ref().is_some_and(|s| !s.calls.is_empty()) {
+                    flush(&mut messages, &mut step);
+                }
+                let step = step.get_or_insert_with(Default::default);
+                step.content.get_or_insert_with(String::new).push_str(text);
             }
             Entry::ToolCall {
                 id,
@@ -86,8 +116,8 @@ pub fn to_chat_messages<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec
                 arguments,
                 ..
             } => {
-                let (_, calls) = step.get_or_insert_with(Default::default);
-                calls.push(ToolCallRequest {
+                let step = step.get_or_insert_with(Default::default);
+                step.calls.push(ToolCallRequest {
                     id: id.clone(),
                     name: name.clone(),
                     arguments: arguments.clone(),
@@ -100,31 +130,41 @@ pub fn to_chat_messages<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec
                     content: content.clone(),
                 });
             }
-            Entry::Thinking { .. } | Entry::Plan { .. } => {}
+            Entry::Plan { .. } => {}
         }
     }
     flush(&mut messages, &mut step);
     messages
 }
 
-fn flush(
-    messages: &mut Vec<ChatMessage>,
-    step: &mut Option<(Option<String>, Vec<ToolCallRequest>)>,
-) {
-    if let Some((content, tool_calls)) = step.take() {
+/// The assistant message of one model step, being gathered.
+#[derive(Default)]
+struct StepMessage {
+    thinking: Vec<ThinkingBlock>,
+    content: Option<String>,
+    calls: Vec<ToolCallRequest>,
+}
+
+fn flush(messages: &mut Vec<ChatMessage>, step: &mut Option<StepMessage>) {
+    if let Some(step) = step.take() {
         messages.push(ChatMessage::Assistant {
-            content,
-            tool_calls,
+            thinking: step.thinking,
+            content: step.content,
+            tool_calls: step.calls,
         });
     }
 }
 
-/// The `update` objects of `session/update` that replay one entry.
-pub fn to_replay_update(entry: &Entry) -> Value {
-    match entry {
+/// The `update` object of the `session/update` that replays one entry; `None` for what the
+/// client never saw (redacted reasoning).
+pub fn to_replay_update(entry: &Entry) -> Option<Value> {
+    Some(match entry {
         Entry::User { text } => text_chunk("user_message_chunk", text),
         Entry::Assistant { text } => text_chunk("agent_message_chunk", text),
-        Entry::Thinking { text } => text_chunk("agent_thought_chunk", text),
+        Entry::Thinking {
+            redacted: Some(_), ..
+        } => return None,
+        Entry::Thinking { text, .. } => text_chunk("agent_thought_chunk", text),
         Entry::ToolCall {
             id,
             name,
@@ -147,7 +187,7 @@ pub fn to_replay_update(entry: &Entry) -> Value {
             extra,
         } => tool_call_finish(id, None, status, content, extra),
         Entry::Plan { entries } => json!({"sessionUpdate": "plan", "entries": entries}),
-    }
+    })
 }
 
 /// `agent_message_chunk` / `agent_thought_chunk` / `user_message_chunk` with one text block.
@@ -227,6 +267,14 @@ mod tests {
         }
     }
 
+    fn thinking(text: &str) -> Entry {
+        Entry::Thinking {
+            text: text.into(),
+            signature: None,
+            redacted: None,
+        }
+    }
+
     fn result(id: &str) -> Entry {
         Entry::ToolResult {
             id: id.into(),
@@ -247,7 +295,7 @@ mod tests {
             let stored = entry.to_stored();
             assert_eq!(Entry::from_stored(&stored), Some(entry));
         }
-        let stored = Entry::Thinking { text: "t".into() }.to_stored();
+        let stored = thinking("t").to_stored();
         assert_eq!(stored.kind, "thinking");
         assert_eq!(stored.payload, json!({"text": "t"}));
     }
@@ -256,7 +304,7 @@ mod tests {
     fn a_tool_step_becomes_one_assistant_message_then_the_results() {
         let entries = vec![
             Entry::User { text: "go".into() },
-            Entry::Thinking { text: "hm".into() },
+            thinking("hm"),
             Entry::Assistant {
                 text: "calling".into(),
             },
@@ -274,6 +322,7 @@ mod tests {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 assert_eq!(content.as_deref(), Some("calling"));
                 assert_eq!(tool_calls.len(), 2);
@@ -281,18 +330,18 @@ mod tests {
             other => panic!("unexpected {other:?}"),
         }
         assert!(
-            matches!(&messages[4], ChatMessage::Assistant { content: Some(t), tool_calls } if t == "done" && tool_calls.is_empty())
+            matches!(&messages[4], ChatMessage::Assistant { content: Some(t), tool_calls, .. } if t == "done" && tool_calls.is_empty())
         );
     }
 
     #[test]
     fn replay_uses_the_acp_update_kinds() {
         assert_eq!(
-            to_replay_update(&Entry::User { text: "q".into() }),
+            to_replay_update(&Entry::User { text: "q".into() }).unwrap(),
             json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "q"}})
         );
-        assert_eq!(to_replay_update(&call("c1"))["status"], "pending");
-        let finish = to_replay_update(&result("c1"));
+        assert_eq!(to_replay_update(&call("c1")).unwrap()["status"], "pending");
+        let finish = to_replay_update(&result("c1")).unwrap();
         assert_eq!(finish["sessionUpdate"], "tool_call_update");
         assert_eq!(finish["content"][0]["content"]["text"], "ok");
     }

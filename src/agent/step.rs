@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 
 use super::history::text_chunk;
-use crate::provider::{self, ChatRequest, Provider, ProviderError, ProviderEvent};
+use crate::provider::{
+    self, ChatRequest, Provider, ProviderError, ProviderEvent, ThinkingBlock, TokenUsage,
+};
 use crate::tools::UpdateSink;
 use tokio_util::sync::CancellationToken;
 
@@ -22,7 +24,10 @@ pub struct ModelToolCall {
 #[derive(Debug, Default)]
 pub struct Step {
     pub text: String,
-    pub thinking: String,
+    /// The reasoning blocks, in order; the last one may still lack its signature.
+    pub thinking: Vec<ThinkingBlock>,
+    /// The tokens the call used, when the provider reported them.
+    pub usage: Option<TokenUsage>,
     pub tool_calls: Vec<ModelToolCall>,
     pub stop: Option<provider::StopReason>,
     pub cancelled: bool,
@@ -73,7 +78,29 @@ async fn apply(
         }
         ProviderEvent::ThinkingDelta(text) if !text.is_empty() => {
             updates.send(text_chunk("agent_thought_chunk", &text)).await;
-            step.thinking.push_str(&text);
+            match step.thinking.last_mut() {
+                Some(ThinkingBlock::Text {
+                    text: open,
+                    signature: None,
+                }) => open.push_str(&text),
+                _ => step.thinking.push(ThinkingBlock::Text {
+                    text,
+                    signature: None,
+                }),
+            }
+        }
+        ProviderEvent::ThinkingSignature(signature) => match step.thinking.last_mut() {
+            Some(ThinkingBlock::Text {
+                signature: open @ None,
+                ..
+            }) => *open = Some(signature),
+            _ => step.thinking.push(ThinkingBlock::Text {
+                text: String::new(),
+                signature: Some(signature),
+            }),
+        },
+        ProviderEvent::RedactedThinking(data) => {
+            step.thinking.push(ThinkingBlock::Redacted { data });
         }
         ProviderEvent::ToolCallStart { index, id, name } => {
             let call = calls.entry(index).or_default();
@@ -83,10 +110,10 @@ async fn apply(
         ProviderEvent::ToolCallArgsDelta { index, delta } => {
             calls.entry(index).or_default().arguments.push_str(&delta);
         }
-        ProviderEvent::Usage {
-            input_tokens,
-            output_tokens,
-        } => tracing::debug!(input_tokens, output_tokens, "model usage"),
+        ProviderEvent::Usage(usage) => {
+            tracing::debug!(?usage, "model usage");
+            step.usage = Some(usage);
+        }
         ProviderEvent::Stop(reason) => step.stop = Some(reason),
         ProviderEvent::TextDelta(_)
         | ProviderEvent::ThinkingDelta(_)

@@ -13,7 +13,9 @@ use super::history::{self, Entry};
 use super::recorder::PlanRecorder;
 use super::step::{ModelToolCall, Step, stream_step};
 use crate::audit;
-use crate::provider::{self, ChatMessage, ChatRequest, Provider, ProviderError, ToolSpec};
+use crate::provider::{
+    self, ChatMessage, ChatRequest, Provider, ProviderError, ThinkingBlock, ToolSpec,
+};
 use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
 
 /// Appended to the partial text of a turn the client cancelled.
@@ -173,9 +175,18 @@ impl Turn<'_> {
     }
 
     fn record_step_text(&mut self, step: &Step) {
-        if !step.thinking.is_empty() {
-            self.entries.push(Entry::Thinking {
-                text: step.thinking.clone(),
+        for block in &step.thinking {
+            self.entries.push(match block {
+                ThinkingBlock::Text { text, signature } => Entry::Thinking {
+                    text: text.clone(),
+                    signature: signature.clone(),
+                    redacted: None,
+                },
+                ThinkingBlock::Redacted { data } => Entry::Thinking {
+                    text: String::new(),
+                    signature: None,
+                    redacted: Some(data.clone()),
+                },
             });
         }
         if !step.text.is_empty() {

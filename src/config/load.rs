@@ -274,7 +274,11 @@ fn resolve(config_dir: &Path, raw: RawConfig) -> Config {
         config_dir: config_dir.to_path_buf(),
         workspace_dir,
         acp: raw.acp,
-        providers: raw.providers,
+        providers: raw
+            .providers
+            .into_iter()
+            .map(|(name, provider)| (name, resolve_provider(provider)))
+            .collect(),
         agents: raw.agents,
         sandbox: raw.sandbox,
         gateway: resolve_gateway(config_dir, raw.gateway),
@@ -288,6 +292,23 @@ fn resolve(config_dir: &Path, raw: RawConfig) -> Config {
         },
         store: raw.store,
     }
+}
+
+/// The defaults that depend on the provider's kind, filled in so `config show` prints them.
+fn resolve_provider(mut provider: ProviderConfig) -> ProviderConfig {
+    if provider.kind == super::ProviderKind::Anthropic {
+        if provider.base_url.is_empty() {
+            provider.base_url = super::ANTHROPIC_BASE_URL.to_owned();
+        }
+        if provider.api_key.as_deref().is_none_or(str::is_empty) && provider.api_key_env.is_none() {
+            provider.api_key_env = Some(super::ANTHROPIC_API_KEY_ENV.to_owned());
+        }
+        provider
+            .anthropic_version
+            .get_or_insert_with(|| super::ANTHROPIC_VERSION.to_owned());
+        provider.max_tokens.get_or_insert(super::DEFAULT_MAX_TOKENS);
+    }
+    provider
 }
 
 /// Relative `unix:` paths are relative to the config directory (like `workspace_dir`).

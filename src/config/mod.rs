@@ -158,7 +158,16 @@ pub enum ProviderKind {
     /// OpenAI-compatible chat completions (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, ...).
     #[default]
     OpenAi,
+    /// The Anthropic Messages API.
+    Anthropic,
 }
+
+/// The Anthropic API's address, the default `base_url` of `kind = "anthropic"`.
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
+/// The variable holding the key of an Anthropic provider that names none.
+pub const ANTHROPIC_API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
+/// The `anthropic-version` header sent unless `anthropic_version` says otherwise.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// `[providers.<name>]`: where a model API lives and how to authenticate.
 ///
@@ -168,6 +177,8 @@ pub enum ProviderKind {
 pub struct ProviderConfig {
     #[serde(default)]
     pub kind: ProviderKind,
+    /// Required for `openai`; `anthropic` defaults to [`ANTHROPIC_BASE_URL`].
+    #[serde(default)]
     pub base_url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
@@ -175,7 +186,16 @@ pub struct ProviderConfig {
     pub api_key_env: Option<String>,
     #[serde(default = "default_request_timeout_secs")]
     pub request_timeout_secs: u64,
+    /// `anthropic` only: the `anthropic-version` header (default [`ANTHROPIC_VERSION`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anthropic_version: Option<String>,
+    /// `anthropic` only: the `max_tokens` of each request (the API requires one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
+
+/// The `max_tokens` an Anthropic request asks for when the config names none.
+pub const DEFAULT_MAX_TOKENS: u32 = 16_384;
 
 impl std::fmt::Debug for ProviderConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -185,6 +205,8 @@ impl std::fmt::Debug for ProviderConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| mask::MASK))
             .field("api_key_env", &self.api_key_env)
             .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("anthropic_version", &self.anthropic_version)
+            .field("max_tokens", &self.max_tokens)
             .finish()
     }
 }

@@ -115,6 +115,9 @@ fn validate_provider(_name: &str, provider: &ProviderConfig) -> Result<(), Field
             format!("`{url}` is not an http:// or https:// URL"),
         ));
     }
+    if provider.max_tokens == Some(0) {
+        return Err(("max_tokens", "must be greater than 0".into()));
+    }
     if provider.request_timeout_secs == 0 {
         return Err(("request_timeout_secs", "must be greater than 0".into()));
     }

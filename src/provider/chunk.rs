@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{ProviderEvent, StopReason};
+use super::{ProviderEvent, StopReason, TokenUsage};
 
 /// The state of one streamed response.
 #[derive(Debug, Default)]
@@ -23,12 +23,20 @@ pub struct ChunkMapper {
 }
 
 /// Why a chunk could not be mapped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ChunkError {
-    /// Not JSON, or not shaped like a chunk.
-    Invalid(String),
-    /// The server reported an error object inside the stream.
-    Model(String),
+pub use super::http::MapError as ChunkError;
+
+impl super::http::EventMapper for ChunkMapper {
+    fn map(&mut self, data: &str) -> Result<Vec<ProviderEvent>, ChunkError> {
+        ChunkMapper::map(self, data)
+    }
+
+    fn is_done(&self) -> bool {
+        ChunkMapper::is_done(self)
+    }
+
+    fn finish(&mut self) -> Option<Vec<ProviderEvent>> {
+        ChunkMapper::finish(self).map(|stop| vec![stop])
+    }
 }
 
 impl ChunkMapper {
@@ -181,11 +189,14 @@ fn stop_reason(reason: &str) -> StopReason {
 }
 
 fn usage_event(usage: &Value) -> ProviderEvent {
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-    ProviderEvent::Usage {
-        input_tokens: count("prompt_tokens"),
-        output_tokens: count("completion_tokens"),
-    }
+    let count = |key: &str| usage.pointer(key).and_then(Value::as_u64).unwrap_or(0);
+    ProviderEvent::Usage(TokenUsage {
+        input_tokens: count("/prompt_tokens"),
+        output_tokens: count("/completion_tokens"),
+        cache_read_tokens: count("/prompt_tokens_details/cached_tokens"),
+        cache_write_tokens: 0,
+        reasoning_tokens: count("/completion_tokens_details/reasoning_tokens"),
+    })
 }
 
 fn error_message(error: &Value) -> String {

@@ -1,12 +1,15 @@
-//! Model providers behind one streaming trait (OpenAI-compatible chat completions first).
+//! Model providers behind one streaming trait.
 //!
 //! The agent builds a [`ChatRequest`], calls [`Provider::stream`] and consumes
 //! [`ProviderEvent`]s until [`ProviderEvent::Stop`]. Dropping the stream aborts the HTTP
 //! request, which is how cancellation stops the model. [`openai`] implements the trait over
-//! [`sse`]-framed chat-completion chunks, mapped to events by [`chunk`].
+//! [`sse`]-framed chat-completion chunks, mapped to events by [`chunk`]; [`anthropic`] over
+//! the Messages API's events. Both share the HTTP plumbing of [`http`].
 
+pub mod anthropic;
 pub mod chunk;
 mod error;
+mod http;
 pub mod openai;
 mod request;
 mod retry;
@@ -33,6 +36,9 @@ pub enum ChatMessage {
         content: String,
     },
     Assistant {
+        /// The step's reasoning blocks, sent back to the APIs that require them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        thinking: Vec<ThinkingBlock>,
         content: Option<String>,
         tool_calls: Vec<ToolCallRequest>,
     },
@@ -40,6 +46,32 @@ pub enum ChatMessage {
         tool_call_id: String,
         content: String,
     },
+}
+
+/// One reasoning block of a model step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ThinkingBlock {
+    /// Reasoning text; `signature` when the API signed it (then it must come back unchanged).
+    Text {
+        text: String,
+        signature: Option<String>,
+    },
+    /// Reasoning the API encrypted; only the opaque `data` is kept and sent back.
+    Redacted { data: String },
+}
+
+/// The tokens of one model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// All prompt tokens, cached ones included.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_tokens: u64,
+    /// Output tokens spent on reasoning, where the API tells.
+    pub reasoning_tokens: u64,
 }
 
 /// A tool call the model made; `arguments` is JSON text as the model produced it.
@@ -71,6 +103,10 @@ pub struct ChatRequest {
 pub enum ProviderEvent {
     TextDelta(String),
     ThinkingDelta(String),
+    /// The signature closing the reasoning block streamed so far.
+    ThinkingSignature(String),
+    /// A whole redacted reasoning block.
+    RedactedThinking(String),
     ToolCallStart {
         index: usize,
         id: String,
@@ -83,10 +119,7 @@ pub enum ProviderEvent {
     ToolCallEnd {
         index: usize,
     },
-    Usage {
-        input_tokens: u64,
-        output_tokens: u64,
-    },
+    Usage(TokenUsage),
     Stop(StopReason),
 }
 
@@ -125,6 +158,11 @@ pub fn build(config: &Config, provider_name: &str) -> Result<Arc<dyn Provider>, 
         .map_err(|e| e.to_string());
     match cfg.kind {
         ProviderKind::OpenAi => Ok(Arc::new(openai::OpenAiProvider::new(
+            provider_name,
+            cfg,
+            key,
+        )?)),
+        ProviderKind::Anthropic => Ok(Arc::new(anthropic::AnthropicProvider::new(
             provider_name,
             cfg,
             key,

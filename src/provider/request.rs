@@ -63,6 +63,7 @@ impl<'a> From<&'a ChatMessage> for Message<'a> {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                ..
             } => Message::Assistant {
                 content: content.as_deref(),
                 tool_calls: tool_calls.iter().map(ToolCall::from).collect(),
@@ -154,6 +155,7 @@ mod tests {
                     content: "u".into(),
                 },
                 ChatMessage::Assistant {
+                    thinking: vec![],
                     content: None,
                     tool_calls: vec![ToolCallRequest {
                         id: "c1".into(),
@@ -166,6 +168,7 @@ mod tests {
                     content: "ok".into(),
                 },
                 ChatMessage::Assistant {
+                    thinking: vec![],
                     content: Some("done".into()),
                     tool_calls: vec![],
                 },

@@ -5,6 +5,7 @@ pub mod acp_client;
 pub mod acp_fixture;
 pub mod acp_inbox;
 pub mod acp_schema;
+pub mod anthropic_stream;
 pub mod model_server;
 pub mod postgres;
 pub mod read_only_dir;

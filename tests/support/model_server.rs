@@ -1,8 +1,9 @@
 //! A loopback model server: real HTTP/1.1 on `127.0.0.1:0` serving
-//! `POST /v1/chat/completions` from a script of replies consumed in order.
+//! `POST /v1/chat/completions` (OpenAI-compatible) and `POST /v1/messages` (Anthropic) from one
+//! script of replies consumed in order, and `GET /v1/models` from a reply of its own.
 //!
-//! Replies stream OpenAI-style SSE chunks (each optionally delayed) or HTTP errors. The server
-//! records every request body and `Authorization` header, counts streams that finished and
+//! Replies stream OpenAI-style SSE chunks or Anthropic-style named events (each optionally
+//! delayed) or HTTP errors. The server records every request body and its headers, counts streams that finished and
 //! streams the client hung up on (that is how cancellation tests see the model stopped), and
 //! answers 500 with a clear body once the script is exhausted. Use [`ModelServer::start`] from
 //! async tests, [`ModelServer::start_blocking`] from plain `#[test]`s (it brings its own runtime
@@ -31,6 +32,8 @@ pub enum Reply {
         headers: Vec<(String, String)>,
         body: String,
     },
+    /// Anthropic Messages events, each `event: <type>` then its JSON as `data:`.
+    Events(Vec<Chunk>),
     /// Raw body pieces sent as they are (each after its delay), for framing tests.
     Raw(Vec<(u64, Vec<u8>)>),
     /// Never answers; waits until the client gives up.
@@ -128,6 +131,9 @@ struct State {
     script: VecDeque<Reply>,
     requests: Vec<Value>,
     authorizations: Vec<Option<String>>,
+    headers: Vec<Vec<(String, String)>>,
+    models: Option<Reply>,
+    model_lists: usize,
     completed: usize,
     aborted: usize,
 }
@@ -194,6 +200,26 @@ impl ModelServer {
     /// The `Authorization` header of each request, in order.
     pub fn authorizations(&self) -> Vec<Option<String>> {
         self.lock().authorizations.clone()
+    }
+
+    /// The value of header `name` (lower case) of the n-th request.
+    pub fn header(&self, n: usize, name: &str) -> Option<String> {
+        let s = self.lock();
+        let headers = s.headers.get(n)?;
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    }
+
+    /// Answers every `GET /v1/models` with `reply` (404 until set).
+    pub fn set_models(&self, reply: Reply) {
+        self.lock().models = Some(reply);
+    }
+
+    /// How many times `GET /v1/models` was asked.
+    pub fn model_lists(&self) -> usize {
+        self.lock().model_lists
     }
 
     /// Appends a reply to the script.
@@ -272,6 +298,7 @@ async fn accept_loop(listener: TcpListener, state: Arc<Mutex<State>>, stop: Canc
 struct Request {
     path: String,
     authorization: Option<String>,
+    headers: Vec<(String, String)>,
     body: Vec<u8>,
 }
 
@@ -295,7 +322,14 @@ async fn serve_connection(mut socket: TcpStream, state: Arc<Mutex<State>>) {
 
 fn take_reply(state: &Mutex<State>, request: &Request) -> Reply {
     let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-    if request.path != "/v1/chat/completions" {
+    if request.path == "/v1/models" {
+        s.model_lists += 1;
+        return s
+            .models
+            .clone()
+            .unwrap_or_else(|| Reply::Status(404, "loopback model server: no model list".into()));
+    }
+    if request.path != "/v1/chat/completions" && request.path != "/v1/messages" {
         return Reply::Status(
             404,
             format!("loopback model server: no route {}", request.path),
@@ -305,6 +339,7 @@ fn take_reply(state: &Mutex<State>, request: &Request) -> Reply {
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&request.body).into_owned()));
     s.requests.push(body);
     s.authorizations.push(request.authorization.clone());
+    s.headers.push(request.headers.clone());
     let n = s.requests.len();
     s.script.pop_front().unwrap_or_else(|| {
         Reply::Status(
@@ -337,6 +372,14 @@ async fn read_request(socket: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Re
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let authorization = header("authorization");
+    let headers = head
+        .split("\r\n")
+        .skip(1)
+        .filter_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            Some((k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        })
+        .collect();
     while buffer.len() < head_end + length {
         read_some(socket, buffer).await?;
     }
@@ -345,6 +388,7 @@ async fn read_request(socket: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Re
     Some(Request {
         path,
         authorization,
+        headers,
         body,
     })
 }
@@ -384,6 +428,17 @@ async fn respond(socket: &mut TcpStream, reply: Reply) -> Outcome {
                 .map(|c| (c.delay_ms, format!("data: {}\n\n", c.json).into_bytes()))
                 .collect();
             pieces.push((0, b"data: [DONE]\n\n".to_vec()));
+            stream(socket, pieces).await
+        }
+        Reply::Events(events) => {
+            let pieces = events
+                .into_iter()
+                .map(|c| {
+                    let kind = c.json["type"].as_str().unwrap_or("message").to_owned();
+                    let frame = format!("event: {kind}\ndata: {}\n\n", c.json);
+                    (c.delay_ms, frame.into_bytes())
+                })
+                .collect();
             stream(socket, pieces).await
         }
         Reply::Raw(pieces) => stream(socket, pieces).await,

@@ -65,10 +65,11 @@ fn text_reasoning_usage_and_stop_map_in_order_at_every_split() {
         ProviderEvent::ThinkingDelta(" more".into()),
         ProviderEvent::TextDelta("Hel".into()),
         ProviderEvent::TextDelta("lo ✓".into()),
-        ProviderEvent::Usage {
+        ProviderEvent::Usage(TokenUsage {
             input_tokens: 12,
             output_tokens: 5,
-        },
+            ..Default::default()
+        }),
         ProviderEvent::Stop(StopReason::EndTurn),
     ];
     for size in [1, 2, 3, 7, 64, input.len()] {
@@ -219,10 +220,11 @@ fn a_non_streamed_completion_maps_to_the_same_events() {
             },
             ProviderEvent::ToolCallEnd { index: 0 },
             ProviderEvent::ToolCallEnd { index: 1 },
-            ProviderEvent::Usage {
+            ProviderEvent::Usage(TokenUsage {
                 input_tokens: 3,
-                output_tokens: 4
-            },
+                output_tokens: 4,
+                ..Default::default()
+            }),
             ProviderEvent::Stop(StopReason::ToolUse),
         ]
     );
