@@ -283,6 +283,7 @@ fn load_and_resume_keep_the_stored_cwd_and_refuse_another() {
         json!({"sessionId": session, "cwd": link, "mcpServers": []}),
     );
     assert_eq!(loaded["modes"]["currentModeId"], "supervised", "{loaded}");
+    assert!(loaded["configOptions"].is_array(), "{loaded}");
     let out = client.prompt(&session, "where");
     assert_eq!(out["result"]["content"], "in work", "{out}");
 }

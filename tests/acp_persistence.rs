@@ -115,6 +115,7 @@ impl Durable {
         let id = client.send_request("session/load", params);
         let (at, resp) = client.wait_for_from(from, |m| is_response(m) && m["id"] == id);
         assert!(resp["result"]["modes"].is_object(), "{resp}");
+        assert!(resp["result"]["configOptions"].is_array(), "{resp}");
         let replayed: Vec<Value> = client
             .messages_between(from, at)
             .into_iter()
@@ -315,6 +316,7 @@ fn resume_restores_without_replay_and_active_sessions_cannot_be_loaded_again() {
     let from = second.message_count();
     let result = second.call("session/resume", json!({"session_id": session}));
     assert!(result["modes"].is_object(), "{result}");
+    assert!(result["configOptions"].is_array(), "{result}");
     let replay: Vec<Value> = second
         .messages_between(from, usize::MAX)
         .into_iter()
@@ -465,6 +467,7 @@ fn restore_falls_back_when_the_stored_agent_is_no_longer_dispatchable() {
     let second = spawn(false);
     let result = second.call("session/load", json!({"session_id": session}));
     assert!(result["modes"].is_object(), "{result}");
+    assert!(result["configOptions"].is_array(), "{result}");
     assert_eq!(
         second.prompt(&session, "two")["result"]["content"],
         "from b"
@@ -569,6 +572,7 @@ fn a_stdio_session_is_the_local_uids_through_the_daemon_socket_and_no_tokens() {
     by_uid.initialize();
     let loaded = by_uid.call("session/load", load(&session));
     assert!(loaded["modes"].is_object(), "{loaded}");
+    assert!(loaded["configOptions"].is_array(), "{loaded}");
     assert!(
         normalize(&by_uid.updates_for(&session)).contains(&user("hi")),
         "the stdio history is replayed over the socket"
@@ -577,6 +581,7 @@ fn a_stdio_session_is_the_local_uids_through_the_daemon_socket_and_no_tokens() {
     assert_eq!(out["result"]["content"], "over the socket", "{out}");
     let resumed = by_uid.call("session/resume", load(&legacy));
     assert!(resumed["modes"].is_object(), "{resumed}");
+    assert!(resumed["configOptions"].is_array(), "{resumed}");
 }
 
 // The same tests over WebSocket to `zeroclaw daemon`, TCP and Unix socket (not the in-memory fallbacks when the store cannot open).

@@ -285,3 +285,24 @@ fn cancelling_mid_stream_drops_the_request() {
     assert!(fx.model.wait_aborted(1), "the server saw the hang-up");
     assert_eq!(fx.model.completed(), 0);
 }
+
+#[test]
+fn a_thought_level_becomes_a_thinking_budget_below_max_tokens() {
+    let fx = Fixture::start_with(vec![text_reply("a"), text_reply("b")], |b| {
+        anthropic(b).env("ZEROCLAW_providers__local__max_tokens", "16384")
+    });
+    fx.prompt("plain");
+    let resp = fx.client.request(
+        "session/set_config_option",
+        json!({"sessionId": fx.session, "configId": "thought_level", "value": "high"}),
+    );
+    assert!(resp.get("result").is_some(), "{resp}");
+    fx.prompt("think hard");
+    let requests = fx.model.requests();
+    assert!(requests[0].get("thinking").is_none(), "{}", requests[0]);
+    assert_eq!(
+        requests[1]["thinking"],
+        json!({"type": "enabled", "budget_tokens": 8192})
+    );
+    assert_eq!(requests[1]["max_tokens"], 16384);
+}

@@ -58,6 +58,7 @@ fn request() -> ChatRequest {
             description: "update the plan".into(),
             parameters: json!({"type": "object", "properties": {"todos": {"type": "array"}}}),
         }],
+        thought_level: Default::default(),
     }
 }
 

@@ -208,7 +208,7 @@ async fn an_empty_file_is_migrated_with_wal_and_foreign_keys() {
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     assert_eq!(mode.to_lowercase(), "wal");
 }
 
@@ -299,4 +299,27 @@ fn a_read_only_directory_is_an_error() {
     assert!(err.to_string().contains("acp-sessions.db"), "{err}");
     let leftovers = std::fs::read_dir(&ro.path).unwrap().count();
     assert_eq!(leftovers, 0);
+}
+
+#[tokio::test]
+async fn config_options_are_kept_per_session_replaced_and_deleted_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("o.db")).unwrap();
+    store.create_session(record("s")).await.unwrap();
+    store.set_option("s", "model", "a").await.unwrap();
+    store.set_option("s", "model", "b").await.unwrap();
+    store
+        .set_option("s", "thought_level", "high")
+        .await
+        .unwrap();
+    let options = store.options("s").await.unwrap();
+    assert_eq!(options.get("model").map(String::as_str), Some("b"));
+    assert_eq!(options.len(), 2);
+    let missing = store.set_option("nope", "model", "a").await.unwrap_err();
+    assert!(
+        matches!(missing, StoreError::SessionNotFound(_)),
+        "{missing}"
+    );
+    assert!(store.delete_session("s").await.unwrap());
+    assert!(store.options("s").await.unwrap().is_empty());
 }

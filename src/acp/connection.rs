@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::Server;
 use super::session::Session;
 use super::sessions::not_found;
-use super::{delete, initialize, lifecycle, listing, modes, new_session, prompt, restore};
+use super::{config_options, delete, initialize, lifecycle, listing, modes, new_session, prompt, restore};
 use crate::rpc::{Handler, Peer, RpcError};
 
 pub struct Connection {
@@ -82,7 +82,10 @@ impl Connection {
             "session/list" => listing::handle(self, &params).await,
             "session/delete" => delete::handle(self, &params).await,
             "session/set_mode" => modes::set_mode(self, peer, &params).await,
-            "session/set_config_option" => modes::set_config_option(self, peer, &params).await,
+            "session/set_config_option" if params["configId"] == "mode" => {
+                modes::set_config_option(self, peer, &params).await
+            }
+            "session/set_config_option" => config_options::set(self, peer, &params).await,
             "session/update" | "session/event" => {
                 log_inbound_event(method, &params);
                 Ok(json!({}))

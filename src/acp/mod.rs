@@ -10,11 +10,14 @@
 //! - [`sessions`] / [`session`]: the process-wide active set and one active session's state.
 //! - [`materialize`]: prompt content blocks to text (writing base64 blobs under `uploads/`);
 //!   [`embed`]: `deliver_file` results re-read, re-hashed and embedded as resources.
+//! - [`config_options`]: the session's `configOptions` (model, thought level) and
+//!   `session/set_config_option`.
 //! - [`params`], [`agents`], [`updates`]: parameter aliases, agent alias resolution, and the
 //!   `session/update` sink; [`permission`]: `session/request_permission` and a turn's tool env.
 
 pub mod agents;
 pub mod commands;
+pub mod config_options;
 pub mod connection;
 pub mod delete;
 pub mod embed;

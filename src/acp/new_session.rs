@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::session::Session;
-use super::{Connection, agents, params};
+use super::{Connection, agents, config_options, params};
 use crate::audit;
 use crate::config::Config;
 use crate::policy::Policy;
@@ -66,7 +66,8 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         .with("cwd", cwd.to_string_lossy().into_owned());
     audit::note(event).await;
     crate::metrics::get().session_created();
-    let mut answer = json!({"sessionId": id, "workspaceDir": cwd});
+    let options = config_options::list(conn, &session).await;
+    let mut answer = json!({"sessionId": id, "workspaceDir": cwd, "configOptions": options});
     super::modes::extend_answer(&mut answer, &config, &session);
     super::commands::announce_after_response(&peer, &id);
     Ok(answer)

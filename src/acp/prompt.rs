@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::session::Session;
 use super::updates::PeerSink;
-use super::{Connection, commands, materialize, params, permission, titles};
+use super::{Connection, commands, config_options, materialize, params, permission, titles};
 use crate::agent::{TurnOutcome, TurnRequest, run_turn};
 use crate::rpc::{Peer, RpcError};
 use crate::store::{NewTurn, StoreError};
@@ -27,7 +27,9 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     let fence = super::lease::for_turn(&conn.server, &session.id).await?;
     let title = titles::for_first_turn(&session, &parts);
     let user_text = materialize::write(parts, &session.cwd).await?;
-    let request = turn_request(conn, &session, user_text)?;
+    let models = config_options::models(conn, &session).await;
+    let options = config_options::effective(&session, &models);
+    let request = turn_request(conn, &session, options, user_text)?;
     let ctx = ToolContext {
         session_id: session.id.clone(),
         cwd: session.cwd.clone(),
@@ -75,6 +77,7 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
 fn turn_request(
     conn: &Connection,
     session: &Session,
+    options: config_options::Effective,
     user_text: String,
 ) -> Result<TurnRequest, RpcError> {
     let provider = conn
@@ -83,7 +86,8 @@ fn turn_request(
         .map_err(|e| RpcError::internal(e.to_string()))?;
     Ok(TurnRequest {
         provider,
-        model: session.agent.model.clone(),
+        model: options.model,
+        thought_level: options.thought_level,
         system_prompt: session.agent.system_prompt.clone(),
         prior: session.history(),
         user_text,

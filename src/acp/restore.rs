@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::session::Session;
 use super::sessions::not_found;
 use super::updates::PeerSink;
-use super::{Connection, agents, new_session, params};
+use super::{Connection, agents, config_options, new_session, params};
 use crate::agent::{Entry, history};
 use crate::audit;
 use crate::rpc::{Peer, RpcError};
@@ -45,6 +45,7 @@ pub async fn handle(
     } else {
         let session = restore(conn, store, id, requested).await?;
         super::modes::restore_choice(store, &session).await?;
+        config_options::restore(conn, &session).await;
         conn.server.sessions.insert(session.clone())?;
         session
     };
@@ -57,7 +58,7 @@ pub async fn handle(
     if mode == Mode::Load {
         replay(&session, peer).await;
     }
-    let mut answer = json!({});
+    let mut answer = json!({"configOptions": config_options::list(conn, &session).await});
     super::modes::extend_answer(&mut answer, &conn.server.config(), &session);
     Ok(answer)
 }

@@ -1,6 +1,7 @@
 //! One active session: its agent, working directory, in-memory history and the slot of its
 //! running turn (busy check, cancellation, waiting for the turn to end).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -25,6 +26,9 @@ pub struct Session {
     pub approvals: Approvals,
     /// The level the client chose (`session/set_mode`); the configured one caps it.
     chosen_mode: Mutex<Option<AutonomyLevel>>,
+    /// The values the client chose for the session's config options, by option id
+    /// (`super::config_options` owns their meaning).
+    pub settings: Mutex<BTreeMap<String, String>>,
     history: Mutex<Arc<Vec<Entry>>>,
     turn: Mutex<Option<RunningTurn>>,
     /// The end signal of the latest turn: it fires once that turn's answer is queued, which
@@ -73,6 +77,7 @@ impl Session {
             owner,
             approvals: Approvals::restored(allowed_always(&history)),
             chosen_mode: Mutex::new(None),
+            settings: Mutex::new(BTreeMap::new()),
             history: Mutex::new(Arc::new(history)),
             turn: Mutex::new(None),
             last_turn: Mutex::new(None),
@@ -201,6 +206,8 @@ mod tests {
             enabled: true,
             provider: "p".into(),
             model: "m".into(),
+            models: vec![],
+            discover_models: false,
             system_prompt: None,
             max_tool_iterations: 1,
             autonomy: None,

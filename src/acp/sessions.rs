@@ -166,6 +166,8 @@ mod tests {
             enabled: true,
             provider: "p".into(),
             model: "m".into(),
+            models: vec![],
+            discover_models: false,
             system_prompt: None,
             max_tool_iterations: 1,
             autonomy: None,

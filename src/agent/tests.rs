@@ -30,6 +30,10 @@ impl Provider for Script {
             Ok(events)
         })
     }
+
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<crate::provider::ModelInfo>, ProviderError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }
 
 fn call(id: &str, name: &str, args: &str) -> Vec<ProviderEvent> {
@@ -121,6 +125,7 @@ impl Harness {
 
     fn request(&self, max_tool_iterations: u32) -> TurnRequest {
         TurnRequest {
+            thought_level: Default::default(),
             provider: self.script.clone(),
             model: "m".into(),
             system_prompt: None,

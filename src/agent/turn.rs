@@ -47,6 +47,8 @@ impl StopReason {
 pub struct TurnRequest {
     pub provider: Arc<dyn Provider>,
     pub model: String,
+    /// The session's thought level (already `Off` for a model that does not take one).
+    pub thought_level: provider::ThoughtLevel,
     pub system_prompt: Option<String>,
     /// The session's history before this turn.
     pub prior: Arc<Vec<Entry>>,
@@ -161,6 +163,7 @@ impl Turn<'_> {
         messages.extend(history::to_chat_messages(history));
         ChatRequest {
             model: self.request.model.clone(),
+            thought_level: self.request.thought_level,
             messages,
             tools: self
                 .tools

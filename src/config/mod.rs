@@ -11,6 +11,7 @@ mod env;
 mod load;
 pub mod mask;
 pub mod network;
+pub mod models;
 mod sources;
 mod validate;
 
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 pub use autonomy::{AutonomyConfig, AutonomyLevel, AutonomyOverride, LimitsConfig};
 pub use env::RESERVED_ENV_VARS;
 pub use network::{NetworkConfig, NetworkMode, NetworkOverride};
+pub use models::{ModelEntry, ModelTable};
 
 /// The config file's name inside the config directory.
 pub const CONFIG_FILE_NAME: &str = "config.toml";
@@ -223,6 +225,12 @@ pub struct AgentConfig {
     pub enabled: bool,
     pub provider: String,
     pub model: String,
+    /// More models a client may switch the agent's sessions to (`model` is always offered).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelEntry>,
+    /// Whether the provider's own model list (`GET <base_url>/models`) is offered too.
+    #[serde(default)]
+    pub discover_models: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
     #[serde(default = "default_max_tool_iterations")]
@@ -233,6 +241,13 @@ pub struct AgentConfig {
     /// `[agents.<alias>.network]`: overrides of `[sandbox.network]` for this agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkOverride>,
+}
+
+impl AgentConfig {
+    /// The configured entry of model `id`: `model` itself or an entry of `models`.
+    pub fn model_entry(&self, id: &str) -> Option<&ModelEntry> {
+        self.models.iter().find(|m| m.id() == id)
+    }
 }
 
 fn default_true() -> bool {

@@ -137,6 +137,9 @@ fn validate_agent(config: &Config, agent: &AgentConfig) -> Result<(), FieldError
     if agent.model.trim().is_empty() {
         return Err(("model", "must not be empty".into()));
     }
+    if agent.models.iter().any(|m| m.id().trim().is_empty()) {
+        return Err(("models", "an entry has an empty model id".into()));
+    }
     if agent.max_tool_iterations == 0 {
         return Err(("max_tool_iterations", "must be greater than 0".into()));
     }

@@ -88,6 +88,40 @@ pub async fn send(
     })
 }
 
+/// The largest model list read.
+const MODEL_LIST_MAX: usize = 4 * 1024 * 1024;
+
+/// The `data` list of a `GET <base_url>/models` answer (the shape both APIs share).
+pub async fn model_list(
+    provider: &str,
+    request: reqwest::RequestBuilder,
+    key: &str,
+    timeout: Duration,
+) -> Result<Vec<super::ModelInfo>, ProviderError> {
+    let response = send(provider, request, key, timeout).await?;
+    let body = read_prefix(response, MODEL_LIST_MAX, timeout).await;
+    let invalid = |message: String| ProviderError::Protocol {
+        provider: provider.to_owned(),
+        message,
+    };
+    let list: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| invalid(format!("model list: {e}")))?;
+    let data = list["data"]
+        .as_array()
+        .ok_or_else(|| invalid("model list without `data`".to_owned()))?;
+    Ok(data
+        .iter()
+        .filter_map(|m| {
+            let id = m["id"].as_str().filter(|id| !id.is_empty())?;
+            let name = m["display_name"].as_str().or(m["name"].as_str());
+            Some(super::ModelInfo {
+                id: id.to_owned(),
+                name: name.map(str::to_owned),
+            })
+        })
+        .collect())
+}
+
 /// Whether the response is one JSON document rather than an event stream.
 pub fn is_json(response: &reqwest::Response) -> bool {
     let content_type = response.headers().get(reqwest::header::CONTENT_TYPE);

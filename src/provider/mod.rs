@@ -15,7 +15,6 @@ mod request;
 mod retry;
 pub mod sse;
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -96,6 +95,40 @@ pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSpec>,
+    /// How hard the model should think; `Off` sends no reasoning setting at all.
+    pub thought_level: ThoughtLevel,
+}
+
+/// The session's thought level, which each provider maps to its own setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ThoughtLevel {
+    #[default]
+    Off,
+    Low,
+    Medium,
+    High,
+}
+
+impl ThoughtLevel {
+    pub const ALL: [ThoughtLevel; 4] = [
+        ThoughtLevel::Off,
+        ThoughtLevel::Low,
+        ThoughtLevel::Medium,
+        ThoughtLevel::High,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThoughtLevel::Off => "off",
+            ThoughtLevel::Low => "low",
+            ThoughtLevel::Medium => "medium",
+            ThoughtLevel::High => "high",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<ThoughtLevel> {
+        ThoughtLevel::ALL.into_iter().find(|l| l.as_str() == value)
+    }
 }
 
 /// What a streaming model call yields, in order.
@@ -135,13 +168,25 @@ pub enum StopReason {
 /// The events of one model call; dropping it aborts the request.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<ProviderEvent, ProviderError>> + Send>>;
 
+/// A model the provider lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    pub id: String,
+    /// The provider's display name, when it gives one.
+    pub name: Option<String>,
+}
+
+/// A boxed future of the provider's answer.
+pub type ProviderFuture<'a, T> =
+    Pin<Box<dyn Future<Output = Result<T, ProviderError>> + Send + 'a>>;
+
 /// A model API. Object-safe; used as `Arc<dyn Provider>`.
 pub trait Provider: Send + Sync {
     /// Starts a call; resolves once the response headers arrived (after any retries).
-    fn stream(
-        &self,
-        req: ChatRequest,
-    ) -> Pin<Box<dyn Future<Output = Result<EventStream, ProviderError>> + Send + '_>>;
+    fn stream(&self, req: ChatRequest) -> ProviderFuture<'_, EventStream>;
+
+    /// The models the API offers (`GET <base_url>/models`), within the request timeout.
+    fn list_models(&self) -> ProviderFuture<'_, Vec<ModelInfo>>;
 }
 
 /// The provider named `provider_name` in `config`.

@@ -3,13 +3,15 @@
 //! One POST to `<base_url>/chat/completions` with `stream: true`; the response body is decoded
 //! by [`super::sse`] and mapped by [`super::chunk`], over the shared [`super::http`] plumbing.
 
-use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
 
 use super::chunk::{self, ChunkMapper};
-use super::{ChatRequest, EventStream, Provider, ProviderError, http, request, retry};
+use super::{
+    ChatRequest, EventStream, ModelInfo, Provider, ProviderError, ProviderFuture, http, request,
+    retry,
+};
 use crate::config::ProviderConfig;
 
 /// The largest non-streamed completion accepted.
@@ -19,6 +21,7 @@ const COMPLETION_BODY_MAX: usize = 16 * 1024 * 1024;
 pub struct OpenAiProvider {
     name: String,
     url: String,
+    models_url: String,
     /// The key, or the message saying how to set it.
     key: Result<String, String>,
     timeout: Duration,
@@ -35,6 +38,7 @@ impl OpenAiProvider {
         Ok(OpenAiProvider {
             name: name.to_owned(),
             url: format!("{}/chat/completions", cfg.base_url.trim_end_matches('/')),
+            models_url: format!("{}/models", cfg.base_url.trim_end_matches('/')),
             key,
             timeout,
             client: http::client(name, timeout)?,
@@ -67,10 +71,18 @@ impl OpenAiProvider {
 }
 
 impl Provider for OpenAiProvider {
-    fn stream(
-        &self,
-        req: ChatRequest,
-    ) -> Pin<Box<dyn Future<Output = Result<EventStream, ProviderError>> + Send + '_>> {
+    fn list_models(&self) -> ProviderFuture<'_, Vec<ModelInfo>> {
+        Box::pin(async move {
+            let key = self.key.clone().map_err(ProviderError::MissingApiKey)?;
+            let mut request = self.client.get(&self.models_url);
+            if !key.is_empty() {
+                request = request.bearer_auth(&key);
+            }
+            http::model_list(&self.name, request, &key, self.timeout).await
+        })
+    }
+
+    fn stream(&self, req: ChatRequest) -> ProviderFuture<'_, EventStream> {
         Box::pin(async move {
             let key = self.key.clone().map_err(ProviderError::MissingApiKey)?;
             let body = Bytes::from(request::body(&req));

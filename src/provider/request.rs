@@ -1,10 +1,11 @@
 //! The JSON body of an OpenAI-compatible streaming chat-completions request, serialized
 //! straight from the request (no intermediate JSON tree: long histories are sent every turn).
+//! A thought level other than `off` is sent as `reasoning_effort`.
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{ChatMessage, ChatRequest, ToolCallRequest, ToolSpec};
+use super::{ChatMessage, ChatRequest, ThoughtLevel, ToolCallRequest, ToolSpec};
 
 /// `stream: true` with usage reporting; tools in the OpenAI function format.
 pub fn body(req: &ChatRequest) -> Vec<u8> {
@@ -16,6 +17,10 @@ pub fn body(req: &ChatRequest) -> Vec<u8> {
             include_usage: true,
         },
         tools: req.tools.iter().map(Tool::from).collect(),
+        reasoning_effort: match req.thought_level {
+            ThoughtLevel::Off => None,
+            level => Some(level.as_str()),
+        },
     };
     serde_json::to_vec(&body).expect("a request body always serializes")
 }
@@ -28,6 +33,8 @@ struct Body<'a> {
     stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -178,6 +185,7 @@ mod tests {
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
             }],
+            thought_level: ThoughtLevel::Off,
         };
         let body = parsed(&req);
         assert_eq!(body["stream"], true);
@@ -209,7 +217,9 @@ mod tests {
             model: "m".into(),
             messages: vec![],
             tools: vec![],
+            thought_level: ThoughtLevel::High,
         };
         assert!(parsed(&req).get("tools").is_none());
+        assert_eq!(parsed(&req)["reasoning_effort"], "high");
     }
 }

@@ -31,4 +31,6 @@ pub trait Backend: Send + Sync {
     fn set_client_column(&self, id: String, column: ClientColumn, value: String) -> Answer<'_, ()>;
     fn replace_history(&self, id: String, entries: Vec<StoredEntry>) -> Answer<'_, ()>;
     fn named_by_others(&self, id: String, needle: String) -> Answer<'_, bool>;
+    fn set_option(&self, id: String, option: String, value: String) -> Answer<'_, ()>;
+    fn options(&self, id: String) -> Answer<'_, std::collections::BTreeMap<String, String>>;
 }

@@ -235,6 +235,20 @@ impl Store {
         self.backend.list_summaries().await
     }
 
+    /// Stores the value of one config option of the session (replacing the previous one).
+    pub async fn set_option(&self, id: &str, option: &str, value: &str) -> Result<(), StoreError> {
+        let (id, option, value) = (id.to_owned(), option.to_owned(), value.to_owned());
+        self.backend.set_option(id, option, value).await
+    }
+
+    /// The session's stored config option values, by option id.
+    pub async fn options(
+        &self,
+        id: &str,
+    ) -> Result<std::collections::BTreeMap<String, String>, StoreError> {
+        self.backend.options(id.to_owned()).await
+    }
+
     /// Deletes the session and (by cascade) its history and lease; `false` when it did not
     /// exist.
     pub async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {

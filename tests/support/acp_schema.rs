@@ -27,8 +27,8 @@ pub const ZEROCLAW_ERROR_REASONS: [(i64, &str); 4] = [
 ];
 
 /// The `sessionUpdate` kinds the contract says zeroclaw emits (§3), and the session-feature
-/// ones (modes, titles, commands).
-pub const EMITTED_UPDATE_KINDS: [&str; 9] = [
+/// ones (modes, titles, commands, config options, usage).
+pub const EMITTED_UPDATE_KINDS: [&str; 11] = [
     "agent_message_chunk",
     "agent_thought_chunk",
     "tool_call",
@@ -38,6 +38,8 @@ pub const EMITTED_UPDATE_KINDS: [&str; 9] = [
     "current_mode_update",
     "session_info_update",
     "available_commands_update",
+    "config_option_update",
+    "usage_update",
 ];
 
 /// What the validator needs to know about a request the client sent.

@@ -8,12 +8,14 @@
 pub mod events;
 pub mod request;
 
-use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{ChatRequest, EventStream, Provider, ProviderError, http, retry};
+use super::{
+    ChatRequest, EventStream, ModelInfo, Provider, ProviderError, ProviderFuture, ThoughtLevel,
+    http, retry,
+};
 use crate::config::{ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS, ProviderConfig};
 
 /// The largest non-streamed message accepted.
@@ -23,6 +25,7 @@ const MESSAGE_BODY_MAX: usize = 16 * 1024 * 1024;
 pub struct AnthropicProvider {
     name: String,
     url: String,
+    models_url: String,
     /// The key, or the message saying how to set it.
     key: Result<String, String>,
     version: String,
@@ -41,6 +44,7 @@ impl AnthropicProvider {
         Ok(AnthropicProvider {
             name: name.to_owned(),
             url: format!("{}/messages", cfg.base_url.trim_end_matches('/')),
+            models_url: format!("{}/models", cfg.base_url.trim_end_matches('/')),
             // The API refuses every request without a key: say so before sending any.
             key: key.and_then(|key| match key.is_empty() {
                 true => Err(format!(
@@ -81,16 +85,41 @@ impl AnthropicProvider {
     }
 }
 
+/// The extended-thinking budget of a thought level: a share of `max_tokens` (which it must stay
+/// below), at least the API's minimum of 1024.
+fn thinking_budget(level: ThoughtLevel, max_tokens: u32) -> Option<u32> {
+    let share = match level {
+        ThoughtLevel::Off => return None,
+        ThoughtLevel::Low => 8,
+        ThoughtLevel::Medium => 4,
+        ThoughtLevel::High => 2,
+    };
+    let budget = (max_tokens / share).max(MIN_THINKING_BUDGET);
+    (budget < max_tokens).then_some(budget)
+}
+
+/// The smallest `budget_tokens` the API accepts.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
 impl Provider for AnthropicProvider {
-    fn stream(
-        &self,
-        req: ChatRequest,
-    ) -> Pin<Box<dyn Future<Output = Result<EventStream, ProviderError>> + Send + '_>> {
+    fn list_models(&self) -> ProviderFuture<'_, Vec<ModelInfo>> {
+        Box::pin(async move {
+            let key = self.key.clone().map_err(ProviderError::MissingApiKey)?;
+            let request = self
+                .client
+                .get(&self.models_url)
+                .header("x-api-key", &key)
+                .header("anthropic-version", &self.version);
+            http::model_list(&self.name, request, &key, self.timeout).await
+        })
+    }
+
+    fn stream(&self, req: ChatRequest) -> ProviderFuture<'_, EventStream> {
         Box::pin(async move {
             let key = self.key.clone().map_err(ProviderError::MissingApiKey)?;
             let options = request::Options {
                 max_tokens: self.max_tokens,
-                thinking_budget: None,
+                thinking_budget: thinking_budget(req.thought_level, self.max_tokens),
             };
             let body = Bytes::from(request::body(&req, &options));
             let response = retry::with_backoff(|| self.open(&body, &key)).await?;

@@ -220,7 +220,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::provider::ToolCallRequest;
+    use crate::provider::{ThoughtLevel, ToolCallRequest};
 
     fn options() -> Options {
         Options {
@@ -280,6 +280,7 @@ mod tests {
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
             }],
+            thought_level: ThoughtLevel::Off,
         };
         let body: Value = serde_json::from_slice(&body(&req, &options())).unwrap();
         assert_eq!(body["model"], "claude-x");
@@ -319,6 +320,7 @@ mod tests {
             model: "m".into(),
             messages: vec![],
             tools: vec![],
+            thought_level: ThoughtLevel::High,
         };
         let options = Options {
             thinking_budget: Some(2048),

@@ -1,6 +1,7 @@
-//! The PostgreSQL side of what clients set on sessions (`store::client_meta`): title and
-//! mode, the per-principal listing, compaction and the uploads check.
+//! The PostgreSQL side of what clients set on sessions (`store::client_meta`): config option
+//! values, title and mode, the per-principal listing, compaction and the uploads check.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use tokio_postgres::GenericClient;
@@ -123,4 +124,36 @@ pub async fn named_by_others(
         .await
         .map_err(pg_error)?;
     Ok(row.get(0))
+}
+
+pub async fn set_option(
+    c: &impl GenericClient,
+    id: &str,
+    option: &str,
+    value: &str,
+) -> Result<(), StoreError> {
+    let changed = c
+        .execute(
+            "INSERT INTO session_options (session_id, option_id, value)
+             SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1)
+             ON CONFLICT (session_id, option_id) DO UPDATE SET value = EXCLUDED.value",
+            &[&id, &option, &value],
+        )
+        .await
+        .map_err(pg_error)?;
+    match changed {
+        0 => Err(StoreError::SessionNotFound(id.to_owned())),
+        _ => Ok(()),
+    }
+}
+
+pub async fn options(c: &impl GenericClient, id: &str) -> Result<BTreeMap<String, String>, StoreError> {
+    let rows = c
+        .query(
+            "SELECT option_id, value FROM session_options WHERE session_id = $1",
+            &[&id],
+        )
+        .await
+        .map_err(pg_error)?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }

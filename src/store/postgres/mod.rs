@@ -158,4 +158,13 @@ impl Backend for PgBackend {
     fn named_by_others(&self, id: String, needle: String) -> Answer<'_, bool> {
         async move { meta::named_by_others(&**self.client().await?, &id, &needle).await }.boxed()
     }
+
+    fn set_option(&self, id: String, option: String, value: String) -> Answer<'_, ()> {
+        async move { meta::set_option(&**self.client().await?, &id, &option, &value).await }
+            .boxed()
+    }
+
+    fn options(&self, id: String) -> Answer<'_, std::collections::BTreeMap<String, String>> {
+        async move { meta::options(&**self.client().await?, &id).await }.boxed()
+    }
 }

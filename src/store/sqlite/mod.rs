@@ -4,6 +4,7 @@
 //! [`queries`] holds the SQL.
 
 mod client_meta;
+mod options;
 mod queries;
 mod schema;
 mod worker;
@@ -128,5 +129,15 @@ impl Backend for SqliteBackend {
         self.worker
             .run(move |c| client_meta::named_by_others(c, &id, &needle))
             .boxed()
+    }
+
+    fn set_option(&self, id: String, option: String, value: String) -> Answer<'_, ()> {
+        self.worker
+            .run(move |c| options::set(c, &id, &option, &value))
+            .boxed()
+    }
+
+    fn options(&self, id: String) -> Answer<'_, std::collections::BTreeMap<String, String>> {
+        self.worker.run(move |c| options::get(c, &id)).boxed()
     }
 }

@@ -45,6 +45,13 @@ const MIGRATIONS: &[&str] = &[
     // 3 -> 4: what a client set on a session: its title and its autonomy mode.
     "ALTER TABLE sessions ADD COLUMN title TEXT;
     ALTER TABLE sessions ADD COLUMN mode TEXT;",
+    // 4 -> 5: the values a client chose for a session's config options (model, thought level).
+    "CREATE TABLE session_options (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        option_id  TEXT NOT NULL,
+        value      TEXT NOT NULL,
+        PRIMARY KEY (session_id, option_id)
+    ) WITHOUT ROWID;",
 ];
 
 /// Opens (creating parent directories) and migrates the database at `path`.

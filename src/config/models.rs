@@ -1,0 +1,63 @@
+//! `[agents.<alias>] models`: the models a client may switch an agent's sessions to, each a
+//! model id or a table `{ id, name, thought_level, images }`.
+
+use serde::{Deserialize, Serialize};
+
+/// One entry of `models`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ModelEntry {
+    Id(String),
+    Table(ModelTable),
+}
+
+/// The table form of a `models` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelTable {
+    pub id: String,
+    /// Shown in the client's picker; default the id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Whether the model takes a thought level (reasoning effort / thinking budget); default
+    /// true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_level: Option<bool>,
+    /// Whether the model accepts images; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
+}
+
+impl ModelEntry {
+    pub fn id(&self) -> &str {
+        match self {
+            ModelEntry::Id(id) => id,
+            ModelEntry::Table(t) => &t.id,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            ModelEntry::Table(ModelTable {
+                name: Some(name), ..
+            }) => name,
+            _ => self.id(),
+        }
+    }
+
+    /// Whether the model takes a thought level.
+    pub fn thought_level(&self) -> bool {
+        match self {
+            ModelEntry::Table(t) => t.thought_level.unwrap_or(true),
+            ModelEntry::Id(_) => true,
+        }
+    }
+
+    /// Whether the model accepts images.
+    pub fn images(&self) -> bool {
+        match self {
+            ModelEntry::Table(t) => t.images.unwrap_or(true),
+            ModelEntry::Id(_) => true,
+        }
+    }
+}
