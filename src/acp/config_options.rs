@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use super::session::Session;
 use super::updates::PeerSink;
 use super::{Connection, params};
+use crate::agent::usage::UsageContext;
 use crate::provider::{ModelInfo, ThoughtLevel};
 use crate::rpc::{Peer, RpcError};
 use crate::tools::UpdateSink;
@@ -42,6 +43,7 @@ pub struct ModelChoice {
     pub name: String,
     pub thought_level: bool,
     pub images: bool,
+    pub usage: UsageContext,
 }
 
 /// What a turn takes from the session's options.
@@ -51,6 +53,7 @@ pub struct Effective {
     pub thought_level: ThoughtLevel,
     /// Whether the model accepts images.
     pub images: bool,
+    pub usage: UsageContext,
 }
 
 /// The models the session's agent offers: `model` first, then `models`, then (when
@@ -80,6 +83,10 @@ fn choice(id: &str, name: Option<&str>, entry: Option<&crate::config::ModelEntry
         name: name.unwrap_or(id).to_owned(),
         thought_level: entry.is_none_or(|e| e.thought_level()),
         images: entry.is_none_or(|e| e.images()),
+        usage: UsageContext {
+            context_window: entry.and_then(|e| e.context_window()),
+            prices: entry.and_then(|e| e.prices()).cloned(),
+        },
     }
 }
 
@@ -100,6 +107,7 @@ pub fn effective(session: &Session, models: &[ModelChoice]) -> Effective {
         .unwrap_or_default();
     Effective {
         images: choice.is_none_or(|c| c.images),
+        usage: choice.map(|c| c.usage.clone()).unwrap_or_default(),
         model,
         thought_level,
     }

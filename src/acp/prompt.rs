@@ -1,6 +1,7 @@
 //! `session/prompt`: validates the prompt, claims the session (-32003 when busy), writes
 //! attachments, runs the turn with `session/update`s streamed to the caller, stores the turn
-//! in one transaction, then answers `{sessionId, stopReason, content}`. A `$/cancel_request`
+//! in one transaction, then answers `{sessionId, stopReason, content}` with the turn's token
+//! totals in `_meta.zeroclaw.usage`. A `$/cancel_request`
 //! for the prompt cancels the turn exactly as `session/cancel` does.
 
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use serde_json::{Value, json};
 use super::session::Session;
 use super::updates::PeerSink;
 use super::{Connection, commands, config_options, materialize, params, permission, titles};
-use crate::agent::{TurnOutcome, TurnRequest, run_turn};
+use crate::agent::{TurnOutcome, TurnRequest, run_turn, usage};
 use crate::rpc::{Peer, RpcError};
 use crate::store::{NewTurn, StoreError};
 use crate::tools::ToolContext;
@@ -67,10 +68,16 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     // The session is free for the next prompt now, but `session/stop` (which waits for the
     // turn) is answered only after this answer is queued.
     peer.release_after_response(guard.release());
+    let (usage, cost) = usage::totals(&outcome.entries);
+    let mut totals = usage::counts(&usage);
+    if let Some(cost) = cost {
+        totals["cost"] = json!(cost);
+    }
     Ok(json!({
         "sessionId": session.id,
         "stopReason": outcome.stop_reason.as_str(),
         "content": outcome.content,
+        "_meta": {"zeroclaw": {"usage": totals}},
     }))
 }
 
@@ -88,6 +95,7 @@ fn turn_request(
         provider,
         model: options.model,
         thought_level: options.thought_level,
+        usage: options.usage,
         system_prompt: session.agent.system_prompt.clone(),
         prior: session.history(),
         user_text,

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::provider::{ChatMessage, ThinkingBlock, ToolCallRequest};
+use crate::provider::{ChatMessage, ThinkingBlock, TokenUsage, ToolCallRequest};
 use crate::store::StoredEntry;
 
 /// One history entry, stored in order within its turn.
@@ -50,6 +50,13 @@ pub enum Entry {
     },
     /// The full plan after a `todo_write` call (ACP plan entries).
     Plan { entries: Value },
+    /// The tokens of one model call, and their cost when the model has prices.
+    Usage {
+        #[serde(flatten)]
+        usage: TokenUsage,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<f64>,
+    },
 }
 
 impl Entry {
@@ -130,7 +137,7 @@ pub fn to_chat_messages<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec
                     content: content.clone(),
                 });
             }
-            Entry::Plan { .. } => {}
+            Entry::Plan { .. } | Entry::Usage { .. } => {}
         }
     }
     flush(&mut messages, &mut step);
@@ -163,7 +170,8 @@ pub fn to_replay_update(entry: &Entry) -> Option<Value> {
         Entry::Assistant { text } => text_chunk("agent_message_chunk", text),
         Entry::Thinking {
             redacted: Some(_), ..
-        } => return None,
+        }
+        | Entry::Usage { .. } => return None,
         Entry::Thinking { text, .. } => text_chunk("agent_thought_chunk", text),
         Entry::ToolCall {
             id,

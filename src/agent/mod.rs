@@ -5,6 +5,7 @@
 //! - [`turn`]: one prompt turn — stream the model, forward deltas, run tool calls through the
 //!   registry, loop until the model stops, the tool-round cap is hit, or the turn is cancelled.
 //! - [`step`]: one model call, collected from the provider's event stream.
+//! - [`usage`]: the `usage_update` of each model call and a turn's token totals.
 //! - `recorder`: keeps the `plan` updates a tool emits, for the history.
 
 pub mod history;
@@ -13,6 +14,7 @@ mod step;
 #[cfg(test)]
 mod tests;
 pub mod turn;
+pub mod usage;
 
 pub use history::Entry;
 pub use turn::{StopReason, TurnError, TurnOutcome, TurnRequest, run_turn};

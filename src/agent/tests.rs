@@ -126,6 +126,7 @@ impl Harness {
     fn request(&self, max_tool_iterations: u32) -> TurnRequest {
         TurnRequest {
             thought_level: Default::default(),
+            usage: Default::default(),
             provider: self.script.clone(),
             model: "m".into(),
             system_prompt: None,

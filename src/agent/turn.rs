@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::history::{self, Entry};
 use super::recorder::PlanRecorder;
 use super::step::{ModelToolCall, Step, stream_step};
+use super::usage::{self, UsageContext};
 use crate::audit;
 use crate::provider::{
     self, ChatMessage, ChatRequest, Provider, ProviderError, ThinkingBlock, ToolSpec,
@@ -56,6 +57,8 @@ pub struct TurnRequest {
     pub user_text: String,
     /// Tool rounds allowed; a model asking for more ends the turn with `max_turn_requests`.
     pub max_tool_iterations: u32,
+    /// The model's context window and prices, for `usage_update`.
+    pub usage: UsageContext,
 }
 
 /// The result of a turn that was not a provider failure.
@@ -125,6 +128,9 @@ impl Turn<'_> {
             )
             .await?;
             self.record_step_text(&step);
+            if let Some(usage) = step.usage {
+                self.record_usage(usage).await;
+            }
             if step.cancelled {
                 return Ok(StopReason::Cancelled);
             }
@@ -175,6 +181,16 @@ impl Turn<'_> {
                 })
                 .collect(),
         }
+    }
+
+    /// Keeps one call's usage in the history and sends its `usage_update`.
+    async fn record_usage(&mut self, usage: provider::TokenUsage) {
+        let prices = self.request.usage.prices.as_ref();
+        let cost = prices.map(|p| usage::cost(&usage, p));
+        self.entries.push(Entry::Usage { usage, cost });
+        let (_, session_cost) = usage::totals(self.request.prior.iter().chain(&self.entries));
+        let update = usage::update(&usage, &self.request.usage, session_cost);
+        self.ctx.updates.send(update).await;
     }
 
     fn record_step_text(&mut self, step: &Step) {

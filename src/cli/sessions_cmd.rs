@@ -150,6 +150,9 @@ async fn show(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
     println!("last activity: {}", format_time(rec.last_activity));
     println!("mcp servers:   {}", mcp_names(&rec.mcp_servers));
     println!("history:       {entries} entries in {} turns", turns.len());
+    if let Some(line) = usage_line(&turns) {
+        println!("usage:         {line}");
+    }
     let mut n = 0;
     for turn in &turns {
         println!("  {}", turn_heading(turn));
@@ -171,6 +174,34 @@ async fn delete(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
         eprintln!("error: session `{id}` not found in {}", store.location());
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// The session's token totals (and cost where prices were configured), or `None` before any
+/// model call reported usage.
+fn usage_line(turns: &[StoredTurn]) -> Option<String> {
+    let entries: Vec<crate::agent::Entry> = turns
+        .iter()
+        .flat_map(|t| &t.entries)
+        .filter(|e| e.kind == "usage")
+        .filter_map(crate::agent::Entry::from_stored)
+        .collect();
+    if entries.is_empty() {
+        return None;
+    }
+    let (u, cost) = crate::agent::usage::totals(&entries);
+    let mut line = format!(
+        "{} input tokens ({} cache read, {} cache write), {} output tokens ({} reasoning), {} model calls",
+        u.input_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens,
+        u.output_tokens,
+        u.reasoning_tokens,
+        entries.len()
+    );
+    if let Some(cost) = cost {
+        line.push_str(&format!(", cost {cost:.6}"));
+    }
+    Some(line)
 }
 
 /// `turn 2: cancelled`; a turn stored before stop reasons were has none.
@@ -204,6 +235,11 @@ fn summary(entry: &StoredEntry) -> String {
         format!("{status}: {}", p["content"].as_str().unwrap_or_default())
     } else if let Some(entries) = p["entries"].as_array() {
         format!("{} plan entries", entries.len())
+    } else if entry.kind == "usage" {
+        format!(
+            "{} input, {} output tokens",
+            p["input_tokens"], p["output_tokens"]
+        )
     } else {
         p.to_string()
     };

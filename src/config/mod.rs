@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 pub use autonomy::{AutonomyConfig, AutonomyLevel, AutonomyOverride, LimitsConfig};
 pub use env::RESERVED_ENV_VARS;
+pub use models::{ModelEntry, ModelTable, Prices};
 pub use network::{NetworkConfig, NetworkMode, NetworkOverride};
-pub use models::{ModelEntry, ModelTable};
 
 /// The config file's name inside the config directory.
 pub const CONFIG_FILE_NAME: &str = "config.toml";

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One entry of `models`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ModelEntry {
     Id(String),
@@ -12,7 +12,7 @@ pub enum ModelEntry {
 }
 
 /// The table form of a `models` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelTable {
     pub id: String,
@@ -26,6 +26,33 @@ pub struct ModelTable {
     /// Whether the model accepts images; default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<bool>,
+    /// The model's context window in tokens, reported as `size` in `usage_update`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// What its tokens cost, for the cost in `usage_update`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
+}
+
+/// Prices per million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    pub input: f64,
+    pub output: f64,
+    /// Prompt tokens read from the cache; default the input price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// Prompt tokens written to the cache; default the input price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+    /// An ISO 4217 code or another unit; default `USD`.
+    #[serde(default = "default_currency")]
+    pub currency: String,
+}
+
+fn default_currency() -> String {
+    "USD".to_owned()
 }
 
 impl ModelEntry {
@@ -50,6 +77,20 @@ impl ModelEntry {
         match self {
             ModelEntry::Table(t) => t.thought_level.unwrap_or(true),
             ModelEntry::Id(_) => true,
+        }
+    }
+
+    pub fn context_window(&self) -> Option<u64> {
+        match self {
+            ModelEntry::Table(t) => t.context_window,
+            ModelEntry::Id(_) => None,
+        }
+    }
+
+    pub fn prices(&self) -> Option<&Prices> {
+        match self {
+            ModelEntry::Table(t) => t.prices.as_ref(),
+            ModelEntry::Id(_) => None,
         }
     }
 
