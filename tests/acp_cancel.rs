@@ -315,7 +315,7 @@ fn idle_sessions_are_reaped_from_memory_but_kept_in_the_store() {
     client.call("session/close", json!({"sessionId": second}));
     let result = client.call("session/resume", json!({"sessionId": first}));
     assert!(
-        result["modes"].is_object(),
+        result["modes"].is_object() && result["configOptions"].is_array(),
         "the reaped session is still in the store: {result}"
     );
 }
