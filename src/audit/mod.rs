@@ -1,19 +1,20 @@
 //! The tamper-evident audit log: one record per tool execution, policy decision, approval,
-//! sandbox setup failure, authentication failure and session lifecycle event, appended in
-//! order to `<workspace_dir>/sessions/audit.db` and chained with SHA-256 (or HMAC-SHA-256 with
-//! `[audit] key_file`). See `docs/audit.md`.
+//! sandbox setup failure, authentication failure, session lifecycle event and configuration
+//! reload, appended in order to `<workspace_dir>/sessions/audit.db` and chained with SHA-256
+//! (or HMAC-SHA-256 with `[audit] key_file`). See `docs/audit.md`.
 //!
 //! [`init`] starts the process-wide log once (the writer thread of [`store`]); [`record`]
 //! appends an [`Event`] and waits for its commit. With `[audit] mode = "required"` (the
 //! default) a record that cannot be written is an error the caller fails with; in
 //! `best_effort` it is logged and the caller goes on. [`chain`] owns the canonical encoding
 //! and verification, [`anchor`] the head written beside the file, [`tool`] the per-call
-//! record, [`export`] the JSONL and OCSF forms.
+//! record, [`reload`] the configuration-reload record, [`export`] the JSONL and OCSF forms.
 //! Secrets never enter a record: tool arguments are digested, env values are never read.
 
 pub mod anchor;
 pub mod chain;
 pub mod export;
+pub mod reload;
 pub mod store;
 pub mod tool;
 

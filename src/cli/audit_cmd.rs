@@ -207,6 +207,18 @@ fn line(seq: i64, body: &Value) -> String {
         "approval" => format!("answer={}", text("option_kind")),
         "sandbox.failure" => format!("stage={} {}", text("stage"), text("error")),
         "auth.failure" => format!("peer={} {}", text("peer"), text("reason")),
+        "config.reload" => format!(
+            "outcome={} changed={}",
+            text("outcome"),
+            body["changed"]
+                .as_array()
+                .map(|c| c
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(","))
+                .unwrap_or_default()
+        ),
         "checkpoint" => format!("pruned_through={}", body["pruned_through_seq"]),
         _ => String::new(),
     };

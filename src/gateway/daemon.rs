@@ -210,7 +210,7 @@ async fn run_until_stopped(
         tokio::select! {
             _ = term.recv() => return stopped("SIGTERM"),
             _ = int.recv() => return stopped("SIGINT"),
-            _ = hup.recv() => reload(gateway, config_dir),
+            _ = hup.recv() => reload(gateway, config_dir).await,
             _ = ticks.tick() => {
                 let status = status_line(gateway);
                 if status != last_status {
@@ -234,12 +234,18 @@ fn stopped(why: &str) -> anyhow::Result<()> {
 }
 
 /// Re-reads the config: agents, providers and admission policy change for what starts next;
-/// listeners, limits and the store stay. A bad config is logged and the old one kept.
-fn reload(gateway: &Gateway, config_dir: Option<&Path>) {
+/// listeners, limits and the store stay. A bad config is logged and the old one kept. Either
+/// way a `config.reload` audit record says so (with the names of the changed sections).
+async fn reload(gateway: &Gateway, config_dir: Option<&Path>) {
     match Config::load(config_dir) {
         Ok(config) => {
-            if config.gateway.listen != gateway.server.config().gateway.listen {
+            let old = gateway.server.config();
+            crate::audit::note(crate::audit::reload::applied(&old, &config)).await;
+            if config.gateway.listen != old.gateway.listen {
                 tracing::warn!("gateway.listen changed: restart the daemon to apply it");
+            }
+            if config.audit != old.audit {
+                tracing::warn!("[audit] changed: restart the daemon to apply it");
             }
             gateway.set_policy(&config.gateway);
             gateway.server.reload(config);
@@ -247,6 +253,7 @@ fn reload(gateway: &Gateway, config_dir: Option<&Path>) {
             systemd::status(&format!("reloaded; {}", status_line(gateway)));
         }
         Err(error) => {
+            crate::audit::note(crate::audit::reload::rejected()).await;
             eprintln!("zeroclaw: reload failed, keeping the previous configuration: {error}");
             tracing::error!(%error, "reload failed; keeping the previous configuration");
         }
