@@ -3,6 +3,9 @@
 //! the sandbox, the gateway, the audit writer) and encoded as Prometheus text on a scrape.
 //! Labels are tool names, backends, outcomes, answers and stages: never session ids,
 //! principals, arguments or secrets. Each family is listed in `docs/operations.md`.
+//! [`file`] writes them to a file for `zeroclaw acp --metrics-file`.
+
+pub mod file;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -32,6 +35,11 @@ struct Answer {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenKind {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StageLabel {
     stage: String,
 }
@@ -49,12 +57,14 @@ pub struct Metrics {
     turns: Counter,
     turn_duration: Histogram,
     model_requests: Counter,
+    tokens: Family<TokenKind, Counter>,
     tool_executions: Family<ToolLabels, Counter>,
     tool_duration: Family<ToolName, Histogram, fn() -> Histogram>,
     approvals: Family<Answer, Counter>,
     sandbox_failures: Family<StageLabel, Counter>,
     auth_failures: Counter,
     audit_write: Histogram,
+    store_write: Histogram,
     ws_connections: Gauge,
 }
 
@@ -74,12 +84,14 @@ impl Metrics {
             turns: Counter::default(),
             turn_duration: seconds_histogram(),
             model_requests: Counter::default(),
+            tokens: Family::default(),
             tool_executions: Family::default(),
             tool_duration: Family::new_with_constructor(seconds_histogram),
             approvals: Family::default(),
             sandbox_failures: Family::default(),
             auth_failures: Counter::default(),
             audit_write: seconds_histogram(),
+            store_write: seconds_histogram(),
             ws_connections: Gauge::default(),
         };
         let r = &mut m.registry;
@@ -103,6 +115,11 @@ impl Metrics {
             "model_requests",
             "Model requests (one per step)",
             m.model_requests.clone(),
+        );
+        r.register(
+            "tokens",
+            "Model tokens by kind (input, output, cached), as the provider reported them",
+            m.tokens.clone(),
         );
         r.register(
             "tool_executions",
@@ -135,6 +152,11 @@ impl Metrics {
             m.audit_write.clone(),
         );
         r.register(
+            "store_write_seconds",
+            "Latency of one session store write",
+            m.store_write.clone(),
+        );
+        r.register(
             "websocket_connections",
             "Open WebSocket connections",
             m.ws_connections.clone(),
@@ -164,6 +186,15 @@ impl Metrics {
 
     pub fn model_request(&self) {
         self.model_requests.inc();
+    }
+
+    /// The token counts of one model request's usage report: `cached` is the part of `input`
+    /// the provider served from its prompt cache (0 when it does not say). The one place a
+    /// provider's usage enters the metrics.
+    pub fn tokens(&self, input: u64, output: u64, cached: u64) {
+        for (kind, count) in [("input", input), ("output", output), ("cached", cached)] {
+            self.tokens.get_or_create(&TokenKind { kind }).inc_by(count);
+        }
     }
 
     pub fn tool_execution(&self, tool: &str, backend: &str, outcome: &str, took: Duration) {
@@ -202,6 +233,10 @@ impl Metrics {
 
     pub fn audit_write(&self, took: Duration) {
         self.audit_write.observe(took.as_secs_f64());
+    }
+
+    pub fn store_write(&self, took: Duration) {
+        self.store_write.observe(took.as_secs_f64());
     }
 }
 

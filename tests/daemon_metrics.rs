@@ -1,7 +1,7 @@
 //! `GET /metrics` on the daemon: served on the Unix socket, on TCP only with a token; the text
 //! passes `promtool check metrics` (Debian's `prometheus` package), its counters match a
 //! session's events (two turns, a write that asked and was allowed once, a shell command, a
-//! refused connection), and neither the token nor the API key appears in it.
+//! refused connection, the tokens of the model's usage reports, the store's writes), and neither the token nor the API key appears in it.
 
 mod support;
 
@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::json;
 use support::acp_client::{AcpClient, Permission};
-use support::model_server::{ModelServer, text_reply, tool_reply};
+use support::model_server::{ModelServer, Reply, finish, text, tool_reply, usage};
 use support::ws_conn::{Endpoint, Upgrade};
 use support::ws_daemon::Daemon;
 
@@ -65,9 +65,9 @@ fn metrics_pass_promtool_and_count_the_sessions_events() {
             "file_write",
             &json!({"path": "a.txt", "content": "A"}),
         ),
-        text_reply("written"),
+        Reply::Sse(vec![text("written"), finish("stop"), usage(120, 7)]),
         tool_reply("s1", "shell", &json!({"command": "echo hi"})),
-        text_reply("ran"),
+        Reply::Sse(vec![text("ran"), finish("stop"), usage(200, 5)]),
     ]);
     let config = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -124,6 +124,12 @@ fn metrics_pass_promtool_and_count_the_sessions_events() {
         4.0,
         "{text}"
     );
+    // Tokens as the provider's usage reports said (no cached count in them).
+    for (kind, count) in [("input", 320.0), ("output", 12.0), ("cached", 0.0)] {
+        let series = format!("zeroclaw_tokens_total{{kind=\"{kind}\"}}");
+        assert!(text.contains(&format!("{series} ")), "{series}\n{text}");
+        assert_eq!(sample(&text, &series), count, "{text}");
+    }
     assert_eq!(
         sample(&text, "zeroclaw_approvals_total{answer=\"asked\"}"),
         1.0,
@@ -166,6 +172,11 @@ fn metrics_pass_promtool_and_count_the_sessions_events() {
     // session.create, 2 decisions, 1 approval, 2 executions.
     assert!(
         sample(&text, "zeroclaw_audit_write_seconds_count") >= 6.0,
+        "{text}"
+    );
+    // The session's row, then each of the two turns.
+    assert!(
+        sample(&text, "zeroclaw_store_write_seconds_count") >= 3.0,
         "{text}"
     );
     for secret in [daemon.token(), API_CANARY] {

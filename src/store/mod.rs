@@ -176,7 +176,7 @@ impl Store {
 
     /// Inserts a new session; an existing id is an error.
     pub async fn create_session(&self, rec: SessionRecord) -> Result<(), StoreError> {
-        self.backend.create_session(rec).await
+        timed_write(self.backend.create_session(rec)).await
     }
 
     pub async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
@@ -211,7 +211,7 @@ impl Store {
     /// Appends `turn` in one transaction; with a fence, only while that lease is still the
     /// session's (else [`LeaseError::Fenced`], and nothing is written).
     pub async fn write_turn(&self, turn: NewTurn) -> Result<(), StoreError> {
-        self.backend.append_turn(turn).await
+        timed_write(self.backend.append_turn(turn)).await
     }
 
     /// The session's history grouped by turn, with each turn's stop reason.
@@ -221,7 +221,7 @@ impl Store {
 
     /// Sets `last_activity` to now; a missing session is [`StoreError::SessionNotFound`].
     pub async fn touch(&self, id: &str) -> Result<(), StoreError> {
-        self.backend.touch(id.to_owned()).await
+        timed_write(self.backend.touch(id.to_owned())).await
     }
 
     /// All sessions, most recently active first.
@@ -252,7 +252,7 @@ impl Store {
     /// Deletes the session and (by cascade) its history and lease; `false` when it did not
     /// exist.
     pub async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
-        self.backend.delete_session(id.to_owned()).await
+        timed_write(self.backend.delete_session(id.to_owned())).await
     }
 
     /// Writes a whole session as it was elsewhere (`store copy`): its row and every turn, in
@@ -328,6 +328,15 @@ impl NewTurn {
             fence: None,
         }
     }
+}
+
+/// Awaits a write, observing its latency (waiting for a connection or the store thread, and
+/// the commit) as `zeroclaw_store_write_seconds`, whichever the backend.
+async fn timed_write<T>(write: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+    let started = std::time::Instant::now();
+    let result = write.await;
+    crate::metrics::get().store_write(started.elapsed());
+    result
 }
 
 /// The current time as Unix milliseconds.
