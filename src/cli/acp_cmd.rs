@@ -1,7 +1,8 @@
 //! `zeroclaw acp`: loads the config (with the command-line overrides), starts the audit log
 //! and the shared ACP server state, and serves one client over stdin/stdout until end of
 //! input. Started from a terminal (stdin a TTY), it first says on stderr what it is and where
-//! to register it.
+//! to register it. With `--metrics-file PATH` it writes its metrics ([`crate::metrics`]) to
+//! PATH as it exits: on end of input, SIGTERM or SIGINT.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -25,6 +26,10 @@ pub struct AcpArgs {
     /// Seconds an idle session stays in memory (overrides [acp].session_timeout_secs).
     #[arg(long)]
     pub session_timeout: Option<u64>,
+    /// On exit (end of input, SIGTERM, SIGINT) write the process's metrics to this file, in
+    /// the Prometheus text format (replaced atomically).
+    #[arg(long, value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
 }
 
 /// The one line for a person who started `zeroclaw acp` at a terminal.
@@ -35,11 +40,21 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{TERMINAL_HINT}");
     }
     let config = Config::load_with_flags(args.config_dir.as_deref(), flags(&args))?;
+    if let Some(path) = &args.metrics_file {
+        crate::metrics::file::check_target(path)?;
+    }
     let (runtime, store) = server::runtime_and_store(&config)?;
-    runtime.block_on(serve_stdio(config, store));
+    let ended = runtime.block_on(serve_stdio(config, store, args.metrics_file.is_some()))?;
     // Tasks still running (an outbound request nobody answers) must not hold the exit.
     runtime.shutdown_background();
-    Ok(ExitCode::SUCCESS)
+    if let Some(path) = &args.metrics_file {
+        let text = crate::metrics::get().encode(ended.sessions, 0);
+        crate::metrics::file::write(path, &text)?;
+    }
+    Ok(match ended.signal {
+        Some(signal) => ExitCode::from(128 + signal as u8),
+        None => ExitCode::SUCCESS,
+    })
 }
 
 /// The flags that set config keys, validated with the file and the environment.
@@ -53,13 +68,42 @@ fn flags(args: &AcpArgs) -> Vec<FlagOverride> {
     max.into_iter().chain(timeout).collect()
 }
 
-async fn serve_stdio(config: Config, store: Option<Store>) {
+/// How serving ended: the sessions still in memory, and the signal that stopped it (if any).
+struct Ended {
+    sessions: usize,
+    signal: Option<i32>,
+}
+
+/// Serves until end of input; with `on_signal`, SIGTERM and SIGINT end it too (so the metrics
+/// file is written), else they keep their default action.
+async fn serve_stdio(
+    config: Config,
+    store: Option<Store>,
+    on_signal: bool,
+) -> anyhow::Result<Ended> {
+    use tokio::signal::unix::{SignalKind, signal};
     let max_line_bytes = config.acp.max_line_bytes;
     crate::audit::init(&config);
     let server = Server::with_store(config, store);
     let connection = Arc::new(Connection::new(server.clone(), None, None));
-    rpc::stdio::run_process_stdio(max_line_bytes, connection).await;
+    let serving = rpc::stdio::run_process_stdio(max_line_bytes, connection);
+    let signal = if on_signal {
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::select! {
+            () = serving => None,
+            _ = term.recv() => Some(libc::SIGTERM),
+            _ = int.recv() => Some(libc::SIGINT),
+        }
+    } else {
+        serving.await;
+        None
+    };
     if let Some(store) = &server.store {
         server.leases.release_all(store).await;
     }
+    Ok(Ended {
+        sessions: server.sessions.len(),
+        signal,
+    })
 }
