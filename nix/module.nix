@@ -18,7 +18,11 @@ let
   # The daemon serves the sockets systemd passes in; [gateway] listen names the same addresses
   # so that `zeroclaw-acp-bridge --config-dir /etc/zeroclaw` finds them.
   gatewayListen = [ "unix:${cfg.listen.unix}" ] ++ builtins.map (a: "tcp:${a}") cfg.listen.tcp;
-  settings = lib.recursiveUpdate { gateway.listen = gatewayListen; } cfg.settings;
+  # [audit] mode from `audit.mode`; the key comes in as a credential (see `audit.keyFile`).
+  settings = lib.recursiveUpdate {
+    gateway.listen = gatewayListen;
+    audit.mode = cfg.audit.mode;
+  } cfg.settings;
   configFile = settingsFormat.generate "zeroclaw-config.toml" settings;
 
   # ProtectHome=yes hides these trees entirely; workspaces inside them are bind-mounted into
@@ -81,6 +85,32 @@ in
       };
     };
 
+    audit = {
+      mode = lib.mkOption {
+        type = lib.types.enum [
+          "required"
+          "best_effort"
+        ];
+        default = "required";
+        description = ''
+          `[audit] mode` (docs/audit.md): `required` fails a tool call whose audit record cannot
+          be written; `best_effort` logs the loss and runs the call (`zeroclaw doctor` warns).
+          The log itself, /var/lib/zeroclaw/sessions/audit.db, is always on.
+        '';
+      };
+      keyFile = lib.mkOption {
+        type = lib.types.nullOr lib.types.str;
+        default = null;
+        example = "/run/secrets/zeroclaw-audit.key";
+        description = ''
+          A file of at least 32 bytes (e.g. `head -c 32 /dev/urandom | base64`), kept out of the
+          store, that keys the audit chain (HMAC-SHA-256). systemd hands it to the service as
+          the credential `audit-key` (LoadCredential=, readable only by the service) and
+          `[audit] key_file` points there, so the file itself may stay root-only.
+        '';
+      };
+    };
+
     workspacePaths = lib.mkOption {
       type = lib.types.listOf lib.types.str;
       default = [ ];
@@ -131,8 +161,12 @@ in
     systemd.services.zeroclaw = {
       overrideStrategy = "asDropin";
       restartTriggers = [ configFile ];
+      environment = lib.mkIf (cfg.audit.keyFile != null) {
+        ZEROCLAW_audit__key_file = "%d/audit-key";
+      };
       serviceConfig = lib.mkMerge [
         (lib.mkIf (cfg.environmentFile != null) { EnvironmentFile = cfg.environmentFile; })
+        (lib.mkIf (cfg.audit.keyFile != null) { LoadCredential = "audit-key:${cfg.audit.keyFile}"; })
         (lib.mkIf (cfg.workspacePaths != [ ]) { ReadWritePaths = cfg.workspacePaths; })
         (lib.mkIf (homeWorkspaces != [ ]) {
           ProtectHome = "tmpfs";

@@ -7,7 +7,8 @@
 #   2. the NixOS module evaluated against a stub of lib/pkgs (nix/tests/eval-module.nix), the
 #      flake's outputs against a stub nixpkgs (eval-flake.nix), and the Nix package's install
 #      step run into a scratch $out (eval-package.nix)
-#   3. systemd-analyze verify on the packaged units (ExecStart pointed at the built binary)
+#   3. systemd-analyze verify on the packaged units (ExecStart pointed at the built binary), also
+#      with the service's commented [audit] lines uncommented
 #   4. systemd-analyze security --offline=true --threshold=30 on the packaged service
 #   5. the same two on the packaged units plus the module's drop-ins
 #   6. systemd-sysusers (dry run, then into a scratch root) and systemd-tmpfiles --create there
@@ -99,6 +100,13 @@ step "3./4. packaged units: verify and security"
 render_units "$work/units"
 quiet_or_fail "systemd-analyze verify packaging/systemd/*" systemd-analyze verify "$work"/units/*
 exposure "systemd-analyze security zeroclaw.service" "$work/units/zeroclaw.service"
+# The [audit] lines the service offers commented out are valid once uncommented.
+render_units "$work/units-audit"
+sed -i -E 's/^#((LoadCredential=audit-key|Environment=ZEROCLAW_audit__)[^ ]*)$/\1/' "$work/units-audit/zeroclaw.service"
+[ "$(grep -cE '^(LoadCredential=audit-key:|Environment=ZEROCLAW_audit__)' "$work/units-audit/zeroclaw.service")" = 3 ] ||
+  fail "zeroclaw.service lacks the commented [audit] lines (LoadCredential, key_file, mode)"
+quiet_or_fail "systemd-analyze verify zeroclaw.service with the [audit] lines uncommented" \
+  systemd-analyze verify "$work"/units-audit/*
 
 step "5a. the Nix package's install step (postInstall) into a scratch \$out"
 nix-instantiate --eval --strict --json nix/tests/eval-package.nix >"$work/package.json" ||
@@ -140,6 +148,8 @@ for rel, text in dropins.items():
 EOF
 grep -q '^ReadWritePaths=/home/alice/src$' "$work/nixos/zeroclaw.service.d/overrides.conf" ||
   fail "the module's workspace drop-in did not render"
+grep -q '^LoadCredential=audit-key:/run/secrets/zeroclaw-audit.key$' "$work/nixos/zeroclaw.service.d/overrides.conf" ||
+  fail "the module's audit key credential did not render"
 grep -q '^ListenStream=127.0.0.1:42617$' "$work/nixos/zeroclaw-tcp.socket.d/overrides.conf" ||
   fail "the module's TCP socket drop-in did not render"
 quiet_or_fail "systemd-analyze verify with the module's drop-ins" systemd-analyze verify "$work"/nixos/*.service "$work"/nixos/*.socket

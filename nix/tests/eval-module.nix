@@ -52,6 +52,7 @@ let
     settings = testSettings;
     environmentFile = "/run/secrets/zeroclaw.env";
     listen.tcp = [ "127.0.0.1:42617" ];
+    audit.keyFile = "/run/secrets/zeroclaw-audit.key";
     workspacePaths = [
       "/srv/agents"
       "/home/alice/src"
@@ -199,8 +200,23 @@ let
       what = "settings land in the packaged service's ZEROCLAW_CONFIG_DIR (/etc/zeroclaw)";
     }
     {
-      ok = renderedSettings == lib.recursiveUpdate testSettings { inherit (renderedSettings) gateway; };
+      ok = renderedSettings == lib.recursiveUpdate testSettings { inherit (renderedSettings) gateway audit; };
       what = "settings reach config.toml unchanged";
+    }
+    {
+      ok = renderedSettings.audit == { mode = "required"; };
+      what = "[audit] mode comes from audit.mode (default required)";
+    }
+    {
+      ok =
+        enabled.systemd.services.zeroclaw.serviceConfig.LoadCredential
+        == "audit-key:/run/secrets/zeroclaw-audit.key"
+        && enabled.systemd.services.zeroclaw.environment.ZEROCLAW_audit__key_file == "%d/audit-key";
+      what = "audit.keyFile is a credential and [audit] key_file points at it";
+    }
+    {
+      ok = !((evaluate { enable = true; }).systemd.services.zeroclaw ? environment);
+      what = "no audit key: no credential, no key_file";
     }
     {
       ok = renderedSettings.gateway.listen == [

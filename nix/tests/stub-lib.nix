@@ -16,6 +16,7 @@ let
     package = mkType "package" (v: builtins.isAttrs v && v ? outPath);
     path = mkType "path" (v: builtins.isPath v || (builtins.isString v && builtins.substring 0 1 v == "/"));
     listOf = t: mkType "listOf ${t.name}" (v: builtins.isList v && builtins.all t.check v);
+    enum = values: mkType "one of ${builtins.concatStringsSep ", " values}" (v: builtins.elem v values);
     nullOr = t: mkType "nullOr ${t.name}" (v: v == null || t.check v);
   };
 
