@@ -16,5 +16,6 @@ pub mod policy;
 pub mod provider;
 pub mod rpc;
 pub mod store;
+pub mod telemetry;
 pub mod time;
 pub mod tools;

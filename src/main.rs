@@ -76,7 +76,11 @@ fn main() -> ExitCode {
         return sandbox::run(args);
     }
     let cli = Cli::parse();
+    #[cfg(not(feature = "otel"))]
     init_logging();
+    // Held to the end: dropping it flushes the spans not yet exported.
+    #[cfg(feature = "otel")]
+    let _traces = init_logging();
     let result = match cli.command {
         Command::Acp(args) => acp_cmd::run(args),
         Command::Daemon(args) => daemon::run(args),
@@ -109,6 +113,7 @@ fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
 }
 
 /// Logs go to stderr (stdout carries ACP only); the filter comes from `ZEROCLAW_LOG`.
+#[cfg(not(feature = "otel"))]
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ZEROCLAW_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -117,4 +122,32 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
+}
+
+/// [`init_logging`] with the `otel` feature: the same log, plus the trace exporter when an
+/// OTLP endpoint is configured; the returned guard flushes it when `main` ends.
+#[cfg(feature = "otel")]
+fn init_logging() -> Option<zeroclaw::telemetry::otlp::Guard> {
+    use tracing_subscriber::prelude::*;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ZEROCLAW_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+        .add_directive(
+            format!("{}=off", zeroclaw::telemetry::TARGET)
+                .parse()
+                .expect("a valid directive"),
+        );
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_filter(filter);
+    let (traces, guard) = match zeroclaw::telemetry::otlp::layer() {
+        Ok(Some((layer, guard))) => (Some(layer), Some(guard)),
+        Ok(None) => (None, None),
+        Err(error) => {
+            eprintln!("zeroclaw: traces are not exported: {error:#}");
+            (None, None)
+        }
+    };
+    tracing_subscriber::registry().with(traces).with(log).init();
+    guard
 }

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use super::session::Session;
 use super::updates::PeerSink;
@@ -49,7 +50,14 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
             return answer;
         }
     };
-    let turn = run_turn(request, &conn.server.tools, &ctx);
+    let traceparent = params.pointer("/_meta/traceparent").and_then(Value::as_str);
+    let span = crate::telemetry::invoke_agent(
+        &session.id,
+        &session.agent_alias,
+        &session.agent.model,
+        traceparent,
+    );
+    let turn = run_turn(request, &conn.server.tools, &ctx).instrument(span);
     tokio::pin!(turn);
     let outcome = tokio::select! {
         biased;

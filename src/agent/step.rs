@@ -115,6 +115,7 @@ async fn apply(
             let metrics = crate::metrics::get();
             metrics.tokens(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens);
             step.usage = Some(usage);
+            crate::telemetry::usage(usage.input_tokens, usage.output_tokens);
         }
         ProviderEvent::Stop(reason) => step.stop = Some(reason),
         ProviderEvent::TextDelta(_)

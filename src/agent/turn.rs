@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::history::{self, Entry};
 use super::recorder::PlanRecorder;
@@ -126,6 +127,7 @@ impl Turn<'_> {
                 self.ctx.updates.as_ref(),
                 &self.ctx.cancel,
             )
+            .instrument(crate::telemetry::chat(&self.request.model))
             .await?;
             self.record_step_text(&step);
             if let Some(usage) = step.usage {
@@ -304,7 +306,13 @@ impl Turn<'_> {
             env: self.ctx.env.clone(),
         };
         let started = Instant::now();
-        let (result, trail) = audit::tool::traced(tool.execute(call.args.clone(), &ctx)).await;
+        let span = crate::telemetry::execute_tool(&call.name, &call.id);
+        let (result, trail) = audit::tool::traced(tool.execute(call.args.clone(), &ctx))
+            .instrument(span.clone())
+            .await;
+        if result.is_err() {
+            crate::telemetry::failed(&span);
+        }
         let execution = audit::tool::Execution {
             session: &ctx.session_id,
             turn: self.number(),
