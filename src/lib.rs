@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod egress;
 pub mod gateway;
+pub mod mcp;
 pub mod metrics;
 pub mod policy;
 pub mod provider;

@@ -394,6 +394,19 @@ impl Confined {
         self.stdin.take()
     }
 
+    /// Hook for long-lived servers (an MCP server speaking over its stdio): takes the
+    /// command's stdout and stderr as raw pipes. [`Confined::wait`] then neither reads nor
+    /// keeps them (no output cap applies to them), and still kills the tree on its deadline,
+    /// on `cancel` and on drop.
+    pub fn take_output(
+        &mut self,
+    ) -> (
+        Option<tokio::net::unix::pipe::Receiver>,
+        Option<tokio::net::unix::pipe::Receiver>,
+    ) {
+        (self.stdout.take(), self.stderr.take())
+    }
+
     /// Streams output to `on_output` (within the output limit) until the command ends; kills
     /// the whole tree on timeout, when `cancel` completes, or when the output limit is hit.
     pub async fn wait(

@@ -106,6 +106,8 @@ impl Drop for Connection {
     /// may be loaded from another connection of the same principal.
     fn drop(&mut self) {
         for session in self.lock_held().drain(..).filter_map(|s| s.upgrade()) {
+            // Its MCP servers end with the connection; the next prompt starts them again.
+            session.mcp.stop();
             self.server.sessions.detach(&session);
         }
     }

@@ -32,6 +32,21 @@ impl Embedder for ConfinedEmbedder {
             Ok(resource(delivery, &bytes))
         })
     }
+
+    fn store_blob<'a>(
+        &'a self,
+        cwd: &'a std::path::Path,
+        bytes: &'a [u8],
+        uri: &'a str,
+        mime: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<std::path::PathBuf, ToolError>> {
+        Box::pin(async move {
+            let ext = super::materialize::extension(uri, mime);
+            super::materialize::store_blob(cwd, bytes, &ext)
+                .await
+                .map_err(|e| ToolError(format!("cannot write the resource under uploads/: {e}")))
+        })
+    }
 }
 
 /// The `content` item carrying the file (spec: an embedded `resource` with `uri`, `mimeType`

@@ -114,7 +114,7 @@ fn decode_blob(blob: &str) -> Result<Vec<u8>, RpcError> {
 }
 
 /// The file extension from the URI's last path segment, else from the MIME type, else `bin`.
-fn extension(uri: &str, mime: Option<&str>) -> String {
+pub(crate) fn extension(uri: &str, mime: Option<&str>) -> String {
     let from_uri = uri
         .split(['?', '#'])
         .next()
@@ -184,7 +184,11 @@ pub async fn write(parts: Vec<Part>, cwd: &Path) -> Result<String, RpcError> {
 /// Writes `bytes` to `<cwd>/uploads/<sha256>.<ext>` (kept if already there). Symlinks are
 /// never followed: `uploads` must be a real directory and the file is created fresh, then
 /// renamed into place.
-async fn store_blob(cwd: &Path, bytes: &[u8], ext: &str) -> std::io::Result<std::path::PathBuf> {
+pub(crate) async fn store_blob(
+    cwd: &Path,
+    bytes: &[u8],
+    ext: &str,
+) -> std::io::Result<std::path::PathBuf> {
     let dir = cwd.join("uploads");
     tokio::fs::create_dir_all(&dir).await?;
     if !tokio::fs::symlink_metadata(&dir).await?.is_dir() {

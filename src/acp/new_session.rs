@@ -97,12 +97,15 @@ pub fn check_cwd(config: &Config, alias: &str, cwd: &Path) -> Result<(), RpcErro
         .map_err(RpcError::invalid_params)
 }
 
-/// `mcpServers`: accepted and kept with the session (an array; absent means none).
-fn mcp_servers(params: &Value) -> Result<Value, RpcError> {
+/// `mcpServers`: validated ([`crate::mcp::spec`]) and kept with the session (absent means
+/// none); the servers start at the session's first prompt.
+pub fn mcp_servers(params: &Value) -> Result<Value, RpcError> {
     match params::object(params)?.get("mcpServers") {
         None | Some(Value::Null) => Ok(json!([])),
-        Some(list @ Value::Array(_)) => Ok(list.clone()),
-        Some(_) => Err(RpcError::invalid_params("mcpServers must be an array")),
+        Some(list) => {
+            crate::mcp::spec::parse_list(list).map_err(RpcError::invalid_params)?;
+            Ok(list.clone())
+        }
     }
 }
 

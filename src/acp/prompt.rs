@@ -57,7 +57,11 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         &session.agent.model,
         traceparent,
     );
-    let turn = run_turn(request, &conn.server.tools, &ctx).instrument(span);
+    let tools = session
+        .mcp
+        .registry(&conn.server.tools, &ctx.env.policy, &session.cwd)
+        .await;
+    let turn = run_turn(request, &tools, &ctx).instrument(span);
     tokio::pin!(turn);
     let outcome = tokio::select! {
         biased;

@@ -35,6 +35,11 @@ pub async fn handle(
 ) -> Result<Value, RpcError> {
     let id = params::session_id(params)?;
     let requested = params::opt_str(params, &["cwd", "workspaceDir", "workspace_dir"])?;
+    // The client's servers of now; a request without `mcpServers` keeps the stored ones.
+    let mcp_servers = match params::object(params)?.get("mcpServers") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(new_session::mcp_servers(params)?),
+    };
     let Some(store) = &conn.server.store else {
         return Err(RpcError::session_not_found(
             "sessions cannot be restored: the session store could not be opened",
@@ -43,7 +48,7 @@ pub async fn handle(
     let session = if conn.server.sessions.contains(id) {
         take_over(conn, id, requested)?
     } else {
-        let session = restore(conn, store, id, requested).await?;
+        let session = restore(conn, store, id, requested, mcp_servers).await?;
         super::modes::restore_choice(store, &session).await?;
         config_options::restore(conn, &session).await;
         conn.server.sessions.insert(session.clone())?;
@@ -86,6 +91,7 @@ async fn restore(
     store: &Store,
     id: &str,
     requested: Option<&str>,
+    mcp_servers: Option<Value>,
 ) -> Result<Arc<Session>, RpcError> {
     let internal = |e: crate::store::StoreError| RpcError::internal(format!("session store: {e}"));
     let record = store.get_session(id).await.map_err(internal)?;
@@ -119,7 +125,7 @@ async fn restore(
         alias,
         agent,
         record.workspace_dir,
-        record.mcp_servers,
+        mcp_servers.unwrap_or(record.mcp_servers),
         record.owner,
         entries,
     )))

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Entry;
 use crate::config::{AgentConfig, AutonomyLevel};
+use crate::mcp::{McpSet, spec};
 use crate::policy::Approvals;
 
 pub struct Session {
@@ -21,6 +22,8 @@ pub struct Session {
     /// Canonical working directory: the session's file-access boundary.
     pub cwd: PathBuf,
     pub mcp_servers: Value,
+    /// The session's MCP servers, started at its first prompt.
+    pub mcp: McpSet,
     pub owner: Option<String>,
     /// "Always allow" answers, restored from the history's tool results.
     pub approvals: Approvals,
@@ -68,11 +71,16 @@ impl Session {
         owner: Option<String>,
         history: Vec<Entry>,
     ) -> Self {
+        let specs = spec::parse_list(&mcp_servers).unwrap_or_else(|error| {
+            tracing::warn!(session = %id, %error, "stored MCP servers ignored");
+            Vec::new()
+        });
         Self {
             id,
             agent_alias,
             agent,
             cwd,
+            mcp: McpSet::new(specs),
             mcp_servers,
             owner,
             approvals: Approvals::restored(allowed_always(&history)),

@@ -102,6 +102,18 @@ pub trait Embedder: Send + Sync {
         ctx: &'a ToolContext,
         delivery: &'a deliver_file::Delivery,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
+
+    /// Writes a blob a tool received (an MCP server's embedded resource) under the session's
+    /// `uploads/`, as prompt attachments are; answers its path.
+    fn store_blob<'a>(
+        &'a self,
+        _cwd: &'a std::path::Path,
+        _bytes: &'a [u8],
+        _uri: &'a str,
+        _mime: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<PathBuf, ToolError>> {
+        Box::pin(async { Err(ToolError("there is no client to store the blob for".into())) })
+    }
 }
 
 /// What tools of one session share: the policy, its remembered approvals, the asker, and
@@ -224,6 +236,7 @@ pub fn path_location(args: &Value, cwd: &std::path::Path, line_key: Option<&str>
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    fallbacks: Vec<(String, Arc<dyn Tool>)>,
 }
 
 impl ToolRegistry {
@@ -247,8 +260,21 @@ impl ToolRegistry {
         self.tools.insert(tool.name().to_owned(), tool);
     }
 
+    /// The tool `name`, else the fallback of the longest registered prefix of it.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+        self.tools.get(name).or_else(|| {
+            self.fallbacks
+                .iter()
+                .filter(|(prefix, _)| name.starts_with(prefix.as_str()))
+                .max_by_key(|(prefix, _)| prefix.len())
+                .map(|(_, tool)| tool)
+        })
+    }
+
+    /// Answers every name starting with `prefix` that no tool has (an MCP server that did
+    /// not start: its calls fail with the reason); fallbacks are not offered to the model.
+    pub fn register_fallback(&mut self, prefix: String, tool: Arc<dyn Tool>) {
+        self.fallbacks.push((prefix, tool));
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {

@@ -1,0 +1,18 @@
+//! The client's MCP servers, run confined, and their tools offered to the model.
+//!
+//! - [`spec`]: the `mcpServers` entries of `session/new|load|resume`, validated.
+//! - [`server`]: one stdio server started inside the sandbox with the session's profile (its
+//!   cwd, network policy and limits; the environment only the sandbox's allowlist plus the
+//!   entry's `env`), spoken to over its stdio with the official Rust SDK (`rmcp`).
+//! - [`tool`]: one server tool as a [`crate::tools::Tool`] named `mcp__<server>__<tool>`,
+//!   gated by the policy like a medium-risk command, its result mapped to ACP content.
+//! - [`set`]: the servers of one session, started lazily at its first prompt (the model must
+//!   see their tools) and stopped when the session ends or its connection closes.
+
+pub mod server;
+pub mod set;
+pub mod spec;
+pub mod tool;
+
+pub use set::McpSet;
+pub use spec::ServerSpec;

@@ -1,0 +1,108 @@
+//! The MCP servers of one session. They start lazily, at the session's first prompt (before
+//! its first model call, whose tool list must include theirs): a session that is only
+//! created, listed or loaded to be read starts nothing. They then live as long as the
+//! session: dropping the set (the session closed, deleted or reaped) or [`McpSet::stop`]
+//! (its connection closed) kills them, and the next prompt starts them again. A server that
+//! fails to start is not retried within its run; every call of one of its tools then fails
+//! with the reason, and a server that crashed answers its calls with how it ended.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::server::{self, Server};
+use super::spec::ServerSpec;
+use super::tool::{McpTool, Unavailable, tool_name};
+use crate::policy::Policy;
+use crate::tools::ToolRegistry;
+
+/// One server's start: running, or why not.
+type Started = Vec<(ServerSpec, Result<Arc<Server>, String>)>;
+
+#[derive(Default)]
+pub struct McpSet {
+    specs: Vec<ServerSpec>,
+    running: Mutex<Option<Arc<Started>>>,
+}
+
+impl McpSet {
+    pub fn new(specs: Vec<ServerSpec>) -> McpSet {
+        McpSet {
+            specs,
+            running: Mutex::default(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// `base` plus the tools of every server, which are started first if they are not
+    /// running (confined by `policy`'s profile in `cwd`).
+    pub async fn registry(&self, base: &ToolRegistry, policy: &Policy, cwd: &Path) -> ToolRegistry {
+        if self.specs.is_empty() {
+            return base.clone();
+        }
+        let timeout = Duration::from_secs(policy.limits.wall_time_secs.max(1));
+        let current = self.lock().clone();
+        let started = match current {
+            Some(started) => started,
+            None => {
+                let started = Arc::new(self.start_all(policy, cwd, timeout).await);
+                self.lock().get_or_insert(started).clone()
+            }
+        };
+        let mut registry = base.clone();
+        for (spec, server) in started.iter() {
+            match server {
+                Ok(server) => {
+                    for listed in &server.tools {
+                        if let Some(tool) =
+                            McpTool::new(server.clone(), listed, spec.trusted, timeout)
+                        {
+                            registry.register(Arc::new(tool));
+                        }
+                    }
+                }
+                Err(reason) => {
+                    let prefix = tool_name(&spec.name, "");
+                    let reason = format!("MCP server {} is not available: {reason}", spec.name);
+                    let tool = Unavailable {
+                        name: prefix.clone(),
+                        reason,
+                    };
+                    registry.register_fallback(prefix, Arc::new(tool));
+                }
+            }
+        }
+        registry
+    }
+
+    async fn start_all(&self, policy: &Policy, cwd: &Path, timeout: Duration) -> Started {
+        let sandbox = crate::tools::confine::sandbox(policy);
+        let starts = self.specs.iter().map(|spec| async {
+            let server = match &sandbox {
+                Ok(sandbox) => server::start(sandbox, policy.profile(cwd, &[]), spec, timeout)
+                    .await
+                    .map(Arc::new),
+                Err(error) => Err(error.0.clone()),
+            };
+            match &server {
+                Ok(s) => tracing::info!(server = %spec.name, pid = s.pid, tools = s.tools.len(), "MCP server started"),
+                Err(error) => tracing::warn!(server = %spec.name, %error, "MCP server did not start"),
+            }
+            (spec.clone(), server)
+        });
+        futures::future::join_all(starts).await
+    }
+
+    /// Stops the servers (a running turn keeps the ones it uses until it ends); the next
+    /// prompt starts them again.
+    pub fn stop(&self) {
+        self.lock().take();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Started>>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,160 @@
+//! The `mcpServers` entries a client sends (ACP `McpServer`): stdio servers are run; `http`
+//! and `sse` ones are refused while `mcpCapabilities` says they are not supported. A name
+//! becomes part of tool names (`mcp__<name>__<tool>`), so it is kept to letters, digits, `-`
+//! and `_`, and unique in the list.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+/// One stdio MCP server to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    /// Set in the server's environment on top of the sandbox's allowlist.
+    pub env: Vec<(String, String)>,
+    /// Its calls are low risk (never set for a client's server).
+    pub trusted: bool,
+}
+
+/// The longest server name accepted (tool names stay within the providers' 64 characters
+/// for ordinary tool names).
+pub const MAX_NAME: usize = 32;
+
+/// The servers of an `mcpServers` array; the error says which entry is wrong and why.
+pub fn parse_list(list: &Value) -> Result<Vec<ServerSpec>, String> {
+    let items = match list {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(items) => items,
+        _ => return Err("mcpServers must be an array".to_owned()),
+    };
+    let mut seen = BTreeSet::new();
+    let mut specs = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let spec = parse_one(item).map_err(|e| format!("mcpServers[{i}]: {e}"))?;
+        if !seen.insert(spec.name.clone()) {
+            return Err(format!(
+                "mcpServers[{i}]: the name {:?} is used twice",
+                spec.name
+            ));
+        }
+        specs.push(spec);
+    }
+    Ok(specs)
+}
+
+fn parse_one(item: &Value) -> Result<ServerSpec, String> {
+    let Value::Object(map) = item else {
+        return Err("an entry must be an object".to_owned());
+    };
+    let name = map
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("missing string field `name`")?;
+    check_name(name)?;
+    match map.get("type").and_then(Value::as_str) {
+        None | Some("stdio") => {}
+        Some(kind @ ("http" | "sse")) => {
+            return Err(format!(
+                "{kind} MCP servers are not supported (mcpCapabilities.{kind} is false); \
+                 run the server over stdio instead"
+            ));
+        }
+        Some(other) => return Err(format!("unknown MCP server type {other:?}")),
+    }
+    let command = map
+        .get("command")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+        .ok_or("missing string field `command`")?;
+    let args = match map.get("args") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(args)) => args
+            .iter()
+            .map(|a| a.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("`args` must be an array of strings")?,
+        Some(_) => return Err("`args` must be an array of strings".to_owned()),
+    };
+    let env = match map.get("env") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(vars)) => vars.iter().map(env_var).collect::<Result<_, _>>()?,
+        Some(_) => return Err("`env` must be an array of {name, value}".to_owned()),
+    };
+    Ok(ServerSpec {
+        name: name.to_owned(),
+        command: command.to_owned(),
+        args,
+        env,
+        trusted: false,
+    })
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "the name {name:?} must be 1 to {MAX_NAME} letters, digits, `-` or `_`"
+        ))
+    }
+}
+
+fn env_var(var: &Value) -> Result<(String, String), String> {
+    let name = var["name"].as_str().unwrap_or_default();
+    let value = var["value"].as_str();
+    let valid_name = !name.is_empty() && !name.contains(['=', '\0']);
+    match value {
+        Some(value) if valid_name && !value.contains('\0') => {
+            Ok((name.to_owned(), value.to_owned()))
+        }
+        _ => Err(format!("`env` entry {var} must be {{name, value}} strings")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stdio_entries_are_read_and_bad_ones_named() {
+        let list = json!([
+            {"name": "files", "command": "/usr/bin/srv", "args": ["-v"],
+             "env": [{"name": "TOKEN", "value": "t"}]},
+            {"type": "stdio", "name": "b", "command": "srv2"}
+        ]);
+        let specs = parse_list(&list).unwrap();
+        assert_eq!(specs[0].args, ["-v"]);
+        assert_eq!(specs[0].env, [("TOKEN".to_owned(), "t".to_owned())]);
+        assert_eq!(specs[1].command, "srv2");
+        assert!(parse_list(&Value::Null).unwrap().is_empty());
+        for (bad, needle) in [
+            (json!([{"name": "a b", "command": "x"}]), "letters"),
+            (json!([{"name": "a"}]), "command"),
+            (
+                json!([{"name": "a", "command": "x"}, {"name": "a", "command": "y"}]),
+                "twice",
+            ),
+            (
+                json!([{"type": "http", "name": "h", "url": "http://x"}]),
+                "not supported",
+            ),
+            (
+                json!([{"name": "a", "command": "x", "env": [{"name": "A=B", "value": ""}]}]),
+                "env",
+            ),
+            (json!({}), "array"),
+        ] {
+            let error = parse_list(&bad).unwrap_err();
+            assert!(error.contains(needle), "{bad}: {error}");
+        }
+    }
+}
