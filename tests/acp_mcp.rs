@@ -272,3 +272,30 @@ fn bad_entries_are_invalid_params_and_http_is_refused_clearly() {
         );
     }
 }
+
+#[test]
+fn an_operator_server_reaches_every_session_of_its_agent_and_trusted_means_no_question() {
+    let mark = marker("operator");
+    let toml = format!(
+        "[[mcp.servers]]\nname = \"ops\"\ncommand = \"/usr/bin/python3\"\n\
+         args = [\"-c\", '''\n{SERVER}''', \"{mark}\", \"ok\"]\ntrusted = true\nagents = [\"coder\"]\n"
+    );
+    let s = Scene::start(Setup::level("supervised").extra(&toml));
+    let out = s.call("mcp__ops__media", json!({}));
+    out.assert_completed().assert_result_contains("media-ok");
+    assert!(
+        out.permission_requests.is_empty(),
+        "a trusted server's call runs without asking"
+    );
+    let error = s.client.call_err(
+        "session/new",
+        json!({"cwd": s.ws(), "mcpServers": [entry("ops", &marker("clash"), "ok", json!([]))]}),
+    );
+    assert_eq!(error["code"], -32602, "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("operator"),
+        "{error}"
+    );
+    drop(s);
+    assert!(wait_gone(&mark, Duration::from_secs(10)));
+}

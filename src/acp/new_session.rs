@@ -27,6 +27,9 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     };
     check_cwd(&config, &alias, &cwd)?;
     let mcp_servers = mcp_servers(params)?;
+    let specs = crate::mcp::spec::parse_list(&mcp_servers).map_err(RpcError::invalid_params)?;
+    crate::mcp::spec::check_against_operator(&config, &alias, &specs)
+        .map_err(RpcError::invalid_params)?;
     server.sessions.check_room()?;
     let id = new_session_id()?;
     let session = Session::new(

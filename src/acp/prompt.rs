@@ -59,7 +59,12 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     );
     let tools = session
         .mcp
-        .registry(&conn.server.tools, &ctx.env.policy, &session.cwd)
+        .registry(
+            &conn.server.tools,
+            &ctx.env.policy,
+            &session.cwd,
+            crate::mcp::spec::operator_servers(&conn.server.config(), &session.agent_alias),
+        )
         .await;
     let turn = run_turn(request, &tools, &ctx).instrument(span);
     tokio::pin!(turn);

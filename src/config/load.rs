@@ -42,6 +42,7 @@ struct RawConfig {
     audit: super::AuditConfig,
     #[serde(default)]
     store: super::StoreConfig,
+    mcp: super::mcp::McpConfig,
 }
 
 pub(super) fn load(
@@ -291,6 +292,7 @@ fn resolve(config_dir: &Path, raw: RawConfig) -> Config {
             ..raw.audit
         },
         store: raw.store,
+        mcp: raw.mcp,
     }
 }
 

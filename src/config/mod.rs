@@ -10,8 +10,9 @@ pub mod autonomy;
 mod env;
 mod load;
 pub mod mask;
-pub mod network;
+pub mod mcp;
 pub mod models;
+pub mod network;
 mod sources;
 mod validate;
 
@@ -45,6 +46,7 @@ pub struct Config {
     pub autonomy: AutonomyConfig,
     pub audit: AuditConfig,
     pub store: StoreConfig,
+    pub mcp: mcp::McpConfig,
 }
 
 /// `[store]`: where sessions are kept. Without `url`, the embedded SQLite file under

@@ -76,6 +76,9 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
         validate_agent(config, agent)
             .map_err(|(field, msg)| invalid(format!("agents.{alias}.{field}"), msg))?;
     }
+    if let Some((i, field, message)) = config.mcp.problem(&config.agents) {
+        return Err(invalid(format!("mcp.servers[{i}].{field}"), message));
+    }
     Ok(())
 }
 

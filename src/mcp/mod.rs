@@ -1,6 +1,7 @@
 //! The client's MCP servers, run confined, and their tools offered to the model.
 //!
-//! - [`spec`]: the `mcpServers` entries of `session/new|load|resume`, validated.
+//! - [`spec`]: the `mcpServers` entries of `session/new|load|resume`, validated, and the
+//!   operator's `[mcp]` servers of an agent (`crate::config::mcp`, optionally `trusted`).
 //! - [`server`]: one stdio server started inside the sandbox with the session's profile (its
 //!   cwd, network policy and limits; the environment only the sandbox's allowlist plus the
 //!   entry's `env`), spoken to over its stdio with the official Rust SDK (`rmcp`).

@@ -1,4 +1,5 @@
-//! The MCP servers of one session. They start lazily, at the session's first prompt (before
+//! The MCP servers of one session: the operator's `[mcp]` servers of its agent, then the
+//! client's (one named like an operator's is skipped). They start lazily, at the session's first prompt (before
 //! its first model call, whose tool list must include theirs): a session that is only
 //! created, listed or loaded to be read starts nothing. They then live as long as the
 //! session: dropping the set (the session closed, deleted or reaped) or [`McpSet::stop`]
@@ -37,10 +38,17 @@ impl McpSet {
         self.specs.is_empty()
     }
 
-    /// `base` plus the tools of every server, which are started first if they are not
-    /// running (confined by `policy`'s profile in `cwd`).
-    pub async fn registry(&self, base: &ToolRegistry, policy: &Policy, cwd: &Path) -> ToolRegistry {
-        if self.specs.is_empty() {
+    /// `base` plus the tools of every server — the `operator`'s (`[mcp]`) and the client's —
+    /// which are started first if they are not running (confined by `policy`'s profile in
+    /// `cwd`).
+    pub async fn registry(
+        &self,
+        base: &ToolRegistry,
+        policy: &Policy,
+        cwd: &Path,
+        operator: Vec<ServerSpec>,
+    ) -> ToolRegistry {
+        if self.specs.is_empty() && operator.is_empty() {
             return base.clone();
         }
         let timeout = Duration::from_secs(policy.limits.wall_time_secs.max(1));
@@ -48,7 +56,7 @@ impl McpSet {
         let started = match current {
             Some(started) => started,
             None => {
-                let started = Arc::new(self.start_all(policy, cwd, timeout).await);
+                let started = Arc::new(self.start_all(operator, policy, cwd, timeout).await);
                 self.lock().get_or_insert(started).clone()
             }
         };
@@ -78,9 +86,23 @@ impl McpSet {
         registry
     }
 
-    async fn start_all(&self, policy: &Policy, cwd: &Path, timeout: Duration) -> Started {
+    async fn start_all(
+        &self,
+        operator: Vec<ServerSpec>,
+        policy: &Policy,
+        cwd: &Path,
+        timeout: Duration,
+    ) -> Started {
         let sandbox = crate::tools::confine::sandbox(policy);
-        let starts = self.specs.iter().map(|spec| async {
+        let mut specs = operator;
+        for spec in &self.specs {
+            if specs.iter().any(|s| s.name == spec.name) {
+                tracing::warn!(server = %spec.name, "client MCP server skipped: the operator's has its name");
+            } else {
+                specs.push(spec.clone());
+            }
+        }
+        let starts = specs.iter().map(|spec| async {
             let server = match &sandbox {
                 Ok(sandbox) => server::start(sandbox, policy.profile(cwd, &[]), spec, timeout)
                     .await

@@ -19,9 +19,39 @@ pub struct ServerSpec {
     pub trusted: bool,
 }
 
-/// The longest server name accepted (tool names stay within the providers' 64 characters
-/// for ordinary tool names).
-pub const MAX_NAME: usize = 32;
+/// The operator's `[mcp]` servers of agent `alias`.
+pub fn operator_servers(config: &crate::config::Config, alias: &str) -> Vec<ServerSpec> {
+    config
+        .mcp
+        .for_agent(alias)
+        .map(|s| ServerSpec {
+            name: s.name.clone(),
+            command: s.command.clone(),
+            args: s.args.clone(),
+            env: s.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            trusted: s.trusted,
+        })
+        .collect()
+}
+
+/// `client`'s servers, refused when one is named like an operator server of agent `alias`.
+pub fn check_against_operator(
+    config: &crate::config::Config,
+    alias: &str,
+    client: &[ServerSpec],
+) -> Result<(), String> {
+    let operator = operator_servers(config, alias);
+    match client
+        .iter()
+        .find(|c| operator.iter().any(|o| o.name == c.name))
+    {
+        Some(clash) => Err(format!(
+            "mcpServers: the name {:?} is taken by a server the operator configured",
+            clash.name
+        )),
+        None => Ok(()),
+    }
+}
 
 /// The servers of an `mcpServers` array; the error says which entry is wrong and why.
 pub fn parse_list(list: &Value) -> Result<Vec<ServerSpec>, String> {
@@ -53,7 +83,7 @@ fn parse_one(item: &Value) -> Result<ServerSpec, String> {
         .get("name")
         .and_then(Value::as_str)
         .ok_or("missing string field `name`")?;
-    check_name(name)?;
+    crate::config::mcp::check_name(name)?;
     match map.get("type").and_then(Value::as_str) {
         None | Some("stdio") => {}
         Some(kind @ ("http" | "sse")) => {
@@ -90,21 +120,6 @@ fn parse_one(item: &Value) -> Result<ServerSpec, String> {
         env,
         trusted: false,
     })
-}
-
-fn check_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_NAME
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "the name {name:?} must be 1 to {MAX_NAME} letters, digits, `-` or `_`"
-        ))
-    }
 }
 
 fn env_var(var: &Value) -> Result<(String, String), String> {
