@@ -299,3 +299,51 @@ fn an_operator_server_reaches_every_session_of_its_agent_and_trusted_means_no_qu
     drop(s);
     assert!(wait_gone(&mark, Duration::from_secs(10)));
 }
+
+#[test]
+fn a_daemon_connection_that_closes_takes_its_sessions_servers_with_it() {
+    use support::acp_client::AcpClient;
+    use support::model_server::{ModelServer, tool_reply};
+    use support::ws_conn::{Endpoint, TokenAt, Upgrade};
+    use support::ws_daemon::Daemon;
+
+    let model = ModelServer::start_blocking(vec![
+        tool_reply("call-1", "mcp__d__media", &json!({})),
+        text_reply("done"),
+    ]);
+    let daemon = Daemon::builder()
+        .model(model.base_url())
+        .config_toml("[autonomy]\nlevel = \"full\"\n")
+        .spawn();
+    let upgrade = Upgrade::new(Endpoint::Tcp(daemon.tcp())).token(TokenAt::Header, daemon.token());
+    let client = AcpClient::connect(&upgrade, daemon.config_dir())
+        .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
+    client.initialize();
+    let work = tempfile::tempdir().unwrap();
+    let mark = marker("daemon");
+    let result = client.call(
+        "session/new",
+        json!({"cwd": work.path(), "mcpServers": [entry("d", &mark, "ok", json!([]))]}),
+    );
+    let session = result["sessionId"].as_str().unwrap().to_owned();
+    let response = client.prompt(&session, "go");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    let done = client
+        .updates_for(&session)
+        .into_iter()
+        .any(|u| u["toolCallId"] == "call-1" && u["status"] == "completed");
+    assert!(
+        done,
+        "the MCP call completed: {:?}",
+        client.updates_for(&session)
+    );
+    client.assert_valid();
+    assert!(!pids_with(&mark).is_empty(), "running while connected");
+    drop(client);
+    assert!(
+        wait_gone(&mark, Duration::from_secs(10)),
+        "the server outlived its connection: {:?}\n{}",
+        pids_with(&mark),
+        daemon.log()
+    );
+}
