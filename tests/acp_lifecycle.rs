@@ -18,10 +18,7 @@ fn initialize_has_the_exact_shape_of_the_spec() {
         caps["promptCapabilities"],
         json!({"image": false, "audio": false, "embeddedContext": true})
     );
-    assert_eq!(
-        caps["mcpCapabilities"],
-        json!({"http": false, "sse": false})
-    );
+    assert_eq!(caps["mcpCapabilities"], json!({"http": true, "sse": false}));
     assert_eq!(
         caps["sessionCapabilities"],
         json!({"resume": {}, "close": {}, "list": {}, "delete": {}})

@@ -257,8 +257,12 @@ fn bad_entries_are_invalid_params_and_http_is_refused_clearly() {
     for (servers, needle) in [
         (json!([{"name": "x y", "command": "/bin/true"}]), "letters"),
         (
-            json!([{"type": "http", "name": "h", "url": "http://127.0.0.1:1/mcp", "headers": []}]),
+            json!([{"type": "sse", "name": "h", "url": "http://127.0.0.1:1/sse", "headers": []}]),
             "not supported",
+        ),
+        (
+            json!([{"type": "http", "name": "h", "url": "http://127.0.0.1:1/mcp", "headers": []}]),
+            "network",
         ),
         (json!({"name": "a"}), "array"),
     ] {
@@ -346,4 +350,52 @@ fn a_daemon_connection_that_closes_takes_its_sessions_servers_with_it() {
         pids_with(&mark),
         daemon.log()
     );
+}
+
+/// The loopback http MCP server of `mcp_support/http_server.py`; killed on drop.
+struct HttpServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("/usr/bin/python3")
+            .args(["-c", include_str!("mcp_support/http_server.py")])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the http MCP server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("its port");
+        let port = line.trim().parse().expect("a port number");
+        HttpServer { child, port }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_http_server_is_used_when_the_network_is_allowed() {
+    let http = HttpServer::start();
+    let mut s = Scene::start(Setup::level("full").autonomy("network = \"allow\""));
+    let url = format!("http://127.0.0.1:{}/mcp", http.port);
+    with_servers(
+        &mut s,
+        json!([{"type": "http", "name": "web", "url": url,
+                "headers": [{"name": "X-Zc", "value": "from-client"}]}]),
+    );
+    let out = s.call("mcp__web__hello", json!({}));
+    out.assert_completed()
+        .assert_result_contains("hello over http")
+        .assert_result_contains("x-zc=from-client")
+        .assert_result_contains("session=zc-session-1");
+    assert_eq!(out.call["kind"], "fetch", "{}", out.describe());
 }

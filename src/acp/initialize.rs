@@ -24,7 +24,7 @@ pub fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
         "agentCapabilities": {
             "loadSession": persistent,
             "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
-            "mcpCapabilities": {"http": false, "sse": false},
+            "mcpCapabilities": {"http": true, "sse": false},
             "sessionCapabilities": session_capabilities,
         },
         "agentInfo": {

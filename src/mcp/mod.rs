@@ -5,11 +5,14 @@
 //! - [`server`]: one stdio server started inside the sandbox with the session's profile (its
 //!   cwd, network policy and limits; the environment only the sandbox's allowlist plus the
 //!   entry's `env`), spoken to over its stdio with the official Rust SDK (`rmcp`).
+//! - [`http`]: an http server's streamable-HTTP transport (zeroclaw's own connection, used
+//!   only when the session's network is allowed).
 //! - [`tool`]: one server tool as a [`crate::tools::Tool`] named `mcp__<server>__<tool>`,
 //!   gated by the policy like a medium-risk command, its result mapped to ACP content.
 //! - [`set`]: the servers of one session, started lazily at its first prompt (the model must
 //!   see their tools) and stopped when the session ends or its connection closes.
 
+pub mod http;
 pub mod server;
 pub mod set;
 pub mod spec;

@@ -26,14 +26,16 @@ const STDERR_TAIL: usize = 2048;
 /// A running, initialized server and the tools it listed.
 pub struct Server {
     pub name: String,
-    /// The helper's pid: the root of the server's confined tree.
-    pub pid: u32,
+    /// The helper's pid: the root of the server's confined tree (none for http).
+    pub pid: Option<u32>,
     /// `tools/list`, each tool as the MCP JSON object (`name`, `inputSchema`, ...).
     pub tools: Vec<Value>,
     client: RunningService<RoleClient, ()>,
     ended: watch::Receiver<Option<String>>,
     stderr: Tail,
     stop: CancellationToken,
+    /// An http server's end signal, kept so that it never fires.
+    _ended: Option<watch::Sender<Option<String>>>,
 }
 
 /// The end of the server's stderr, and whether it was read to its end.
@@ -101,7 +103,7 @@ pub async fn start(
     });
     let mut server = Server {
         name: spec.name.clone(),
-        pid,
+        pid: Some(pid),
         tools: Vec::new(),
         // Filled in below; `client` is needed first.
         client: match handshake(stdout, stdin, timeout, ended.clone(), &tail).await {
@@ -114,13 +116,51 @@ pub async fn start(
         ended,
         stderr: tail,
         stop,
+        _ended: None,
     };
-    let listed = server.guard(timeout, server.client.list_all_tools()).await;
-    let tools = listed.map_err(|e| format!("tools/list failed: {e}"))?;
-    server.tools = tools
-        .iter()
-        .filter_map(|t| serde_json::to_value(t).ok())
-        .collect();
+    server.list_tools(timeout).await?;
+    Ok(server)
+}
+
+/// Connects to an http server (zeroclaw's own connection: the caller checked the session's
+/// network policy) and completes the handshake and `tools/list` within `timeout`.
+pub async fn start_http(
+    spec: &ServerSpec,
+    endpoint: &super::spec::HttpEndpoint,
+    timeout: Duration,
+) -> Result<Server, String> {
+    let stop = CancellationToken::new();
+    let transport = super::http::transport(endpoint.clone(), stop.clone());
+    let client = match tokio::time::timeout(timeout, ().serve(transport)).await {
+        Ok(Ok(client)) => client,
+        Ok(Err(error)) => {
+            stop.cancel();
+            return Err(format!("initialize failed: {error}"));
+        }
+        Err(_) => {
+            stop.cancel();
+            return Err(format!(
+                "it did not answer initialize within {}s",
+                timeout.as_secs()
+            ));
+        }
+    };
+    let (ended_tx, ended) = watch::channel(None);
+    let (_, closed) = watch::channel(true);
+    let mut server = Server {
+        name: spec.name.clone(),
+        pid: None,
+        tools: Vec::new(),
+        client,
+        ended,
+        stderr: Tail {
+            kept: Arc::default(),
+            closed,
+        },
+        stop,
+        _ended: Some(ended_tx),
+    };
+    server.list_tools(timeout).await?;
     Ok(server)
 }
 
@@ -149,6 +189,16 @@ async fn handshake(
 }
 
 impl Server {
+    async fn list_tools(&mut self, timeout: Duration) -> Result<(), String> {
+        let listed = self.guard(timeout, self.client.list_all_tools()).await;
+        let tools = listed.map_err(|e| format!("tools/list failed: {e}"))?;
+        self.tools = tools
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect();
+        Ok(())
+    }
+
     /// Calls `tool`; the `CallToolResult` as JSON, or why there is none (the server ended,
     /// `timeout` passed, `cancel` fired).
     pub async fn call(

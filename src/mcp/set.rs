@@ -103,14 +103,20 @@ impl McpSet {
             }
         }
         let starts = specs.iter().map(|spec| async {
-            let server = match &sandbox {
-                Ok(sandbox) => server::start(sandbox, policy.profile(cwd, &[]), spec, timeout)
-                    .await
-                    .map(Arc::new),
-                Err(error) => Err(error.0.clone()),
+            let server = match (&spec.http, &sandbox) {
+                (Some(endpoint), _) if policy.network => {
+                    server::start_http(spec, endpoint, timeout).await.map(Arc::new)
+                }
+                (Some(_), _) => Err(http_refused()),
+                (None, Ok(sandbox)) => {
+                    server::start(sandbox, policy.profile(cwd, &[]), spec, timeout)
+                        .await
+                        .map(Arc::new)
+                }
+                (None, Err(error)) => Err(error.0.clone()),
             };
             match &server {
-                Ok(s) => tracing::info!(server = %spec.name, pid = s.pid, tools = s.tools.len(), "MCP server started"),
+                Ok(s) => tracing::info!(server = %spec.name, pid = ?s.pid, tools = s.tools.len(), "MCP server started"),
                 Err(error) => tracing::warn!(server = %spec.name, %error, "MCP server did not start"),
             }
             (spec.clone(), server)
@@ -127,4 +133,11 @@ impl McpSet {
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Started>>> {
         self.running.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Why an http server is not used in a session whose network is denied.
+pub fn http_refused() -> String {
+    "http MCP servers are reached by zeroclaw itself, so they are used only when the \
+     session's network is allowed ([autonomy] network = \"allow\"); this session's is denied"
+        .to_owned()
 }

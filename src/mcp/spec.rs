@@ -1,5 +1,6 @@
-//! The `mcpServers` entries a client sends (ACP `McpServer`): stdio servers are run; `http`
-//! and `sse` ones are refused while `mcpCapabilities` says they are not supported. A name
+//! The `mcpServers` entries a client sends (ACP `McpServer`): stdio servers are run, `http`
+//! ones connected to (streamable HTTP), `sse` ones refused (`mcpCapabilities.sse` is false).
+//! A name
 //! becomes part of tool names (`mcp__<name>__<tool>`), so it is kept to letters, digits, `-`
 //! and `_`, and unique in the list.
 
@@ -17,6 +18,17 @@ pub struct ServerSpec {
     pub env: Vec<(String, String)>,
     /// Its calls are low risk (never set for a client's server).
     pub trusted: bool,
+    /// Set for an http server (`command`, `args`, `env` are then empty): zeroclaw itself
+    /// connects to it, so only a session whose network is allowed may use it.
+    pub http: Option<HttpEndpoint>,
+}
+
+/// An http (streamable HTTP) MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpEndpoint {
+    pub url: String,
+    /// Sent with every request.
+    pub headers: Vec<(String, String)>,
 }
 
 /// The operator's `[mcp]` servers of agent `alias`.
@@ -30,6 +42,7 @@ pub fn operator_servers(config: &crate::config::Config, alias: &str) -> Vec<Serv
             args: s.args.clone(),
             env: s.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             trusted: s.trusted,
+            http: None,
         })
         .collect()
 }
@@ -86,11 +99,13 @@ fn parse_one(item: &Value) -> Result<ServerSpec, String> {
     crate::config::mcp::check_name(name)?;
     match map.get("type").and_then(Value::as_str) {
         None | Some("stdio") => {}
-        Some(kind @ ("http" | "sse")) => {
-            return Err(format!(
-                "{kind} MCP servers are not supported (mcpCapabilities.{kind} is false); \
-                 run the server over stdio instead"
-            ));
+        Some("http") => return parse_http(name, map),
+        Some("sse") => {
+            return Err(
+                "sse MCP servers are not supported (mcpCapabilities.sse is false); \
+                 use its streamable http endpoint or stdio"
+                    .to_owned(),
+            );
         }
         Some(other) => return Err(format!("unknown MCP server type {other:?}")),
     }
@@ -119,6 +134,31 @@ fn parse_one(item: &Value) -> Result<ServerSpec, String> {
         args,
         env,
         trusted: false,
+        http: None,
+    })
+}
+
+fn parse_http(name: &str, map: &serde_json::Map<String, Value>) -> Result<ServerSpec, String> {
+    let url = map
+        .get("url")
+        .and_then(Value::as_str)
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+        .ok_or("an http server needs a `url` starting with http:// or https://")?;
+    let headers = match map.get("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(list)) => list.iter().map(env_var).collect::<Result<_, _>>()?,
+        Some(_) => return Err("`headers` must be an array of {name, value}".to_owned()),
+    };
+    Ok(ServerSpec {
+        name: name.to_owned(),
+        command: String::new(),
+        args: Vec::new(),
+        env: Vec::new(),
+        trusted: false,
+        http: Some(HttpEndpoint {
+            url: url.to_owned(),
+            headers,
+        }),
     })
 }
 
@@ -159,8 +199,12 @@ mod tests {
                 "twice",
             ),
             (
-                json!([{"type": "http", "name": "h", "url": "http://x"}]),
+                json!([{"type": "sse", "name": "h", "url": "http://x"}]),
                 "not supported",
+            ),
+            (
+                json!([{"type": "http", "name": "h", "url": "ftp://x"}]),
+                "url",
             ),
             (
                 json!([{"name": "a", "command": "x", "env": [{"name": "A=B", "value": ""}]}]),
