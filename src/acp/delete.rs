@@ -26,6 +26,7 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
         let session = conn.session(id)?;
         session.cancel_turn();
         session.wait_idle().await;
+        session.mcp.stop();
         conn.server.sessions.remove(id);
     }
     let record = store.get_session(id).await.map_err(internal)?;
