@@ -42,6 +42,7 @@ struct RawConfig {
     audit: super::AuditConfig,
     #[serde(default)]
     store: super::StoreConfig,
+    #[serde(default)]
     mcp: super::mcp::McpConfig,
 }
 
