@@ -6,7 +6,7 @@
 
 mod support;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use support::acp_client::{AcpClient, is_response, prompt_params};
 use support::model_server::{ModelServer, Reply, finish, text, text_reply};
 use support::postgres::TestDb;
@@ -32,11 +32,14 @@ fn client(daemon: &Daemon) -> AcpClient {
     client
 }
 
-fn load(client: &AcpClient, session: &str, cwd: &std::path::Path) -> Value {
-    client.call(
+/// `session/load` of `session`; the answer must be a load answer (with the session's modes).
+fn load(client: &AcpClient, session: &str, cwd: &std::path::Path) -> bool {
+    let answer = client.call(
         "session/load",
         json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-    )
+    );
+    assert!(answer["modes"].is_object(), "{answer}");
+    true
 }
 
 /// The users' lines stored for `session`, read from the database itself.
@@ -72,7 +75,7 @@ fn a_session_continues_on_another_daemon_after_kill_9() {
     );
 
     let on_b = client(&b);
-    assert_eq!(load(&on_b, &session, work.path()), json!({}));
+    assert!(load(&on_b, &session, work.path()));
     let out = on_b.prompt(&session, "two");
     assert_eq!(out["result"]["content"], "from b", "{out}");
     let requests = model.requests();
@@ -100,11 +103,7 @@ fn prompts_for_one_session_on_two_daemons_run_on_exactly_one() {
     let on_a = client(&a);
     let on_b = client(&b);
     let session = on_a.new_session(work.path());
-    assert_eq!(
-        load(&on_b, &session, work.path()),
-        json!({}),
-        "B can read it"
-    );
+    assert!(load(&on_b, &session, work.path()), "B can read it");
     let from_a = on_a.send_request("session/prompt", prompt_params(&session, "on a"));
     let from_b = on_b.send_request("session/prompt", prompt_params(&session, "on b"));
     let b_answer = on_b.wait_response(&from_b);
@@ -144,9 +143,18 @@ fn a_paused_holder_taken_over_never_writes_again() {
     on_a.prompt(&session, "first on a");
     let pid = nix::unistd::Pid::from_raw(a.pid() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // Resumed whatever happens, so a failing assertion never leaves A stopped (the clients'
+    // clean-up would wait for it).
+    struct Resume(nix::unistd::Pid);
+    impl Drop for Resume {
+        fn drop(&mut self) {
+            let _ = nix::sys::signal::kill(self.0, nix::sys::signal::Signal::SIGCONT);
+        }
+    }
+    let resume = Resume(pid);
     // A is alive but silent: B must wait for the 2 s lease to expire.
     let on_b = client(&b);
-    assert_eq!(load(&on_b, &session, work.path()), json!({}));
+    assert!(load(&on_b, &session, work.path()));
     let started = std::time::Instant::now();
     let taken = loop {
         let out = on_b.prompt(&session, "on b");
@@ -158,7 +166,7 @@ fn a_paused_holder_taken_over_never_writes_again() {
         std::thread::sleep(std::time::Duration::from_millis(300));
     };
     assert_eq!(taken["result"]["content"], "b after takeover");
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    drop(resume);
     let from = on_a.message_count();
     let id = on_a.send_request("session/prompt", prompt_params(&session, "stale on a"));
     let (_, stale) = on_a.wait_for_from(from, |m| is_response(m) && m["id"] == id);

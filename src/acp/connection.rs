@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use super::Server;
 use super::session::Session;
 use super::sessions::not_found;
-use super::{config_options, delete, initialize, lifecycle, listing, modes, new_session, prompt, restore};
+use super::{
+    config_options, delete, initialize, lifecycle, listing, modes, new_session, prompt, restore,
+};
 use crate::rpc::{Handler, Peer, RpcError};
 
 pub struct Connection {

@@ -113,7 +113,11 @@ async fn apply(
         ProviderEvent::Usage(usage) => {
             tracing::debug!(?usage, "model usage");
             let metrics = crate::metrics::get();
-            metrics.tokens(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens);
+            metrics.tokens(
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+            );
             step.usage = Some(usage);
             crate::telemetry::usage(usage.input_tokens, usage.output_tokens);
         }

@@ -332,7 +332,9 @@ impl NewTurn {
 
 /// Awaits a write, observing its latency (waiting for a connection or the store thread, and
 /// the commit) as `zeroclaw_store_write_seconds`, whichever the backend.
-async fn timed_write<T>(write: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+async fn timed_write<T>(
+    write: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
     let started = std::time::Instant::now();
     let result = write.await;
     crate::metrics::get().store_write(started.elapsed());

@@ -147,7 +147,10 @@ pub async fn set_option(
     }
 }
 
-pub async fn options(c: &impl GenericClient, id: &str) -> Result<BTreeMap<String, String>, StoreError> {
+pub async fn options(
+    c: &impl GenericClient,
+    id: &str,
+) -> Result<BTreeMap<String, String>, StoreError> {
     let rows = c
         .query(
             "SELECT option_id, value FROM session_options WHERE session_id = $1",

@@ -160,8 +160,7 @@ impl Backend for PgBackend {
     }
 
     fn set_option(&self, id: String, option: String, value: String) -> Answer<'_, ()> {
-        async move { meta::set_option(&**self.client().await?, &id, &option, &value).await }
-            .boxed()
+        async move { meta::set_option(&**self.client().await?, &id, &option, &value).await }.boxed()
     }
 
     fn options(&self, id: String) -> Answer<'_, std::collections::BTreeMap<String, String>> {
