@@ -103,6 +103,14 @@ pub fn local_principal() -> String {
     format!("uid:{}", nix::unistd::geteuid().as_raw())
 }
 
+impl Connection {
+    /// Whether this connection's principal is this process's own user (stdio, or the daemon's
+    /// Unix-socket peer of the same uid): it also owns sessions stored without an owner.
+    pub fn is_local_principal(&self) -> bool {
+        self.owner == local_principal()
+    }
+}
+
 impl Drop for Connection {
     /// The client is gone: its sessions stay active (running turns finish and are stored) and
     /// may be loaded from another connection of the same principal.

@@ -4,12 +4,12 @@
 //! background while the session is active, and released once it is not.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
 
-use super::server::Server;
+use super::sessions::Sessions;
 use crate::rpc::RpcError;
 use crate::store::{Fence, Holder, LeaseError, Store, StoreError};
 
@@ -67,33 +67,35 @@ impl Leases {
         lock(&self.held).remove(session);
     }
 
-    /// Renews the leases of active sessions every third of the lease time and releases the
-    /// others; ends with the server.
-    pub fn spawn_renewal(server: &Arc<Server>) {
-        let weak: Weak<Server> = Arc::downgrade(server);
-        let period = server.leases.ttl / 3;
+    /// Renews the leases of `sessions`' active sessions in `store` every third of the lease
+    /// time and releases the others; ends once the leases or the sessions are dropped.
+    pub fn spawn_renewal(leases: &Arc<Leases>, store: Option<Store>, sessions: &Arc<Sessions>) {
+        let Some(store) = store else {
+            return;
+        };
+        let (leases, sessions) = (Arc::downgrade(leases), Arc::downgrade(sessions));
+        let Some(period) = leases.upgrade().map(|l| l.ttl / 3) else {
+            return;
+        };
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(period.max(Duration::from_millis(100)));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             tick.tick().await;
             loop {
                 tick.tick().await;
-                let Some(server) = weak.upgrade() else {
+                let (Some(leases), Some(sessions)) = (leases.upgrade(), sessions.upgrade()) else {
                     break;
                 };
-                server.leases.renew(&server).await;
+                leases.renew(&store, &sessions).await;
             }
         });
     }
 
-    async fn renew(&self, server: &Server) {
-        let Some(store) = &server.store else {
-            return;
-        };
+    async fn renew(&self, store: &Store, sessions: &Sessions) {
         let (active, idle): (Vec<Fence>, Vec<Fence>) = lock(&self.held)
             .values()
             .cloned()
-            .partition(|f| server.sessions.contains(&f.session));
+            .partition(|f| sessions.contains(&f.session));
         for fence in idle {
             self.lost(&fence.session);
             if let Err(error) = store.release_lease(fence).await {
@@ -125,14 +127,18 @@ impl Leases {
 
 /// The fence a turn of `session` is written under: the lease this process holds, or a fresh
 /// claim; another live holder is SESSION_BUSY (`leased_elsewhere`, naming it).
-pub async fn for_turn(server: &Server, session: &str) -> Result<Option<Fence>, RpcError> {
-    let Some(store) = &server.store else {
+pub async fn for_turn(
+    leases: &Leases,
+    store: Option<&Store>,
+    session: &str,
+) -> Result<Option<Fence>, RpcError> {
+    let Some(store) = store else {
         return Ok(None);
     };
-    if let Some(fence) = server.leases.fence(session) {
+    if let Some(fence) = leases.fence(session) {
         return Ok(Some(fence));
     }
-    match server.leases.claim(store, session).await {
+    match leases.claim(store, session).await {
         Ok(fence) => Ok(Some(fence)),
         Err(StoreError::Lease(LeaseError::Held {
             holder,
@@ -145,11 +151,15 @@ pub async fn for_turn(server: &Server, session: &str) -> Result<Option<Fence>, R
 
 /// Takes the lease for a loaded or new session; held elsewhere only logs (its prompts will
 /// answer SESSION_BUSY until the lease is free).
-pub async fn on_open(server: &Server, session: &str) -> Result<(), RpcError> {
-    let Some(store) = &server.store else {
+pub async fn on_open(
+    leases: &Leases,
+    store: Option<&Store>,
+    session: &str,
+) -> Result<(), RpcError> {
+    let Some(store) = store else {
         return Ok(());
     };
-    match server.leases.claim(store, session).await {
+    match leases.claim(store, session).await {
         Ok(_) => Ok(()),
         Err(StoreError::Lease(LeaseError::Held { holder, .. })) => {
             tracing::info!(session, %holder, "session opened while another daemon holds its lease");

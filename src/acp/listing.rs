@@ -9,7 +9,6 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
-use super::connection::local_principal;
 use super::{Connection, params};
 use crate::rpc::RpcError;
 use crate::store::ListQuery;
@@ -31,7 +30,7 @@ pub async fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError
         .transpose()?;
     let query = ListQuery {
         owner: conn.owner.clone(),
-        include_unowned: conn.owner == local_principal(),
+        include_unowned: conn.is_local_principal(),
         cwd,
         after,
         limit: PAGE + 1,

@@ -66,7 +66,7 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
             )));
         }
     }
-    super::lease::on_open(server, &id).await?;
+    super::lease::on_open(&server.leases, server.store.as_ref(), &id).await?;
     let event = audit::session_event("session.create", &id, Some(conn.owner.as_str()))
         .with("agent", session.agent_alias.as_str())
         .with("cwd", cwd.to_string_lossy().into_owned());

@@ -26,7 +26,8 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         .map_err(|_| RpcError::session_busy(format!("session {id} is busy with another prompt")))?;
     // Taken before the first await, so the server never aborts a started turn half-way.
     let request_cancelled = peer.take_cancellation();
-    let fence = super::lease::for_turn(&conn.server, &session.id).await?;
+    let server = &conn.server;
+    let fence = super::lease::for_turn(&server.leases, server.store.as_ref(), &session.id).await?;
     let title = titles::for_first_turn(&session, &parts);
     let user_text = materialize::write(parts, &session.cwd).await?;
     let models = config_options::models(conn, &session).await;

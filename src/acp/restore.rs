@@ -119,7 +119,7 @@ async fn restore(
         .filter_map(Entry::from_stored)
         .collect();
     store.touch(id).await.map_err(internal)?;
-    super::lease::on_open(&conn.server, id).await?;
+    super::lease::on_open(&conn.server.leases, conn.server.store.as_ref(), id).await?;
     Ok(Arc::new(Session::new(
         record.id,
         alias,

@@ -25,7 +25,7 @@ pub struct Server {
     pub launch_dir: PathBuf,
     providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
     /// The leases this process holds on the sessions it runs.
-    pub leases: super::lease::Leases,
+    pub leases: Arc<super::lease::Leases>,
 }
 
 impl Server {
@@ -49,7 +49,9 @@ impl Server {
         let launch_dir = std::env::current_dir()
             .and_then(|d| d.canonicalize())
             .unwrap_or_else(|_| PathBuf::from("/"));
-        let leases = super::lease::Leases::new(Duration::from_secs(config.store.lease_secs));
+        let leases = Arc::new(super::lease::Leases::new(Duration::from_secs(
+            config.store.lease_secs,
+        )));
         let server = Arc::new(Server {
             config: RwLock::new(Arc::new(config)),
             store,
@@ -59,7 +61,7 @@ impl Server {
             providers: Mutex::default(),
             leases,
         });
-        super::lease::Leases::spawn_renewal(&server);
+        super::lease::Leases::spawn_renewal(&server.leases, server.store.clone(), &server.sessions);
         server
     }
 
