@@ -10,7 +10,8 @@ use super::Server;
 use super::session::Session;
 use super::sessions::not_found;
 use super::{
-    config_options, delete, initialize, lifecycle, listing, modes, new_session, prompt, restore,
+    client_fs, config_options, delete, initialize, lifecycle, listing, modes, new_session, prompt,
+    restore,
 };
 use crate::rpc::{Handler, Peer, RpcError};
 
@@ -23,6 +24,8 @@ pub struct Connection {
     /// A connection-scoped default agent (the gateway's `?agent=`); `None` for stdio.
     pub default_agent: Option<String>,
     initialized: AtomicBool,
+    /// The client's `fs` capabilities, from its `initialize`.
+    pub fs: client_fs::FsCapabilities,
     /// Sessions this connection made, loaded or resumed; detached when it closes.
     held: Mutex<Vec<Weak<Session>>>,
 }
@@ -35,6 +38,7 @@ impl Connection {
             owner: owner.unwrap_or_else(local_principal),
             default_agent,
             initialized: AtomicBool::new(false),
+            fs: Default::default(),
             held: Mutex::default(),
         }
     }

@@ -1,5 +1,5 @@
 //! `initialize`: protocol version 1, capabilities (persistence ones only with a store), agent
-//! info, and the ZeroClaw `_meta.zeroclaw` block.
+//! info, and the ZeroClaw `_meta.zeroclaw` block; records the client's `fs` capabilities.
 
 use serde_json::{Value, json};
 
@@ -10,6 +10,7 @@ pub const PROTOCOL_VERSION: u64 = 1;
 
 pub fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
     params::object(params)?;
+    conn.fs.record(params);
     let server = &conn.server;
     let config = server.config();
     let persistent = server.store.is_some();

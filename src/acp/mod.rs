@@ -13,9 +13,11 @@
 //! - [`config_options`]: the session's `configOptions` (model, thought level) and
 //!   `session/set_config_option`.
 //! - [`params`], [`agents`], [`updates`]: parameter aliases, agent alias resolution, and the
-//!   `session/update` sink; [`permission`]: `session/request_permission` and a turn's tool env.
+//!   `session/update` sink; [`permission`]: `session/request_permission` and a turn's tool env;
+//!   [`client_fs`]: the client's `fs` capabilities and the `fs/*` requests.
 
 pub mod agents;
+pub mod client_fs;
 pub mod commands;
 pub mod config_options;
 pub mod connection;

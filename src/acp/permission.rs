@@ -1,5 +1,5 @@
 //! `session/request_permission` over the connection that sent the prompt, and the tool
-//! environment (policy, approvals, asker, embedder) of one turn. An unanswered request is
+//! environment (policy, approvals, asker, embedder, client files) of one turn. An unanswered request is
 //! denied after `session_timeout_secs`; a cancelled turn drops the request and the tool never
 //! runs.
 
@@ -9,11 +9,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Connection;
+use super::client_fs::PeerFiles;
 use super::embed::ConfinedEmbedder;
 use super::session::Session;
 use crate::policy::Policy;
 use crate::rpc::Peer;
-use crate::tools::{Asker, BoxFuture, ToolEnv};
+use crate::tools::{Asker, BoxFuture, PolicySource, ToolEnv};
 
 /// Asks the client of one connection.
 pub struct PeerAsker {
@@ -34,21 +35,48 @@ impl Asker for PeerAsker {
     }
 }
 
-/// The tool environment of a turn of `session` on `conn`.
-pub fn tool_env(conn: &Connection, session: &Session, peer: Peer) -> Arc<ToolEnv> {
+/// The tool environment of a turn of `session` on `conn`: the files through the client where
+/// it offered them, and the policy re-read for each call (a mode the client chooses during
+/// the turn applies from its next call; the turn's config stays).
+pub fn tool_env(conn: &Connection, session: &Arc<Session>, peer: Peer) -> Arc<ToolEnv> {
     let config = conn.server.config();
+    let timeout = Duration::from_secs(config.acp.session_timeout_secs);
     Arc::new(ToolEnv {
         policy: Policy::for_session(&config, &session.agent_alias, session.chosen_mode()),
         approvals: session.approvals.clone(),
         asker: Arc::new(PeerAsker {
-            peer,
+            peer: peer.clone(),
             session_id: session.id.clone(),
-            timeout: Duration::from_secs(config.acp.session_timeout_secs),
+            timeout,
         }),
         embedder: Arc::new(ConfinedEmbedder),
         audit: crate::audit::tool::Scope {
             principal: session.owner.clone(),
             agent: session.agent_alias.clone(),
         },
+        files: Arc::new(PeerFiles {
+            peer,
+            session_id: session.id.clone(),
+            timeout,
+            read: conn.fs.reads(),
+            write: conn.fs.writes(),
+        }),
+        levels: Some(Arc::new(SessionPolicy {
+            config,
+            session: session.clone(),
+        })),
     })
+}
+
+/// A session's policy under the turn's config and the mode chosen now.
+struct SessionPolicy {
+    config: Arc<crate::config::Config>,
+    session: Arc<Session>,
+}
+
+impl PolicySource for SessionPolicy {
+    fn current(&self) -> Policy {
+        let session = &self.session;
+        Policy::for_session(&self.config, &session.agent_alias, session.chosen_mode())
+    }
 }

@@ -303,7 +303,8 @@ impl Turn<'_> {
             updates: recorder,
             cancel: self.ctx.cancel.clone(),
             call_id: call.id.clone(),
-            env: self.ctx.env.clone(),
+            // A mode the client chose during the turn applies from this call on.
+            env: self.ctx.env.for_next_call(),
         };
         let started = Instant::now();
         let span = crate::telemetry::execute_tool(&call.name, &call.id);

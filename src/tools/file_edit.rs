@@ -1,13 +1,16 @@
 //! `file_edit`: replaces an exact string in a file (once, or every occurrence with
 //! `replace_all`), inside the confined child; fails clearly when the string is absent or
-//! ambiguous. The update carries a `diff` and the line of the first change.
+//! ambiguous. When the client serves writes, the edit applies to its buffer (read through the
+//! client when it serves reads, else from the disk, confined) and is written back through
+//! `fs/write_text_file` ([`super::buffers`]). The update carries a `diff` and the line of the
+//! first change.
 
 use serde_json::{Value, json};
 
 use super::file_read::parent;
-use super::ops::{EditAnswer, EditRequest};
+use super::ops::{EditAnswer, EditRequest, apply_edit};
 use super::{
-    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
+    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, buffers, confine,
 };
 use crate::policy::Access;
 use crate::policy::approval::Action;
@@ -67,7 +70,14 @@ impl Tool for FileEdit {
                 roots: profile.writable_roots().cloned().collect(),
             };
             approve::gate(ctx, "file_edit", ToolKind::Edit, Action::Write, raw).await?;
-            let answer: EditAnswer = confine::run_op(ctx, &profile, "file_edit", &request).await?;
+            let answer: EditAnswer = if ctx.env.files.writes() {
+                let text = buffers::current(ctx, &profile, &path).await?;
+                let answer = apply_edit(text, &request)?;
+                buffers::write(ctx, &path, &answer.new, &request.roots).await?;
+                answer
+            } else {
+                confine::run_op(ctx, &profile, "file_edit", &request).await?
+            };
             Ok(ToolOutput {
                 text: format!(
                     "Edited {}: {} replacement(s), first at line {}",

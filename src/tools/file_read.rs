@@ -1,12 +1,13 @@
 //! `file_read`: a text file's lines (optional 1-based `offset` and `limit`), read inside the
-//! confined child after the policy's path check.
+//! confined child after the policy's path check — or, when the client serves reads, from its
+//! buffer through `fs/read_text_file` after the same check ([`super::buffers`]).
 
 use serde_json::{Value, json};
 
-use super::ops::{ReadAnswer, ReadRequest};
+use super::ops::{ReadAnswer, ReadRequest, select_lines};
 use super::output::{MODEL_TEXT_CAP, capped};
 use super::{
-    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
+    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, buffers, confine,
 };
 use crate::policy::Access;
 use crate::policy::approval::Action;
@@ -62,13 +63,18 @@ impl Tool for FileRead {
             let limit = args::opt_u64(&args, "limit")?.unwrap_or(DEFAULT_LIMIT);
             let path = ctx.env.policy.check_path(&ctx.cwd, raw, Access::Read)?;
             approve::gate(ctx, "file_read", ToolKind::Read, Action::Read, raw).await?;
-            let profile = confine::profile(ctx, &[(parent(&path), false)]);
-            let request = ReadRequest {
-                path: path.clone(),
-                offset: offset as usize,
-                limit: limit as usize,
+            let answer = if ctx.env.files.reads() {
+                let text = buffers::read(ctx, &path).await?;
+                select_lines(&text, offset as usize, limit as usize)
+            } else {
+                let profile = confine::profile(ctx, &[(parent(&path), false)]);
+                let request = ReadRequest {
+                    path: path.clone(),
+                    offset: offset as usize,
+                    limit: limit as usize,
+                };
+                confine::run_op::<_, ReadAnswer>(ctx, &profile, "file_read", &request).await?
             };
-            let answer: ReadAnswer = confine::run_op(ctx, &profile, "file_read", &request).await?;
             let last = answer.first_line + answer.text.lines().count().max(1) - 1;
             let text = format!(
                 "{} (lines {}-{} of {}):\n{}",

@@ -1,12 +1,13 @@
-//! `file_write`: creates or replaces a file (parents created), inside the confined child; the
-//! update carries a `diff` with the old and new text.
+//! `file_write`: creates or replaces a file (parents created), inside the confined child — or,
+//! when the client serves writes, in its buffer through `fs/write_text_file` after the same
+//! checks ([`super::buffers`]); the update carries a `diff` with the old and new text.
 
 use serde_json::{Value, json};
 
 use super::file_read::parent;
 use super::ops::{WriteAnswer, WriteRequest};
 use super::{
-    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
+    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, buffers, confine,
 };
 use crate::policy::Access;
 use crate::policy::approval::Action;
@@ -63,8 +64,13 @@ impl Tool for FileWrite {
                 content: content.to_owned(),
                 roots: profile.writable_roots().cloned().collect(),
             };
-            let answer: WriteAnswer =
-                confine::run_op(ctx, &profile, "file_write", &request).await?;
+            let answer: WriteAnswer = if ctx.env.files.writes() {
+                let old = buffers::current(ctx, &profile, &path).await.ok();
+                buffers::write(ctx, &path, content, &request.roots).await?;
+                WriteAnswer { old }
+            } else {
+                confine::run_op(ctx, &profile, "file_write", &request).await?
+            };
             let verb = if answer.old.is_some() {
                 "Updated"
             } else {

@@ -11,6 +11,7 @@
 pub mod approve;
 pub mod args;
 pub mod ask_user;
+pub mod buffers;
 pub mod confine;
 pub mod content_search;
 pub mod deliver_file;
@@ -125,6 +126,39 @@ pub struct ToolEnv {
     pub embedder: Arc<dyn Embedder>,
     /// Who the session's calls are recorded for in the audit log.
     pub audit: crate::audit::tool::Scope,
+    /// The client's editor buffers, where it offered them; [`buffers::Disk`] otherwise.
+    pub files: Arc<dyn buffers::ClientFiles>,
+    /// Where the policy of the session's next call comes from (its mode may change during a
+    /// turn); `None`: [`ToolEnv::policy`] for the whole turn.
+    pub levels: Option<Arc<dyn PolicySource>>,
+}
+
+/// The session's policy as of now (the client may lower its mode at any time).
+pub trait PolicySource: Send + Sync {
+    fn current(&self) -> Policy;
+}
+
+impl ToolEnv {
+    /// The environment of the session's next tool call: the same, with the policy as of now
+    /// when the session's mode changed since this one was built.
+    pub fn for_next_call(self: &Arc<Self>) -> Arc<ToolEnv> {
+        let Some(levels) = &self.levels else {
+            return self.clone();
+        };
+        let policy = levels.current();
+        if policy.level == self.policy.level {
+            return self.clone();
+        }
+        Arc::new(ToolEnv {
+            policy,
+            approvals: self.approvals.clone(),
+            asker: self.asker.clone(),
+            embedder: self.embedder.clone(),
+            audit: self.audit.clone(),
+            files: self.files.clone(),
+            levels: self.levels.clone(),
+        })
+    }
 }
 
 /// An asker and embedder for contexts without a client: every question and delivery fails.
@@ -159,6 +193,8 @@ impl Default for ToolEnv {
             asker: Arc::new(NoClient),
             embedder: Arc::new(NoClient),
             audit: Default::default(),
+            files: Arc::new(buffers::Disk),
+            levels: None,
         }
     }
 }

@@ -76,15 +76,20 @@ pub struct ReadAnswer {
 fn file_read(payload: &[u8]) -> Result<Vec<u8>, String> {
     run(payload, |r: ReadRequest| {
         let text = read_text(&r.path)?;
-        let lines: Vec<&str> = text.lines().collect();
-        let start = r.offset.saturating_sub(1).min(lines.len());
-        let end = start.saturating_add(r.limit).min(lines.len());
-        Ok(ReadAnswer {
-            text: super::output::capped(lines[start..end].join("\n").as_bytes(), 1 << 20),
-            first_line: start + 1,
-            total_lines: lines.len(),
-        })
+        Ok(select_lines(&text, r.offset, r.limit))
     })
+}
+
+/// Lines `offset..offset+limit` (1-based) of a file's `text`, as `file_read` answers them.
+pub fn select_lines(text: &str, offset: usize, limit: usize) -> ReadAnswer {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = offset.saturating_sub(1).min(lines.len());
+    let end = start.saturating_add(limit).min(lines.len());
+    ReadAnswer {
+        text: super::output::capped(lines[start..end].join("\n").as_bytes(), 1 << 20),
+        first_line: start + 1,
+        total_lines: lines.len(),
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -96,7 +101,8 @@ pub struct WriteRequest {
     pub roots: Vec<PathBuf>,
 }
 
-fn check_persistent(path: &Path, roots: &[PathBuf]) -> Result<(), String> {
+/// Refuses a write outside `roots` (see [`WriteRequest::roots`]).
+pub fn check_persistent(path: &Path, roots: &[PathBuf]) -> Result<(), String> {
     if roots.iter().any(|r| path.starts_with(r)) {
         return Ok(());
     }
@@ -146,41 +152,49 @@ pub struct EditAnswer {
 fn file_edit(payload: &[u8]) -> Result<Vec<u8>, String> {
     run(payload, |r: EditRequest| {
         check_persistent(&r.path, &r.roots)?;
-        if r.old_string.is_empty() {
-            return Err("old_string is empty; use file_write to create a file".into());
-        }
         let old = read_text(&r.path)?;
-        let count = old.matches(&r.old_string).count();
-        match count {
-            0 => {
-                return Err(format!(
-                    "old_string was not found in {}; read the file and copy the exact text",
-                    r.path.display()
-                ));
-            }
-            n if n > 1 && !r.replace_all => {
-                return Err(format!(
-                    "old_string has {n} occurrences in {}; add surrounding context to make \
-                     it unique, or set replace_all",
-                    r.path.display()
-                ));
-            }
-            _ => {}
+        let answer = apply_edit(old, &r)?;
+        std::fs::write(&r.path, answer.new.as_bytes())
+            .map_err(|e| io_error("write", &r.path, e))?;
+        Ok(answer)
+    })
+}
+
+/// The edit `r` applied to the file's text `old` (nothing written): refuses an empty, absent
+/// or (without `replace_all`) ambiguous `old_string`.
+pub fn apply_edit(old: String, r: &EditRequest) -> Result<EditAnswer, String> {
+    if r.old_string.is_empty() {
+        return Err("old_string is empty; use file_write to create a file".into());
+    }
+    let count = old.matches(&r.old_string).count();
+    match count {
+        0 => {
+            return Err(format!(
+                "old_string was not found in {}; read the file and copy the exact text",
+                r.path.display()
+            ));
         }
-        let first = old.find(&r.old_string).unwrap_or(0);
-        let line = old[..first].matches('\n').count() + 1;
-        let new = if r.replace_all {
-            old.replace(&r.old_string, &r.new_string)
-        } else {
-            old.replacen(&r.old_string, &r.new_string, 1)
-        };
-        std::fs::write(&r.path, new.as_bytes()).map_err(|e| io_error("write", &r.path, e))?;
-        Ok(EditAnswer {
-            old,
-            new,
-            replacements: if r.replace_all { count } else { 1 },
-            line,
-        })
+        n if n > 1 && !r.replace_all => {
+            return Err(format!(
+                "old_string has {n} occurrences in {}; add surrounding context to make \
+                 it unique, or set replace_all",
+                r.path.display()
+            ));
+        }
+        _ => {}
+    }
+    let first = old.find(&r.old_string).unwrap_or(0);
+    let line = old[..first].matches('\n').count() + 1;
+    let new = if r.replace_all {
+        old.replace(&r.old_string, &r.new_string)
+    } else {
+        old.replacen(&r.old_string, &r.new_string, 1)
+    };
+    Ok(EditAnswer {
+        old,
+        new,
+        replacements: if r.replace_all { count } else { 1 },
+        line,
     })
 }
 

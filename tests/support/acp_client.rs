@@ -617,10 +617,33 @@ impl AcpClient {
 
     /// `initialize` with protocol version 1; returns the result.
     pub fn initialize(&self) -> Value {
+        self.initialize_with(json!({}))
+    }
+
+    /// `initialize` offering these `clientCapabilities`; returns the result.
+    pub fn initialize_with(&self, capabilities: Value) -> Value {
         self.call(
             "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            json!({"protocolVersion": 1, "clientCapabilities": capabilities}),
         )
+    }
+
+    /// Serves later `fs/*` requests from these editor buffers.
+    pub fn serve_files(&self, buffers: super::acp_fs::Buffers) {
+        self.shared.lock().files = Some(buffers);
+    }
+
+    /// The editor buffers as they are now (after the server's writes).
+    pub fn buffers(&self) -> super::acp_fs::Buffers {
+        self.shared.lock().files.clone().unwrap_or_default()
+    }
+
+    /// Outbound `fs/*` requests received so far.
+    pub fn fs_requests(&self) -> Vec<Value> {
+        self.messages()
+            .into_iter()
+            .filter(|m| m["method"].as_str().is_some_and(|n| n.starts_with("fs/")))
+            .collect()
     }
 
     /// `session/new` in `cwd` (base-spec shape); returns the session id.

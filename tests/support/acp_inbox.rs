@@ -1,6 +1,7 @@
 //! The receiving side of the test ACP client: a reader thread that collects every line the
 //! server writes to stdout, checks it (JSON-RPC, valid against the ACP v1 schema via
-//! `acp_schema`), answers `session/request_permission` by policy, and wakes waiters; and a
+//! `acp_schema`), answers `session/request_permission` by policy and `fs/*` from its editor
+//! buffers (`acp_fs`), and wakes waiters; and a
 //! collector for the server's stderr.
 #![allow(dead_code)]
 
@@ -11,6 +12,7 @@ use std::thread::JoinHandle;
 
 use serde_json::{Value, json};
 
+use super::acp_fs::{self, Buffers};
 use super::acp_schema::{SentRequest, check_message};
 
 /// How the client answers `session/request_permission` requests from the server.
@@ -33,6 +35,8 @@ pub struct Inbox {
     pub violations: Vec<String>,
     pub eof: bool,
     pub permission: Option<Permission>,
+    /// The editor buffers `fs/*` requests are served from (`None`: not answered).
+    pub files: Option<Buffers>,
 }
 
 /// Where the client writes: the server's stdin, or a WebSocket frame sink (`ws_conn`).
@@ -108,7 +112,8 @@ pub fn handle_line(shared: &Shared, line: &[u8]) {
             if let Err(e) = checked {
                 inbox.violations.push(format!("{e}\n  message: {msg}"));
             }
-            let answer = permission_answer(&msg, inbox.permission.as_ref());
+            let answer = permission_answer(&msg, inbox.permission.as_ref())
+                .or_else(|| acp_fs::answer(&msg, inbox.files.as_mut()?));
             inbox.messages.push(msg);
             drop(inbox);
             if let Some(answer) = answer {

@@ -3,6 +3,7 @@
 
 pub mod acp_client;
 pub mod acp_fixture;
+pub mod acp_fs;
 pub mod acp_inbox;
 pub mod acp_schema;
 pub mod anthropic_stream;

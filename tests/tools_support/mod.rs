@@ -33,6 +33,8 @@ pub struct Setup {
     pub config_dir: Option<PathBuf>,
     /// Where the scene's temp dirs are made (default: the system temp dir).
     pub base: Option<PathBuf>,
+    /// The client's `initialize` capabilities.
+    pub capabilities: Value,
 }
 
 impl Default for Setup {
@@ -44,6 +46,7 @@ impl Default for Setup {
             permission: Permission::Select("allow-once".into()),
             config_dir: None,
             base: None,
+            capabilities: json!({}),
         }
     }
 }
@@ -73,6 +76,12 @@ impl Setup {
     /// Makes the scene's dirs (root, fake HOME, config dir) under `dir`.
     pub fn under(mut self, dir: impl Into<PathBuf>) -> Setup {
         self.base = Some(dir.into());
+        self
+    }
+
+    /// Offers the client's `fs.readTextFile` / `fs.writeTextFile` in `initialize`.
+    pub fn client_fs(mut self, read: bool, write: bool) -> Setup {
+        self.capabilities = json!({"fs": {"readTextFile": read, "writeTextFile": write}});
         self
     }
 
@@ -325,7 +334,7 @@ fn spawn_client(
         .current_dir(root)
         .spawn();
     client.set_permission(setup.permission.clone());
-    client.initialize();
+    client.initialize_with(setup.capabilities.clone());
     client
 }
 
