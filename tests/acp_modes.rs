@@ -2,7 +2,8 @@
 //! answers (as `modes` and as a `mode` config option), lowered by `session/set_mode` or
 //! `session/set_config_option` with a `current_mode_update`, never raised above the global or
 //! the agent's configured level (-32602 with the reason), stored across a restart; a session
-//! lowered to `readonly` refuses a mutating `shell` command and a write without asking.
+//! lowered to `readonly` refuses a mutating `shell` command and a write without asking — from
+//! its next tool call, also when lowered during a running turn.
 
 mod support;
 mod tools_support;
@@ -10,7 +11,8 @@ mod tools_support;
 use std::fs;
 
 use serde_json::{Value, json};
-use support::acp_client::{Permission, is_response};
+use support::acp_client::{Permission, is_response, prompt_params};
+use support::model_server::{text_reply, tool_reply};
 use tools_support::{Scene, Setup};
 
 fn approving(level: &str) -> Setup {
@@ -179,5 +181,60 @@ fn the_agents_override_is_the_ceiling_and_the_config_option_sets_the_mode() {
         json!({"sessionId": "s-missing", "modeId": "readonly"}),
     );
     assert_eq!(error["code"], -32000, "{error}");
+    s.client.assert_valid();
+}
+
+#[test]
+fn a_mode_lowered_during_a_turn_applies_from_its_next_tool_call() {
+    let s = Scene::start(
+        Setup::level("supervised")
+            .permission(Permission::Ignore)
+            .extra("[acp]\nsession_timeout_secs = 10"),
+    );
+    s.model.push(tool_reply(
+        "w1",
+        "file_write",
+        &json!({"path": "a.txt", "content": "A"}),
+    ));
+    s.model.push(tool_reply(
+        "w2",
+        "file_write",
+        &json!({"path": "b.txt", "content": "B"}),
+    ));
+    s.model.push(text_reply("done"));
+    let prompt = s
+        .client
+        .send_request("session/prompt", prompt_params(&s.session, "go"));
+    let asked = s
+        .client
+        .wait_for(|m| m["method"] == "session/request_permission");
+    // While the first call waits for its approval, the user lowers the mode.
+    let (lowered, _) = set_mode(&s, "readonly");
+    assert_eq!(lowered["result"], json!({}), "{lowered}");
+    s.client
+        .send_json(&json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}));
+    let response = s.client.wait_for(|m| is_response(m) && m["id"] == prompt);
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(fs::read_to_string(s.ws().join("a.txt")).unwrap(), "A");
+    assert!(!s.ws().join("b.txt").exists(), "the second call ran");
+    let updates = s.client.updates_for(&s.session);
+    let last = |id: &str| {
+        updates
+            .iter()
+            .rev()
+            .find(|u| u["toolCallId"] == id && u["status"].is_string())
+            .cloned()
+            .unwrap_or_else(|| panic!("no final status for {id}: {updates:?}"))
+    };
+    assert_eq!(last("w1")["status"], "completed");
+    let second = last("w2");
+    assert_eq!(second["status"], "failed", "{second}");
+    assert!(second.to_string().contains("denied by policy"), "{second}");
+    assert_eq!(
+        s.client.permission_requests().len(),
+        1,
+        "only the first call asked"
+    );
     s.client.assert_valid();
 }

@@ -3,8 +3,9 @@
 //! `session/set_config_option` for `configId: "mode"`. The operator's configured level
 //! (`[autonomy] level` or the agent's override) is the ceiling: a client may lower a session's
 //! level and raise it back up to the ceiling, never above it (-32602 with the reason). The
-//! choice is stored with the session and applies from the session's next prompt; a running
-//! turn keeps the level it started with.
+//! choice is stored with the session and applies from the session's next tool call, also within
+//! a running turn (the turn's tool environment re-reads it for each call, see
+//! [`super::permission::tool_env`]).
 
 use serde_json::{Value, json};
 
