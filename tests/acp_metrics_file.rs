@@ -1,7 +1,8 @@
 //! `zeroclaw acp --metrics-file PATH`, through the real binary: when its input ends (and on
 //! SIGTERM) it writes the process's metrics to PATH in the Prometheus text format, parsed by
 //! `promtool check metrics`, with the counters of the session it served, and no temp file
-//! left beside it; a PATH in a missing directory is refused before anything is served.
+//! left beside it; a PATH in a missing directory is refused before anything is served. MCP
+//! tools (named by clients) share the `tool="mcp"` label.
 
 mod support;
 
@@ -152,4 +153,51 @@ fn sigterm_writes_the_file_too_and_a_missing_directory_is_refused_at_start() {
         stderr.contains("--metrics-file") && stderr.contains("does not exist"),
         "{stderr}"
     );
+}
+
+#[test]
+fn mcp_tools_share_one_tool_label() {
+    let model = ModelServer::start_blocking(vec![
+        tool_reply("m1", "mcp__gone__first", &json!({})),
+        tool_reply("m2", "mcp__gone__second", &json!({})),
+        Reply::Sse(vec![text("tried"), finish("stop"), usage(10, 2)]),
+    ]);
+    let config = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let metrics = out.path().join("zeroclaw.prom");
+    let mut client = acp(config.path(), &model.base_url(), &metrics);
+    client.initialize();
+    let work = tempfile::tempdir().unwrap();
+    // A client's server that cannot start: its tools' calls fail, and are counted.
+    let server = json!({"name": "gone", "command": "/nonexistent/zc-mcp-server",
+                        "args": [], "env": []});
+    let session = client.call(
+        "session/new",
+        json!({"cwd": work.path(), "mcpServers": [server]}),
+    )["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    client.prompt(&session, "try them");
+    let status = client.shutdown();
+    assert!(status.success(), "{status:?}\n{}", client.stderr());
+
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    promtool_check(&text);
+    assert!(
+        !text.contains("mcp__"),
+        "a client-chosen name is a label:\n{text}"
+    );
+    assert_eq!(
+        sample(&text, "zeroclaw_tool_duration_seconds_count{tool=\"mcp\"}"),
+        Some(2.0),
+        "{text}"
+    );
+    let executions: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("zeroclaw_tool_executions_total{") && l.contains("tool=\"mcp\""))
+        .collect();
+    assert_eq!(executions.len(), 1, "{text}");
+    assert!(executions[0].ends_with(" 2"), "{}", executions[0]);
+    client.assert_valid();
 }

@@ -339,7 +339,7 @@ impl Turn<'_> {
                 s["backend"].as_str().unwrap_or("none").to_owned()
             });
         crate::metrics::get().tool_execution(
-            &call.name,
+            crate::tools::metric_label(&call.name),
             &backend,
             execution.status,
             execution.duration,

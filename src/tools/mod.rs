@@ -268,6 +268,26 @@ pub fn path_location(args: &Value, cwd: &std::path::Path, line_key: Option<&str>
     serde_json::json!([location])
 }
 
+/// The `tool` label of a call's metrics: a built-in tool's name; `mcp` for every MCP tool
+/// (`mcp__<server>__<tool>`: clients name them, so their names would make the label set
+/// unbounded); `other` for anything else.
+pub fn metric_label(name: &str) -> &str {
+    static BUILTIN: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let builtin = BUILTIN.get_or_init(|| {
+        ToolRegistry::builtin()
+            .iter()
+            .map(|t| t.name().to_owned())
+            .collect()
+    });
+    if builtin.iter().any(|b| b == name) {
+        name
+    } else if name.starts_with("mcp__") {
+        "mcp"
+    } else {
+        "other"
+    }
+}
+
 /// The tools of one agent, by name.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
