@@ -2,9 +2,10 @@
 //! in `initialize` is asked for the files the file tools touch (`fs/read_text_file`,
 //! `fs/write_text_file`) — `file_read` sees its buffer, `file_write` and `file_edit` land in
 //! it and zeroclaw leaves the disk alone — after the policy's path checks (a refused path is
-//! never asked of the client). A client error fails the call with its message and nothing
-//! falls back to the disk; without the capability the disk is used as before. Run over stdio
-//! and over the daemon's WebSocket transports; every message is checked against the schema.
+//! never asked of the client). A client error, or no answer within `session_timeout_secs`,
+//! fails the call with the reason and nothing falls back to the disk; without the capability
+//! the disk is used as before. Run over stdio and over the daemon's WebSocket (TCP); every
+//! message is checked against the schema.
 
 mod support;
 mod tools_support;
@@ -142,6 +143,31 @@ fn a_client_error_fails_the_call_with_its_message_and_nothing_falls_back_to_the_
         fs::read_to_string(s.ws().join("a.txt")).unwrap(),
         "on disk\n"
     );
+    s.client.assert_valid();
+}
+
+#[test]
+fn a_client_that_does_not_answer_fails_the_call_after_the_session_timeout() {
+    let s = Scene::start(
+        Setup::level("supervised")
+            .client_fs(true, true)
+            .extra("[acp]\nsession_timeout_secs = 2"),
+    );
+    s.client.serve_files(Buffers {
+        silent: true,
+        ..Buffers::default()
+    });
+    let write = s.call("file_write", json!({"path": "b.txt", "content": "x"}));
+    write
+        .assert_failed()
+        .assert_result_contains("did not answer fs/write_text_file within 2s");
+    let edit = s.call(
+        "file_edit",
+        json!({"path": "b.txt", "old_string": "a", "new_string": "b"}),
+    );
+    edit.assert_failed()
+        .assert_result_contains("did not answer fs/read_text_file within 2s");
+    assert!(!s.ws().join("b.txt").exists(), "no fallback to the disk");
     s.client.assert_valid();
 }
 

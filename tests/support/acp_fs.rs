@@ -2,7 +2,7 @@
 //! files open with unsaved edits. `fs/read_text_file` answers the buffer (a path with no
 //! buffer is read from the disk, as an editor does; `line`/`limit` are honoured);
 //! `fs/write_text_file` replaces the buffer and never touches the disk. With `error` set,
-//! every request is answered with that message (-32603).
+//! every request is answered with that message (-32603); with `silent`, none is answered.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -16,6 +16,8 @@ pub struct Buffers {
     pub open: BTreeMap<PathBuf, String>,
     /// Answers every `fs/*` request with this error message.
     pub error: Option<String>,
+    /// Never answers `fs/*` requests.
+    pub silent: bool,
 }
 
 impl Buffers {
@@ -36,7 +38,7 @@ impl Buffers {
 /// The answer to `msg` if it is an `fs/*` request.
 pub fn answer(msg: &Value, buffers: &mut Buffers) -> Option<Value> {
     let method = msg["method"].as_str()?;
-    if !method.starts_with("fs/") {
+    if !method.starts_with("fs/") || buffers.silent {
         return None;
     }
     let id = msg.get("id")?.clone();
