@@ -126,7 +126,7 @@ async fn mode(conn: &Connection, peer: &Peer, session: &Session, arg: &str) -> S
     }
     match modes::choose(conn, peer, session, arg).await {
         Ok(level) => format!(
-            "Mode set to {}: it applies from the next prompt.",
+            "Mode set to {}: it applies from the next tool call.",
             modes::id(level)
         ),
         Err(error) => format!("Mode unchanged: {}", error.message),
