@@ -4,8 +4,8 @@
 //! it and zeroclaw leaves the disk alone — after the policy's path checks (a refused path is
 //! never asked of the client). A client error, or no answer within `session_timeout_secs`,
 //! fails the call with the reason and nothing falls back to the disk; without the capability
-//! the disk is used as before. Run over stdio and over the daemon's WebSocket (TCP); every
-//! message is checked against the schema.
+//! the disk is used as before. Run over stdio and over the daemon's WebSocket (TCP and its Unix
+//! socket); every message is checked against the schema.
 
 mod support;
 mod tools_support;
@@ -224,6 +224,14 @@ mod over_daemon {
     fn the_client_serves_reads_and_takes_writes_over_websocket() {
         with_transport(
             Transport::WsTcp,
+            read_buffer_write_and_edit_land_in_the_client,
+        );
+    }
+
+    #[test]
+    fn the_client_serves_reads_and_takes_writes_over_the_unix_socket() {
+        with_transport(
+            Transport::WsUnix,
             read_buffer_write_and_edit_land_in_the_client,
         );
     }
