@@ -1,0 +1,175 @@
+//! The plan's data: what the helper receives, sent as JSON.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Backend;
+use crate::profile::Limits;
+
+/// One step of building the new root (namespace and bubblewrap backends), in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MountOp {
+    /// Bind `src` (host path) at the same path, read-only or read-write.
+    Bind {
+        /// Host path, also the path inside.
+        path: PathBuf,
+        /// Writable.
+        rw: bool,
+        /// Skipped when the path is gone by the time the helper mounts (a read-only root that
+        /// existed when the plan was built; bwrap's `--ro-bind-try`). Otherwise a missing path
+        /// fails the call: a writable root or a protected path must be there.
+        #[serde(default)]
+        optional: bool,
+    },
+    /// A symlink in the new root (e.g. `/bin -> usr/bin` on merged-usr systems).
+    Symlink {
+        /// Where the link is.
+        path: PathBuf,
+        /// What it points to.
+        target: PathBuf,
+    },
+    /// A private, empty, writable tmpfs.
+    Tmpfs {
+        /// Mount point.
+        path: PathBuf,
+        /// Mode of its root directory.
+        mode: u32,
+    },
+    /// Hide a file (bind `/dev/null` read-only over it).
+    MaskFile {
+        /// The hidden file.
+        path: PathBuf,
+    },
+    /// Hide a directory (an empty read-only tmpfs over it).
+    MaskDir {
+        /// The hidden directory.
+        path: PathBuf,
+    },
+}
+
+impl MountOp {
+    /// The path inside the sandbox this operation creates.
+    pub fn path(&self) -> &Path {
+        match self {
+            MountOp::Bind { path, .. }
+            | MountOp::Symlink { path, .. }
+            | MountOp::Tmpfs { path, .. }
+            | MountOp::MaskFile { path }
+            | MountOp::MaskDir { path } => path,
+        }
+    }
+}
+
+/// A path inside a writable root that must exist before the mounts, so that a mount can sit on
+/// it: a protected path that does not exist yet (kept afterwards), or a denied path and each
+/// directory between its writable root and it (`denied`, listed whether they exist or not).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placeholder {
+    /// Absolute path inside a writable root.
+    pub path: PathBuf,
+    /// Directory (else an empty file).
+    pub dir: bool,
+    /// On the way to (or at) a denied path: always a directory, created when missing, held
+    /// under a shared lock for the run (so a concurrent run's cleanup cannot remove it from
+    /// under this run's mask) and removed afterwards when it is still empty and ours.
+    #[serde(default)]
+    pub denied: bool,
+}
+
+/// Paths for the Landlock ruleset (paths as seen by the confined command).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LandlockPlan {
+    /// Read and execute.
+    pub read: Vec<PathBuf>,
+    /// Everything (read, write, create, remove, rename).
+    pub write: Vec<PathBuf>,
+    /// Device files: read, write, ioctl.
+    pub devices: Vec<PathBuf>,
+    /// Deny TCP bind/connect and scope abstract sockets.
+    pub deny_network: bool,
+    /// Open rule paths refusing any symlink on the way (host paths, Landlock-only backend:
+    /// a link planted after planning must not move a rule onto its target).
+    pub no_symlinks: bool,
+    /// Root-only `/proc` files left out of the `/proc` rules (Landlock-only backend started
+    /// by root; see [`proc_private`](super::proc_private)).
+    #[serde(default)]
+    pub proc_hidden: Vec<PathBuf>,
+}
+
+/// Switches for the seccomp filter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeccompPlan {
+    /// Deny `socket()` for every family but `AF_UNIX`.
+    pub deny_inet: bool,
+    /// Landlock-only backend (no namespaces; Landlock does not cover attribute changes nor
+    /// pathname Unix sockets): route mode, time and owner changes and `connect` to the
+    /// helper's supervisor (`helper/notify/`), refuse Unix datagram sockets, the host's IPC
+    /// and other processes' rlimits and scheduling.
+    pub deny_attr_changes: bool,
+}
+
+/// Everything the helper needs, resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The backend to apply.
+    pub backend: Backend,
+    /// The command.
+    pub argv: Vec<OsString>,
+    /// A registered in-process operation to run instead of `argv` (payload on stdin).
+    pub op: Option<String>,
+    /// The complete environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Working directory inside the sandbox.
+    pub cwd: PathBuf,
+    /// New-root construction (namespace and bubblewrap backends).
+    pub mounts: Vec<MountOp>,
+    /// Read-only roots among `mounts` whose root-owned files must stay unreadable to a child
+    /// running as uid 0 (the namespace backend started by root: `/etc` and the toolchain
+    /// directories under `$HOME`). The helper attaches them idmapped (uid and gid 0 read as
+    /// `nobody`), or masks their root-only files where the kernel cannot (for a toolchain, those
+    /// outside its bulk: see [`toolchain_private`](super::toolchain_private)); with this, the launcher needs no scan.
+    pub unowned: Vec<PathBuf>,
+    /// Root-only files of `/proc` masked once the new `/proc` is mounted (namespace backends
+    /// started by root, whose child is uid 0; see [`proc_private`](super::proc_private)).
+    #[serde(default)]
+    pub proc_masks: Vec<PathBuf>,
+    /// Placeholders to create (and, for denied paths, lock) before mounting.
+    pub placeholders: Vec<Placeholder>,
+    /// Protected paths (for backends that express them directly, like Seatbelt).
+    pub protected: Vec<PathBuf>,
+    /// Denied paths (likewise).
+    pub denied: Vec<PathBuf>,
+    /// Paths removed after the run if they appeared (see [`scrub_list`](super::scrub_list)).
+    pub scrub: Vec<PathBuf>,
+    /// Landlock rules.
+    pub landlock: LandlockPlan,
+    /// Seccomp switches.
+    pub seccomp: SeccompPlan,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Accept a partially enforced Landlock ruleset.
+    pub allow_partial: bool,
+    /// New network namespace.
+    pub unshare_net: bool,
+    /// Private HOME/TMPDIR directory the helper creates and removes (Landlock-only backend).
+    pub scratch: Option<PathBuf>,
+    /// bubblewrap executable (bubblewrap backend).
+    pub bwrap: Option<PathBuf>,
+    /// bubblewrap started by root: bwrap keeps the inner stage the capabilities to cover the
+    /// read-only roots with overlays (see `helper::mounts::SocketSeal`).
+    #[serde(default)]
+    pub seal_in_bwrap: bool,
+    /// pid of the launcher, so the helper notices if it died before `PR_SET_PDEATHSIG`.
+    pub launcher_pid: u32,
+    /// A warm helper (see [`crate::warm`]): the init waits on [`crate::wire::GO_FD`] for the
+    /// call's plan and stdio once the root is built.
+    #[serde(default)]
+    pub warm: bool,
+    /// Per-user count maxima (`/proc/sys/user/max_*`, by file name) for the child's user
+    /// namespace, from the host's values, read once per process (the namespace backends; see
+    /// `helper/ucounts.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_limits: Vec<(String, u64)>,
+}
