@@ -154,7 +154,7 @@ mod tests {
     use crate::profile::Profile;
 
     fn argv(p: &Profile) -> Vec<String> {
-        let plan = crate::plan::build(Backend::Bubblewrap, p, vec!["true".into()], None);
+        let plan = crate::plan::build_on_host(Backend::Bubblewrap, p, vec!["true".into()], None);
         args(&plan, Path::new("/opt/zc/zeroclaw"))
             .into_iter()
             .map(|s| s.into_string().unwrap())
@@ -182,7 +182,7 @@ mod tests {
         assert!(has_seq(&v, &["--cap-drop", "ALL"]));
         // With per-user limits to set (and no overlays to mount), the inner stage keeps the
         // two capabilities it needs for that (and drops them before the exec); without, none.
-        let mut plan = crate::plan::build(
+        let mut plan = crate::plan::build_on_host(
             Backend::Bubblewrap,
             &Profile::for_workspace(d.path()),
             vec!["true".into()],
@@ -210,7 +210,7 @@ mod tests {
     #[test]
     fn the_inner_stage_keeps_only_the_mount_capabilities() {
         let d = tempfile::tempdir().unwrap();
-        let mut plan = crate::plan::build(
+        let mut plan = crate::plan::build_on_host(
             Backend::Bubblewrap,
             &Profile::for_workspace(d.path()),
             vec!["true".into()],

@@ -19,9 +19,9 @@
 //! - the child side: `helper` (one file per stage, `helper/backends/` with one entry per
 //!   backend, the zygote, and `helper::forked` for a single-threaded caller);
 //! - shared, used by both sides: `profile` (plain data), `plan` (profile resolved per
-//!   backend), `wire` (argv markers, descriptor numbers, size caps, report messages),
+//!   backend, built without I/O from the host facts its `gather` reads first), `wire` (argv markers, descriptor numbers, size caps, report messages),
 //!   `warm_key`, `error`, `backend`, `bubblewrap`/`seatbelt` (pure argv / SBPL builders),
-//!   `gitconfig`, `host` (read-only facts about this machine) and `sys` (the raw syscalls, the
+//!   `gitconfig`, `host` (read-only facts about this machine, the scans for root-only files) and `sys` (the raw syscalls, the
 //!   only module allowed `unsafe`).
 //!
 //! # Test strategy
@@ -39,7 +39,7 @@ pub mod error;
 mod foreground;
 pub mod gitconfig;
 pub mod helper;
-mod host;
+pub mod host;
 pub mod launcher;
 pub mod plan;
 mod planner;

@@ -29,7 +29,8 @@ impl Planner {
         validate(profile)?;
         let scratch =
             matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
-        let mut plan = crate::plan::build(self.backend, profile, argv, scratch);
+        let facts = crate::plan::HostFacts::gather(self.backend, profile);
+        let mut plan = crate::plan::build(self.backend, profile, &facts, argv, scratch);
         plan.op = op;
         plan.allow_partial = self.allow_partial;
         plan.bwrap = self.bwrap.clone();

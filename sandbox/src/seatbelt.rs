@@ -48,7 +48,7 @@ mod tests {
     use crate::profile::{Network, Profile};
 
     fn sbpl(p: &Profile) -> String {
-        profile(&crate::plan::build(
+        profile(&crate::plan::build_on_host(
             Backend::Seatbelt,
             p,
             vec!["true".into()],

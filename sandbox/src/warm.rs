@@ -238,7 +238,7 @@ mod tests {
     use crate::profile::Profile;
 
     fn plan(ws: &Path, argv: &str) -> Plan {
-        crate::plan::build(
+        crate::plan::build_on_host(
             Backend::Namespaces,
             &Profile::for_workspace(ws),
             vec![argv.into()],

@@ -276,7 +276,7 @@ pub struct Unowned {
     /// read is unreadable inside, whichever files exist when the child runs.
     trees: Vec<(PathBuf, OwnedFd)>,
     /// Where the kernel or filesystem cannot idmap: each root-only file found now
-    /// ([`crate::plan::unowned_fallback`]), masked.
+    /// ([`crate::host::scan::unowned_fallback`]), masked.
     masks: Vec<MountOp>,
 }
 
@@ -344,14 +344,17 @@ impl Unowned {
             });
             match tree {
                 Some(tree) => out.trees.push((root.clone(), tree)),
-                None => out
-                    .masks
-                    .extend(crate::plan::unowned_fallback(root).into_iter().map(|path| {
-                        match path.symlink_metadata() {
-                            Ok(m) if m.is_dir() => MountOp::MaskDir { path },
-                            _ => MountOp::MaskFile { path },
-                        }
-                    })),
+                None => {
+                    out.masks
+                        .extend(
+                            crate::host::scan::unowned_fallback(root)
+                                .into_iter()
+                                .map(|path| match path.symlink_metadata() {
+                                    Ok(m) if m.is_dir() => MountOp::MaskDir { path },
+                                    _ => MountOp::MaskFile { path },
+                                }),
+                        )
+                }
             }
         }
         (out, holder)
@@ -905,7 +908,7 @@ fn mount_proc() -> Result<(), SetupError> {
     Ok(())
 }
 
-/// Hides root-only files of the new `/proc` (see [`crate::plan::proc_private`]): `/dev/null`
+/// Hides root-only files of the new `/proc` (see [`crate::host::scan::proc_private`]): `/dev/null`
 /// over each file, an empty tmpfs over a directory. One missing in this `/proc` (another
 /// network namespace's entries) is skipped.
 fn mask_proc(paths: &[PathBuf], tmpfs_bytes: u64) -> Result<(), SetupError> {

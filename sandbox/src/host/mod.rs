@@ -1,10 +1,11 @@
 //! Facts about this machine that both sides read: where our cgroups live, whether a pid
 //! namespace's `pid_max` can bound a tree, the host's per-user kernel counts, the threads of
-//! this process. Reads only (no file is written, no process started); the writes belong to the
+//! this process, the root-only files of `/etc`, `/proc` and the toolchains (`scan`). Reads only (no file is written, no process started); the writes belong to the
 //! helper.
 
 pub(crate) mod cgroup;
 pub mod pid_max;
+pub mod scan;
 pub(crate) mod user_counts;
 
 /// The threads of this process.

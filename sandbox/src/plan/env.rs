@@ -3,35 +3,44 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use crate::profile::{Profile, home_dir};
+use super::facts::HostFacts;
+use crate::profile::Profile;
 
 /// PATH, LANG, TERM, a private HOME and TMPDIR, pass-through names, explicit values.
-pub fn environment(profile: &Profile, home: &Path, tmp: &Path) -> Vec<(OsString, OsString)> {
+pub fn environment(
+    profile: &Profile,
+    facts: &HostFacts,
+    home: &Path,
+    tmp: &Path,
+) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = Vec::new();
     let mut set = |k: &str, v: OsString| {
         env.retain(|(name, _)| name != k);
         env.push((k.into(), v));
     };
-    set("PATH", path_var().into());
+    set("PATH", path_var(facts).into());
     set(
         "LANG",
-        std::env::var_os("LANG").unwrap_or_else(|| "C.UTF-8".into()),
+        facts
+            .var("LANG")
+            .cloned()
+            .unwrap_or_else(|| "C.UTF-8".into()),
     );
     set(
         "TERM",
-        std::env::var_os("TERM").unwrap_or_else(|| "dumb".into()),
+        facts.var("TERM").cloned().unwrap_or_else(|| "dumb".into()),
     );
     set("HOME", home.into());
     set("TMPDIR", tmp.into());
-    if let Some(real_home) = home_dir() {
+    if let Some(real_home) = &facts.home {
         let rustup = real_home.join(".rustup");
-        if rustup.is_dir() {
+        if facts.is_dir(&rustup) {
             set("RUSTUP_HOME", rustup.into());
         }
     }
     for name in &profile.env.pass {
-        if let Some(v) = std::env::var_os(name) {
-            set(name, v);
+        if let Some(v) = facts.var(name) {
+            set(name, v.clone());
         }
     }
     for (k, v) in &profile.env.set {
@@ -40,11 +49,11 @@ pub fn environment(profile: &Profile, home: &Path, tmp: &Path) -> Vec<(OsString,
     env
 }
 
-fn path_var() -> String {
+fn path_var(facts: &HostFacts) -> String {
     let mut dirs: Vec<String> = Vec::new();
-    if let Some(home) = home_dir() {
+    if let Some(home) = &facts.home {
         let cargo = home.join(".cargo/bin");
-        if cargo.is_dir() {
+        if facts.is_dir(&cargo) {
             dirs.push(cargo.display().to_string());
         }
     }

@@ -1,46 +1,65 @@
 //! The plan: a [`Profile`] resolved for one backend into exact instructions for the helper
-//! (mount operations, Landlock paths, seccomp switches, environment). Pure; sent as JSON.
+//! (mount operations, Landlock paths, seccomp switches, environment), sent as JSON. Built
+//! purely ([`build`]) from the [`HostFacts`] gathered beforehand ([`HostFacts::gather`], in
+//! `gather.rs`, the one module here that reads the host).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::backend::Backend;
-use crate::profile::{Network, Profile, home_dir};
+use crate::profile::{Network, Profile};
 
+mod carve;
 mod env;
+mod facts;
+mod gather;
 mod landlock;
 mod mounts;
-mod scan;
+mod roots;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_facts;
 mod types;
 
+pub use carve::subtract_with;
 pub use env::environment;
+pub use facts::{HostFacts, Kind, PathFact};
 use landlock::landlock;
-pub use landlock::subtract;
 #[cfg(test)]
 use mounts::depth;
 pub use mounts::{guarded_denied, mounts, placeholders, scrub_list};
 use mounts::{mounts_with, placeholders_with};
-use scan::unowned_roots;
-pub use scan::{
-    etc_private, private_files, proc_private, toolchain_private, toolchain_roots, unowned_fallback,
-};
+use roots::unowned_roots;
 pub use types::{LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan};
 
-/// Where the private HOME lives inside the sandbox on the namespace backends.
-fn sandbox_home() -> PathBuf {
-    home_dir().unwrap_or_else(|| PathBuf::from("/home/sandbox"))
-}
-
-/// Resolves `profile` for `backend`. `scratch` is the Landlock-only backend's private dir.
-pub fn build(
+/// Gathers the host's facts for `backend` and `profile`, then builds (tests of the callers).
+#[cfg(test)]
+pub(crate) fn build_on_host(
     backend: Backend,
     profile: &Profile,
     argv: Vec<OsString>,
     scratch: Option<PathBuf>,
 ) -> Plan {
-    let git_targets = crate::gitconfig::targets(&profile.workspace);
+    build(
+        backend,
+        profile,
+        &HostFacts::gather(backend, profile),
+        argv,
+        scratch,
+    )
+}
+
+/// Resolves `profile` for `backend` on a host described by `facts` (gathered for the same
+/// backend and profile); no I/O. `scratch` is the Landlock-only backend's private dir.
+pub fn build(
+    backend: Backend,
+    profile: &Profile,
+    facts: &HostFacts,
+    argv: Vec<OsString>,
+    scratch: Option<PathBuf>,
+) -> Plan {
+    let git_targets = &facts.git_targets;
     let mut extended;
     let profile = if git_targets.is_empty() {
         profile
@@ -53,28 +72,33 @@ pub fn build(
     };
     let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
     let unowned = if backend == Backend::Namespaces {
-        unowned_roots(profile)
+        unowned_roots(profile, facts)
     } else {
         Vec::new()
     };
-    let root_only_proc = if nix::unistd::geteuid().is_root() && backend != Backend::None {
-        // A new network namespace has its own `/proc/sys/net`, not the host's.
-        proc_private(profile.network != Network::Deny)
+    let root_only_proc = if facts.root && backend != Backend::None {
+        facts.proc_private.clone()
     } else {
         Vec::new()
     };
     let (home, tmp) = match (&scratch, namespaced) {
         (Some(s), false) => (s.join("home"), s.join("tmp")),
-        _ => (sandbox_home(), PathBuf::from("/tmp")),
+        _ => (
+            facts
+                .home
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/home/sandbox")),
+            PathBuf::from("/tmp"),
+        ),
     };
     Plan {
         backend,
-        env: environment(profile, &home, &tmp),
+        env: environment(profile, facts, &home, &tmp),
         argv,
         op: None,
         cwd: profile.cwd.clone(),
         mounts: if namespaced {
-            mounts_with(profile, &home, &unowned)
+            mounts_with(profile, facts, &home, &unowned)
         } else {
             Vec::new()
         },
@@ -85,13 +109,13 @@ pub fn build(
             Vec::new()
         },
         placeholders: if namespaced {
-            placeholders_with(profile, &git_targets)
+            placeholders_with(profile, facts, git_targets)
         } else {
             Vec::new()
         },
         protected: profile.protected.clone(),
         denied: profile.denied.clone(),
-        scrub: scrub_list(profile),
+        scrub: scrub_list(profile, facts),
         landlock: if backend == Backend::None {
             LandlockPlan::default() // unconfined: no ruleset, no /etc scan
         } else {
@@ -101,7 +125,7 @@ pub fn build(
                 } else {
                     root_only_proc
                 },
-                ..landlock(profile, namespaced, &home, &tmp)
+                ..landlock(profile, facts, namespaced, &home, &tmp)
             }
         },
         seccomp: SeccompPlan {
@@ -113,11 +137,11 @@ pub fn build(
         unshare_net: profile.network == Network::Deny,
         scratch,
         bwrap: None,
-        seal_in_bwrap: backend == Backend::Bubblewrap && nix::unistd::geteuid().is_root(),
-        launcher_pid: std::process::id(),
+        seal_in_bwrap: backend == Backend::Bubblewrap && facts.root,
+        launcher_pid: facts.launcher_pid,
         warm: false,
         user_limits: if namespaced {
-            crate::host::user_counts::host_limits()
+            facts.user_limits.clone()
         } else {
             Vec::new()
         },

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::scan::{etc_private, toolchain_private, toolchain_roots};
+use super::facts::{HostFacts, Kind};
+use super::roots::toolchain_roots;
 use super::types::{MountOp, Placeholder};
 use crate::profile::Profile;
 
@@ -11,15 +12,20 @@ use crate::profile::Profile;
 /// protected and guarded denied paths, protected paths read-only, denied paths masked (also,
 /// inside a writable root, when they do not exist yet: see [`guarded_denied`]). Parents
 /// before children.
-pub fn mounts(profile: &Profile, home: &Path) -> Vec<MountOp> {
-    mounts_with(profile, home, &[])
+pub fn mounts(profile: &Profile, facts: &HostFacts, home: &Path) -> Vec<MountOp> {
+    mounts_with(profile, facts, home, &[])
 }
 
 /// Like [`mounts`]; root-only files under `unowned` roots are left to the helper.
-pub(super) fn mounts_with(profile: &Profile, home: &Path, unowned: &[PathBuf]) -> Vec<MountOp> {
+pub(super) fn mounts_with(
+    profile: &Profile,
+    facts: &HostFacts,
+    home: &Path,
+    unowned: &[PathBuf],
+) -> Vec<MountOp> {
     let mut ops = Vec::new();
-    for root in existing(&profile.read_only) {
-        ops.push(bind_or_link(&root));
+    for root in existing(facts, &profile.read_only) {
+        ops.push(bind_or_link(facts, &root));
     }
     let home_allowed = profile
         .read_only
@@ -36,7 +42,7 @@ pub(super) fn mounts_with(profile: &Profile, home: &Path, unowned: &[PathBuf]) -
         path: PathBuf::from("/tmp"),
         mode: 0o1777,
     });
-    for root in existing(profile.writable_roots()) {
+    for root in existing(facts, profile.writable_roots()) {
         ops.push(MountOp::Bind {
             path: root,
             rw: true,
@@ -44,32 +50,35 @@ pub(super) fn mounts_with(profile: &Profile, home: &Path, unowned: &[PathBuf]) -
         });
     }
     ops.extend(protected_mounts(profile));
-    for op in denied_mounts(profile) {
+    for op in denied_mounts(profile, facts) {
         if !ops.contains(&op) {
             ops.push(op);
         }
     }
-    ops.extend(masks(profile, &ops, unowned));
+    ops.extend(masks(profile, facts, &ops, unowned));
     ops.sort_by_key(|op| depth(op.path()));
     ops
 }
 
-pub(super) fn existing<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Vec<PathBuf> {
+pub(super) fn existing<'a>(
+    facts: &HostFacts,
+    paths: impl IntoIterator<Item = &'a PathBuf>,
+) -> Vec<PathBuf> {
     paths
         .into_iter()
-        .filter(|p| p.symlink_metadata().is_ok())
+        .filter(|p| facts.exists(p))
         .cloned()
         .collect()
 }
 
 /// A read-only root: the same symlink when it is one, else an optional read-only bind.
-fn bind_or_link(root: &Path) -> MountOp {
-    match std::fs::read_link(root) {
-        Ok(target) => MountOp::Symlink {
+fn bind_or_link(facts: &HostFacts, root: &Path) -> MountOp {
+    match facts.link(root) {
+        Some(target) => MountOp::Symlink {
             path: root.to_path_buf(),
-            target,
+            target: target.to_path_buf(),
         },
-        Err(_) => MountOp::Bind {
+        None => MountOp::Bind {
             path: root.to_path_buf(),
             rw: false,
             optional: true,
@@ -121,12 +130,12 @@ fn protected_mounts(profile: &Profile) -> Vec<MountOp> {
 /// it may be another run's placeholder, which must not be removed while this run masks it. A
 /// chain through a symlink is guarded only when the denied path is missing (the helper then
 /// refuses the symlink); an existing one is masked as before.
-pub fn guarded_denied(profile: &Profile) -> Vec<(&Path, &Path)> {
+pub fn guarded_denied<'a>(profile: &'a Profile, facts: &HostFacts) -> Vec<(&'a Path, &'a Path)> {
     let mut out = Vec::new();
     for denied in &profile.denied {
         let Some(root) = profile
             .writable_roots()
-            .filter(|r| is_under(denied, r) && *r != denied && r.is_dir())
+            .filter(|r| is_under(denied, r) && *r != denied && facts.is_dir(r))
             .max_by_key(|r| depth(r))
         else {
             continue;
@@ -134,7 +143,7 @@ pub fn guarded_denied(profile: &Profile) -> Vec<(&Path, &Path)> {
         let covered = profile
             .read_only
             .iter()
-            .filter(|r| r.symlink_metadata().is_ok())
+            .filter(|r| facts.exists(r))
             .chain(&profile.protected)
             .any(|r| is_under(denied, r) && depth(r) > depth(root));
         let hidden = profile
@@ -148,17 +157,11 @@ pub fn guarded_denied(profile: &Profile) -> Vec<(&Path, &Path)> {
             .ancestors()
             .take_while(|a| *a != root.as_path())
             .collect();
-        let kinds: Vec<Option<std::fs::FileType>> = chain
-            .iter()
-            .map(|p| p.symlink_metadata().ok().map(|m| m.file_type()))
-            .collect();
+        let kinds: Vec<Option<Kind>> = chain.iter().map(|p| facts.kind(p)).collect();
         let leaf_missing = kinds[0].is_none();
-        let through_link = kinds.iter().flatten().any(|k| k.is_symlink());
-        let non_dir = kinds[1..]
-            .iter()
-            .flatten()
-            .any(|k| !k.is_dir() && !k.is_symlink())
-            || kinds[0].is_some_and(|k| !k.is_dir());
+        let through_link = kinds.iter().flatten().any(|k| *k == Kind::Symlink);
+        let non_dir = kinds[1..].iter().flatten().any(|k| *k == Kind::File)
+            || kinds[0].is_some_and(|k| k != Kind::Dir);
         if non_dir || (through_link && !leaf_missing) {
             continue;
         }
@@ -171,11 +174,11 @@ pub fn guarded_denied(profile: &Profile) -> Vec<(&Path, &Path)> {
 /// themselves, so no parent can be renamed away and recreated without the mask), and the path
 /// itself masked with an empty read-only tmpfs when it does not exist yet (the helper creates
 /// it as a directory first). An existing one is masked by [`masks`].
-fn denied_mounts(profile: &Profile) -> Vec<MountOp> {
+fn denied_mounts(profile: &Profile, facts: &HostFacts) -> Vec<MountOp> {
     let mut ops = Vec::new();
-    for (root, denied) in guarded_denied(profile) {
+    for (root, denied) in guarded_denied(profile, facts) {
         pin_ancestors(denied, root, &mut ops);
-        if denied.symlink_metadata().is_err() {
+        if !facts.exists(denied) {
             ops.push(MountOp::MaskDir {
                 path: denied.to_path_buf(),
             });
@@ -184,18 +187,23 @@ fn denied_mounts(profile: &Profile) -> Vec<MountOp> {
     ops
 }
 
-fn masks(profile: &Profile, ops: &[MountOp], unowned: &[PathBuf]) -> Vec<MountOp> {
+fn masks(
+    profile: &Profile,
+    facts: &HostFacts,
+    ops: &[MountOp],
+    unowned: &[PathBuf],
+) -> Vec<MountOp> {
     let visible = |p: &Path| {
         ops.iter()
             .any(|op| matches!(op, MountOp::Bind { path, .. } if is_under(p, path)))
     };
     let etc_unowned = unowned.iter().any(|u| u == Path::new("/etc"));
-    let private: &[PathBuf] = if etc_unowned { &[] } else { etc_private() };
-    let toolchains: Vec<PathBuf> = if nix::unistd::geteuid().is_root() {
-        toolchain_roots(profile)
+    let private: &[PathBuf] = if etc_unowned { &[] } else { &facts.etc_private };
+    let toolchains: Vec<PathBuf> = if facts.root {
+        toolchain_roots(profile, facts)
             .iter()
             .filter(|t| !unowned.contains(t))
-            .flat_map(|t| toolchain_private(t))
+            .flat_map(|t| facts.toolchain_private(t).iter().cloned())
             .collect()
     } else {
         Vec::new()
@@ -208,10 +216,10 @@ fn masks(profile: &Profile, ops: &[MountOp], unowned: &[PathBuf]) -> Vec<MountOp
         .chain(toolchains.iter())
         .filter(|p| seen.insert(*p))
         .filter(|p| visible(p))
-        .filter_map(|p| match p.symlink_metadata() {
-            Ok(m) if m.is_dir() => Some(MountOp::MaskDir { path: p.clone() }),
-            Ok(_) => Some(MountOp::MaskFile { path: p.clone() }),
-            Err(_) => None,
+        .filter_map(|p| match facts.kind(p) {
+            Some(Kind::Dir) => Some(MountOp::MaskDir { path: p.clone() }),
+            Some(_) => Some(MountOp::MaskFile { path: p.clone() }),
+            None => None,
         })
         .collect();
     // A path below a masked directory is already hidden (the mask is an empty tmpfs), and a
@@ -235,9 +243,9 @@ fn masks(profile: &Profile, ops: &[MountOp], unowned: &[PathBuf]) -> Vec<MountOp
 
 /// Paths that must not appear during a run (they would redirect git's hooks and config to
 /// files the child controls); the helper removes them once the tree is gone.
-pub fn scrub_list(profile: &Profile) -> Vec<PathBuf> {
+pub fn scrub_list(profile: &Profile, facts: &HostFacts) -> Vec<PathBuf> {
     let commondir = profile.workspace.join(".git/commondir");
-    if commondir.symlink_metadata().is_ok() {
+    if facts.exists(&commondir) {
         Vec::new()
     } else {
         vec![commondir]
@@ -246,13 +254,14 @@ pub fn scrub_list(profile: &Profile) -> Vec<PathBuf> {
 
 /// Protected paths that do not exist yet (parents are created as directories too), then each
 /// guarded denied path with the directories above it (see [`guarded_denied`]).
-pub fn placeholders(profile: &Profile) -> Vec<Placeholder> {
-    placeholders_with(profile, &[])
+pub fn placeholders(profile: &Profile, facts: &HostFacts) -> Vec<Placeholder> {
+    placeholders_with(profile, facts, &[])
 }
 
 /// Like [`placeholders`], with the kinds known from the git config.
 pub(super) fn placeholders_with(
     profile: &Profile,
+    facts: &HostFacts,
     known: &[crate::gitconfig::Target],
 ) -> Vec<Placeholder> {
     let mut out: Vec<Placeholder> = Vec::new();
@@ -266,7 +275,7 @@ pub(super) fn placeholders_with(
             .collect();
         chain.reverse();
         for p in chain {
-            if p.symlink_metadata().is_err() {
+            if !facts.exists(p) {
                 let known_dir = known.iter().find(|t| t.path == p).map(|t| t.dir);
                 let dir = p != path.as_path() || known_dir.unwrap_or_else(|| guess_dir(p));
                 let ph = Placeholder {
@@ -282,7 +291,7 @@ pub(super) fn placeholders_with(
     }
     // A missing denied path is always a directory: nothing can be created at its name or in
     // it (the mask is an empty read-only tmpfs), whatever the name (`.ssh` or `.netrc`).
-    for (root, denied) in guarded_denied(profile) {
+    for (root, denied) in guarded_denied(profile, facts) {
         let mut chain: Vec<&Path> = denied.ancestors().take_while(|a| *a != root).collect();
         chain.reverse();
         for p in chain {

@@ -2,6 +2,7 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::backend::Backend;
+use crate::host::scan::{proc_private, subtract};
 use crate::profile::Profile;
 
 /// A scratch directory outside any git repository (and outside `/tmp`).
@@ -10,6 +11,11 @@ fn scratch() -> tempfile::TempDir {
         .prefix("zc-plan-")
         .tempdir_in("/var/tmp")
         .unwrap()
+}
+
+/// The facts of this machine for `p` (namespace backends).
+fn on_host(p: &Profile) -> HostFacts {
+    HostFacts::gather(Backend::Namespaces, p)
 }
 
 fn ws() -> (tempfile::TempDir, Profile) {
@@ -21,7 +27,7 @@ fn ws() -> (tempfile::TempDir, Profile) {
 #[test]
 fn parents_are_mounted_before_children() {
     let (_d, p) = ws();
-    let ops = mounts(&p, Path::new("/root"));
+    let ops = mounts(&p, &on_host(&p), Path::new("/root"));
     let depths: Vec<usize> = ops.iter().map(|o| depth(o.path())).collect();
     let mut sorted = depths.clone();
     sorted.sort();
@@ -31,7 +37,7 @@ fn parents_are_mounted_before_children() {
 #[test]
 fn workspace_is_bound_writable_and_system_read_only() {
     let (_d, p) = ws();
-    let ops = mounts(&p, Path::new("/root"));
+    let ops = mounts(&p, &on_host(&p), Path::new("/root"));
     assert!(ops.contains(&MountOp::Bind {
         path: p.workspace.clone(),
         rw: true,
@@ -52,7 +58,7 @@ fn workspace_is_bound_writable_and_system_read_only() {
 fn namespaced_ruleset_reads_through_one_rule_on_the_new_root() {
     let (_d, p) = ws();
     for backend in [Backend::Namespaces, Backend::Bubblewrap] {
-        let plan = build(backend, &p, vec!["true".into()], None);
+        let plan = build_on_host(backend, &p, vec!["true".into()], None);
         let ll = &plan.landlock;
         assert_eq!(ll.read, [PathBuf::from("/")], "{backend:?}");
         assert!(ll.write.contains(&p.workspace), "{backend:?}");
@@ -65,7 +71,7 @@ fn namespaced_ruleset_reads_through_one_rule_on_the_new_root() {
 #[test]
 fn git_dir_is_pinned_and_hooks_bound_read_only() {
     let (_d, p) = ws();
-    let ops = mounts(&p, Path::new("/root"));
+    let ops = mounts(&p, &on_host(&p), Path::new("/root"));
     let git = p.workspace.join(".git");
     assert!(ops.contains(&MountOp::Bind {
         path: git.clone(),
@@ -93,7 +99,7 @@ fn only_read_only_roots_may_vanish_before_mounting() {
     std::fs::create_dir(&ro).unwrap();
     std::fs::create_dir(&rw).unwrap();
     let p = p.allow_read(&ro).allow_write(&rw);
-    let ops = mounts(&p, Path::new("/root"));
+    let ops = mounts(&p, &on_host(&p), Path::new("/root"));
     let optional = |path: &Path| {
         ops.iter().find_map(|op| match op {
             MountOp::Bind {
@@ -123,7 +129,7 @@ fn a_denied_path_inside_a_masked_directory_is_not_masked_again() {
         .deny(&outer)
         .deny(outer.join("key"))
         .deny(data.join("token"));
-    let ops = mounts(&p, Path::new("/root"));
+    let ops = mounts(&p, &on_host(&p), Path::new("/root"));
     let mut masked: Vec<&Path> = ops
         .iter()
         .filter(|op| matches!(op, MountOp::MaskDir { .. } | MountOp::MaskFile { .. }))
@@ -138,7 +144,7 @@ fn a_denied_path_inside_a_masked_directory_is_not_masked_again() {
 #[test]
 fn missing_git_gets_placeholders_dir_hooks_file_config() {
     let (_d, p) = ws();
-    let ph = placeholders(&p);
+    let ph = placeholders(&p, &on_host(&p));
     let git = p.workspace.join(".git");
     assert!(ph.contains(&Placeholder {
         path: git.clone(),
@@ -174,7 +180,7 @@ fn missing_denied_paths_in_a_writable_root_get_placeholders_pins_and_masks() {
         .deny(&netrc)
         .deny(&creds)
         .deny(ro.join(".ssh"));
-    let plan = build(Backend::Namespaces, &p, vec!["true".into()], None);
+    let plan = build_on_host(Backend::Namespaces, &p, vec!["true".into()], None);
     let guarded: Vec<&Path> = plan
         .placeholders
         .iter()
@@ -207,7 +213,7 @@ fn missing_denied_paths_in_a_writable_root_get_placeholders_pins_and_masks() {
     );
     assert!(!plan.placeholders.iter().any(|ph| ph.path.starts_with(&ro)));
     // The Landlock-only rung carves instead: nothing is created.
-    let plan = build(
+    let plan = build_on_host(
         Backend::Landlock,
         &p,
         vec!["true".into()],
@@ -229,13 +235,13 @@ fn existing_denied_directories_are_held_files_and_nested_paths_are_not() {
         .deny(ws.join(".aws"))
         .deny(ws.join(".npmrc"))
         .deny(ws.join(".aws/credentials"));
-    let guarded: Vec<PathBuf> = placeholders(&p)
+    let guarded: Vec<PathBuf> = placeholders(&p, &on_host(&p))
         .into_iter()
         .filter(|ph| ph.denied)
         .map(|ph| ph.path)
         .collect();
     assert_eq!(guarded, [ws.join(".aws")]);
-    let ops = mounts(&p, Path::new("/root"));
+    let ops = mounts(&p, &on_host(&p), Path::new("/root"));
     assert!(ops.contains(&MountOp::MaskDir {
         path: ws.join(".aws")
     }));
@@ -251,7 +257,7 @@ fn existing_denied_directories_are_held_files_and_nested_paths_are_not() {
 #[test]
 fn etc_shadow_is_masked_when_present() {
     let (_d, p) = ws();
-    let ops = mounts(&p, Path::new("/root"));
+    let ops = mounts(&p, &on_host(&p), Path::new("/root"));
     if Path::new("/etc/shadow").exists() {
         assert!(ops.contains(&MountOp::MaskFile {
             path: "/etc/shadow".into()
@@ -321,7 +327,7 @@ fn landlock_only_plan_carves_denied_paths_out_of_writable_roots() {
         .deny(&ssh)
         .allow_write(&out_dir)
         .deny(out_dir.join("cache/secret"));
-    let plan = build(
+    let plan = build_on_host(
         Backend::Landlock,
         &p,
         vec!["true".into()],
@@ -348,7 +354,7 @@ fn landlock_only_plan_carves_denied_paths_out_of_writable_roots() {
     }
     assert!(!write.iter().any(|w| w.starts_with(&ssh)));
     // The namespace backends mask instead: their Landlock stage keeps the whole root.
-    let plan = build(Backend::Namespaces, &p, vec!["true".into()], None);
+    let plan = build_on_host(Backend::Namespaces, &p, vec!["true".into()], None);
     assert!(plan.landlock.write.contains(&ws));
     assert!(plan.mounts.contains(&MountOp::MaskDir { path: ssh }));
     drop(d);
@@ -395,7 +401,7 @@ fn subtract_expands_a_root_around_the_denied_path() {
 fn environment_is_an_allowlist() {
     let (_d, p) = ws();
     let p = p.set_env("FOO", "bar");
-    let env = environment(&p, Path::new("/h"), Path::new("/t"));
+    let env = environment(&p, &on_host(&p), Path::new("/h"), Path::new("/t"));
     let names: Vec<_> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
     for n in &names {
         assert!(
@@ -419,7 +425,7 @@ fn environment_is_an_allowlist() {
 #[test]
 fn landlock_only_plan_supervises_attributes_and_uses_scratch() {
     let (_d, p) = ws();
-    let plan = build(
+    let plan = build_on_host(
         Backend::Landlock,
         &p,
         vec!["true".into()],

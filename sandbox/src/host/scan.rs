@@ -1,43 +1,23 @@
-//! Host scans the plan reads: root-only files of `/etc`, `/proc` and the toolchains under
-//! `$HOME`, and which read-only roots are attached unowned.
+//! Scans of the host for root-only files (`/etc`, `/proc`, the toolchains under `$HOME`), and
+//! [`subtract`] on the real file system. Read by the plan's facts (`plan/gather.rs`) and by
+//! the helper (the unowned roots it could not attach idmapped, the new `/proc`).
 
 use std::path::{Path, PathBuf};
 
-use crate::profile::{Profile, home_dir};
-
-/// `/etc` and the exposed toolchain directories under `$HOME` when root launches: root inside
-/// would own their root-only files (keys, registry tokens such as a node prefix's
-/// `etc/npmrc`). Only roots that are plain read-only directories with no other root below
-/// them (those would be bound unmapped).
-pub(super) fn unowned_roots(profile: &Profile) -> Vec<PathBuf> {
-    if !nix::unistd::geteuid().is_root() {
-        return Vec::new();
-    }
-    let etc = PathBuf::from("/etc");
-    let candidates = std::iter::once(etc).chain(toolchain_roots(profile));
-    candidates
-        .filter(|root| {
-            let below = profile
-                .read_only
-                .iter()
-                .chain(profile.writable_roots())
-                .any(|r| r.starts_with(root) && r != root);
-            let plain_dir = root.symlink_metadata().is_ok_and(|m| m.is_dir());
-            plain_dir && !below && profile.read_only.contains(root)
-        })
-        .collect()
+/// [`crate::plan::subtract_with`] listing the real directories.
+pub fn subtract(roots: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
+    crate::plan::subtract_with(roots, denied, &entries)
 }
 
-/// The read-only roots that are toolchain directories under `$HOME` ([`crate::profile::HOME_TOOLCHAINS`]).
-pub fn toolchain_roots(profile: &Profile) -> Vec<PathBuf> {
-    let Some(home) = home_dir() else {
-        return Vec::new();
-    };
-    crate::profile::HOME_TOOLCHAINS
-        .iter()
-        .map(|t| home.join(t))
-        .filter(|t| profile.read_only.contains(t) && t.symlink_metadata().is_ok())
-        .collect()
+/// The entries of `dir` that are not symlinks (`None` when it cannot be read).
+pub(crate) fn entries(dir: &Path) -> Option<Vec<PathBuf>> {
+    let read = std::fs::read_dir(dir).ok()?;
+    Some(
+        read.flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| !t.is_symlink()))
+            .map(|e| e.path())
+            .collect(),
+    )
 }
 
 /// Directory names a toolchain scan does not enter: the bulk of a toolchain (libraries,

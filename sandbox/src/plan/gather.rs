@@ -1,0 +1,176 @@
+//! Gathering [`HostFacts`] from this machine: every host read a plan depends on, made once per
+//! call before [`super::build`], and only those that backend's plan looks at.
+
+use std::path::{Path, PathBuf};
+
+use super::facts::{HostFacts, Kind, PathFact};
+use super::roots::{toolchain_roots, unowned_roots};
+use crate::backend::Backend;
+use crate::host::scan;
+use crate::profile::{HOME_TOOLCHAINS, Network, Profile, home_dir};
+
+impl HostFacts {
+    /// Reads what [`super::build`] needs to plan `profile` for `backend` on this machine.
+    pub fn gather(backend: Backend, profile: &Profile) -> HostFacts {
+        let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
+        let carved = !namespaced && backend != Backend::None;
+        let root = nix::unistd::geteuid().is_root();
+        let home = home_dir();
+        let mut facts = HostFacts {
+            root,
+            home: home.clone(),
+            launcher_pid: std::process::id(),
+            git_targets: crate::gitconfig::targets(&profile.workspace),
+            ..HostFacts::default()
+        };
+        let names = ["LANG", "TERM"]
+            .into_iter()
+            .chain(profile.env.pass.iter().map(String::as_str));
+        for name in names {
+            if let Some(value) = std::env::var_os(name) {
+                facts.vars.insert(name.into(), value);
+            }
+        }
+        // Every root; every protected and denied path with the directories above it (the
+        // placeholders and pins are planned along them); the fixed places.
+        let mut at: Vec<PathBuf> = profile.read_only.clone();
+        at.extend(profile.writable_roots().cloned());
+        let guarded = profile
+            .protected
+            .iter()
+            .chain(facts.git_targets.iter().map(|t| &t.path))
+            .chain(&profile.denied);
+        for path in guarded {
+            at.extend(path.ancestors().map(Path::to_path_buf));
+        }
+        at.push(PathBuf::from("/etc"));
+        at.push(profile.workspace.join(".git/commondir"));
+        if let Some(home) = &home {
+            at.push(home.join(".rustup"));
+            at.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
+        }
+        for path in at {
+            facts.look(path);
+        }
+        let unowned = if backend == Backend::Namespaces {
+            unowned_roots(profile, &facts)
+        } else {
+            Vec::new()
+        };
+        if root && backend != Backend::None {
+            // A new network namespace has its own `/proc/sys/net`, not the host's.
+            facts.proc_private = scan::proc_private(profile.network != Network::Deny);
+            for toolchain in toolchain_roots(profile, &facts) {
+                if namespaced && unowned.contains(&toolchain) {
+                    continue; // attached idmapped: the helper scans it only if that fails
+                }
+                let private = scan::toolchain_private(&toolchain);
+                facts.toolchain_private.insert(toolchain, private);
+            }
+        }
+        if namespaced {
+            facts.user_limits = crate::host::user_counts::host_limits();
+            if !unowned.iter().any(|u| u == Path::new("/etc")) {
+                facts.etc_private = scan::etc_private().to_vec();
+            }
+            // Masked as a file or a directory, when still there.
+            let private: Vec<PathBuf> = facts
+                .etc_private
+                .iter()
+                .chain(facts.toolchain_private.values().flatten())
+                .cloned()
+                .collect();
+            for path in private {
+                facts.look(path);
+            }
+        }
+        if carved {
+            if root {
+                facts.etc_private = scan::etc_private().to_vec();
+            }
+            facts.gather_carving(profile);
+        }
+        facts
+    }
+
+    /// The Landlock-only backend's: the real path of each root and hidden path, and the
+    /// entries of each directory between a root and a hidden path below it (what
+    /// [`super::subtract_with`] lists).
+    fn gather_carving(&mut self, profile: &Profile) {
+        let mut roots: Vec<PathBuf> = profile
+            .read_only
+            .iter()
+            .filter(|p| self.exists(p) && self.link(p).is_none())
+            .cloned()
+            .collect();
+        roots.extend(profile.writable_roots().cloned());
+        let mut hidden: Vec<PathBuf> = profile.denied.clone();
+        if self.root {
+            hidden.extend(self.etc_private.iter().cloned());
+            hidden.extend(self.toolchain_private.values().flatten().cloned());
+        }
+        for path in roots.iter().chain(&hidden) {
+            self.resolve(path);
+        }
+        let normalized = |p: &Path| p.components().collect::<PathBuf>();
+        let real: Vec<PathBuf> = roots
+            .iter()
+            .map(|r| normalized(&self.canonical(r)))
+            .collect();
+        let mut hidden: Vec<PathBuf> = hidden
+            .iter()
+            .flat_map(|h| [normalized(h), normalized(&self.canonical(h))])
+            .collect();
+        hidden.sort();
+        hidden.dedup();
+        for root in &real {
+            for denied in hidden.iter().filter(|h| h.starts_with(root) && *h != root) {
+                for dir in denied.ancestors().skip(1) {
+                    if !dir.starts_with(root) {
+                        break;
+                    }
+                    if !self.entries.contains_key(dir)
+                        && let Some(entries) = scan::entries(dir)
+                    {
+                        self.entries.insert(dir.to_path_buf(), entries);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records what `lstat` (and `readlink`, `stat` for a symlink) find at `path`, once.
+    fn look(&mut self, path: PathBuf) {
+        if self.paths.contains_key(&path) {
+            return;
+        }
+        let fact = match path.symlink_metadata() {
+            Err(_) => PathFact::default(),
+            Ok(meta) => {
+                let t = meta.file_type();
+                if t.is_symlink() {
+                    PathFact {
+                        kind: Some(Kind::Symlink),
+                        target: std::fs::read_link(&path).ok(),
+                        dir: path.is_dir(),
+                        canonical: None,
+                    }
+                } else {
+                    PathFact {
+                        kind: Some(if t.is_dir() { Kind::Dir } else { Kind::File }),
+                        target: None,
+                        dir: t.is_dir(),
+                        canonical: None,
+                    }
+                }
+            }
+        };
+        self.paths.insert(path, fact);
+    }
+
+    /// Records the real path of `path`, when it resolves.
+    fn resolve(&mut self, path: &Path) {
+        let canonical = std::fs::canonicalize(path).ok();
+        self.paths.entry(path.to_path_buf()).or_default().canonical = canonical;
+    }
+}
