@@ -8,7 +8,6 @@
 //! Any other text starting with `/` is an ordinary prompt.
 
 use serde_json::{Value, json};
-use zeroclaw_sandbox::BackendChoice;
 
 use super::session::Session;
 use super::{Connection, modes};
@@ -134,10 +133,7 @@ async fn mode(conn: &Connection, peer: &Peer, session: &Session, arg: &str) -> S
 }
 
 async fn sandbox(policy: &Policy, session: &Session) -> String {
-    let (backend, allow_partial) = (policy.backend.clone(), policy.allow_partial);
-    let Ok(choice) = backend.parse::<BackendChoice>() else {
-        return format!("[sandbox] backend = {backend:?} is not a backend zeroclaw knows");
-    };
+    let (choice, allow_partial) = (policy.backend, policy.allow_partial);
     let report = tokio::task::spawn_blocking(move || {
         zeroclaw_sandbox::detect::report(choice, allow_partial)
     })

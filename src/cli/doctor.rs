@@ -38,17 +38,12 @@ pub struct DoctorArgs {
 pub fn run(args: DoctorArgs) -> ExitCode {
     let settings = Config::load(args.config_dir.as_deref())
         .map_err(|e| e.to_string())
-        .and_then(|config| {
-            let backend = config
-                .sandbox
-                .backend
-                .parse()
-                .map_err(|e| format!("[sandbox] backend: {e}"))?;
-            Ok((
-                backend,
+        .map(|config| {
+            (
+                config.sandbox.backend,
                 config.sandbox.allow_partial,
                 config.sandbox.network,
-            ))
+            )
         });
     match settings {
         Ok((backend, allow_partial, network)) => {

@@ -91,10 +91,7 @@ pub fn run(args: SandboxRunArgs) -> ExitCode {
         Ok(config) => config,
         Err(e) => return fail(&e.to_string()),
     };
-    let backend = match config.sandbox.backend.parse() {
-        Ok(backend) => backend,
-        Err(e) => return fail(&format!("[sandbox] backend: {e}")),
-    };
+    let backend = config.sandbox.backend;
     let limits = crate::policy::profile::limits(&config.sandbox.limits);
     run_with(args, backend, config.sandbox.allow_partial, limits)
 }

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use zeroclaw_sandbox::BackendChoice;
 
 pub use autonomy::{AutonomyConfig, AutonomyLevel, AutonomyOverride, LimitsConfig};
 pub use env::RESERVED_ENV_VARS;
@@ -264,28 +265,18 @@ fn default_max_tool_iterations() -> u32 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
-    /// One of [`SANDBOX_BACKENDS`].
-    pub backend: String,
+    /// Parsed here, once: a name that is no backend is a configuration error naming the key.
+    pub backend: BackendChoice,
     pub allow_partial: bool,
     pub limits: LimitsConfig,
     /// `[sandbox.network]`: the egress policy of tool children.
     pub network: NetworkConfig,
 }
 
-/// The accepted values of `sandbox.backend`.
-pub const SANDBOX_BACKENDS: &[&str] = &[
-    "auto",
-    "namespaces",
-    "bubblewrap",
-    "landlock",
-    "seatbelt",
-    "none",
-];
-
 impl Default for SandboxConfig {
     fn default() -> Self {
         SandboxConfig {
-            backend: "auto".to_owned(),
+            backend: BackendChoice::Auto,
             allow_partial: false,
             limits: LimitsConfig::default(),
             network: NetworkConfig::default(),

@@ -44,7 +44,7 @@ fn missing_file_gives_the_built_in_default_agent() {
         cfg.store_path(),
         dir.path().join("workspace/sessions/acp-sessions.db")
     );
-    assert_eq!(cfg.sandbox.backend, "auto");
+    assert_eq!(cfg.sandbox.backend, zeroclaw_sandbox::BackendChoice::Auto);
 }
 
 #[test]

@@ -1,13 +1,11 @@
-//! Checks that need the whole configuration: positive limits, a known sandbox backend, parsable
+//! Checks that need the whole configuration: positive limits, parsable
 //! gateway addresses, well-formed network patterns (`crate::egress`), usable provider URLs, agents that name an existing provider, and a
 //! `workspace_dir` that is a directory (or does not exist yet).
 
 use std::path::Path;
 
 use super::sources::Sources;
-use super::{
-    AgentConfig, Config, ConfigError, NetworkConfig, NetworkMode, ProviderConfig, SANDBOX_BACKENDS,
-};
+use super::{AgentConfig, Config, ConfigError, NetworkConfig, NetworkMode, ProviderConfig};
 
 pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigError> {
     let invalid = |key: String, message: String| ConfigError::Invalid {
@@ -41,14 +39,6 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
     }
     if let Some(problem) = workspace_problem(&config.workspace_dir) {
         return Err(invalid("workspace_dir".into(), problem));
-    }
-    if !SANDBOX_BACKENDS.contains(&config.sandbox.backend.as_str()) {
-        let message = format!(
-            "unknown backend `{}`, expected one of {}",
-            config.sandbox.backend,
-            SANDBOX_BACKENDS.join(", ")
-        );
-        return Err(invalid("sandbox.backend".into(), message));
     }
     if let Some(url) = &config.store.url
         && let Err(message) = crate::store::Location::parse(url, &config.config_dir)

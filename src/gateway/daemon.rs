@@ -22,7 +22,7 @@ use super::{Gateway, health, metrics, systemd, ws};
 use crate::acp::{Server, server};
 use crate::config::Config;
 use crate::store::Store;
-use zeroclaw_sandbox::{BackendChoice, Profile, Sandbox};
+use zeroclaw_sandbox::{Profile, Sandbox};
 
 /// How long the drain waits for cancelled turns and closing connections after the grace.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
@@ -149,11 +149,7 @@ fn spawn_listener(
 /// Runs `true` confined with the configured backend under the workspace profile, so a daemon
 /// that cannot confine tools never reports ready. Returns the backend in use.
 async fn sandbox_self_test(config: &Config) -> anyhow::Result<String> {
-    let choice: BackendChoice = config
-        .sandbox
-        .backend
-        .parse()
-        .map_err(|e| anyhow::anyhow!("[sandbox] backend: {e}"))?;
+    let choice = config.sandbox.backend;
     let sandbox = Sandbox::new(choice, config.sandbox.allow_partial)
         .map_err(|e| anyhow::anyhow!("sandbox self-test: backend `{choice}` unusable: {e}"))?;
     // A private empty workspace: `workspace_dir` lies inside a denied path by default (the

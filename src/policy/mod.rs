@@ -55,7 +55,7 @@ pub struct Policy {
     /// still confines everything).
     pub checks: bool,
     pub limits: LimitsConfig,
-    pub backend: String,
+    pub backend: zeroclaw_sandbox::BackendChoice,
     pub allow_partial: bool,
     /// `/` may be a session cwd (`[autonomy] allow_root_cwd`).
     pub allow_root_cwd: bool,
@@ -109,7 +109,7 @@ impl Policy {
                 || network_mode == crate::config::NetworkMode::Allow,
             checks: autonomy.policy_checks,
             limits: config.sandbox.limits.clone(),
-            backend: config.sandbox.backend.clone(),
+            backend: config.sandbox.backend,
             allow_partial: config.sandbox.allow_partial,
             allow_root_cwd: autonomy.allow_root_cwd,
         }
@@ -141,7 +141,7 @@ impl Default for Policy {
             network: false,
             checks: true,
             limits: LimitsConfig::default(),
-            backend: "auto".to_owned(),
+            backend: zeroclaw_sandbox::BackendChoice::Auto,
             allow_partial: false,
             allow_root_cwd: autonomy.allow_root_cwd,
         }

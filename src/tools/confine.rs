@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use zeroclaw_sandbox::{BackendChoice, End, Outcome, Profile, Sandbox, SandboxError};
+use zeroclaw_sandbox::{End, Outcome, Profile, Sandbox, SandboxError};
 
 use super::{ToolContext, ToolError};
 use crate::audit;
@@ -19,11 +19,7 @@ static SANDBOX: OnceLock<Result<Sandbox, String>> = OnceLock::new();
 /// The process's sandbox, created on first use from the policy's `[sandbox]` settings.
 pub fn sandbox(policy: &Policy) -> Result<&'static Sandbox, ToolError> {
     let sandbox = SANDBOX.get_or_init(|| {
-        let choice: BackendChoice = policy
-            .backend
-            .parse()
-            .map_err(|e| format!("sandbox.backend: {e}"))?;
-        Sandbox::new(choice, policy.allow_partial).map_err(|e| e.to_string())
+        Sandbox::new(policy.backend, policy.allow_partial).map_err(|e| e.to_string())
     });
     sandbox.as_ref().map_err(|e| {
         ToolError(format!(
