@@ -126,7 +126,7 @@ if '--layers' in sys.argv:
     def layer(m):
         n = name(m)
         if n in face: return 'face'
-        if n in daemon: return 'daemon'
+        if n in daemon or (m and m[0] in daemon): return 'daemon'
         if m and m[0] == 'helper': return 'child'
         return 'shared'
     allowed = {'face': {'face', 'daemon', 'child', 'shared'}, 'daemon': {'daemon', 'shared'},

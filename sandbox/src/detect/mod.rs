@@ -1,0 +1,20 @@
+//! Probes the machine once (cached): Landlock ABI, seccomp, whether user namespaces really
+//! work (a forked child tries them), bubblewrap presence plus a preflight run, cgroup v2, what
+//! can bound a call's process count (uid, per-namespace `pid_max`, a writable pids cgroup),
+//! `sandbox-exec` on macOS. Chooses the rung of the ladder and explains it as a [`Report`],
+//! naming per rung the mechanism that really enforces each limit and what nothing enforces.
+
+mod choice;
+mod guarantees;
+mod probes;
+#[cfg(test)]
+mod tests;
+mod types;
+
+pub use choice::{choose, report, report_from, statuses};
+pub use guarantees::{guarantees, guarantees_here};
+pub use probes::{FirstRunTries, Live, bwrap_path, probes, process_limit};
+pub use types::{
+    BackendStatus, Check, FULL_LANDLOCK_ABI, Guarantee, ProbeSource, Probes, ProcessLimitProbe,
+    Report,
+};
