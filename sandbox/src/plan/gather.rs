@@ -31,8 +31,9 @@ impl HostFacts {
                 facts.vars.insert(name.into(), value);
             }
         }
-        // Every root; every protected and denied path with the directories above it (the
-        // placeholders and pins are planned along them); the fixed places.
+        // Every root; every protected and denied path, with the directories between it and
+        // the outermost writable root holding it (placeholders and pins are planned along
+        // them); the fixed places.
         let mut at: Vec<PathBuf> = profile.read_only.clone();
         at.extend(profile.writable_roots().cloned());
         let guarded = profile
@@ -41,7 +42,18 @@ impl HostFacts {
             .chain(facts.git_targets.iter().map(|t| &t.path))
             .chain(&profile.denied);
         for path in guarded {
-            at.extend(path.ancestors().map(Path::to_path_buf));
+            let outermost = profile
+                .writable_roots()
+                .filter(|r| path.starts_with(r))
+                .min_by_key(|r| r.components().count());
+            match outermost {
+                Some(root) => at.extend(
+                    path.ancestors()
+                        .take_while(|a| *a != root.as_path())
+                        .map(Path::to_path_buf),
+                ),
+                None => at.push(path.clone()),
+            }
         }
         at.push(PathBuf::from("/etc"));
         at.push(profile.workspace.join(".git/commondir"));
