@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use zeroclaw::audit::store::Writer;
+use zeroclaw::audit::writer::Writer;
 
 const CALLS: usize = 2000;
 const CONCURRENT: usize = 200;

@@ -4,6 +4,9 @@
 //! passes, and names the first broken seq after an edit, a deletion, a swap, and (keyed mode)
 //! a truncated tail with a forged head; a read-only log refuses tool calls unless
 //! `best_effort`; `kill -9` in a burst leaves a chain that verifies; nothing secret is stored.
+//! The suites that do not need a file of their own run again with a PostgreSQL store
+//! (`on_postgres::…`), where the records live in the database's `audit_records` table; two
+//! daemons appending to one such database at once build one chain that verifies.
 
 mod support;
 mod tools_support;
@@ -27,6 +30,7 @@ fn zeroclaw_audit(config_dir: &Path, args: &[&str]) -> Output {
         .arg(config_dir)
         .args(args)
         .env_remove("ZEROCLAW_CONFIG_DIR")
+        .envs(support::store_under_test::env())
         .output()
         .expect("run zeroclaw audit")
 }
@@ -46,15 +50,37 @@ fn audit_db(config_dir: &Path) -> PathBuf {
     config_dir.join("workspace/sessions/audit.db")
 }
 
-/// Every stored record body, in seq order (read with SQLite directly).
-fn bodies(config_dir: &Path) -> Vec<Value> {
+/// This suite's PostgreSQL database, when it runs on one (the log is then its table).
+fn pg() -> Option<String> {
+    support::store_under_test::url()
+}
+
+/// `sql` written for the SQLite `records` table, for the log under test.
+fn on_log(sql: &str) -> String {
+    match pg() {
+        Some(_) => sql.replace(" records", " audit_records"),
+        None => sql.to_owned(),
+    }
+}
+
+/// The first column of each row of `sql` (about `records`), read from the log directly.
+fn query_texts(config_dir: &Path, sql: &str) -> Vec<String> {
+    if let Some(url) = pg() {
+        return support::postgres::texts(&url, &on_log(sql));
+    }
     let conn = rusqlite::Connection::open(audit_db(config_dir)).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT body FROM records ORDER BY seq")
-        .unwrap();
+    let mut stmt = conn.prepare(sql).unwrap();
     stmt.query_map([], |r| r.get::<_, String>(0))
         .unwrap()
-        .map(|b| serde_json::from_str(&b.unwrap()).unwrap())
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Every stored record body, in seq order (read from the database directly).
+fn bodies(config_dir: &Path) -> Vec<Value> {
+    query_texts(config_dir, "SELECT body FROM records ORDER BY seq")
+        .iter()
+        .map(|b| serde_json::from_str(b).unwrap())
         .collect()
 }
 
@@ -204,23 +230,30 @@ fn a_session_records_every_event_class_and_the_chain_verifies() {
     assert_no_secret(&config_dir);
 }
 
-/// The canary key, variable and API key appear in no byte of the audit files.
+/// The canary key, variable and API key appear in no byte of the audit files (or of the
+/// records in the database).
 fn assert_no_secret(config_dir: &Path) {
+    let mut stored = vec![
+        query_texts(config_dir, "SELECT body FROM records")
+            .join("\n")
+            .into_bytes(),
+    ];
     let dir = config_dir.join("workspace/sessions");
-    for entry in std::fs::read_dir(&dir).unwrap() {
+    for entry in std::fs::read_dir(&dir).into_iter().flatten() {
         let path = entry.unwrap().path();
-        if !path
+        if path
             .file_name()
             .unwrap()
             .to_string_lossy()
-            .starts_with("audit.db")
+            .starts_with("audit.")
         {
-            continue;
+            stored.push(std::fs::read(&path).unwrap());
         }
-        let bytes = std::fs::read(&path).unwrap();
+    }
+    for bytes in stored {
         for canary in [KEY_CANARY, ENV_CANARY, API_CANARY] {
             let found = bytes.windows(canary.len()).any(|w| w == canary.as_bytes());
-            assert!(!found, "{canary} in {}", path.display());
+            assert!(!found, "{canary} in the audit log");
         }
     }
 }
@@ -249,17 +282,54 @@ fn recorded_session(setup: Setup) -> Scene {
     s
 }
 
-/// A copy of `from`'s config dir (config and audit files) to tamper with.
-fn copy_of(from: &Path) -> tempfile::TempDir {
+/// A copy of `from`'s config dir (config and audit files) to tamper with; on PostgreSQL the
+/// table is the same one, saved now and put back when the copy is dropped (one copy at a time).
+struct Copy {
+    dir: tempfile::TempDir,
+    saved_in: Option<String>,
+}
+
+impl Copy {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        if let Some(url) = &self.saved_in {
+            support::postgres::batch(
+                url,
+                "DELETE FROM audit_records; INSERT INTO audit_records SELECT * FROM audit_saved;
+                 DROP TABLE audit_saved;",
+            );
+        }
+    }
+}
+
+fn copy_of(from: &Path) -> Copy {
     let to = tempfile::tempdir().unwrap();
     std::fs::copy(from.join("config.toml"), to.path().join("config.toml")).unwrap();
     let sessions = to.path().join("workspace/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
-    for entry in std::fs::read_dir(from.join("workspace/sessions")).unwrap() {
+    // On PostgreSQL the directory holds at most the anchor.
+    let files = std::fs::read_dir(from.join("workspace/sessions"))
+        .into_iter()
+        .flatten();
+    for entry in files {
         let path = entry.unwrap().path();
-        std::fs::copy(&path, sessions.join(path.file_name().unwrap())).unwrap();
+        if path.is_file() {
+            std::fs::copy(&path, sessions.join(path.file_name().unwrap())).unwrap();
+        }
     }
-    to
+    let saved_in = pg();
+    if let Some(url) = &saved_in {
+        support::postgres::batch(
+            url,
+            "CREATE TABLE audit_saved AS SELECT * FROM audit_records",
+        );
+    }
+    Copy { dir: to, saved_in }
 }
 
 fn broken_at(config_dir: &Path) -> String {
@@ -273,7 +343,11 @@ fn broken_at(config_dir: &Path) -> String {
         .to_owned()
 }
 
+/// Runs `sql` (about `records`) on the log directly.
 fn tamper(config_dir: &Path, sql: &str) {
+    if let Some(url) = pg() {
+        return support::postgres::batch(&url, &on_log(sql));
+    }
     let conn = rusqlite::Connection::open(audit_db(config_dir)).unwrap();
     conn.execute_batch(sql).unwrap();
 }
@@ -297,14 +371,17 @@ fn verify_names_the_first_broken_seq_after_an_edit_a_deletion_and_a_swap() {
         "the edit hit a tool record: {body}"
     );
     assert_eq!(broken_at(edited.path()), "5");
+    drop(edited);
 
     let deleted = copy_of(&config_dir);
     tamper(deleted.path(), "DELETE FROM records WHERE seq = 4");
     assert_eq!(broken_at(deleted.path()), "4");
+    drop(deleted);
 
     let first_gone = copy_of(&config_dir);
     tamper(first_gone.path(), "DELETE FROM records WHERE seq = 1");
     assert_eq!(broken_at(first_gone.path()), "1");
+    drop(first_gone);
 
     let swapped = copy_of(&config_dir);
     tamper(
@@ -334,16 +411,15 @@ fn keyed_mode_detects_a_truncated_tail_with_a_forged_head_and_prune_keeps_it_ver
     // public SHA-256, and as an HMAC under a guessed key.
     for forged_alg in ["sha256", "hmac-sha256"] {
         let forged = copy_of(&config_dir);
-        let conn = rusqlite::Connection::open(audit_db(forged.path())).unwrap();
-        conn.execute("DELETE FROM records WHERE seq >= ?1", [count - 1])
-            .unwrap();
-        let prev: String = conn
-            .query_row(
-                "SELECT hash FROM records WHERE seq = ?1",
-                [count - 2],
-                |r| r.get(0),
-            )
-            .unwrap();
+        tamper(
+            forged.path(),
+            &format!("DELETE FROM records WHERE seq >= {}", count - 1),
+        );
+        let prev = query_texts(
+            forged.path(),
+            &format!("SELECT hash FROM records WHERE seq = {}", count - 2),
+        )
+        .remove(0);
         let body = format!(
             r#"{{"alg":"{forged_alg}","kind":"session.close","seq":{},"time_ms":1}}"#,
             count - 1
@@ -352,23 +428,27 @@ fn keyed_mode_detects_a_truncated_tail_with_a_forged_head_and_prune_keeps_it_ver
             use sha2::Digest;
             hex::encode(sha2::Sha256::digest(format!("{prev}\n{body}").as_bytes()))
         };
-        conn.execute(
-            "INSERT INTO records (seq, time_ms, body, prev_hash, hash) VALUES (?1, 1, ?2, ?3, ?4)",
-            rusqlite::params![count - 1, body, prev, hash],
-        )
-        .unwrap();
-        drop(conn);
+        tamper(
+            forged.path(),
+            &format!(
+                "INSERT INTO records (seq, time_ms, body, prev_hash, hash)
+                 VALUES ({}, 1, '{body}', '{prev}', '{hash}')",
+                count - 1
+            ),
+        );
         assert_eq!(
             broken_at(forged.path()),
             (count - 1).to_string(),
             "{forged_alg}"
         );
+        drop(forged);
     }
 
     // Without the key, keyed records cannot be checked: verify says so.
     let keyless = copy_of(&config_dir);
     std::fs::write(keyless.path().join("config.toml"), "").unwrap();
     assert_eq!(broken_at(keyless.path()), "1");
+    drop(keyless);
 
     // Pruning everything before now leaves a checkpoint, signed with the key, that verifies.
     let far_future = "2999-01-01";
@@ -583,7 +663,12 @@ fn a_bad_token_on_the_daemon_is_recorded_without_the_token() {
     assert_eq!(auth[0]["status_id"], 2);
     assert!(auth[0]["user"].is_object(), "{}", auth[0]);
     daemon.terminate();
-    for entry in std::fs::read_dir(config_dir.join("workspace/sessions")).unwrap() {
+    let stored = query_texts(&config_dir, "SELECT body FROM records").join("\n");
+    assert!(!stored.contains(canary), "the token is in a record");
+    let files = std::fs::read_dir(config_dir.join("workspace/sessions"))
+        .into_iter()
+        .flatten();
+    for entry in files {
         let path = entry.unwrap().path();
         if path
             .file_name()
@@ -609,6 +694,7 @@ fn session_load_and_delete_are_recorded() {
         .args(["sessions", "delete", &s.session, "--config-dir"])
         .arg(&config_dir)
         .env_remove("ZEROCLAW_CONFIG_DIR")
+        .envs(support::store_under_test::env())
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -674,3 +760,14 @@ fn the_anchor_finds_a_tail_cut_off_without_any_forged_record() {
     );
     assert_eq!(broken_at(cut.path()), (count - 1).to_string());
 }
+
+crate::on_postgres!(
+    a_session_records_every_event_class_and_the_chain_verifies,
+    verify_names_the_first_broken_seq_after_an_edit_a_deletion_and_a_swap,
+    keyed_mode_detects_a_truncated_tail_with_a_forged_head_and_prune_keeps_it_verifiable,
+    prune_keeps_the_newer_records_verifiable_and_a_later_deletion_is_still_found,
+    kill_9_during_a_burst_leaves_a_chain_that_verifies_with_every_answered_call,
+    a_bad_token_on_the_daemon_is_recorded_without_the_token,
+    session_load_and_delete_are_recorded,
+    the_anchor_finds_a_tail_cut_off_without_any_forged_record,
+);

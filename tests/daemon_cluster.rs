@@ -1,7 +1,8 @@
 //! Several daemons on one PostgreSQL store: a session made on one is listed, loaded and
 //! continued on another after the first is `kill -9`ed; while one daemon holds a session's
 //! lease the other's prompts get SESSION_BUSY (`leased_elsewhere`); a holder paused past its
-//! lease and taken over never writes again. Skipped (printed) without a PostgreSQL server,
+//! lease and taken over never writes again. Two daemons appending at once to the database's
+//! audit log build one chain that `zeroclaw audit verify` passes. Skipped (printed) without a PostgreSQL server,
 //! a failure with `CI=true`.
 
 mod support;
@@ -327,4 +328,44 @@ fn the_upgrade_names_the_sessions_lease_holder_for_load_balancers() {
         "the cookie names daemon A (pid {}), which holds the lease: {cookie}",
         a.pid()
     );
+}
+
+#[test]
+fn two_daemons_appending_at_once_build_one_audit_chain_that_verifies() {
+    let Some(db) = TestDb::create() else { return };
+    let model = ModelServer::start_blocking(vec![]);
+    let work = tempfile::tempdir().unwrap();
+    let a = daemon(&db, &model);
+    let b = daemon(&db, &model);
+    let per_client = 10;
+    std::thread::scope(|scope| {
+        for daemon in [&a, &b, &a, &b] {
+            let work = work.path();
+            scope.spawn(move || {
+                let on = client(daemon);
+                // Closed at once: a daemon keeps at most ten sessions active.
+                for _ in 0..per_client {
+                    let session = on.new_session(work);
+                    on.call("session/close", json!({"sessionId": session}));
+                }
+            });
+        }
+    });
+    let creates = db.query_text(
+        "SELECT count(*)::text FROM audit_records WHERE body LIKE '%\"kind\":\"session.create\"%'",
+    );
+    assert_eq!(creates.as_deref(), Some("40"), "a record was lost");
+    let records = db.query_text("SELECT count(*)::text FROM audit_records");
+    assert_eq!(records.as_deref(), Some("80"), "a record was lost");
+    for daemon in [&a, &b] {
+        let verify = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+            .args(["audit", "verify"])
+            .env("ZEROCLAW_store__url", &db.url)
+            .env("ZEROCLAW_CONFIG_DIR", daemon.config_dir())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&verify.stdout);
+        assert!(verify.status.success(), "{text}{verify:?}");
+        assert!(text.starts_with("ok: "), "{text}");
+    }
 }

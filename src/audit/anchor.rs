@@ -35,7 +35,12 @@ pub fn write(db: &Path, seq: i64, hash: &str, key: Option<&[u8]>) -> std::io::Re
         mac: key.map(|k| mac(seq, hash, k)),
     };
     let path = path_for(db);
-    let tmp = path.with_extension("head.tmp");
+    if let Some(dir) = path.parent() {
+        // On PostgreSQL nothing else may have made the directory yet.
+        std::fs::create_dir_all(dir)?;
+    }
+    // A temp name of this process: two processes anchoring one shared chain never mix files.
+    let tmp = path.with_extension(format!("head.tmp.{}", std::process::id()));
     std::fs::write(&tmp, serde_json::to_vec(&anchor)?)?;
     std::fs::rename(&tmp, &path)
 }

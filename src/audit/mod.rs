@@ -1,25 +1,30 @@
 //! The tamper-evident audit log: one record per tool execution, policy decision, approval,
 //! sandbox setup failure, authentication failure, session lifecycle event and configuration
-//! reload, appended in order to `<workspace_dir>/sessions/audit.db` and chained with SHA-256
-//! (or HMAC-SHA-256 with `[audit] key_file`). See `docs/audit.md`.
+//! reload, appended in order to `<workspace_dir>/sessions/audit.db` (or, with a PostgreSQL
+//! `[store] url`, to that database, one chain for every daemon on it) and chained with
+//! SHA-256 (or HMAC-SHA-256 with `[audit] key_file`). See `docs/audit.md`.
 //!
 //! [`init`] starts the process-wide log once (the writer thread of [`store`]); [`record`]
 //! appends an [`Event`] and waits for its commit. With `[audit] mode = "required"` (the
 //! default) a record that cannot be written is an error the caller fails with; in
-//! `best_effort` it is logged and the caller goes on. [`chain`] owns the canonical encoding
+//! `best_effort` it is logged and the caller goes on. [`db`] says where the log is ([`store`]:
+//! SQLite, [`postgres`]), [`writer`] owns the thread that appends. [`chain`] owns the canonical encoding
 //! and verification, [`anchor`] the head written beside the file, [`tool`] the per-call
 //! record, [`reload`] the configuration-reload record, [`export`] the JSONL and OCSF forms.
 //! Secrets never enter a record: tool arguments are digested, env values are never read.
 
 pub mod anchor;
 pub mod chain;
+pub mod db;
 pub mod export;
+pub mod postgres;
 pub mod reload;
 pub mod store;
 pub mod tool;
+pub mod writer;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
@@ -29,18 +34,18 @@ use crate::config::{AuditMode, Config};
 /// Why a record was not written.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum AuditError {
-    #[error("cannot open the audit log {path}: {message}")]
-    Open { path: PathBuf, message: String },
+    #[error("cannot open the audit log {at}: {message}")]
+    Open { at: String, message: String },
     #[error("the audit key file {path} is unusable: {message}")]
     Key { path: PathBuf, message: String },
-    #[error("cannot write the audit record to {path}: {message}")]
-    Write { path: PathBuf, message: String },
+    #[error("cannot write the audit record to {at}: {message}")]
+    Write { at: String, message: String },
 }
 
 impl AuditError {
-    pub(crate) fn open(path: &Path, message: String) -> AuditError {
+    pub(crate) fn open(at: impl std::fmt::Display, message: String) -> AuditError {
         AuditError::Open {
-            path: path.to_owned(),
+            at: at.to_string(),
             message,
         }
     }
@@ -48,8 +53,8 @@ impl AuditError {
 
 /// The process's audit log.
 pub struct AuditLog {
-    writer: store::Writer,
-    path: PathBuf,
+    writer: writer::Writer,
+    target: db::Target,
     mode: AuditMode,
 }
 
@@ -60,13 +65,13 @@ static LOG: OnceLock<AuditLog> = OnceLock::new();
 /// [`record`].
 pub fn init(config: &Config) -> &'static AuditLog {
     LOG.get_or_init(|| {
-        let path = config.audit_path();
+        let target = db::Target::of(config);
         let key = load_key(config)
             .map_err(|e| e.to_string())
             .map(|key| key.map(|k| k.to_vec()));
         AuditLog {
-            writer: store::Writer::spawn(path.clone(), key),
-            path,
+            writer: writer::Writer::spawn_at(target.clone(), config.audit_path(), key),
+            target,
             mode: config.audit.mode,
         }
     })
@@ -106,8 +111,9 @@ pub fn load_key(config: &Config) -> Result<Option<Vec<u8>>, AuditError> {
 }
 
 impl AuditLog {
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Which log records go to.
+    pub fn target(&self) -> &db::Target {
+        &self.target
     }
 
     pub fn mode(&self) -> AuditMode {
@@ -120,7 +126,7 @@ impl AuditLog {
             .probe()
             .await
             .map_err(|message| AuditError::Write {
-                path: self.path.clone(),
+                at: self.target.describe(),
                 message,
             })
     }
@@ -172,7 +178,7 @@ pub async fn record(event: Event) -> Result<(), AuditError> {
         Ok(_) => Ok(()),
         Err(message) => {
             let error = AuditError::Write {
-                path: log.path.clone(),
+                at: log.target.describe(),
                 message,
             };
             match log.mode {

@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use super::time::format_time;
-use crate::audit::{self, chain, export, store};
+use crate::audit::db::{self, Db, Target};
+use crate::audit::{self, chain, export};
 use crate::config::Config;
 
 /// `zeroclaw audit ...`.
@@ -66,6 +67,9 @@ pub enum ExportFormat {
 
 pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let config = Config::load(args.config_dir.as_deref())?;
+    let target = Target::of(&config);
+    // The anchor file is beside `audit.db`; on PostgreSQL, in the same directory of this
+    // daemon's workspace.
     let path = config.audit_path();
     let key = audit::load_key(&config)?;
     match args.command {
@@ -77,7 +81,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             kind,
         } => {
             let since = since.as_deref().map(parse_time).transpose()?;
-            let rows = read_rows(&path)?;
+            let rows = read_rows(&target)?;
             let mut out = std::io::stdout().lock();
             for row in &rows {
                 let body: Value = serde_json::from_str(&row.body).unwrap_or(Value::Null);
@@ -97,7 +101,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         AuditCommand::Show { seq } => {
-            let rows = read_rows(&path)?;
+            let rows = read_rows(&target)?;
             match rows.iter().find(|r| r.seq == seq) {
                 Some(row) => {
                     println!("{}", serde_json::to_string_pretty(&export::jsonl(row))?);
@@ -106,14 +110,14 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 None => {
                     eprintln!(
                         "error: no audit record with seq {seq} in {}",
-                        path.display()
+                        target.describe()
                     );
                     Ok(ExitCode::FAILURE)
                 }
             }
         }
         AuditCommand::Verify => {
-            let rows = read_rows(&path)?;
+            let rows = read_rows(&target)?;
             let anchored = audit::anchor::read(&path).map_err(|e| anyhow::anyhow!(e))?;
             let verified = chain::verify(&rows, key.as_deref()).and_then(|v| match &anchored {
                 Some(a) => audit::anchor::check(a, &rows, key.as_deref()).map(|()| v),
@@ -142,7 +146,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             }
         }
         AuditCommand::Export { format } => {
-            let rows = read_rows(&path)?;
+            let rows = read_rows(&target)?;
             let host = hostname();
             let mut out = std::io::stdout().lock();
             for row in &rows {
@@ -156,9 +160,9 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         }
         AuditCommand::Prune { before } => {
             let before = parse_time(&before)?;
-            let mut conn = store::open(&path)?;
-            let pruned = store::prune(&mut conn, &path, before, key.as_deref())
-                .map_err(|e| anyhow::anyhow!("pruning {}: {e}", path.display()))?;
+            let mut log = Db::open(&target)?;
+            let pruned = db::prune(&mut log, &path, before, key.as_deref())
+                .map_err(|e| anyhow::anyhow!("pruning {}: {e}", target.describe()))?;
             println!("pruned {pruned} records before {}", format_time(before));
             Ok(ExitCode::SUCCESS)
         }
@@ -182,13 +186,14 @@ pub fn doctor_line(config_dir: Option<&std::path::Path>) -> Option<String> {
     };
     Some(format!(
         "audit: {mode}, {keyed}, {}",
-        config.audit_path().display()
+        Target::of(&config).describe()
     ))
 }
 
-fn read_rows(path: &std::path::Path) -> anyhow::Result<Vec<chain::Row>> {
-    let conn = store::open_read(path)?;
-    store::rows(&conn).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))
+fn read_rows(target: &Target) -> anyhow::Result<Vec<chain::Row>> {
+    let mut log = Db::open_read(target)?;
+    log.rows()
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", target.describe()))
 }
 
 /// One record as a listing line: seq, time, kind, session, tool, then the verdict.

@@ -1,12 +1,13 @@
 //! `zeroclaw store migrate | copy`: bring the configured session store to this version's
 //! schema, and move an installation's sessions from one store to another
-//! (`--from sqlite:PATH --to postgres://…`).
+//! (`--from sqlite:PATH --to postgres://…`), its audit log with it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 
+use crate::audit::db::{self, Db, Target};
 use crate::config::Config;
 use crate::store::{Location, Store, copy};
 
@@ -65,6 +66,21 @@ pub fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
                 let target = Store::open_location_async(&to, 2)
                     .await
                     .with_context(|| format!("opening {to}"))?;
+                let (audit_from, audit_to) = (Target::beside(&from), Target::beside(&to));
+                let audit_to_check = audit_to.clone();
+                let audit_empty = tokio::task::spawn_blocking(move || {
+                    Db::open(&audit_to_check)
+                        .map_err(|e| e.to_string())?
+                        .rows()
+                        .map(|rows| rows.is_empty())
+                })
+                .await?
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+                anyhow::ensure!(
+                    audit_empty,
+                    "the audit log {} is not empty; copy into a new store",
+                    audit_to.describe()
+                );
                 let copied = copy::copy_all(&source, &target)
                     .await
                     .with_context(|| format!("copying {from} to {to}"))?;
@@ -72,6 +88,16 @@ pub fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
                     "copied {} sessions ({} turns, {} entries) from {from} to {to}",
                     copied.sessions, copied.turns, copied.entries
                 );
+                if audit_from.exists() {
+                    let (described, into) = (audit_from.describe(), audit_to.describe());
+                    let records =
+                        tokio::task::spawn_blocking(move || db::copy(&audit_from, &audit_to))
+                            .await?
+                            .map_err(|e| anyhow::anyhow!("copying the audit log: {e}"))?;
+                    println!("copied {records} audit records from {described} to {into}");
+                } else {
+                    println!("no audit log at {} to copy", audit_from.describe());
+                }
                 Ok(ExitCode::SUCCESS)
             }
         }

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use backend::Backend;
 pub use lease::{Fence, Holder, LeaseError};
 pub use location::Location;
+pub use postgres::{connect_client as postgres_client, pg_message};
 
 /// One session's metadata row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -89,6 +89,37 @@ fn database_url(admin_url: &str, name: &str) -> String {
     }
 }
 
+/// Runs the statements of `sql` in the database at `url`.
+pub fn batch(url: &str, sql: &str) {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    on_runtime(async move {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute(&sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
+    })
+}
+
+/// The first column of every row of `sql` in the database at `url`, as text.
+pub fn texts(url: &str, sql: &str) -> Vec<String> {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    on_runtime(async move {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let rows = client
+            .query(&sql, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        rows.iter().map(|r| r.get::<_, String>(0)).collect()
+    })
+}
+
 fn admin(url: &str, sql: &str) {
     run(url, sql);
 }

@@ -20,6 +20,11 @@ pub fn env() -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// The URL of this thread's PostgreSQL database, if its tests run on one.
+pub fn url() -> Option<String> {
+    URL.with(|u| u.borrow().clone())
+}
+
 /// Whether this thread's tests run on PostgreSQL.
 pub fn on_postgres() -> bool {
     URL.with(|u| u.borrow().is_some())

@@ -66,6 +66,23 @@ impl PgBackend {
     }
 }
 
+/// One plain connection to the database at `url` (migrated first, TLS as for the pool), its
+/// connection task spawned on the calling runtime: for the audit log's writer, which appends
+/// one record at a time on its own thread.
+pub async fn connect_client(url: &str) -> Result<tokio_postgres::Client, StoreError> {
+    let connect_err = |message: String| connect_error(url, message);
+    let (config, tls) = tls::client_config(url).map_err(connect_err)?;
+    schema::migrate(&config, tls.clone())
+        .await
+        .map_err(|e| connect_err(e.to_string()))?;
+    let (client, connection) = config
+        .connect(tls)
+        .await
+        .map_err(|e| connect_err(pg_error(e).to_string()))?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
 fn connect_error(url: &str, message: String) -> StoreError {
     StoreError::Connect {
         location: super::Location::Postgres(url.to_owned()).to_string(),
@@ -76,14 +93,19 @@ fn connect_error(url: &str, message: String) -> StoreError {
 /// A PostgreSQL error with the server's message (tokio-postgres's own `Display` says only
 /// "db error").
 pub(crate) fn pg_error(e: tokio_postgres::Error) -> StoreError {
-    let message = match e.as_db_error() {
+    StoreError::Postgres(pg_message(&e))
+}
+
+/// The text of a PostgreSQL error: the server's severity and message, or the client's error
+/// with its cause.
+pub fn pg_message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
         Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => match std::error::Error::source(&e) {
+        None => match std::error::Error::source(e) {
             Some(source) => format!("{e}: {source}"),
             None => e.to_string(),
         },
-    };
-    StoreError::Postgres(message)
+    }
 }
 
 type Answer<'a, T> = BoxFuture<'a, Result<T, StoreError>>;

@@ -55,6 +55,15 @@ const MIGRATIONS: &[&str] = &[
         value      TEXT NOT NULL,
         PRIMARY KEY (session_id, option_id)
     );",
+    // 5 -> 6: the hash-chained audit log (`crate::audit`), shared by every daemon on the
+    // database; appends are serialised by an advisory lock, and `seq` keeps it one chain.
+    "CREATE TABLE audit_records (
+        seq       BIGINT PRIMARY KEY,
+        time_ms   BIGINT NOT NULL,
+        body      TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash      TEXT NOT NULL
+    );",
 ];
 
 /// Brings the database to the newest version over one connection; refuses a newer one.

@@ -52,6 +52,10 @@ const MIGRATIONS: &[&str] = &[
         value      TEXT NOT NULL,
         PRIMARY KEY (session_id, option_id)
     ) WITHOUT ROWID;",
+    // 5 -> 6: nothing here. PostgreSQL's version 6 adds the audit log's table; on SQLite the
+    // audit log keeps its own file (`audit.db`, `crate::audit::store`), so the versions stay
+    // equal and mean the same schema on both backends.
+    "",
 ];
 
 /// Opens (creating parent directories) and migrates the database at `path`.

@@ -1,0 +1,187 @@
+//! Where the audit log is kept: its own SQLite file beside the session store
+//! (`<workspace_dir>/sessions/audit.db`, [`super::store`]), or, when `[store] url` is a
+//! PostgreSQL database, that database's `audit_records` table ([`super::postgres`]), shared
+//! by every daemon on it. [`Db`] answers the same operations on both; [`prune`] is written
+//! once over them.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use super::chain::Row;
+use super::postgres::PgLog;
+use super::{AuditError, anchor, store};
+use crate::config::Config;
+use crate::store::Location;
+
+/// Which audit log a configuration names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A SQLite file of its own.
+    Sqlite(PathBuf),
+    /// The `audit_records` table of the PostgreSQL session store at this URL.
+    Postgres(String),
+}
+
+impl Target {
+    /// The session store's database when it is PostgreSQL, else `audit.db`.
+    pub fn of(config: &Config) -> Target {
+        match config.store_location() {
+            Location::Postgres(url) => Target::Postgres(url),
+            Location::Sqlite(_) => Target::Sqlite(config.audit_path()),
+        }
+    }
+
+    /// The log that goes with the session store at `location`: its database when it is
+    /// PostgreSQL, else the `audit.db` beside the SQLite file (`store copy`).
+    pub fn beside(location: &Location) -> Target {
+        match location {
+            Location::Postgres(url) => Target::Postgres(url.clone()),
+            Location::Sqlite(path) => Target::Sqlite(path.with_file_name("audit.db")),
+        }
+    }
+
+    /// Whether there is a log to read (a SQLite file exists; a database always has the table).
+    pub fn exists(&self) -> bool {
+        match self {
+            Target::Sqlite(path) => path.is_file(),
+            Target::Postgres(_) => true,
+        }
+    }
+
+    /// Where the log is, for messages (a password is never shown).
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Sqlite(path) => path.display().to_string(),
+            Target::Postgres(url) => format!("{} (audit_records)", Location::Postgres(url.clone())),
+        }
+    }
+}
+
+/// An open audit log.
+pub enum Db {
+    Sqlite(Connection),
+    Postgres(PgLog),
+}
+
+impl Db {
+    /// Opens the log for appending (creating the SQLite file, migrating the database).
+    pub fn open(target: &Target) -> Result<Db, AuditError> {
+        match target {
+            Target::Sqlite(path) => store::open(path).map(Db::Sqlite),
+            Target::Postgres(url) => PgLog::open(url)
+                .map(Db::Postgres)
+                .map_err(|e| AuditError::open(target.describe(), e)),
+        }
+    }
+
+    /// Opens an existing log for reading (a SQLite file must exist).
+    pub fn open_read(target: &Target) -> Result<Db, AuditError> {
+        match target {
+            Target::Sqlite(path) => store::open_read(path).map(Db::Sqlite),
+            Target::Postgres(_) => Db::open(target),
+        }
+    }
+
+    /// Appends `body` (an object without `seq`, `alg`) as the next record; returns its seq
+    /// and hash.
+    pub fn append(&mut self, body: Value, key: Option<&[u8]>) -> Result<(i64, String), String> {
+        match self {
+            Db::Sqlite(conn) => store::append(conn, body, key),
+            Db::Postgres(log) => log.append(body, key),
+        }
+    }
+
+    /// Every row in seq order.
+    pub fn rows(&mut self) -> Result<Vec<Row>, String> {
+        match self {
+            Db::Sqlite(conn) => store::rows(conn),
+            Db::Postgres(log) => log.rows(),
+        }
+    }
+
+    /// Inserts `rows` as they are (with their hashes) in one transaction (`store copy`).
+    pub fn insert_rows(&mut self, rows: &[Row]) -> Result<(), String> {
+        match self {
+            Db::Sqlite(conn) => store::insert_rows(conn, rows),
+            Db::Postgres(log) => log.insert_rows(rows),
+        }
+    }
+
+    fn bounds(&mut self, before_ms: i64) -> Result<(Option<i64>, Option<i64>), String> {
+        match self {
+            Db::Sqlite(conn) => store::bounds(conn, before_ms),
+            Db::Postgres(log) => log.bounds(before_ms),
+        }
+    }
+
+    fn hash_of(&mut self, seq: i64) -> Result<Option<String>, String> {
+        match self {
+            Db::Sqlite(conn) => store::hash_of(conn, seq),
+            Db::Postgres(log) => log.hash_of(seq),
+        }
+    }
+
+    fn delete_through(&mut self, through: i64) -> Result<u64, String> {
+        match self {
+            Db::Sqlite(conn) => store::delete_through(conn, through),
+            Db::Postgres(log) => log.delete_through(through),
+        }
+    }
+}
+
+/// Deletes the records older than `before_ms` (a prefix of the chain) and appends a
+/// checkpoint naming the last pruned seq and its hash; returns how many went. `anchor_at` is
+/// the path the anchor is written beside ([`anchor::path_for`]).
+pub fn prune(
+    db: &mut Db,
+    anchor_at: &Path,
+    before_ms: i64,
+    key: Option<&[u8]>,
+) -> Result<u64, String> {
+    let (first_kept, newest) = db.bounds(before_ms)?;
+    let through = match first_kept {
+        Some(seq) => seq - 1,
+        None => newest.unwrap_or(0),
+    };
+    let Some(hash) = db.hash_of(through)? else {
+        return Ok(0);
+    };
+    // The checkpoint goes in first, so the pruned head is named in the chain before anything
+    // is deleted; then the prefix goes.
+    let body = serde_json::json!({
+        "kind": "checkpoint",
+        "time_ms": crate::store::now_ms(),
+        "pruned_through_seq": through,
+        "pruned_head_hash": hash,
+    });
+    let (seq, hash) = db.append(body, key)?;
+    if let Err(error) = anchor::write(anchor_at, seq, &hash, key) {
+        tracing::warn!(%error, "cannot write the audit anchor");
+    }
+    db.delete_through(through)
+}
+
+/// Copies every record of the log at `from` into the empty log at `to`, unchanged (so the
+/// copy verifies as the original did); returns how many. A log that is not empty is refused.
+pub fn copy(from: &Target, to: &Target) -> Result<usize, String> {
+    let mut target = Db::open(to).map_err(|e| e.to_string())?;
+    if !target.rows()?.is_empty() {
+        return Err(format!(
+            "the audit log {} is not empty; copy into a new one",
+            to.describe()
+        ));
+    }
+    let rows = Db::open_read(from).map_err(|e| e.to_string())?.rows()?;
+    target.insert_rows(&rows)?;
+    Ok(rows.len())
+}
+
+/// The `time_ms` of a stored row's body (0 when it has none).
+pub(crate) fn time_of(row: &Row) -> i64 {
+    serde_json::from_str::<Value>(&row.body)
+        .ok()
+        .and_then(|b| b["time_ms"].as_i64())
+        .unwrap_or(0)
+}

@@ -1,0 +1,181 @@
+//! The audit log in the PostgreSQL session store (`[store] url = "postgres://…"`): the
+//! `audit_records` table (the store's schema version 6), one connection per writer, and the
+//! append that keeps one chain across daemons.
+//!
+//! Every append is one transaction that takes a transaction-level advisory lock, reads the
+//! head, links the new record to it and commits; the lock serialises the daemons' appends, and
+//! `seq` being the primary key makes a fork impossible even without it. The calls block: they
+//! run on the writer thread's (or the CLI's) own runtime. A lost connection is made again on
+//! the next call, so the log works again after the database comes back.
+
+use serde_json::Value;
+use tokio_postgres::Client;
+
+use super::chain::{self, ALG_HMAC, ALG_SHA256, GENESIS, Row};
+use crate::store::{Location, postgres_client};
+
+/// An arbitrary key of PostgreSQL's advisory lock space, held while appending.
+const APPEND_LOCK: i64 = 0x7a63_6175_6469_7421;
+
+/// The audit log of one PostgreSQL database.
+pub struct PgLog {
+    url: String,
+    runtime: tokio::runtime::Runtime,
+    client: Option<Client>,
+}
+
+impl PgLog {
+    /// Connects (migrating the database when it is older).
+    pub fn open(url: &str) -> Result<PgLog, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut log = PgLog {
+            url: url.to_owned(),
+            runtime,
+            client: None,
+        };
+        log.client()?;
+        Ok(log)
+    }
+
+    /// Where the log is, for messages (no password).
+    pub fn location(&self) -> String {
+        format!("{} (audit_records)", Location::Postgres(self.url.clone()))
+    }
+
+    fn client(&mut self) -> Result<&Client, String> {
+        if self.client.as_ref().is_none_or(Client::is_closed) {
+            self.client = None;
+            let client = self
+                .runtime
+                .block_on(postgres_client(&self.url))
+                .map_err(|e| e.to_string())?;
+            self.client = Some(client);
+        }
+        Ok(self.client.as_ref().expect("connected above"))
+    }
+
+    /// Runs `work` on a live connection.
+    fn run<T>(
+        &mut self,
+        work: impl AsyncFnOnce(&mut Client) -> Result<T, tokio_postgres::Error>,
+    ) -> Result<T, String> {
+        self.client()?;
+        let PgLog {
+            runtime, client, ..
+        } = self;
+        let client = client.as_mut().expect("connected above");
+        runtime
+            .block_on(work(client))
+            .map_err(|e| crate::store::pg_message(&e))
+    }
+
+    /// Appends `body` as the next record; returns its seq and hash.
+    pub fn append(&mut self, mut body: Value, key: Option<&[u8]>) -> Result<(i64, String), String> {
+        self.run(async move |client| {
+            let tx = client.transaction().await?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&APPEND_LOCK])
+                .await?;
+            let head = tx
+                .query_opt(
+                    "SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1",
+                    &[],
+                )
+                .await?;
+            let (seq, prev_hash): (i64, String) = match head {
+                Some(row) => (row.get::<_, i64>(0) + 1, row.get(1)),
+                None => (1, GENESIS.to_owned()),
+            };
+            body["seq"] = seq.into();
+            body["alg"] = if key.is_some() { ALG_HMAC } else { ALG_SHA256 }.into();
+            let time_ms = body["time_ms"].as_i64().unwrap_or(0);
+            let hash = chain::link_hash(&prev_hash, &body, key);
+            tx.execute(
+                "INSERT INTO audit_records (seq, time_ms, body, prev_hash, hash)
+                 VALUES ($1, $2, $3, $4, $5)",
+                &[&seq, &time_ms, &chain::canonical(&body), &prev_hash, &hash],
+            )
+            .await?;
+            tx.commit().await?;
+            Ok((seq, hash))
+        })
+    }
+
+    /// Inserts `rows` as they are, in one transaction.
+    pub fn insert_rows(&mut self, rows: &[Row]) -> Result<(), String> {
+        self.run(async move |client| {
+            let tx = client.transaction().await?;
+            for row in rows {
+                tx.execute(
+                    "INSERT INTO audit_records (seq, time_ms, body, prev_hash, hash)
+                     VALUES ($1, $2, $3, $4, $5)",
+                    &[
+                        &row.seq,
+                        &super::db::time_of(row),
+                        &row.body,
+                        &row.prev_hash,
+                        &row.hash,
+                    ],
+                )
+                .await?;
+            }
+            tx.commit().await
+        })
+    }
+
+    /// Every row in seq order.
+    pub fn rows(&mut self) -> Result<Vec<Row>, String> {
+        self.run(async |client| {
+            let rows = client
+                .query(
+                    "SELECT seq, body, prev_hash, hash FROM audit_records ORDER BY seq",
+                    &[],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|r| Row {
+                    seq: r.get(0),
+                    body: r.get(1),
+                    prev_hash: r.get(2),
+                    hash: r.get(3),
+                })
+                .collect())
+        })
+    }
+
+    /// The first seq at or after `before_ms`, and the newest seq.
+    pub fn bounds(&mut self, before_ms: i64) -> Result<(Option<i64>, Option<i64>), String> {
+        self.run(async move |client| {
+            let row = client
+                .query_one(
+                    "SELECT (SELECT MIN(seq) FROM audit_records WHERE time_ms >= $1),
+                            (SELECT MAX(seq) FROM audit_records)",
+                    &[&before_ms],
+                )
+                .await?;
+            Ok((row.get(0), row.get(1)))
+        })
+    }
+
+    /// The hash of record `seq`, if it is there.
+    pub fn hash_of(&mut self, seq: i64) -> Result<Option<String>, String> {
+        self.run(async move |client| {
+            let row = client
+                .query_opt("SELECT hash FROM audit_records WHERE seq = $1", &[&seq])
+                .await?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
+    /// Deletes the records up to `through`; returns how many went.
+    pub fn delete_through(&mut self, through: i64) -> Result<u64, String> {
+        self.run(async move |client| {
+            client
+                .execute("DELETE FROM audit_records WHERE seq <= $1", &[&through])
+                .await
+        })
+    }
+}
