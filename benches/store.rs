@@ -3,13 +3,28 @@
 //! which this bench may create and drop a database of its own): the latency of one turn's
 //! write (one transaction: four entries and the turn row) while a session grows to 500 turns,
 //! and `session/load`'s read of that 500-turn session (every turn with its entries). Without
-//! the variable only SQLite is measured. Prints the median and p99 and PostgreSQL's ratio to
-//! SQLite; nothing asserted.
+//! the variable only SQLite is measured. Then 1,000 sessions of one turn each (new, prompt
+//! against the scripted loopback model, close) from 8 clients over two daemons on one
+//! PostgreSQL database, against the same clients on one daemon with its SQLite store: turns
+//! per second and the p99 of a turn's latency. Prints the medians and p99s and PostgreSQL's
+//! ratio to SQLite; nothing asserted.
+
+// The support modules' own `#[cfg(test)]` unit tests do not run under a harness-less bench.
+#[allow(unused_imports)]
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use support::acp_client::AcpClient;
+use support::model_server::{ModelServer, text_reply};
+use support::ws_conn::{Endpoint, Upgrade};
+use support::ws_daemon::Daemon;
 use zeroclaw::store::{Location, SessionRecord, Store, StoredEntry};
+
+const SESSIONS: usize = 1_000;
+const CLIENTS: usize = 8;
 
 const TURNS: usize = 500;
 const LOADS: usize = 30;
@@ -36,12 +51,80 @@ fn main() {
     let name = format!("zc_bench_{}", std::process::id());
     runtime.block_on(admin_sql(&admin, &format!("CREATE DATABASE {name}")));
     let url = database_url(&admin, &name);
-    let pg = runtime.block_on(measure(&Location::Postgres(url)));
+    let pg = runtime.block_on(measure(&Location::Postgres(url.clone())));
     report("postgres", &pg, Some(&baseline));
+    drop(runtime);
+
+    let one = cluster(1, None);
+    println!(
+        "1 daemon, SQLite:       {SESSIONS} one-turn sessions, {:.0} turns/s, turn p99 {:.2} ms",
+        one.0,
+        ms(one.1)
+    );
+    let two = cluster(2, Some(&url));
+    println!(
+        "2 daemons, PostgreSQL:  {SESSIONS} one-turn sessions, {:.0} turns/s, turn p99 {:.2} ms  \
+         (x{:.2} turns/s, x{:.2} p99 of SQLite)",
+        two.0,
+        ms(two.1),
+        two.0 / one.0,
+        two.1.as_secs_f64() / one.1.as_secs_f64()
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     runtime.block_on(admin_sql(
         &admin,
         &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
     ));
+}
+
+/// Runs the sessions from [`CLIENTS`] clients spread over `daemons` daemons (on `pg`, else
+/// each on its own SQLite store); answers turns per second and the p99 turn latency.
+fn cluster(daemons: usize, pg: Option<&str>) -> (f64, Duration) {
+    let model = ModelServer::start_blocking((0..SESSIONS).map(|_| text_reply("ok")).collect());
+    let work = tempfile::tempdir().expect("workspace");
+    let daemons: Vec<Daemon> = (0..daemons)
+        .map(|_| {
+            let mut builder = Daemon::builder().model(model.base_url());
+            if let Some(url) = pg {
+                builder = builder.env("ZEROCLAW_store__url", url);
+            }
+            builder.spawn()
+        })
+        .collect();
+    let started = Instant::now();
+    let mut latencies: Vec<Duration> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..CLIENTS)
+            .map(|i| {
+                let daemon = &daemons[i % daemons.len()];
+                let work = work.path();
+                scope.spawn(move || {
+                    let unix = Upgrade::new(Endpoint::Unix(daemon.unix().to_path_buf()));
+                    let client = AcpClient::connect(&unix, daemon.config_dir()).expect("connect");
+                    client.initialize();
+                    let mut took = Vec::new();
+                    for _ in (i..SESSIONS).step_by(CLIENTS) {
+                        let session = client.new_session(work);
+                        let turn = Instant::now();
+                        let answer = client.prompt(&session, "hi");
+                        took.push(turn.elapsed());
+                        assert_eq!(answer["result"]["content"], "ok", "{answer}");
+                        client.call("session/close", json!({"sessionId": session}));
+                    }
+                    took
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("client thread"))
+            .collect()
+    });
+    let rate = latencies.len() as f64 / started.elapsed().as_secs_f64();
+    latencies.sort();
+    (rate, latencies[latencies.len() * 99 / 100])
 }
 
 async fn measure(location: &Location) -> Figures {
