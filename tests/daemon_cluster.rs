@@ -265,6 +265,21 @@ fn turns_fail_cleanly_while_postgres_is_down_and_work_after() {
     let fresh = client(&daemon);
     let _ = fresh.call("session/new", json!({"cwd": work.path(), "mcpServers": []}));
     drop(daemon);
+    // The audit log reconnected too: the session made after the outage is in the one chain.
+    let audit = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+            .arg("audit")
+            .args(args)
+            .env("ZEROCLAW_store__url", &server.url)
+            .env("ZEROCLAW_CONFIG_DIR", work.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let creates = audit(&["list", "--kind", "session.create"]);
+    assert_eq!(creates.lines().count(), 2, "{creates}");
+    assert!(audit(&["verify"]).starts_with("ok: "));
     let db = Store::open_location(&Location::Postgres(server.url.clone()), 1).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

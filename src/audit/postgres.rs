@@ -57,24 +57,38 @@ impl PgLog {
         Ok(self.client.as_ref().expect("connected above"))
     }
 
-    /// Runs `work` on a live connection.
+    /// Runs `work` on a live connection. A connection the server closed is noticed only when
+    /// used (its task runs while a call does), so a call that finds it closed is made again,
+    /// once, on a new connection.
     fn run<T>(
         &mut self,
-        work: impl AsyncFnOnce(&mut Client) -> Result<T, tokio_postgres::Error>,
+        work: impl AsyncFn(&mut Client) -> Result<T, tokio_postgres::Error>,
     ) -> Result<T, String> {
-        self.client()?;
-        let PgLog {
-            runtime, client, ..
-        } = self;
-        let client = client.as_mut().expect("connected above");
-        runtime
-            .block_on(work(client))
-            .map_err(|e| crate::store::pg_message(&e))
+        let mut retried = false;
+        loop {
+            self.client()?;
+            let PgLog {
+                runtime, client, ..
+            } = self;
+            let live = client.as_mut().expect("connected above");
+            let answer = runtime.block_on(work(live));
+            // The server may say why it closed it (`FATAL: terminating connection …`).
+            let closed = live.is_closed();
+            match answer {
+                Ok(value) => return Ok(value),
+                Err(e) if (closed || e.is_closed()) && !retried => {
+                    *client = None;
+                    retried = true;
+                }
+                Err(e) => return Err(crate::store::pg_message(&e)),
+            }
+        }
     }
 
     /// Appends `body` as the next record; returns its seq and hash.
-    pub fn append(&mut self, mut body: Value, key: Option<&[u8]>) -> Result<(i64, String), String> {
-        self.run(async move |client| {
+    pub fn append(&mut self, body: Value, key: Option<&[u8]>) -> Result<(i64, String), String> {
+        self.run(async |client| {
+            let mut body = body.clone();
             let tx = client.transaction().await?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&APPEND_LOCK])
                 .await?;
@@ -105,7 +119,7 @@ impl PgLog {
 
     /// Inserts `rows` as they are, in one transaction.
     pub fn insert_rows(&mut self, rows: &[Row]) -> Result<(), String> {
-        self.run(async move |client| {
+        self.run(async |client| {
             let tx = client.transaction().await?;
             for row in rows {
                 tx.execute(
@@ -148,7 +162,7 @@ impl PgLog {
 
     /// The first seq at or after `before_ms`, and the newest seq.
     pub fn bounds(&mut self, before_ms: i64) -> Result<(Option<i64>, Option<i64>), String> {
-        self.run(async move |client| {
+        self.run(async |client| {
             let row = client
                 .query_one(
                     "SELECT (SELECT MIN(seq) FROM audit_records WHERE time_ms >= $1),
@@ -162,7 +176,7 @@ impl PgLog {
 
     /// The hash of record `seq`, if it is there.
     pub fn hash_of(&mut self, seq: i64) -> Result<Option<String>, String> {
-        self.run(async move |client| {
+        self.run(async |client| {
             let row = client
                 .query_opt("SELECT hash FROM audit_records WHERE seq = $1", &[&seq])
                 .await?;
@@ -172,7 +186,7 @@ impl PgLog {
 
     /// Deletes the records up to `through`; returns how many went.
     pub fn delete_through(&mut self, through: i64) -> Result<u64, String> {
-        self.run(async move |client| {
+        self.run(async |client| {
             client
                 .execute("DELETE FROM audit_records WHERE seq <= $1", &[&through])
                 .await
