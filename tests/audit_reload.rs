@@ -1,7 +1,8 @@
 //! A configuration reload of a running daemon (SIGHUP) is an audit record: `audit list`
 //! shows it with the names of the changed sections (a changed API key only as its provider's
 //! name, never the key), a reload refused for a broken file is recorded too, and `audit verify`
-//! passes.
+//! passes. Run again with a PostgreSQL store (`on_postgres::…`), where the records are in the
+//! database.
 
 mod support;
 
@@ -32,6 +33,7 @@ fn audit(config_dir: &Path, args: &[&str]) -> String {
         .arg(config_dir)
         .args(args)
         .env_remove("ZEROCLAW_CONFIG_DIR")
+        .envs(support::store_under_test::env())
         .output()
         .expect("run zeroclaw audit");
     assert!(
@@ -74,8 +76,13 @@ fn a_reload_is_recorded_with_the_changed_sections_and_no_secret() {
     assert!(shown.contains("\"changed\""), "{shown}");
     assert!(audit(&config_dir, &["verify"]).starts_with("ok: "));
 
+    let exported = audit(&config_dir, &["export"]);
+    for key in [OLD_KEY, NEW_KEY, "not toml"] {
+        assert!(!exported.contains(key), "{key} is in a record");
+    }
     daemon.terminate();
-    for entry in std::fs::read_dir(config_dir.join("workspace/sessions")).unwrap() {
+    let files = std::fs::read_dir(config_dir.join("workspace/sessions")).into_iter();
+    for entry in files.flatten() {
         let path = entry.unwrap().path();
         if !path
             .file_name()
@@ -92,3 +99,5 @@ fn a_reload_is_recorded_with_the_changed_sections_and_no_secret() {
         }
     }
 }
+
+crate::on_postgres!(a_reload_is_recorded_with_the_changed_sections_and_no_secret);
