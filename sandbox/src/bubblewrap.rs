@@ -93,6 +93,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
             MountOp::MaskDir { path } => {
                 push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path])
             }
+            MountOp::BindDir { src, path } => push(&[&"--bind", src, path]),
         }
     }
     push(&[&"--dev", &"/dev", &"--proc", &"/proc"]);

@@ -220,6 +220,8 @@ struct Seen {
     failed: Option<SetupError>,
     exit: Option<ExitInfo>,
     status: Option<ExitInfo>,
+    /// Git refusals not yet passed on (see `crate::git::stage`).
+    git: Vec<String>,
     used: u64,
     truncated: bool,
     /// Bytes read from the caller's stdin not yet written to the command.
@@ -318,7 +320,15 @@ impl Running {
                         }
                     }
                     Source::Exit => seen.status = Some(self.reap()?),
-                    Source::Report => self.read_report(&mut buf, &mut seen),
+                    Source::Report => {
+                        self.read_report(&mut buf, &mut seen);
+                        // Git hook: validation's refusals as stderr (see `crate::git::stage`).
+                        if !seen.git.is_empty() {
+                            let text =
+                                crate::git::stage::lines_text(&std::mem::take(&mut seen.git));
+                            on_output(Stream::Stderr, &text);
+                        }
+                    }
                     Source::Out(stream) => {
                         let over = self.read_output(stream, &mut buf, &mut seen, &mut on_output);
                         if over && end == End::Exited {
@@ -418,6 +428,7 @@ impl Running {
                     self.report = None;
                     return;
                 }
+                Some(Message::Git(lines)) => seen.git.extend(lines),
                 Some(Message::Prepared(_)) | None => {}
             }
         }

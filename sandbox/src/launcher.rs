@@ -455,6 +455,12 @@ impl Confined {
                     Some(Message::Exited(info)) => exit_msg = Some(info),
                     Some(Message::Failed(e)) => failed = Some(e),
                     Some(Message::Ended(info)) => { ends += 1; status.get_or_insert(info); }
+                    // Git hook: validation's refusals, logged and told as stderr (see `crate::git::stage`).
+                    Some(Message::Git(lines)) => {
+                        let text = crate::git::stage::logged_text(&lines);
+                        let (_, k) = kept.keep(Stream::Stderr, &text, cap);
+                        on_output(Stream::Stderr, &text[..k]);
+                    }
                     Some(Message::Ready(_) | Message::Prepared(_)) => {}
                     // End of file without a word from the zygote: it died; the helper is gone.
                     None => { status.get_or_insert(ExitInfo::Code(crate::wire::SETUP_FAILED)); }

@@ -37,6 +37,7 @@ pub mod detect;
 pub mod egress_fds;
 pub mod error;
 mod foreground;
+pub mod git;
 pub mod gitconfig;
 pub mod helper;
 pub mod host;

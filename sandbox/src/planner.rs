@@ -34,6 +34,8 @@ impl Planner {
         plan.op = op;
         plan.allow_partial = self.allow_partial;
         plan.bwrap = self.bwrap.clone();
+        // Git hook: no `.git` yet, none left behind (see `crate::git::missing`).
+        crate::git::missing::guard_if_missing(&mut plan, profile);
         Ok(plan)
     }
 }

@@ -32,9 +32,10 @@ pub fn key(plan: &Plan) -> Plan {
 /// Host paths whose identity the prepared root depends on.
 fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {
     let mounted = plan.mounts.iter().filter_map(|op| match op {
-        MountOp::Bind { path, .. } | MountOp::MaskFile { path } | MountOp::MaskDir { path } => {
-            Some(path.as_path())
-        }
+        MountOp::Bind { path, .. }
+        | MountOp::MaskFile { path }
+        | MountOp::MaskDir { path }
+        | MountOp::BindDir { path, .. } => Some(path.as_path()),
         MountOp::Symlink { .. } | MountOp::Tmpfs { .. } => None,
     });
     mounted

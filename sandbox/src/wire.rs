@@ -117,6 +117,10 @@ pub enum Message {
     /// A warm helper's root is built and waits for its call; the value is the
     /// [`crate::warm_key::fingerprint`] taken just before mounting.
     Prepared(u64),
+    /// What git validation refused of a repository the run created, one line each (see
+    /// `crate::git::stage`); the launcher logs them and passes them on as the command's
+    /// stderr.
+    Git(Vec<String>),
 }
 
 impl Message {

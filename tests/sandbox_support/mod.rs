@@ -12,7 +12,7 @@
 //! Every attack is judged from outside and proves, with its unconfined twin, that it could fail.
 //!
 //! Running: `cargo test --test sandbox_escape_fs --test sandbox_escape_protected --test
-//! sandbox_escape_proc --test sandbox_escape_privilege --test sandbox_escape_net --test
+//! sandbox_escape_git --test sandbox_git --test sandbox_escape_proc --test sandbox_escape_privilege --test sandbox_escape_net --test
 //! sandbox_escape_lifetime --test sandbox_escape_api --test sandbox_escape_failclosed --test
 //! sandbox_functional` (add `CI=true` to turn a missing backend into a failure). Test names
 //! are `<attack>::<backend>`.

@@ -186,6 +186,14 @@ fn same_file(path: &Path, open: &std::fs::File) -> bool {
 }
 
 impl Guards {
+    /// Whether this run alone holds the placeholder at `path`: its lock is then made exclusive
+    /// (a run starting meanwhile waits for [`Guards::release`]). For `crate::git::stage`.
+    pub fn alone(&self, path: &Path) -> bool {
+        self.0
+            .iter()
+            .any(|g| g.path == path && g.dir.try_lock().is_ok() && same_file(&g.path, &g.dir))
+    }
+
     /// Closes the descriptors without touching the locks, which the other copies keep (a
     /// forked child: its descriptors must not reach the confined command).
     pub fn forget(&mut self) {
@@ -719,6 +727,7 @@ fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
                 format!("mount(tmpfs, {}, {data})", path.display())
             })
         }
+        MountOp::BindDir { src, path } => bind_dir(src, path),
         MountOp::MaskFile { path } => {
             let null = Path::new(OLD).join("dev/null");
             let flags = MsFlags::MS_BIND;
@@ -786,6 +795,32 @@ fn bind(path: &Path, rw: bool, optional: bool) -> Result<(), SetupError> {
     .map_err(|e| err(format!("mount({} , bind)", path.display()), e))?;
     harden_mount(path, !rw)
         .map_err(|e| err(format!("mount_setattr({}, ro={})", path.display(), !rw), e))
+}
+
+/// A [`MountOp::BindDir`]: the host directory `src` read-write at `path`; neither may be a
+/// symlink.
+fn bind_dir(src: &Path, path: &Path) -> Result<(), SetupError> {
+    let from = old(src);
+    for p in [&from, &path.to_path_buf()] {
+        match p.symlink_metadata() {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(SetupError::new(
+                    Stage::Mounts,
+                    format!("{} is not a directory", p.display()),
+                ));
+            }
+            Err(e) => return Err(err(format!("stat({})", p.display()), e)),
+        }
+    }
+    let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
+    mount(Some(&from), path, None::<&str>, flags, None::<&str>).map_err(|e| {
+        err(
+            format!("mount({} -> {}, bind)", src.display(), path.display()),
+            e,
+        )
+    })?;
+    harden_mount(path, false).map_err(|e| err(format!("mount_setattr({})", path.display()), e))
 }
 
 /// Whether something above `path` is not a directory (so `path` cannot exist).

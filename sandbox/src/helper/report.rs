@@ -40,6 +40,14 @@ pub(crate) fn send_all(msgs: &[Message]) {
     let _ = nix::unistd::write(super::inherited::borrow(REPORT_FD), &lines);
 }
 
+/// Sends git validation's refusals (`crate::git::stage`), if any: the launcher logs them and
+/// passes them on as the command's stderr.
+pub(crate) fn git_refusals(lines: Vec<String>) {
+    if !lines.is_empty() {
+        send(&Message::Git(lines));
+    }
+}
+
 /// The exit code a shell would show for `info`.
 pub(crate) fn shell_code(info: ExitInfo) -> i32 {
     match info {

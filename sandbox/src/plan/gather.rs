@@ -16,11 +16,14 @@ impl HostFacts {
         let carved = !namespaced && backend != Backend::None;
         let root = nix::unistd::geteuid().is_root();
         let home = home_dir();
+        let mut git_targets = crate::gitconfig::targets(&profile.workspace);
+        // Git hook: the repository's other control files (see `crate::git::existing`).
+        crate::git::existing::add_targets(&profile.workspace, &mut git_targets);
         let mut facts = HostFacts {
             root,
             home: home.clone(),
             launcher_pid: std::process::id(),
-            git_targets: crate::gitconfig::targets(&profile.workspace),
+            git_targets,
             ..HostFacts::default()
         };
         let names = ["LANG", "TERM"]

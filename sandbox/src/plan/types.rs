@@ -47,6 +47,14 @@ pub enum MountOp {
         /// The hidden directory.
         path: PathBuf,
     },
+    /// Bind the host directory `src` read-write at `path` (another place): a repository's
+    /// private stage (see `crate::git::stage`). Both exist before mounting.
+    BindDir {
+        /// Host directory.
+        src: PathBuf,
+        /// Where it appears inside.
+        path: PathBuf,
+    },
 }
 
 impl MountOp {
@@ -57,7 +65,8 @@ impl MountOp {
             | MountOp::Symlink { path, .. }
             | MountOp::Tmpfs { path, .. }
             | MountOp::MaskFile { path }
-            | MountOp::MaskDir { path } => path,
+            | MountOp::MaskDir { path }
+            | MountOp::BindDir { path, .. } => path,
         }
     }
 }

@@ -41,7 +41,10 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     crate::sys::dup_onto(crate::wire::REPORT_FD, crate::wire::REPORT_FD).map_err(io)?;
     // Only now: a guard opened earlier could get PLAN_FD's number and be replaced by the plan.
     let mut guards = mounts::guard_denied(&plan.placeholders)?;
-    let result = run_bwrap_guarded(&inner, &bwrap, &helper, memfd, &mut guards);
+    // Git hook: a new repository's private stage (see `crate::git::stage`).
+    let result = crate::git::stage::prepare(plan)
+        .and_then(|()| run_bwrap_guarded(&inner, &bwrap, &helper, memfd, &mut guards));
+    super::super::report::git_refusals(crate::git::stage::finish(plan, |git| guards.alone(git)));
     guards.release();
     result
 }

@@ -14,7 +14,9 @@ use crate::wire::ExitInfo;
 pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     super::super::mounts::create_placeholders(&plan.placeholders)?;
     let mut guards = super::super::mounts::guard_denied(&plan.placeholders)?;
-    let result = run_guarded(plan, &mut guards);
+    // Git hook: a new repository's private stage (see `crate::git::stage`).
+    let result = crate::git::stage::prepare(plan).and_then(|()| run_guarded(plan, &mut guards));
+    super::super::report::git_refusals(crate::git::stage::finish(plan, |git| guards.alone(git)));
     guards.release();
     result
 }

@@ -1,0 +1,194 @@
+//! git's config file format, read and written (for [`super::validate`]): a parser that
+//! drops what it cannot read, and a canonical renderer, so a rewritten file holds exactly the
+//! entries that were kept.
+
+/// One parsed `key = value` with its section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Lowercase section name.
+    pub section: String,
+    /// Subsection, case kept.
+    pub sub: Option<String>,
+    /// Lowercase key name.
+    pub key: String,
+    /// The value (`None`: a bare key, boolean true).
+    pub value: Option<String>,
+}
+
+/// Parses git's config format (sections, `[a "b"]` and `[a.b]` subsections, quoting,
+/// escapes, comments, continuations). Lines it cannot read are dropped, never kept.
+pub fn parse(text: &str) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let (mut section, mut sub) = (String::new(), None::<String>);
+    let mut chars = text.chars().peekable();
+    while chars.peek().is_some() {
+        let line: String = {
+            // One logical line: a value may continue past a newline after a backslash.
+            let mut l = String::new();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => match chars.next() {
+                        Some('\n') => {}
+                        Some(n) => {
+                            l.push('\\');
+                            l.push(n);
+                        }
+                        None => {}
+                    },
+                    '\n' => break,
+                    _ => l.push(c),
+                }
+            }
+            l
+        };
+        let trimmed = line.trim_start();
+        if let Some(head) = trimmed.strip_prefix('[') {
+            match parse_section(head) {
+                Some((s, b, rest)) => {
+                    (section, sub) = (s, b);
+                    if let Some(e) = parse_entry(&section, &sub, rest) {
+                        out.push(e);
+                    }
+                }
+                None => section.clear(),
+            }
+            continue;
+        }
+        if section.is_empty() {
+            continue;
+        }
+        if let Some(e) = parse_entry(&section, &sub, trimmed) {
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// `section]`, `section "sub"]` or `section.sub]`, and what follows on the line.
+fn parse_section(head: &str) -> Option<(String, Option<String>, &str)> {
+    let end_name = head.find([']', ' ', '\t', '"']).unwrap_or(head.len());
+    let name = &head[..end_name];
+    let rest = head[end_name..].trim_start();
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+    };
+    if let Some(after) = rest.strip_prefix(']') {
+        if !valid(name) {
+            return None;
+        }
+        return Some(match name.split_once('.') {
+            Some((s, b)) => (s.to_ascii_lowercase(), Some(b.to_ascii_lowercase()), after),
+            None => (name.to_ascii_lowercase(), None, after),
+        });
+    }
+    let quoted = rest.strip_prefix('"')?;
+    let (mut subname, mut it) = (String::new(), quoted.char_indices());
+    loop {
+        match it.next()? {
+            (_, '\\') => subname.push(it.next()?.1),
+            (i, '"') => {
+                let after = quoted[i + 1..].trim_start().strip_prefix(']')?;
+                if !valid(name) || name.contains('.') {
+                    return None;
+                }
+                return Some((name.to_ascii_lowercase(), Some(subname), after));
+            }
+            (_, '\n') => return None,
+            (_, c) => subname.push(c),
+        }
+    }
+}
+
+/// `key`, `key = value` (quotes, escapes, trailing comment).
+fn parse_entry(section: &str, sub: &Option<String>, line: &str) -> Option<Entry> {
+    let line = line.trim_start();
+    if line.is_empty() || line.starts_with(['#', ';']) {
+        return None;
+    }
+    let end = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .unwrap_or(line.len());
+    let key = &line[..end];
+    if key.is_empty() || !key.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let rest = line[end..].trim_start();
+    let value = if rest.is_empty() || rest.starts_with(['#', ';']) {
+        None
+    } else {
+        Some(parse_value(rest.strip_prefix('=')?)?)
+    };
+    Some(Entry {
+        section: section.to_string(),
+        sub: sub.clone(),
+        key: key.to_ascii_lowercase(),
+        value,
+    })
+}
+
+fn parse_value(raw: &str) -> Option<String> {
+    let (mut out, mut quoted, mut pending_space) = (String::new(), false, String::new());
+    let mut it = raw.trim_start().chars();
+    while let Some(c) = it.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' => {
+                let e = match it.next()? {
+                    'n' => '\n',
+                    't' => '\t',
+                    'b' => '\u{8}',
+                    c @ ('\\' | '"') => c,
+                    _ => return None,
+                };
+                out.push_str(&std::mem::take(&mut pending_space));
+                out.push(e);
+            }
+            '#' | ';' if !quoted => break,
+            c if c.is_whitespace() && !quoted => pending_space.push(c),
+            c => {
+                out.push_str(&std::mem::take(&mut pending_space));
+                out.push(c);
+            }
+        }
+    }
+    (!quoted).then_some(out)
+}
+
+/// The canonical text of `entries` (grouped by section, values quoted and escaped).
+pub fn render(entries: &[Entry]) -> String {
+    let mut out = String::new();
+    let mut current: Option<(&str, Option<&str>)> = None;
+    for e in entries {
+        let here = (e.section.as_str(), e.sub.as_deref());
+        if current != Some(here) {
+            match &e.sub {
+                Some(sub) => out.push_str(&format!("[{} \"{}\"]\n", e.section, escape(sub))),
+                None => out.push_str(&format!("[{}]\n", e.section)),
+            }
+            current = Some(here);
+        }
+        match &e.value {
+            Some(v) => out.push_str(&format!("\t{} = \"{}\"\n", e.key, escape(v))),
+            None => out.push_str(&format!("\t{}\n", e.key)),
+        }
+    }
+    out
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}

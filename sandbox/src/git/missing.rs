@@ -1,0 +1,154 @@
+//! A workspace with no `.git` (namespace backends). The protected `.git/hooks` and
+//! `.git/config` cannot be bound read-only where nothing exists, and placeholders created for
+//! them would stay behind as an empty, broken repository. Instead `.git` itself is a guarded
+//! placeholder (see `helper::mounts::guard_denied`): created as an empty directory with our
+//! marker, held under a shared lock for the run, and removed after the run by whichever run
+//! holds it last. The child sees its own private stage bound there instead
+//! ([`crate::git::stage`]): it can create neither a `.git` file nor anything the host's git
+//! would read before validation. A `.git` that holds nothing but our marker is a
+//! placeholder of another run (or of one that was killed) and is treated as missing.
+
+use std::path::{Path, PathBuf};
+
+use crate::backend::Backend;
+use crate::plan::{MountOp, Placeholder, Plan};
+use crate::profile::Profile;
+
+/// The workspace's `.git` when it must be guarded as a placeholder for this run: the
+/// workspace is a writable root, its `.git/hooks` or `.git/config` is protected, and `.git`
+/// does not exist (or is a placeholder: an empty directory but for our marker). One or two
+/// `lstat`s in the common cases (a repository, or nothing).
+pub fn guarded_git_dir(profile: &Profile) -> Option<PathBuf> {
+    let git = profile.workspace.join(".git");
+    let protected = profile.protected.iter().any(|p| p.starts_with(&git));
+    if !protected || !profile.writable_roots().any(|r| r == &profile.workspace) {
+        return None;
+    }
+    match git.symlink_metadata() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(git),
+        // A repository has no marker: one more `lstat`, no listing.
+        Ok(m)
+            if m.is_dir()
+                && git
+                    .join(crate::wire::PLACEHOLDER_MARKER)
+                    .symlink_metadata()
+                    .is_ok()
+                && is_placeholder(&git) =>
+        {
+            Some(git)
+        }
+        _ => None,
+    }
+}
+
+/// An empty directory but for our marker (and stages of runs, see [`crate::git::stage`]).
+fn is_placeholder(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
+    names.iter().any(|n| n == crate::wire::PLACEHOLDER_MARKER)
+        && names.iter().all(|n| {
+            n == crate::wire::PLACEHOLDER_MARKER
+                || n.to_string_lossy().starts_with(crate::git::stage::PREFIX)
+        })
+}
+
+/// The planner's hook: [`guard`] a namespaced plan when the workspace's `.git` is
+/// [`guarded_git_dir`].
+pub fn guard_if_missing(plan: &mut Plan, profile: &Profile) {
+    let namespaced = matches!(plan.backend, Backend::Namespaces | Backend::Bubblewrap);
+    if let Some(git) = guarded_git_dir(profile).filter(|_| namespaced) {
+        guard(plan, &git);
+    }
+}
+
+/// Rewrites a namespaced plan for a workspace whose `.git` is [`guarded_git_dir`]: nothing is
+/// created or bound below `.git`; `.git` is a guarded placeholder with a stage bound on it.
+pub fn guard(plan: &mut Plan, git: &Path) {
+    plan.placeholders.retain(|p| !p.path.starts_with(git));
+    plan.mounts.retain(|op| !op.path().starts_with(git));
+    plan.placeholders.push(Placeholder {
+        path: git.to_path_buf(),
+        dir: true,
+        denied: true,
+    });
+    plan.mounts.push(MountOp::BindDir {
+        src: crate::git::stage::new_stage(git),
+        path: git.to_path_buf(),
+    });
+    // Parents first, as the plan builds them (a stable sort keeps the order of equals).
+    plan.mounts.sort_by_key(|op| op.path().components().count());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Profile) {
+        let dir = tempfile::Builder::new()
+            .prefix("zc-git-missing-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let p = Profile::for_workspace(dir.path());
+        (dir, p)
+    }
+
+    #[test]
+    fn a_missing_git_is_one_masked_guarded_placeholder() {
+        let (_d, p) = ws();
+        let git = p.workspace.join(".git");
+        assert_eq!(guarded_git_dir(&p), Some(git.clone()));
+        let mut plan = crate::plan::build(Backend::Namespaces, &p, vec!["true".into()], None);
+        guard_if_missing(&mut plan, &p);
+        let below: Vec<&Placeholder> = plan
+            .placeholders
+            .iter()
+            .filter(|ph| ph.path.starts_with(&git))
+            .collect();
+        assert_eq!(
+            below,
+            [&Placeholder {
+                path: git.clone(),
+                dir: true,
+                denied: true
+            }]
+        );
+        let ops: Vec<&MountOp> = plan
+            .mounts
+            .iter()
+            .filter(|op| op.path().starts_with(&git))
+            .collect();
+        assert!(
+            matches!(ops[..], [MountOp::BindDir { src, path }] if path == &git && src.parent() == Some(&git)),
+            "{ops:?}"
+        );
+    }
+
+    #[test]
+    fn an_existing_git_or_a_git_file_is_not_guarded() {
+        let (_d, p) = ws();
+        std::fs::create_dir(p.workspace.join(".git")).unwrap();
+        std::fs::write(p.workspace.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(guarded_git_dir(&p), None);
+        let (_d, p) = ws();
+        std::fs::write(p.workspace.join(".git"), "gitdir: elsewhere\n").unwrap();
+        assert_eq!(guarded_git_dir(&p), None);
+    }
+
+    #[test]
+    fn a_placeholder_of_another_run_counts_as_missing() {
+        let (_d, p) = ws();
+        let git = p.workspace.join(".git");
+        std::fs::create_dir(&git).unwrap();
+        std::fs::write(git.join(crate::wire::PLACEHOLDER_MARKER), "").unwrap();
+        assert_eq!(guarded_git_dir(&p), Some(git));
+    }
+
+    #[test]
+    fn nothing_is_guarded_when_git_is_not_protected() {
+        let (_d, mut p) = ws();
+        p.protected.clear();
+        assert_eq!(guarded_git_dir(&p), None);
+    }
+}

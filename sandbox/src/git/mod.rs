@@ -1,0 +1,19 @@
+//! Git inside the sandbox: what the namespace backends do about the repositories the host's
+//! git will use after a confined run.
+//!
+//! - [`existing`]: an existing repository's other control files the host's git reads
+//!   (`config.worktree`, submodules' and linked worktrees'), protected like `.git/config`.
+//! - [`missing`]: a workspace without `.git`. The child must not create one (a new `.git` with
+//!   a hook or `core.fsmonitor` would run a program outside the sandbox at the host's next
+//!   `git status`), and nothing may be left behind: `.git` is a guarded placeholder, removed
+//!   afterwards when still empty and ours.
+//! - [`stage`]: inside that placeholder, the child's private `.git` (so `git init` works),
+//!   validated and moved into place once the run's tree is gone.
+//! - [`config`]: git's config format, parsed and rendered canonically.
+//! - [`validate`]: what a staged repository may keep (an allowlist of config keys, no hooks
+//!   but samples, no attributes naming a driver, no `commondir`/`gitdir` redirection).
+pub mod config;
+pub mod existing;
+pub mod missing;
+pub mod stage;
+pub mod validate;

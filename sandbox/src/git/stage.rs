@@ -1,0 +1,305 @@
+//! A repository the run creates where the workspace had none: its private stage.
+//!
+//! The workspace's missing `.git` is a guarded placeholder (see [`super::missing`]); inside
+//! it the helper makes a stage directory (`.git/.zeroclaw-stage-<id>`), which the child sees
+//! bound at `.git`, so `git init` works. The host's git sees only the placeholder meanwhile —
+//! an empty directory but for our marker and the stage, which git does not take for a
+//! repository — never what the child writes. When the run's tree is gone, the helper
+//! validates the stage ([`super::validate`]) and, if the command wrote anything, moves it into
+//! place: the stage is renamed beside `.git` and then over the (empty) placeholder, one
+//! atomic `rename` each, so the host sees either no repository or the validated one. An empty
+//! stage is removed. A stage is kept only when this run alone holds the placeholder (another
+//! run still masking it cannot have it replaced); otherwise it is dropped and the refusal
+//! says so.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{SetupError, Stage};
+use crate::plan::{MountOp, Plan};
+
+/// Name prefix of a stage inside a `.git` placeholder.
+pub const PREFIX: &str = ".zeroclaw-stage-";
+
+/// A new stage path inside the placeholder `git` (unique per process and call).
+pub fn new_stage(git: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    git.join(format!("{PREFIX}{}-{n}-{nanos:x}", std::process::id()))
+}
+
+/// `(stage, .git)` of every stage in the plan.
+fn stages(plan: &Plan) -> impl Iterator<Item = (&Path, &Path)> {
+    plan.mounts.iter().filter_map(|op| match op {
+        MountOp::BindDir { src, path } if src.parent() == Some(path.as_path()) => {
+            Some((src.as_path(), path.as_path()))
+        }
+        _ => None,
+    })
+}
+
+/// Makes each stage directory (the helper, once the placeholders are held).
+pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
+    for (stage, _) in stages(plan) {
+        std::fs::create_dir(stage).map_err(|e| {
+            SetupError::os(
+                Stage::Placeholders,
+                format!("mkdir({})", stage.display()),
+                &e,
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// After the run's tree is gone: validates each stage and moves the ones the command wrote
+/// into place when `alone(.git)` (this run alone holds the placeholder, its lock now
+/// exclusive); removes the others. Returns one line per refusal.
+pub fn finish(plan: &Plan, alone: impl Fn(&Path) -> bool) -> Vec<String> {
+    let mut refused = Vec::new();
+    for (stage, git) in stages(plan) {
+        let Ok(entries) = std::fs::read_dir(stage) else {
+            continue;
+        };
+        let alone = alone(git);
+        if alone {
+            remove_stale(stage, git);
+        }
+        if entries.count() == 0 {
+            let _ = std::fs::remove_dir(stage);
+            continue;
+        }
+        refused.extend(sanitize(stage, git));
+        if !alone {
+            remove(stage);
+            refused.push(
+                "git: the repository this run created in .git was not kept (another sandboxed \
+                 run in this workspace still holds .git; run git init again once it ended)"
+                    .into(),
+            );
+            continue;
+        }
+        if let Err(e) = land(stage, git) {
+            remove(stage);
+            refused.push(format!(
+                "git: the repository this run created in .git was not kept ({e})"
+            ));
+        }
+    }
+    refused
+}
+
+/// Removes what killed runs left in the placeholder `git` besides `stage` and our marker
+/// (called only while nobody else holds it).
+fn remove_stale(stage: &Path, git: &Path) {
+    for entry in std::fs::read_dir(git).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path != stage && entry.file_name() != crate::wire::PLACEHOLDER_MARKER {
+            remove(&path);
+        }
+    }
+}
+
+/// The refusals logged (the async launcher's) and as [`lines_text`].
+pub fn logged_text(lines: &[String]) -> Vec<u8> {
+    for line in lines {
+        tracing::warn!(target: "zeroclaw_sandbox::git", "{line}");
+    }
+    lines_text(lines)
+}
+
+/// The refusals as the stderr text the caller sees.
+pub fn lines_text(lines: &[String]) -> Vec<u8> {
+    lines
+        .iter()
+        .flat_map(|l| format!("{l}\n").into_bytes())
+        .collect()
+}
+
+/// Moves `stage` over the placeholder `git` (nobody else holds it): our marker removed, then
+/// two renames.
+fn land(stage: &Path, git: &Path) -> std::io::Result<()> {
+    let name = stage.file_name().unwrap_or_default().to_string_lossy();
+    let beside = git.with_file_name(format!(".zeroclaw-git-{}", &name[PREFIX.len()..]));
+    std::fs::rename(stage, &beside)?;
+    let _ = std::fs::remove_file(git.join(crate::wire::PLACEHOLDER_MARKER));
+    std::fs::rename(&beside, git).inspect_err(|_| remove(&beside))
+}
+
+/// The stage's own control files, its submodules' (`modules/**`) and its linked worktrees'
+/// (`worktrees/*`).
+fn sanitize(stage: &Path, git: &Path) -> Vec<String> {
+    let mut refused = super::validate::sanitize_git_dir(stage, ".git", false, None);
+    let workspace = git.parent().unwrap_or(git);
+    modules(
+        &stage.join("modules"),
+        ".git/modules",
+        workspace,
+        0,
+        &mut refused,
+    );
+    // Never through a symlink the run planted (it could point anywhere on the host).
+    let worktrees = stage.join("worktrees");
+    let listed = super::validate::real_dir(&worktrees).then(|| std::fs::read_dir(&worktrees));
+    if let Some(Ok(list)) = listed {
+        for entry in list.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let shown = format!(".git/worktrees/{}", entry.file_name().to_string_lossy());
+                refused.extend(super::validate::sanitize_git_dir(
+                    &entry.path(),
+                    &shown,
+                    true,
+                    None,
+                ));
+            }
+        }
+    }
+    refused
+}
+
+/// Every git directory below `dir` (one with a `HEAD`; a module's name may hold slashes).
+fn modules(dir: &Path, shown: &str, ws: &Path, depth: usize, refused: &mut Vec<String>) {
+    if !super::validate::real_dir(dir) {
+        return;
+    }
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in list.flatten() {
+        if depth > 16 || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = entry.path();
+        let shown = format!("{shown}/{}", entry.file_name().to_string_lossy());
+        if path.join("HEAD").symlink_metadata().is_ok() {
+            let landing = ws.join(&shown);
+            refused.extend(super::validate::sanitize_git_dir(
+                &path,
+                &shown,
+                false,
+                Some((&landing, ws)),
+            ));
+            let below = format!("{shown}/modules");
+            modules(&path.join("modules"), &below, ws, depth + 1, refused);
+        } else {
+            modules(&path, &shown, ws, depth + 1, refused);
+        }
+    }
+}
+
+fn remove(path: &Path) {
+    match path.symlink_metadata() {
+        Ok(m) if m.is_dir() => drop(std::fs::remove_dir_all(path)),
+        Ok(_) => drop(std::fs::remove_file(path)),
+        Err(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn placeholder() -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::Builder::new()
+            .prefix("zc-git-stage-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let git = d.path().join(".git");
+        std::fs::create_dir(&git).unwrap();
+        std::fs::write(git.join(crate::wire::PLACEHOLDER_MARKER), "").unwrap();
+        (d, git)
+    }
+
+    fn plan_for(git: &Path, stage: &Path) -> Plan {
+        let mut plan = crate::plan::build(
+            crate::Backend::Namespaces,
+            &crate::Profile::for_workspace(git.parent().unwrap()),
+            vec!["true".into()],
+            None,
+        );
+        plan.mounts = vec![MountOp::BindDir {
+            src: stage.to_path_buf(),
+            path: git.to_path_buf(),
+        }];
+        plan
+    }
+
+    #[test]
+    fn a_written_stage_lands_validated_an_empty_one_vanishes() {
+        let (_d, git) = placeholder();
+        let stage = new_stage(&git);
+        let plan = plan_for(&git, &stage);
+        prepare(&plan).unwrap();
+        std::fs::create_dir_all(stage.join("hooks")).unwrap();
+        std::fs::write(stage.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(stage.join("hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        std::fs::write(stage.join("hooks/pre-commit.sample"), "#!/bin/sh\n").unwrap();
+        std::fs::write(
+            stage.join("config"),
+            "[core]\n\tbare = false\n\tfsmonitor = x\n",
+        )
+        .unwrap();
+        let refused = finish(&plan, |_| true);
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert!(git.join("HEAD").is_file());
+        assert!(!git.join("hooks/pre-commit").exists());
+        assert!(git.join("hooks/pre-commit.sample").exists());
+        assert!(!git.join(crate::wire::PLACEHOLDER_MARKER).exists());
+        assert!(
+            !std::fs::read_to_string(git.join("config"))
+                .unwrap()
+                .contains("fsmonitor")
+        );
+
+        let (_d, git) = placeholder();
+        let stage = new_stage(&git);
+        let plan = plan_for(&git, &stage);
+        prepare(&plan).unwrap();
+        assert!(finish(&plan, |_| true).is_empty());
+        assert!(!stage.exists());
+    }
+
+    /// Symlinks the run planted never lead validation outside the stage.
+    #[test]
+    fn validation_never_follows_a_planted_symlink() {
+        let (d, git) = placeholder();
+        let outside = d.path().join("outside");
+        std::fs::create_dir_all(outside.join("w/hooks")).unwrap();
+        std::fs::write(outside.join("w/hooks/x"), "keep").unwrap();
+        std::fs::write(outside.join("attributes"), "* filter=x\n").unwrap();
+        std::fs::write(outside.join("victim"), "keep").unwrap();
+        let stage = new_stage(&git);
+        let plan = plan_for(&git, &stage);
+        prepare(&plan).unwrap();
+        std::fs::write(stage.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(stage.join("config"), "[core]\n\tfsmonitor = x\n").unwrap();
+        std::os::unix::fs::symlink(&outside, stage.join("worktrees")).unwrap();
+        std::os::unix::fs::symlink(&outside, stage.join("info")).unwrap();
+        std::os::unix::fs::symlink(outside.join("victim"), stage.join("config.zeroclaw-tmp"))
+            .unwrap();
+        finish(&plan, |_| true);
+        let read = |p: &str| std::fs::read_to_string(outside.join(p)).unwrap();
+        assert_eq!(read("w/hooks/x"), "keep");
+        assert_eq!(read("attributes"), "* filter=x\n");
+        assert_eq!(read("victim"), "keep");
+        let config = std::fs::read_to_string(git.join("config")).unwrap();
+        assert!(!config.contains("fsmonitor"), "{config}");
+    }
+
+    #[test]
+    fn a_stage_is_dropped_while_another_run_holds_the_placeholder() {
+        let (_d, git) = placeholder();
+        let stage = new_stage(&git);
+        let plan = plan_for(&git, &stage);
+        prepare(&plan).unwrap();
+        std::fs::write(stage.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let refused = finish(&plan, |_| false);
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(!stage.exists());
+        assert!(!git.join("HEAD").exists());
+    }
+}

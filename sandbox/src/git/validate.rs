@@ -1,0 +1,391 @@
+//! Validation of a repository's control files that a confined run wrote (its private stage,
+//! see [`super::stage`]) before they reach the host: what the host's git would read and run.
+//!
+//! - **config** (and `config.worktree`): rewritten from an allowlist of keys known to be safe
+//!   ([`ALLOWED`]); every other key is refused — the rule is the class (a key that makes git
+//!   run a program or read more configuration), which an allowlist holds and a denylist does
+//!   not. The file is written anew in canonical form from what was parsed, so nothing the
+//!   parser might read differently from git survives: only allowlisted names are written.
+//! - **hooks/**: only `*.sample` regular files are kept (`git init` copies them from the
+//!   templates; git never runs them).
+//! - **info/attributes**: lines naming a `filter`, `diff` or `merge` driver are removed.
+//! - **commondir**, **gitdir** files, and symlinks in place of any of these: removed.
+//!
+//! Each refusal is one line for the tool result and the log, e.g.
+//! `git: refused core.fsmonitor in .git/config (runs a program outside the sandbox)`.
+
+use std::path::Path;
+
+use super::config::{Entry, parse, render};
+
+/// Config keys (lowercase `section.key`, or `section.*.key` for any subsection) a repository
+/// created in the sandbox may keep: identity, remotes and branches, submodule paths and URLs,
+/// the repository's format and the worktree's file-system behaviour. None runs a program or
+/// names more configuration.
+pub const ALLOWED: &[&str] = &[
+    "core.repositoryformatversion",
+    "core.filemode",
+    "core.bare",
+    "core.logallrefupdates",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.symlinks",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.quotepath",
+    "core.sparsecheckout",
+    "core.sparsecheckoutcone",
+    "core.abbrev",
+    "core.compression",
+    "core.untrackedcache",
+    "core.checkstat",
+    "core.trustctime",
+    "extensions.worktreeconfig",
+    "extensions.objectformat",
+    "extensions.refstorage",
+    "init.defaultbranch",
+    "user.name",
+    "user.email",
+    "remote.*.url",
+    "remote.*.pushurl",
+    "remote.*.fetch",
+    "remote.*.push",
+    "remote.*.tagopt",
+    "remote.*.prune",
+    "remote.*.mirror",
+    "branch.*.remote",
+    "branch.*.merge",
+    "branch.*.rebase",
+    "branch.*.pushremote",
+    "submodule.*.url",
+    "submodule.*.path",
+    "submodule.*.active",
+    "submodule.*.branch",
+    "submodule.active",
+    "pull.rebase",
+    "pull.ff",
+    "push.default",
+    "fetch.prune",
+    "index.version",
+];
+
+/// Whether `key` (`section.key` or `section.sub.key`, section and key lowercase) is allowed.
+pub fn allowed(section: &str, sub: Option<&str>, key: &str) -> bool {
+    let name = match sub {
+        Some(_) => format!("{section}.*.{key}"),
+        None => format!("{section}.{key}"),
+    };
+    ALLOWED.contains(&name.as_str())
+}
+
+/// Why a refused key matters, for the one-line report.
+fn reason(section: &str, key: &str) -> &'static str {
+    match (section, key) {
+        ("include" | "includeif", _) => "reads more configuration",
+        (
+            "core",
+            "fsmonitor" | "hookspath" | "sshcommand" | "pager" | "editor" | "askpass" | "gitproxy",
+        )
+        | ("diff" | "merge" | "filter" | "credential" | "gpg" | "sequence" | "alias", _)
+        | ("uploadpack" | "protocol", _) => "runs a program outside the sandbox",
+        ("core", "worktree") => "points git at another worktree",
+        _ => "not on the list of keys known to be safe",
+    }
+}
+
+/// Filters the config text: the allowed entries rendered, and one refusal line per refused
+/// key (`shown` is the file's name in the report, e.g. `.git/config`).
+pub fn filter_config(text: &str, shown: &str) -> (String, Vec<String>) {
+    filter_config_with(text, shown, |_| false)
+}
+
+/// [`filter_config`], also keeping the entries `extra` accepts.
+pub fn filter_config_with(
+    text: &str,
+    shown: &str,
+    extra: impl Fn(&Entry) -> bool,
+) -> (String, Vec<String>) {
+    let (mut kept, mut refused) = (Vec::new(), Vec::new());
+    for e in parse(text) {
+        if allowed(&e.section, e.sub.as_deref(), &e.key) || extra(&e) {
+            kept.push(e);
+        } else {
+            let name = match &e.sub {
+                Some(sub) => format!("{}.{sub}.{}", e.section, e.key),
+                None => format!("{}.{}", e.section, e.key),
+            };
+            let line = format!(
+                "git: refused {name} in {shown} ({})",
+                reason(&e.section, &e.key)
+            );
+            if !refused.contains(&line) {
+                refused.push(line);
+            }
+        }
+    }
+    (render(&kept), refused)
+}
+
+/// Filters an attributes file: lines naming a filter, diff or merge driver are dropped.
+pub fn filter_attributes(text: &str, shown: &str) -> (String, Vec<String>) {
+    let (mut kept, mut refused) = (String::new(), Vec::new());
+    for line in text.lines() {
+        let names_driver = line.split_whitespace().skip(1).any(|attr| {
+            let name = attr.split('=').next().unwrap_or("");
+            ["filter", "diff", "merge"].contains(&name) && attr.contains('=')
+        });
+        if names_driver && !line.trim_start().starts_with('#') {
+            refused.push(format!(
+                "git: refused {:?} in {shown} (names a filter or diff driver)",
+                line.trim()
+            ));
+        } else {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    (kept, refused)
+}
+
+/// Sanitizes one git directory in place (`dir`, shown as `shown`, e.g. `.git`): config and
+/// config.worktree filtered, hooks other than samples removed, info/attributes filtered,
+/// commondir and gitdir removed unless `links_allowed` (a linked worktree's own directory,
+/// whose `commondir` must say `../..`). A submodule's git directory (`module`: where it will
+/// land, and the workspace) may keep a `core.worktree` that names a directory inside the
+/// workspace, as `git submodule` writes it. Never follows a symlink: one in place of a control
+/// file is removed. Returns the refusals.
+pub fn sanitize_git_dir(
+    dir: &Path,
+    shown: &str,
+    links_allowed: bool,
+    module: Option<(&Path, &Path)>,
+) -> Vec<String> {
+    let mut refused = Vec::new();
+    let worktree_inside = |e: &Entry| {
+        let Some((landing, workspace)) = module else {
+            return false;
+        };
+        let Some(value) = e.value.as_deref().filter(|v| !v.is_empty()) else {
+            return false;
+        };
+        let target = normalize(&landing.join(value));
+        e.section == "core"
+            && e.sub.is_none()
+            && e.key == "worktree"
+            && target.starts_with(workspace)
+            && !target.starts_with(workspace.join(".git"))
+    };
+    for name in ["config", "config.worktree"] {
+        let path = dir.join(name);
+        let Some(text) = regular_text(&path, &format!("{shown}/{name}"), &mut refused) else {
+            continue;
+        };
+        let (clean, r) = filter_config_with(&text, &format!("{shown}/{name}"), worktree_inside);
+        if !r.is_empty() {
+            refused.extend(r);
+            replace(&path, &clean);
+        }
+    }
+    let hooks = dir.join("hooks");
+    match hooks.symlink_metadata() {
+        Ok(m) if m.is_dir() => {
+            for entry in std::fs::read_dir(&hooks).into_iter().flatten().flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let plain = entry.file_type().is_ok_and(|t| t.is_file());
+                if !(plain && name.ends_with(".sample")) {
+                    refused.push(format!(
+                        "git: refused hook {name} in {shown}/hooks (runs a program outside the sandbox)"
+                    ));
+                    remove(&entry.path());
+                }
+            }
+        }
+        Ok(_) => {
+            refused.push(format!(
+                "git: refused {shown}/hooks (not a directory: runs a program outside the sandbox)"
+            ));
+            remove(&hooks);
+        }
+        Err(_) => {}
+    }
+    let attributes = dir.join("info/attributes");
+    let shown_attr = format!("{shown}/info/attributes");
+    let info_is_dir = real_dir(&dir.join("info"));
+    if !info_is_dir && dir.join("info").symlink_metadata().is_ok() {
+        refused.push(format!("git: refused {shown}/info (not a directory)"));
+        remove(&dir.join("info"));
+    }
+    if let Some(text) = info_is_dir
+        .then(|| regular_text(&attributes, &shown_attr, &mut refused))
+        .flatten()
+    {
+        let (clean, r) = filter_attributes(&text, &shown_attr);
+        if !r.is_empty() {
+            refused.extend(r);
+            replace(&attributes, &clean);
+        }
+    }
+    for name in ["commondir", "gitdir"] {
+        let path = dir.join(name);
+        if path.symlink_metadata().is_err() {
+            continue;
+        }
+        let keep = links_allowed
+            && (name == "gitdir"
+                || std::fs::read_to_string(&path).is_ok_and(|t| t.trim_end() == "../.."));
+        if !keep {
+            refused.push(format!(
+                "git: refused {shown}/{name} (points git at another repository)"
+            ));
+            remove(&path);
+        }
+    }
+    refused
+}
+
+/// `p` with `.` and `..` resolved lexically.
+fn normalize(p: &Path) -> std::path::PathBuf {
+    let mut out = std::path::PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The text of a regular file; a symlink or other non-file there is removed and refused.
+fn regular_text(path: &Path, shown: &str, refused: &mut Vec<String>) -> Option<String> {
+    let meta = path.symlink_metadata().ok()?;
+    if !meta.is_file() {
+        refused.push(format!("git: refused {shown} (not a regular file)"));
+        remove(path);
+        return None;
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(_) => {
+            refused.push(format!("git: refused {shown} (unreadable)"));
+            remove(path);
+            None
+        }
+    }
+}
+
+/// Whether `path` is a directory itself (not a symlink to one).
+pub fn real_dir(path: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|m| m.is_dir())
+}
+
+/// Writes `text` to a new file beside `path` (never through a symlink the run planted there)
+/// and renames it over `path`; on failure `path` is removed.
+fn replace(path: &Path, text: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("zeroclaw-tmp");
+    remove(&tmp);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if written.is_err() || std::fs::rename(&tmp, path).is_err() {
+        remove(&tmp);
+        remove(path);
+    }
+}
+
+fn remove(path: &Path) {
+    match path.symlink_metadata() {
+        Ok(m) if m.is_dir() => drop(std::fs::remove_dir_all(path)),
+        Ok(_) => drop(std::fs::remove_file(path)),
+        Err(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_allowed_keys_and_refuses_the_rest() {
+        let text = "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"sh -c x\"\n\
+                    [Core] HooksPath = /tmp/h\n[remote \"origin\"]\n\turl = /r.git\n\
+                    \tuploadpack = evil\n[include]\n\tpath = x\n[user]\n\tname = A \"B\" # c\n\
+                    [alias]\n\tst = !sh\n[diff \"x\"]\n\ttextconv = evil\n";
+        let (clean, refused) = filter_config(text, ".git/config");
+        assert_eq!(
+            clean,
+            "[core]\n\trepositoryformatversion = \"0\"\n[remote \"origin\"]\n\turl = \"/r.git\"\n\
+             [user]\n\tname = \"A B\"\n"
+        );
+        assert_eq!(
+            refused,
+            [
+                "git: refused core.fsmonitor in .git/config (runs a program outside the sandbox)",
+                "git: refused core.hookspath in .git/config (runs a program outside the sandbox)",
+                "git: refused remote.origin.uploadpack in .git/config (not on the list of keys known to be safe)",
+                "git: refused include.path in .git/config (reads more configuration)",
+                "git: refused alias.st in .git/config (runs a program outside the sandbox)",
+                "git: refused diff.x.textconv in .git/config (runs a program outside the sandbox)",
+            ]
+        );
+    }
+
+    #[test]
+    fn continuations_and_dotted_subsections_cannot_smuggle_a_key() {
+        let text = "[user]\n\tname = a\\\n\n[core]\n\tfsmonitor = x\n[core.x]\n\tfsmonitor = y\n";
+        let (clean, refused) = filter_config(text, "c");
+        assert!(!clean.contains("fsmonitor"), "{clean}");
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        let parsed = parse(&clean);
+        assert!(
+            parsed
+                .iter()
+                .all(|e| allowed(&e.section, e.sub.as_deref(), &e.key))
+        );
+    }
+
+    #[test]
+    fn a_submodule_may_keep_a_worktree_inside_the_workspace_only() {
+        let d = tempfile::Builder::new()
+            .prefix("zc-git-validate-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let (ws, stage) = (d.path().join("ws"), d.path().join("stage"));
+        std::fs::create_dir_all(&stage).unwrap();
+        let landing = ws.join(".git/modules/sub");
+        for (value, kept) in [
+            ("../../../sub", true),
+            ("../../../../elsewhere", false),
+            ("../..", false),
+        ] {
+            std::fs::write(
+                stage.join("config"),
+                format!("[core]\n\tworktree = {value}\n"),
+            )
+            .unwrap();
+            let refused =
+                sanitize_git_dir(&stage, ".git/modules/sub", false, Some((&landing, &ws)));
+            assert_eq!(refused.is_empty(), kept, "{value}: {refused:?}");
+        }
+        std::fs::write(stage.join("config"), "[core]\n\tworktree = ../../../sub\n").unwrap();
+        assert_eq!(sanitize_git_dir(&stage, ".git", false, None).len(), 1);
+    }
+
+    #[test]
+    fn attributes_naming_a_driver_are_refused() {
+        let (clean, refused) = filter_attributes(
+            "*.txt text\n*.bin filter=evil\n* diff=x\n",
+            ".git/info/attributes",
+        );
+        assert_eq!(clean, "*.txt text\n");
+        assert_eq!(refused.len(), 2);
+    }
+}
