@@ -184,9 +184,11 @@ impl Pool {
 /// calls start cold. (A protected path is listed only while it does not exist.)
 fn makes_placeholders(plan: &Plan) -> bool {
     plan.placeholders.iter().any(|p| {
-        !p.denied
-            || std::fs::symlink_metadata(&p.path).is_err()
-            || std::fs::symlink_metadata(p.path.join(crate::wire::PLACEHOLDER_MARKER)).is_ok()
+        // Git hook: a stage's `.git` is made only once the call arrives (`git::stage::deferred`).
+        !crate::git::stage::is_deferred(plan, &p.path)
+            && (!p.denied
+                || std::fs::symlink_metadata(&p.path).is_err()
+                || std::fs::symlink_metadata(p.path.join(crate::wire::PLACEHOLDER_MARKER)).is_ok())
     })
 }
 

@@ -26,6 +26,8 @@ pub fn key(plan: &Plan) -> Plan {
         memory_bytes: plan.limits.memory_bytes,
         ..Default::default()
     };
+    // Git hook: a stage's unique name is not part of the shape (see `crate::git::stage`).
+    crate::git::stage::normalize_key(&mut k);
     k
 }
 
@@ -40,6 +42,8 @@ fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {
     });
     mounted
         .chain(plan.placeholders.iter().map(|p| p.path.as_path()))
+        // Git hook: a stage is made once the call arrives (see `crate::git::stage::deferred`).
+        .filter(|p| !crate::git::stage::is_deferred(plan, p))
         .chain(plan.unowned.iter().map(|p| p.as_path()))
 }
 

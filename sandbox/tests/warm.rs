@@ -29,15 +29,11 @@ fn namespaces(dir: &Path) -> Option<(Sandbox, String)> {
     }
 }
 
-/// A workspace holding a `.git` directory: a workspace without one starts every call cold
-/// (its `.git` is a placeholder held only while a call runs, see `git::missing`).
 fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::Builder::new()
+    tempfile::Builder::new()
         .prefix("zc-warm-")
         .tempdir_in("/var/tmp")
-        .unwrap();
-    std::fs::create_dir(dir.path().join(".git")).unwrap();
-    dir
+        .unwrap()
 }
 
 fn parent_of(pid: i32) -> Option<i32> {
@@ -211,6 +207,7 @@ async fn a_call_after_the_workspace_was_replaced_writes_to_the_new_one() {
     };
     let parent = workspace();
     let ws = parent.path().join("ws");
+    // A repository, whose `.git/hooks` and `.git/config` the root binds.
     std::fs::create_dir_all(ws.join(".git")).unwrap();
     let p = Profile::for_workspace(&ws);
     assert_eq!(sh(&s, &p, "true").await.shell_code(), 0);

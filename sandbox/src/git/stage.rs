@@ -42,6 +42,52 @@ fn stages(plan: &Plan) -> impl Iterator<Item = (&Path, &Path)> {
     })
 }
 
+/// The plan's first stage and its `.git` (a plan has at most one: the workspace's).
+pub fn first(plan: &Plan) -> Option<(&Path, &Path)> {
+    stages(plan).next()
+}
+
+/// Whether `path` is the `.git` of one of the plan's stages.
+fn is_stage_git(plan: &Plan, path: &Path) -> bool {
+    stages(plan).any(|(_, git)| git == path)
+}
+
+/// A warm helper's plan with its stage left for the call (see `helper::git_late`): the
+/// root it prepares binds nothing at `.git` and the placeholder is not made before the call
+/// arrives, so a helper waiting for a call that may never come leaves nothing on the host.
+/// `None` when the plan is not warm or has no stage.
+pub fn deferred(plan: &Plan) -> Option<Plan> {
+    if !plan.warm || stages(plan).next().is_none() {
+        return None;
+    }
+    let mut now = plan.clone();
+    now.placeholders.retain(|p| !is_stage_git(plan, &p.path));
+    now.mounts.retain(
+        |op| !matches!(op, MountOp::BindDir { src, path } if src.parent() == Some(path.as_path())),
+    );
+    Some(now)
+}
+
+/// Whether `path` (a placeholder or mount path of `plan`) belongs to a stage, which a warm
+/// helper makes only once its call arrives: not part of its root's identity, and not a
+/// placeholder it keeps while waiting.
+pub fn is_deferred(plan: &Plan, path: &Path) -> bool {
+    is_stage_git(plan, path)
+}
+
+/// The shape a warm helper is prepared for, without the stage: its unique name is not part
+/// of it, and a warm helper's root is built without it ([`deferred`]), which gives the same
+/// key.
+pub fn normalize_key(key: &mut Plan) {
+    if let Some(stripped) = deferred(&Plan {
+        warm: true,
+        ..key.clone()
+    }) {
+        key.placeholders = stripped.placeholders;
+        key.mounts = stripped.mounts;
+    }
+}
+
 /// Makes each stage directory (the helper, once the placeholders are held).
 pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
     for (stage, _) in stages(plan) {

@@ -16,6 +16,7 @@ mod caps;
 mod cgroup;
 mod exec;
 pub(crate) mod forked;
+mod git_late;
 mod inherited;
 mod landlock;
 mod mounts;

@@ -214,6 +214,8 @@ pub(super) fn init_main(
                     "warm helper: a path its root depends on changed on the host",
                 ));
             }
+            // Git hook: the helper makes the deferred stage now (see `helper::git_late`).
+            super::git_late::request()?;
             &call
         }
         None => {

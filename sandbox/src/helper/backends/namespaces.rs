@@ -12,17 +12,34 @@ use crate::wire::ExitInfo;
 
 /// Helper side of the namespace backend: returns the command's shell exit code.
 pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
-    super::super::mounts::create_placeholders(&plan.placeholders)?;
-    let mut guards = super::super::mounts::guard_denied(&plan.placeholders)?;
+    // Git hook: a warm helper makes its stage once the call arrives (`helper::git_late`).
+    let deferred = crate::git::stage::deferred(plan);
+    let built = deferred.as_ref().unwrap_or(plan);
+    super::super::mounts::create_placeholders(&built.placeholders)?;
+    let mut guards = super::super::mounts::guard_denied(&built.placeholders)?;
+    let mut late = super::super::mounts::Guards::default();
     // Git hook: a new repository's private stage (see `crate::git::stage`).
-    let result = crate::git::stage::prepare(plan).and_then(|()| run_guarded(plan, &mut guards));
-    super::super::report::git_refusals(crate::git::stage::finish(plan, |git| guards.alone(git)));
+    let result = match &deferred {
+        None => {
+            crate::git::stage::prepare(plan).and_then(|()| run_guarded(plan, &mut guards, None))
+        }
+        Some(built) => run_guarded(built, &mut guards, Some((plan, &mut late))),
+    };
+    let alone = |git: &std::path::Path| guards.alone(git) || late.alone(git);
+    super::super::report::git_refusals(crate::git::stage::finish(plan, alone));
+    late.release();
     guards.release();
     result
 }
 
 /// [`run`] with the denied-path placeholders held; `guards` are closed in the init.
-fn run_guarded(plan: &Plan, guards: &mut super::super::mounts::Guards) -> Result<i32, SetupError> {
+/// `late`: a warm helper's deferred git stage, made when the init asks (the unstripped plan,
+/// and where its guard goes).
+fn run_guarded(
+    plan: &Plan,
+    guards: &mut super::super::mounts::Guards,
+    late: Option<(&Plan, &mut super::super::mounts::Guards)>,
+) -> Result<i32, SetupError> {
     // The holder is reaped here: this helper's reaper waits for any child.
     let (unowned, _) = super::super::mounts::Unowned::prepare(&plan.unowned);
     let user_limits = super::super::ucounts::UserLimits::from_names(&plan.user_limits);
@@ -34,6 +51,11 @@ fn run_guarded(plan: &Plan, guards: &mut super::super::mounts::Guards) -> Result
     // before (its getppid() is 0: we are outside its pid namespace).
     let helper = crate::sys::pidfd_open(std::process::id() as i32)
         .map_err(|e| SetupError::os(Stage::Init, "pidfd_open(self)", &e))?;
+    let late_git = late.is_some();
+    let channel = late
+        .as_ref()
+        .map(|_| super::super::git_late::channel())
+        .transpose()?;
     let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match init {
         Some(pid) => {
@@ -45,6 +67,9 @@ fn run_guarded(plan: &Plan, guards: &mut super::super::mounts::Guards) -> Result
                 // Only the init waits for the call; the launcher sees it gone if the init dies.
                 let _ = nix::unistd::close(crate::wire::GO_FD);
             }
+            if let (Some(channel), Some((full, late))) = (channel, late) {
+                *late = channel.serve(full);
+            }
             let exit = reaper::wait_main(Pid::from_raw(pid), None);
             let code = reaper::finish_tree(exit, false);
             // An init that exited by itself has scrubbed inside and reported the end (the
@@ -52,18 +77,23 @@ fn run_guarded(plan: &Plan, guards: &mut super::super::mounts::Guards) -> Result
             // placeholders are left to us: then our own report ends the call, after this. A
             // killed one scrubbed nothing.
             let init_scrubbed = matches!(exit, Some(ExitInfo::Code(_)))
-                && !plan.placeholders.iter().any(|p| p.denied);
+                && !plan.placeholders.iter().any(|p| p.denied)
+                && !late_git;
             if !init_scrubbed {
                 super::super::mounts::scrub(&plan.scrub);
             }
             Ok(code)
         }
-        None => super::super::report::finish(namespaces::init_main(
-            plan,
-            unowned,
-            guards,
-            namespaces::Parent::Helper { unshared_w, helper },
-            &user_limits,
-        )),
+        None => {
+            // The helper's ends of the git stage channel are not the init's.
+            drop(channel);
+            super::super::report::finish(namespaces::init_main(
+                plan,
+                unowned,
+                guards,
+                namespaces::Parent::Helper { unshared_w, helper },
+                &user_limits,
+            ))
+        }
     }
 }

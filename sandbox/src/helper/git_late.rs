@@ -1,0 +1,183 @@
+//! A warm helper's git stage, made once its call arrives (namespace backend, child side).
+//!
+//! A workspace without `.git` gets a guarded `.git` placeholder with a private stage bound
+//! on it ([`crate::git::stage`]). A warm helper waiting for a call that may never come must
+//! leave nothing on the host, and its init is confined (no mount rights) before the call
+//! arrives; so its root is prepared without the stage ([`crate::git::stage::deferred`]) and,
+//! once the call has arrived, the init asks the helper — still privileged in the user
+//! namespace, outside the confinement — over a pipe pair: the helper makes and guards the
+//! placeholder, makes the stage, and binds it at `.git` inside the init's mount namespace
+//! (from a forked child that enters it), then answers. Only then does the init start the
+//! command. The warm helper's identity does not change with it: the stage's name is not part
+//! of the shape ([`crate::git::stage::normalize_key`]).
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::Mutex;
+
+use super::mounts::{self, Guards};
+use crate::error::{SetupError, Stage};
+use crate::plan::{Placeholder, Plan};
+
+/// The init's end of the channel, set before the init is forked.
+static INIT_END: Mutex<Option<OwnedFd>> = Mutex::new(None);
+
+/// The helper's end of the channel (a socket pair: the init's request carries its mount
+/// namespace, which the helper cannot open itself once the init is not dumpable; the answer
+/// is one byte back).
+pub(super) struct Channel(OwnedFd);
+
+/// Before forking a warm init whose stage is deferred: the channel (the init's end kept for
+/// [`request`]).
+pub(super) fn channel() -> Result<Channel, SetupError> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+    let (helper, init) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| SetupError::os(Stage::Init, "socketpair(git stage)", &e.into()))?;
+    *INIT_END.lock().unwrap_or_else(|e| e.into_inner()) = Some(init);
+    Ok(Channel(helper))
+}
+
+/// In the warm init, once its call has arrived: has the helper make the stage in our mount
+/// namespace, and waits. Nothing when no stage is deferred.
+pub(super) fn request() -> Result<(), SetupError> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    use std::os::fd::AsRawFd;
+    let end = INIT_END.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let Some(end) = end else {
+        return Ok(());
+    };
+    let failed = |what: &str| SetupError::new(Stage::Placeholders, format!("git stage: {what}"));
+    let ns = std::fs::File::open("/proc/self/ns/mnt")
+        .map_err(|e| SetupError::os(Stage::Placeholders, "open(/proc/self/ns/mnt)", &e))?;
+    let fds = [ns.as_raw_fd()];
+    let iov = [std::io::IoSlice::new(&[1])];
+    sendmsg::<()>(
+        end.as_raw_fd(),
+        &iov,
+        &[ControlMessage::ScmRights(&fds)],
+        MsgFlags::empty(),
+        None,
+    )
+    .map_err(|_| failed("the helper is gone"))?;
+    let mut byte = [0u8; 1];
+    loop {
+        match nix::unistd::read(&end, &mut byte) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Ok(1) if byte[0] == 0 => return Ok(()),
+            _ => return Err(failed("the helper could not make it (see its log)")),
+        }
+    }
+}
+
+impl Channel {
+    /// In the helper, once the init is forked: waits for its request (none when the init
+    /// ends first), then makes the stage of `plan` (the unstripped plan) in the mount
+    /// namespace the request carries and answers. The placeholder's guard is returned for
+    /// the run's end.
+    pub(super) fn serve(self, plan: &Plan) -> Guards {
+        drop(INIT_END.lock().unwrap_or_else(|e| e.into_inner()).take());
+        let Some(ns) = self.receive() else {
+            return Guards::default();
+        };
+        let (guards, made) = match make(plan, &ns) {
+            Ok(guards) => (guards, true),
+            Err((guards, e)) => {
+                tracing::warn!("{e}");
+                (guards, false)
+            }
+        };
+        let _ = nix::unistd::write(&self.0, &[u8::from(!made)]);
+        guards
+    }
+
+    /// The request's mount namespace; `None` at end of file (the init ended without one).
+    fn receive(&self) -> Option<OwnedFd> {
+        use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+        use std::os::fd::AsRawFd;
+        let mut byte = [0u8; 1];
+        let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+        let msg = loop {
+            match recvmsg::<()>(
+                self.0.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            ) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                other => break other.ok()?,
+            }
+        };
+        let mut fds = Vec::new();
+        for cmsg in msg.cmsgs().ok()? {
+            if let ControlMessageOwned::ScmRights(received) = cmsg {
+                fds.extend(crate::sys::adopt_received(received));
+            }
+        }
+        (msg.bytes == 1 && fds.len() == 1).then(|| fds.remove(0))
+    }
+}
+
+/// The placeholder, its guard, the stage and the bind.
+fn make(plan: &Plan, ns: &OwnedFd) -> Result<Guards, (Guards, SetupError)> {
+    let Some((stage, git)) = crate::git::stage::first(plan) else {
+        return Ok(Guards::default());
+    };
+    let placeholder = [Placeholder {
+        path: git.to_path_buf(),
+        dir: true,
+        denied: true,
+    }];
+    let guards = mounts::guard_denied(&placeholder).map_err(|e| (Guards::default(), e))?;
+    if let Err(e) = crate::git::stage::prepare(plan) {
+        return Err((guards, e));
+    }
+    match bind_in(ns, stage, git) {
+        Ok(()) => Ok(guards),
+        Err(e) => Err((guards, e)),
+    }
+}
+
+/// Binds `stage` at `git` inside the mount namespace `ns`, from a child that enters it.
+fn bind_in(ns: &OwnedFd, stage: &Path, git: &Path) -> Result<(), SetupError> {
+    let err = |what: String, e: std::io::Error| SetupError::os(Stage::Mounts, what, &e);
+    let child = crate::sys::fork().map_err(|e| err("fork()".into(), e))?;
+    let Some(pid) = child else {
+        let bound = nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNS).is_ok()
+            && [stage, git]
+                .iter()
+                .all(|p| p.symlink_metadata().is_ok_and(|m| m.is_dir()))
+            && nix::mount::mount(
+                Some(stage),
+                git,
+                None::<&str>,
+                nix::mount::MsFlags::MS_BIND | nix::mount::MsFlags::MS_REC,
+                None::<&str>,
+            )
+            .is_ok()
+            && crate::sys::harden_mount(git, false).is_ok();
+        crate::sys::exit_now(if bound { 0 } else { 1 })
+    };
+    let status = loop {
+        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => break other,
+        }
+    };
+    match status {
+        Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(()),
+        _ => Err(SetupError::new(
+            Stage::Mounts,
+            format!(
+                "bind {} at {} in the warm root failed",
+                stage.display(),
+                git.display()
+            ),
+        )),
+    }
+}
