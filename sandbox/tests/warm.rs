@@ -94,6 +94,11 @@ async fn the_next_call_is_served_by_a_helper_prepared_after_the_last_one() {
     let p = Profile::for_workspace(ws.path());
     assert_eq!(sh(&s, &p, "true").await.shell_code(), 0);
     let waiting = await_warm(&needle);
+    // The workspace has no `.git`: the waiting helper made none (its stage waits for the call).
+    assert!(
+        !ws.path().join(".git").exists(),
+        "a waiting helper left .git in the workspace"
+    );
     // The call's stdin, stdout and stderr reach the command through the waiting helper.
     let mut c = s
         .spawn(&p, ["sh", "-c", "cat; echo err >&2; exit 3"])

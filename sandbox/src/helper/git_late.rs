@@ -95,14 +95,19 @@ impl Channel {
         guards
     }
 
-    /// The request's mount namespace; `None` at end of file (the init ended without one).
+    /// The request's mount namespace; `None` at end of file (the init ended without one) or
+    /// once SIGTERM arrived.
     fn receive(&self) -> Option<OwnedFd> {
         use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
         use std::os::fd::AsRawFd;
         let mut byte = [0u8; 1];
         let mut iov = [std::io::IoSliceMut::new(&mut byte)];
         let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+        // A SIGTERM (the launcher discarding us) ends the wait: the reaper then ends the init.
         let msg = loop {
+            if crate::sys::terminate_requested() {
+                return None;
+            }
             match recvmsg::<()>(
                 self.0.as_raw_fd(),
                 &mut iov,
