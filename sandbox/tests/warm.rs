@@ -1,7 +1,9 @@
 //! Warm helpers on the namespace backend: after a call, the next one of the same shape is
 //! served by a helper prepared in between (with its stdio handed over), and a helper whose
 //! root no longer matches the host (protected paths replaced, another network shape) is not
-//! used. Skipped with a reason when user namespaces are missing (a failure with `CI=true`).
+//! used. A workspace without `.git` keeps the warm path, and a waiting helper makes no `.git`
+//! there before its call (git's stage is made once the call arrives). Skipped with a reason
+//! when user namespaces are missing (a failure with `CI=true`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -238,5 +240,48 @@ async fn a_call_after_the_workspace_was_replaced_writes_to_the_new_one() {
         ws.join("written").exists(),
         "the call wrote to the old workspace (moved to {})",
         parent.path().join("old").display()
+    );
+}
+
+/// A workspace without `.git`: a waiting helper serves `git init` too (its stage is made
+/// once the call arrives); the repository lands validated when the call ends, and the
+/// refusal reaches the call's stderr.
+#[tokio::test(flavor = "current_thread")]
+async fn a_waiting_helper_serves_git_init_in_a_workspace_without_git() {
+    let tools = workspace();
+    let Some((s, needle)) = namespaces(tools.path()) else {
+        return;
+    };
+    let ws = workspace();
+    let p = Profile::for_workspace(ws.path());
+    assert_eq!(sh(&s, &p, "true").await.shell_code(), 0);
+    await_warm(&needle);
+    let o = sh(
+        &s,
+        &p,
+        "git init -q && git config user.name zc && git config core.fsmonitor /bin/false",
+    )
+    .await;
+    assert_eq!(o.shell_code(), 0, "{o:?}");
+    assert!(o.enforcement.warm, "the call was not served warm");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("git: refused core.fsmonitor in .git/config"),
+        "{stderr}"
+    );
+    let host_git = |key: &str| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(ws.path())
+            .args(["config", "--local", "--get", key])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(host_git("user.name"), "zc");
+    assert_eq!(
+        host_git("core.fsmonitor"),
+        "",
+        "an unvalidated config landed"
     );
 }
