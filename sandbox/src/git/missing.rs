@@ -99,7 +99,8 @@ mod tests {
         let (_d, p) = ws();
         let git = p.workspace.join(".git");
         assert_eq!(guarded_git_dir(&p), Some(git.clone()));
-        let mut plan = crate::plan::build(Backend::Namespaces, &p, vec!["true".into()], None);
+        let mut plan =
+            crate::plan::build_on_host(Backend::Namespaces, &p, vec!["true".into()], None);
         guard_if_missing(&mut plan, &p);
         let below: Vec<&Placeholder> = plan
             .placeholders

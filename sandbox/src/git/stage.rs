@@ -261,7 +261,7 @@ mod tests {
     }
 
     fn plan_for(git: &Path, stage: &Path) -> Plan {
-        let mut plan = crate::plan::build(
+        let mut plan = crate::plan::build_on_host(
             crate::Backend::Namespaces,
             &crate::Profile::for_workspace(git.parent().unwrap()),
             vec!["true".into()],
