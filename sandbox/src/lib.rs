@@ -25,8 +25,8 @@
 //!   only module allowed `unsafe`).
 //!
 //! # Test strategy
-//! Pure parts have unit tests; `tests/launcher.rs` runs real confined processes through a
-//! helper test binary, one test per backend, and skips (or fails when `CI=true`,
+//! Pure parts have unit tests; `tests/confined/launcher.rs` runs real confined processes
+//! through a helper test binary, one test per backend, and skips (or fails when `CI=true`,
 //! `tests/support`'s `require_feature`) when a kernel feature is missing.
 
 #![deny(unsafe_code)]

@@ -12,7 +12,7 @@ type Answer<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
 /// A session store: SQLite ([`super::sqlite`]) or PostgreSQL ([`super::postgres`]).
 ///
 /// Each method is one transaction. The backends share the semantics documented on
-/// [`super::Store`]; the suite in `tests/store.rs` runs against both.
+/// [`super::Store`]; the suite in `tests/cli/store_backends.rs` runs against both.
 pub trait Backend: Send + Sync {
     fn create_session(&self, rec: SessionRecord) -> Answer<'_, ()>;
     fn get_session(&self, id: String) -> Answer<'_, Option<SessionRecord>>;

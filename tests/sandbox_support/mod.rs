@@ -1,7 +1,8 @@
-//! Harness shared by the sandbox escape and functional suites (`tests/sandbox_*.rs`).
+//! Harness shared by the sandbox escape and functional suites (`tests/sandbox/`).
 //!
 //! It owns everything a confinement test needs around the real `zeroclaw` binary:
-//! - [`backend`]: which Linux backends exist here (skip with a reason, fail when `CI=true`);
+//! - [`backend`]: which Linux backends exist here (`support::require_feature` when one is
+//!   missing: skip with a reason, fail when `CI=true`);
 //! - [`world`]: a temporary workspace beside "outside" places (a fake `$HOME` full of canary
 //!   secrets, another workspace, a daemon config dir) that a confined child must not reach;
 //! - [`run`]: runs a shell script confined (`zeroclaw sandbox run`) or unconfined (the positive
@@ -11,11 +12,9 @@
 //!
 //! Every attack is judged from outside and proves, with its unconfined twin, that it could fail.
 //!
-//! Running: `cargo test --test sandbox_escape_fs --test sandbox_escape_protected --test
-//! sandbox_escape_git --test sandbox_git --test sandbox_escape_proc --test sandbox_escape_privilege --test sandbox_escape_net --test
-//! sandbox_escape_lifetime --test sandbox_escape_api --test sandbox_escape_failclosed --test
-//! sandbox_functional` (add `CI=true` to turn a missing backend into a failure). Test names
-//! are `<attack>::<backend>`.
+//! Running: `cargo test --test sandbox` (add `-- sandbox_escape_fs::` for one file's attacks,
+//! `CI=true` to turn a missing backend into a failure). Test names are
+//! `<file>::<attack>::<backend>`.
 //! `ZC_ESCAPE_SELFTEST=1` runs the confined half unconfined instead: every
 //! attack must then fail with `ESCAPE` (it flips a harmless sysctl and lets the memory test
 //! touch 4.5 GiB, so skip `memory_limit` on a shared machine).

@@ -10,7 +10,10 @@ pub mod anthropic_stream;
 pub mod model_server;
 pub mod postgres;
 pub mod read_only_dir;
+mod require_feature;
 pub mod store_under_test;
 pub mod ws_conn;
 pub mod ws_daemon;
 pub mod ws_transport;
+
+pub use require_feature::require_feature;

@@ -1,4 +1,4 @@
-//! Shared by the cgroup test binaries: where this process's cgroup of a controller lives, and
+//! Shared by the cgroup tests: where this process's cgroup of a controller lives, and
 //! the calls' cgroups appearing below it.
 
 use std::collections::BTreeSet;
@@ -49,4 +49,11 @@ pub async fn new_cgroups(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     call_cgroups(parent).difference(before).cloned().collect()
+}
+
+/// Held by each test that watches the calls' cgroups for its whole run: on cgroup v2 the pids
+/// and the memory test look below the same directory, and each must see only its own calls'.
+pub async fn exclusive() -> tokio::sync::MutexGuard<'static, ()> {
+    static CGROUPS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    CGROUPS.lock().await
 }

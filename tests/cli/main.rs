@@ -1,0 +1,22 @@
+//! The command-line and storage suite: `zeroclaw config`, `doctor`, `sessions`, `token`, the
+//! configuration reference checked against the code, the store on SQLite and PostgreSQL, and
+//! the audit log. One test binary; each former file is a module (`store_backends::…`).
+
+#[path = "../support/mod.rs"]
+mod support;
+#[path = "../sandbox_support/mod.rs"]
+#[macro_use]
+mod sandbox_support;
+#[path = "../tools_support/mod.rs"]
+mod tools_support;
+
+mod audit_log;
+mod audit_reload;
+mod cli_config;
+mod cli_doctor;
+mod cli_doctor_network;
+mod cli_sessions;
+mod cli_token;
+mod config_docs;
+mod store;
+mod store_backends;

@@ -1,0 +1,21 @@
+//! The daemon suite: `zeroclaw daemon` over WebSocket (TCP and Unix socket) — authentication,
+//! frames, health and metrics, lifecycle and drain, reloads, socket activation, the cluster on a
+//! shared store and the load test. One test binary; each former file is a module
+//! (`daemon_auth::…`).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod daemon_agent;
+mod daemon_auth;
+mod daemon_bridge;
+mod daemon_cluster;
+mod daemon_frames;
+mod daemon_health;
+mod daemon_lifecycle;
+mod daemon_load;
+mod daemon_metrics;
+mod daemon_reload;
+mod daemon_socket;
+mod daemon_systemd;
+mod gateway_reload;

@@ -1,0 +1,33 @@
+//! The sandbox suite: the escape attacks (`sandbox_escape_*`, one test per backend each, every
+//! attack with its unconfined positive control), the functional tests of confined commands,
+//! `zeroclaw sandbox run` on the command line and the kill stress test. One test binary; each
+//! former file is a module (`sandbox_escape_fs::read_ssh_keys::namespaces`).
+//!
+//! Tests of different modules run in parallel threads of this process. Each attack judges
+//! only processes and files carrying a marker unique to it (`world::unique`), and the one test
+//! family that changes host state (a sysctl in `sandbox_escape_privilege`'s self-test) is
+//! serialized by its own lock, so none needs the process to itself.
+
+#[path = "../support/mod.rs"]
+mod support;
+#[path = "../sandbox_support/mod.rs"]
+#[macro_use]
+mod sandbox_support;
+#[path = "../tools_support/mod.rs"]
+mod tools_support;
+
+mod cli_sandbox_run;
+mod sandbox_escape_api;
+mod sandbox_escape_failclosed;
+mod sandbox_escape_fs;
+mod sandbox_escape_host;
+mod sandbox_escape_kernel;
+mod sandbox_escape_lifetime;
+mod sandbox_escape_net;
+mod sandbox_escape_privilege;
+mod sandbox_escape_proc;
+mod sandbox_escape_protected;
+mod sandbox_escape_setuid;
+mod sandbox_escape_sockets;
+mod sandbox_functional;
+mod sandbox_kill_stress;

@@ -1,0 +1,15 @@
+//! The tools suite: tool calls end to end through `zeroclaw acp` (`shell`, the file tools,
+//! delivery), the full-autonomy shell, the policy levels and approvals, and prompt injection.
+//! One test binary; each former file is a module (`tools_e2e::…`).
+
+#[path = "../support/mod.rs"]
+mod support;
+#[path = "../tools_support/mod.rs"]
+mod tools_support;
+
+mod deliver_embed;
+mod full_shell;
+mod injection;
+mod policy_approval;
+mod policy_levels;
+mod tools_e2e;
