@@ -4,9 +4,10 @@
 //! former file is a module (`sandbox_escape_fs::read_ssh_keys::namespaces`).
 //!
 //! Tests of different modules run in parallel threads of this process. Each attack judges
-//! only processes and files carrying a marker unique to it (`world::unique`), and the one test
-//! family that changes host state (a sysctl in `sandbox_escape_privilege`'s self-test) is
-//! serialized by its own lock, so none needs the process to itself.
+//! only processes and files carrying a marker unique to it (`world::unique`, the kill stress's
+//! own markers), and the one attack that changes host state (the positive control of
+//! `sandbox_escape_privilege::write_kernel_sysctl` bumps a harmless sysctl no other test reads,
+//! and restores it) takes turns on its own lock, so none needs the process to itself.
 
 #[path = "../support/mod.rs"]
 mod support;
