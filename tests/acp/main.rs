@@ -10,6 +10,7 @@ mod tools_support;
 
 mod acp_blobs;
 mod acp_cancel;
+mod acp_client_fs;
 mod acp_commands;
 mod acp_config;
 mod acp_config_options;

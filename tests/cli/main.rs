@@ -20,3 +20,4 @@ mod cli_token;
 mod config_docs;
 mod store;
 mod store_backends;
+mod store_copy_cli;

@@ -7,8 +7,8 @@
 //! the disk is used as before. Run over stdio and over the daemon's WebSocket (TCP and its Unix
 //! socket); every message is checked against the schema.
 
-mod support;
-mod tools_support;
+use crate::support;
+use crate::tools_support;
 
 use std::fs;
 

@@ -4,8 +4,7 @@
 //! Linux backend. (The escape side — nothing executable reaches the host's git — is in
 //! `sandbox_escape_protected.rs`.)
 
-#[macro_use]
-mod sandbox_support;
+use crate::sandbox_support;
 
 use std::fs;
 use std::path::Path;

@@ -3,8 +3,8 @@
 //! `audit verify` passes; a second copy into the same database is refused. Skipped (printed)
 //! without a PostgreSQL server, a failure with `CI=true`.
 
-mod support;
-mod tools_support;
+use crate::support;
+use crate::tools_support;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -5,8 +5,7 @@
 //! confined (the canary never appears; the refusal is reported on stderr) and unconfined as
 //! its positive control (the canary appears).
 
-#[macro_use]
-mod sandbox_support;
+use crate::sandbox_support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
