@@ -24,7 +24,7 @@ pub fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": persistent,
-            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+            "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
             "mcpCapabilities": {"http": true, "sse": false},
             "sessionCapabilities": session_capabilities,
         },

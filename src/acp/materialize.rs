@@ -1,7 +1,8 @@
 //! Prompt content to model text. [`parse`] validates every part first (types, base64, the
-//! 10 MiB decoded limit) without touching the disk; [`write`] then stores blobs under
-//! `<cwd>/uploads/<sha256>.<ext>` and joins all parts with blank lines, blobs as
-//! `[Document: <path>]` or `[IMAGE: <path>]` markers.
+//! 10 MiB decoded limit, images by [`super::images::check`]) without touching the disk;
+//! [`write`] then stores blobs under `<cwd>/uploads/<sha256>.<ext>` and joins all parts with
+//! blank lines, documents as `[Document: <path>]` markers and images as `[IMAGE: <path>]`
+//! markers that the prompt's [`Prompt::images`] refer to.
 
 use std::path::Path;
 
@@ -11,6 +12,8 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
+use super::images::{self, ImageType};
+use crate::agent::history::{ImageRef, LoadedImages, image_marker};
 use crate::rpc::RpcError;
 
 /// Largest decoded blob accepted.
@@ -25,11 +28,25 @@ const BASE64: GeneralPurpose = GeneralPurpose::new(
 #[derive(Debug, PartialEq)]
 pub enum Part {
     Text(String),
+    /// A document (any blob that is not labelled an image).
     Blob {
         bytes: Vec<u8>,
         ext: String,
-        image: bool,
     },
+    /// A checked image: an `image` block, or a blob labelled `image/*`.
+    Image {
+        bytes: Vec<u8>,
+        kind: ImageType,
+    },
+}
+
+/// A written prompt: its text, and its images, marked in the text.
+#[derive(Debug, Default)]
+pub struct Prompt {
+    pub text: String,
+    pub images: Vec<ImageRef>,
+    /// The images' bytes (read once here, not again for this turn).
+    pub loaded: LoadedImages,
 }
 
 /// Validates a `prompt` (a string or an array of content blocks).
@@ -46,7 +63,7 @@ pub fn parse(prompt: Option<&Value>) -> Result<Vec<Part>, RpcError> {
     };
     let has_content = parts.iter().any(|part| match part {
         Part::Text(text) => !text.trim().is_empty(),
-        Part::Blob { .. } => true,
+        Part::Blob { .. } | Part::Image { .. } => true,
     });
     if !has_content {
         return Err(invalid("the prompt is empty"));
@@ -62,10 +79,15 @@ fn parse_block(block: &Value) -> Result<Part, RpcError> {
         None | Some(Some("text")) => Ok(Part::Text(string_field(block, "text")?.to_owned())),
         Some(Some("resource")) => parse_resource(block.get("resource")),
         Some(Some("resource_link")) => Ok(Part::Text(link_marker(block)?)),
-        Some(Some(kind @ ("image" | "audio"))) => Err(invalid(format!(
-            "{kind} content blocks are not supported (promptCapabilities.{kind} is false); \
-             send the file as an embedded resource"
-        ))),
+        Some(Some("image")) => {
+            let bytes = decode_blob(string_field(block, "data")?)?;
+            let kind = images::check(&bytes, string_field(block, "mimeType")?)?;
+            Ok(Part::Image { bytes, kind })
+        }
+        Some(Some("audio")) => Err(invalid(
+            "audio content blocks are not supported (promptCapabilities.audio is false); \
+             send the file as an embedded resource",
+        )),
         Some(Some(other)) => Err(invalid(format!("unsupported content block type `{other}`"))),
         Some(None) => Err(invalid("a content block's type must be a string")),
     }
@@ -87,14 +109,22 @@ fn parse_resource(resource: Option<&Value>) -> Result<Part, RpcError> {
     let mime = resource.get("mimeType").and_then(Value::as_str);
     let uri = resource.get("uri").and_then(Value::as_str).unwrap_or("");
     let ext = extension(uri, mime);
-    let image = match mime {
-        Some(mime) => mime.starts_with("image/"),
-        None => matches!(
-            ext.as_str(),
-            "png" | "jpg" | "jpeg" | "gif" | "webp" | "bmp"
-        ),
-    };
-    Ok(Part::Blob { bytes, ext, image })
+    // Without a MIME type, an image file name labels the blob.
+    let label = mime.or(match ext.as_str() {
+        "png" => Some("image/png"),
+        "jpg" | "jpeg" => Some("image/jpeg"),
+        "gif" => Some("image/gif"),
+        "webp" => Some("image/webp"),
+        "bmp" => Some("image/bmp"),
+        _ => None,
+    });
+    match label.filter(|label| images::is_image_label(label)) {
+        Some(label) => {
+            let kind = images::check(&bytes, label)?;
+            Ok(Part::Image { bytes, kind })
+        }
+        None => Ok(Part::Blob { bytes, ext }),
+    }
 }
 
 /// Decodes base64, refusing more than [`MAX_BLOB_BYTES`] before and after decoding.
@@ -164,21 +194,36 @@ fn invalid(message: impl Into<String>) -> RpcError {
 }
 
 /// Writes the blobs under `<cwd>/uploads/` and joins the parts into the prompt text.
-pub async fn write(parts: Vec<Part>, cwd: &Path) -> Result<String, RpcError> {
+pub async fn write(parts: Vec<Part>, cwd: &Path) -> Result<Prompt, RpcError> {
+    let stored = |e: std::io::Error| {
+        RpcError::internal(format!("cannot write the attachment under uploads/: {e}"))
+    };
+    let mut prompt = Prompt::default();
     let mut texts = Vec::with_capacity(parts.len());
     for part in parts {
         match part {
             Part::Text(text) => texts.push(text),
-            Part::Blob { bytes, ext, image } => {
-                let path = store_blob(cwd, &bytes, &ext).await.map_err(|e| {
-                    RpcError::internal(format!("cannot write the attachment under uploads/: {e}"))
-                })?;
-                let label = if image { "IMAGE" } else { "Document" };
-                texts.push(format!("[{label}: {}]", path.display()));
+            Part::Blob { bytes, ext } => {
+                let path = store_blob(cwd, &bytes, &ext).await.map_err(stored)?;
+                texts.push(format!("[Document: {}]", path.display()));
+            }
+            Part::Image { bytes, kind } => {
+                let path = store_blob(cwd, &bytes, kind.ext()).await.map_err(stored)?;
+                texts.push(image_marker(&path));
+                let sha256 = hex::encode(Sha256::digest(&bytes));
+                if !prompt.loaded.contains_key(&sha256) {
+                    prompt.images.push(ImageRef {
+                        path,
+                        mime_type: kind.mime().to_owned(),
+                        sha256: sha256.clone(),
+                    });
+                    prompt.loaded.insert(sha256, images::data(&bytes, kind));
+                }
             }
         }
     }
-    Ok(texts.join("\n\n"))
+    prompt.text = texts.join("\n\n");
+    Ok(prompt)
 }
 
 /// Writes `bytes` to `<cwd>/uploads/<sha256>.<ext>` (kept if already there). Symlinks are
@@ -225,6 +270,8 @@ pub(crate) async fn store_blob(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0";
 
     fn b64(bytes: &[u8]) -> String {
         base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -277,11 +324,13 @@ mod tests {
         let prompt = json!([
             {"text": "see"},
             {"type": "resource", "resource": {"uri": "file:///r.pdf", "mimeType": "application/pdf", "blob": b64(b"%PDF")}},
-            {"type": "resource", "resource": {"uri": "file:///p.png", "mimeType": "image/png", "blob": b64(b"png")}}
+            {"type": "resource", "resource": {"uri": "file:///p", "mimeType": "image/png", "blob": b64(PNG)}},
+            {"type": "image", "mimeType": "image/png", "data": b64(PNG)}
         ]);
-        let text = write(parse(Some(&prompt)).unwrap(), dir.path())
+        let prompt = write(parse(Some(&prompt)).unwrap(), dir.path())
             .await
             .unwrap();
+        let text = &prompt.text;
         let pdf = dir
             .path()
             .join("uploads")
@@ -289,7 +338,63 @@ mod tests {
         assert_eq!(std::fs::read(&pdf).unwrap(), b"%PDF");
         assert!(text.starts_with("see\n\n[Document: "), "{text}");
         assert!(text.contains(&format!("[Document: {}]", pdf.display())));
-        assert!(text.contains("[IMAGE: "));
+        let png = dir
+            .path()
+            .join("uploads")
+            .join(format!("{}.png", hex::encode(Sha256::digest(PNG))));
+        assert_eq!(std::fs::read(&png).unwrap(), PNG);
+        assert!(
+            text.ends_with(&format!("\n\n{0}\n\n{0}", image_marker(&png))),
+            "{text}"
+        );
+        // The same image twice is one reference.
+        assert_eq!(prompt.images.len(), 1);
+        assert_eq!(prompt.images[0].path, png);
+        assert_eq!(prompt.images[0].mime_type, "image/png");
+        assert_eq!(prompt.loaded.len(), 1);
+    }
+
+    #[test]
+    fn image_blocks_and_image_blobs_are_checked_before_anything_is_written() {
+        let image = |mime: &str, bytes: &[u8]| json!({"type": "image", "mimeType": mime, "data": b64(bytes)});
+        let blob = |uri: &str, mime: Option<&str>, bytes: &[u8]| json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": b64(bytes)}});
+        let ok = [
+            image("image/png", PNG),
+            blob("file:///x.png", None, PNG),
+            blob("file:///x", Some("image/png"), PNG),
+        ];
+        for block in ok {
+            let parts = parse(Some(&json!([block]))).unwrap();
+            assert!(
+                matches!(
+                    parts[0],
+                    Part::Image {
+                        kind: ImageType::Png,
+                        ..
+                    }
+                ),
+                "{block}"
+            );
+        }
+        let refused = [
+            image("image/jpeg", PNG),
+            image("image/png", b"hello"),
+            json!({"type": "image", "data": b64(PNG)}),
+            blob("file:///x.bmp", None, b"BM\0\0"),
+            blob("file:///x.pdf", Some("image/jpeg"), PNG),
+            blob("file:///x.jpg", None, PNG),
+        ];
+        for block in refused {
+            let error = parse(Some(&json!([{"text": "see"}, block]))).unwrap_err();
+            assert_eq!(error.code, -32602, "{block}");
+        }
+        // A document stays a document, whatever its bytes.
+        let parts = parse(Some(&json!([blob(
+            "file:///x.pdf",
+            Some("application/pdf"),
+            PNG
+        )])));
+        assert!(matches!(parts.unwrap()[0], Part::Blob { .. }));
     }
 
     #[cfg(unix)]

@@ -9,7 +9,7 @@
 //!   (a session's title after its first turn) and [`commands`] (the slash commands).
 //! - [`sessions`] / [`session`]: the process-wide active set and one active session's state.
 //! - [`materialize`]: prompt content blocks to text (writing base64 blobs under `uploads/`);
-//!   [`embed`]: `deliver_file` results re-read, re-hashed and embedded as resources.
+//!   [`images`]: which images a prompt may carry, and reading stored ones back; [`embed`]: `deliver_file` results re-read, re-hashed and embedded as resources.
 //! - [`config_options`]: the session's `configOptions` (model, thought level) and
 //!   `session/set_config_option`.
 //! - [`params`], [`agents`], [`updates`]: parameter aliases, agent alias resolution, and the
@@ -23,6 +23,7 @@ pub mod config_options;
 pub mod connection;
 pub mod delete;
 pub mod embed;
+pub mod images;
 pub mod initialize;
 pub mod lease;
 pub mod lifecycle;

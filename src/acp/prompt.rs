@@ -1,5 +1,5 @@
 //! `session/prompt`: validates the prompt, claims the session (-32003 when busy), writes
-//! attachments, runs the turn with `session/update`s streamed to the caller, stores the turn
+//! attachments, sends images natively when the session's model takes them, runs the turn with `session/update`s streamed to the caller, stores the turn
 //! in one transaction, then answers `{sessionId, stopReason, content}` with the turn's token
 //! totals in `_meta.zeroclaw.usage`. A `$/cancel_request`
 //! for the prompt cancels the turn exactly as `session/cancel` does.
@@ -29,10 +29,10 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     let server = &conn.server;
     let fence = super::lease::for_turn(&server.leases, server.store.as_ref(), &session.id).await?;
     let title = titles::for_first_turn(&session, &parts);
-    let user_text = materialize::write(parts, &session.cwd).await?;
+    let prompt = materialize::write(parts, &session.cwd).await?;
     let models = config_options::models(conn, &session).await;
     let options = config_options::effective(&session, &models);
-    let request = turn_request(conn, &session, options, user_text)?;
+    let request = turn_request(conn, &session, options, prompt).await?;
     let ctx = ToolContext {
         session_id: session.id.clone(),
         cwd: session.cwd.clone(),
@@ -99,24 +99,37 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     }))
 }
 
-fn turn_request(
+/// The turn's request; the images of the history and the prompt go along (read back from
+/// `uploads/`) only when the session's model takes images.
+async fn turn_request(
     conn: &Connection,
     session: &Session,
     options: config_options::Effective,
-    user_text: String,
+    prompt: materialize::Prompt,
 ) -> Result<TurnRequest, RpcError> {
     let provider = conn
         .server
         .provider(&session.agent.provider)
         .map_err(|e| RpcError::internal(e.to_string()))?;
+    let prior = session.history();
+    let images = match options.images {
+        true => {
+            let mut loaded = super::images::load(&session.cwd, &prior).await;
+            loaded.extend(prompt.loaded);
+            Some(loaded)
+        }
+        false => None,
+    };
     Ok(TurnRequest {
         provider,
         model: options.model,
         thought_level: options.thought_level,
         usage: options.usage,
         system_prompt: session.agent.system_prompt.clone(),
-        prior: session.history(),
-        user_text,
+        prior,
+        user_text: prompt.text,
+        user_images: prompt.images,
+        images,
         max_tool_iterations: session.agent.max_tool_iterations,
     })
 }

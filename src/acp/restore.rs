@@ -1,4 +1,5 @@
-//! `session/load` (replays the stored history as `session/update`s, then answers `{}`) and
+//! `session/load` (replays the stored history as `session/update`s, a prompt's stored images
+//! as image blocks again, then answers `{}`) and
 //! `session/resume` (no replay). Both need the store (-32000 without it), refuse a session
 //! that an open connection holds (-32602), take over one left active by a closed connection of
 //! the same principal, and re-resolve the agent if the stored one is gone. A session keeps its
@@ -169,10 +170,11 @@ async fn replay(session: &Session, peer: Peer) {
         peer,
         session_id: session.id.clone(),
     };
-    for update in session
-        .history()
+    let history = session.history();
+    let images = super::images::load(&session.cwd, &history).await;
+    for update in history
         .iter()
-        .filter_map(history::to_replay_update)
+        .flat_map(|entry| history::to_replay_updates(entry, &images))
     {
         sink.send(update).await;
     }

@@ -19,7 +19,7 @@ pub fn for_first_turn(session: &Session, parts: &[Part]) -> Option<String> {
     }
     parts.iter().find_map(|part| match part {
         Part::Text(text) => first_line(text),
-        Part::Blob { .. } => None,
+        Part::Blob { .. } | Part::Image { .. } => None,
     })
 }
 

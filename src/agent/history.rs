@@ -1,19 +1,52 @@
 //! Conversation history: the entries a turn produces, their stored form
 //! (`store::StoredEntry` kind + payload), and the two views built from them — the provider's
 //! `ChatMessage`s for the next model call, and the `session/update`s that replay a session.
+//!
+//! A prompt's images are kept by reference ([`ImageRef`]: the file under `uploads/` and its
+//! digest), their [`image_marker`] standing in the prompt text where they were. Given the
+//! images' bytes ([`LoadedImages`]), both views put each image back in place of its marker;
+//! without them (a model that takes no images, a file gone) the marker text stays.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::provider::{ChatMessage, ThinkingBlock, TokenUsage, ToolCallRequest};
+use crate::provider::{
+    ChatMessage, ImageData, ThinkingBlock, TokenUsage, ToolCallRequest, UserPart,
+};
 use crate::store::StoredEntry;
+
+/// An image of a prompt, stored content-addressed under the session's `uploads/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageRef {
+    pub path: PathBuf,
+    #[serde(rename = "mimeType")]
+    pub mime_type: String,
+    /// The hex SHA-256 of the file's bytes; a file that no longer matches is not used.
+    pub sha256: String,
+}
+
+/// The bytes of a history's images, by their digest.
+pub type LoadedImages = HashMap<String, ImageData>;
+
+/// The text standing for an image stored at `path` (the product document's marker).
+pub fn image_marker(path: &std::path::Path) -> String {
+    format!("[IMAGE: {}]", path.display())
+}
 
 /// One history entry, stored in order within its turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "payload", rename_all = "snake_case")]
 pub enum Entry {
-    /// The user's prompt, materialized to text.
-    User { text: String },
+    /// The user's prompt, materialized to text; its images (if any) by reference, each
+    /// marked in the text by its [`image_marker`].
+    User {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
+    },
     /// Text the model streamed in one step.
     Assistant { text: String },
     /// One reasoning block the model streamed in a step; `signature` when the API signed it,
@@ -75,18 +108,60 @@ impl Entry {
     }
 }
 
+/// A prompt's text and images in order: each marker of a loaded image is replaced by the
+/// image; the text around them is cut at the blank lines that joined the prompt's parts,
+/// and blank pieces are left out.
+pub fn user_parts(text: &str, images: &[ImageRef], loaded: &LoadedImages) -> Vec<UserPart> {
+    let markers: Vec<(String, &ImageData)> = images
+        .iter()
+        .filter_map(|image| Some((image_marker(&image.path), loaded.get(&image.sha256)?)))
+        .collect();
+    let mut parts = Vec::new();
+    let push_text = |parts: &mut Vec<UserPart>, piece: &str| {
+        let piece = piece.trim_matches('\n');
+        if !piece.trim().is_empty() {
+            parts.push(UserPart::Text(piece.to_owned()));
+        }
+    };
+    let mut rest = text;
+    while let Some((at, len, image)) = markers
+        .iter()
+        .filter_map(|(marker, image)| Some((rest.find(marker.as_str())?, marker.len(), *image)))
+        .min_by_key(|(at, _, _)| *at)
+    {
+        push_text(&mut parts, &rest[..at]);
+        parts.push(UserPart::Image(image.clone()));
+        rest = &rest[at + len..];
+    }
+    push_text(&mut parts, rest);
+    parts
+}
+
 /// The messages the model sees for a history: one assistant message per model step
-/// (its text and tool calls), followed by the tool results of that step.
-pub fn to_chat_messages<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<ChatMessage> {
+/// (its text and tool calls), followed by the tool results of that step. With `images`, a
+/// prompt's images go as images; without, as their markers.
+pub fn to_chat_messages<'a>(
+    entries: impl IntoIterator<Item = &'a Entry>,
+    images: Option<&LoadedImages>,
+) -> Vec<ChatMessage> {
     let mut messages = Vec::new();
     let mut step: Option<StepMessage> = None;
     for entry in entries {
         match entry {
-            Entry::User { text } => {
+            Entry::User { text, images: refs } => {
                 flush(&mut messages, &mut step);
-                messages.push(ChatMessage::User {
-                    content: text.clone(),
-                });
+                let parts = match images {
+                    Some(loaded) if !refs.is_empty() => user_parts(text, refs, loaded),
+                    _ => Vec::new(),
+                };
+                messages.push(
+                    match parts.iter().any(|p| matches!(p, UserPart::Image(_))) {
+                        true => ChatMessage::UserParts { parts },
+                        false => ChatMessage::User {
+                            content: text.clone(),
+                        },
+                    },
+                );
             }
             Entry::Thinking {
                 text,
@@ -162,11 +237,32 @@ fn flush(messages: &mut Vec<ChatMessage>, step: &mut Option<StepMessage>) {
     }
 }
 
+/// The `update` objects of the `session/update`s that replay one entry: none for what the
+/// client never saw (redacted reasoning, usage); a prompt with loaded images as its text
+/// and image blocks in order.
+pub fn to_replay_updates(entry: &Entry, images: &LoadedImages) -> Vec<Value> {
+    match entry {
+        Entry::User { text, images: refs } if !refs.is_empty() => {
+            user_parts(text, refs, images)
+                .iter()
+                .map(|part| match part {
+                    UserPart::Text(text) => text_chunk("user_message_chunk", text),
+                    UserPart::Image(image) => json!({
+                        "sessionUpdate": "user_message_chunk",
+                        "content": {"type": "image", "mimeType": image.mime_type, "data": &*image.base64},
+                    }),
+                })
+                .collect()
+        }
+        entry => to_replay_update(entry).into_iter().collect(),
+    }
+}
+
 /// The `update` object of the `session/update` that replays one entry; `None` for what the
 /// client never saw (redacted reasoning).
-pub fn to_replay_update(entry: &Entry) -> Option<Value> {
+fn to_replay_update(entry: &Entry) -> Option<Value> {
     Some(match entry {
-        Entry::User { text } => text_chunk("user_message_chunk", text),
+        Entry::User { text, .. } => text_chunk("user_message_chunk", text),
         Entry::Assistant { text } => text_chunk("agent_message_chunk", text),
         Entry::Thinking {
             redacted: Some(_), ..
@@ -295,7 +391,10 @@ mod tests {
     #[test]
     fn stored_form_round_trips() {
         for entry in [
-            Entry::User { text: "hi".into() },
+            Entry::User {
+                text: "hi".into(),
+                images: vec![],
+            },
             call("c1"),
             result("c1"),
             Entry::Plan { entries: json!([]) },
@@ -311,7 +410,10 @@ mod tests {
     #[test]
     fn a_tool_step_becomes_one_assistant_message_then_the_results() {
         let entries = vec![
-            Entry::User { text: "go".into() },
+            Entry::User {
+                text: "go".into(),
+                images: vec![],
+            },
             thinking("hm"),
             Entry::Assistant {
                 text: "calling".into(),
@@ -324,7 +426,7 @@ mod tests {
                 text: "done".into(),
             },
         ];
-        let messages = to_chat_messages(&entries);
+        let messages = to_chat_messages(&entries, None);
         assert_eq!(messages.len(), 5, "{messages:?}");
         match &messages[1] {
             ChatMessage::Assistant {
@@ -345,12 +447,74 @@ mod tests {
     #[test]
     fn replay_uses_the_acp_update_kinds() {
         assert_eq!(
-            to_replay_update(&Entry::User { text: "q".into() }).unwrap(),
+            to_replay_update(&Entry::User {
+                text: "q".into(),
+                images: vec![]
+            })
+            .unwrap(),
             json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "q"}})
         );
         assert_eq!(to_replay_update(&call("c1")).unwrap()["status"], "pending");
         let finish = to_replay_update(&result("c1")).unwrap();
         assert_eq!(finish["sessionUpdate"], "tool_call_update");
         assert_eq!(finish["content"][0]["content"]["text"], "ok");
+    }
+
+    fn image(name: &str) -> (ImageRef, ImageData) {
+        let reference = ImageRef {
+            path: PathBuf::from(format!("/w/uploads/{name}.png")),
+            mime_type: "image/png".into(),
+            sha256: name.into(),
+        };
+        let data = ImageData {
+            mime_type: "image/png".into(),
+            base64: format!("{name}-bytes").into(),
+        };
+        (reference, data)
+    }
+
+    #[test]
+    fn loaded_images_replace_their_markers_in_order_and_missing_ones_stay_text() {
+        let (a, a_data) = image("a");
+        let (b, _) = image("b");
+        let text = format!(
+            "compare\n\n{}\n\n{}\n\nand {}",
+            image_marker(&a.path),
+            image_marker(&b.path),
+            image_marker(&a.path)
+        );
+        let loaded = LoadedImages::from([("a".to_owned(), a_data.clone())]);
+        let parts = user_parts(&text, &[a.clone(), b.clone()], &loaded);
+        assert_eq!(
+            parts,
+            vec![
+                UserPart::Text("compare".into()),
+                UserPart::Image(a_data.clone()),
+                UserPart::Text(format!("{}\n\nand ", image_marker(&b.path))),
+                UserPart::Image(a_data.clone()),
+            ]
+        );
+        let entry = Entry::User {
+            text: text.clone(),
+            images: vec![a, b],
+        };
+        let stored = entry.to_stored();
+        assert_eq!(stored.payload["images"][0]["mimeType"], "image/png");
+        assert_eq!(Entry::from_stored(&stored).as_ref(), Some(&entry));
+        match &to_chat_messages([&entry], Some(&loaded))[0] {
+            ChatMessage::UserParts { parts: sent } => assert_eq!(*sent, parts),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(
+            to_chat_messages([&entry], None),
+            vec![ChatMessage::User { content: text }]
+        );
+        let replay = to_replay_updates(&entry, &loaded);
+        assert_eq!(replay.len(), 4);
+        assert_eq!(
+            replay[1]["content"],
+            json!({"type": "image", "mimeType": "image/png", "data": "a-bytes"})
+        );
+        assert_eq!(replay[0]["content"]["text"], "compare");
     }
 }

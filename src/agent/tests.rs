@@ -132,6 +132,8 @@ impl Harness {
             system_prompt: None,
             prior: Arc::default(),
             user_text: "go".into(),
+            user_images: Vec::new(),
+            images: None,
             max_tool_iterations,
         }
     }

@@ -54,8 +54,13 @@ pub struct TurnRequest {
     pub system_prompt: Option<String>,
     /// The session's history before this turn.
     pub prior: Arc<Vec<Entry>>,
-    /// The user's prompt, materialized to text.
+    /// The user's prompt, materialized to text, with its images' markers.
     pub user_text: String,
+    /// The prompt's images (stored under `uploads/`), marked in `user_text`.
+    pub user_images: Vec<history::ImageRef>,
+    /// The bytes of the history's and the prompt's images when the model takes images;
+    /// `None` sends their markers instead.
+    pub images: Option<history::LoadedImages>,
     /// Tool rounds allowed; a model asking for more ends the turn with `max_turn_requests`.
     pub max_tool_iterations: u32,
     /// The model's context window and prices, for `usage_update`.
@@ -96,6 +101,7 @@ pub async fn run_turn(
     let mut turn = Turn {
         entries: vec![Entry::User {
             text: request.user_text.clone(),
+            images: request.user_images.clone(),
         }],
         request: &request,
         tools,
@@ -168,7 +174,10 @@ impl Turn<'_> {
             });
         }
         let history = self.request.prior.iter().chain(&self.entries);
-        messages.extend(history::to_chat_messages(history));
+        messages.extend(history::to_chat_messages(
+            history,
+            self.request.images.as_ref(),
+        ));
         ChatRequest {
             model: self.request.model.clone(),
             thought_level: self.request.thought_level,

@@ -26,7 +26,7 @@ pub use error::{MAX_RETRY_AFTER_SECS, ProviderError};
 use crate::config::{Config, ProviderKind};
 
 /// One message of the conversation sent to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ChatMessage {
     System {
         content: String,
@@ -34,9 +34,12 @@ pub enum ChatMessage {
     User {
         content: String,
     },
+    /// A user message with images: text and images in the order of the prompt.
+    UserParts {
+        parts: Vec<UserPart>,
+    },
     Assistant {
         /// The step's reasoning blocks, sent back to the APIs that require them.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         thinking: Vec<ThinkingBlock>,
         content: Option<String>,
         tool_calls: Vec<ToolCallRequest>,
@@ -45,6 +48,21 @@ pub enum ChatMessage {
         tool_call_id: String,
         content: String,
     },
+}
+
+/// One part of a [`ChatMessage::UserParts`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserPart {
+    Text(String),
+    Image(ImageData),
+}
+
+/// An image as the APIs take it inline: its MIME type and its bytes in standard base64
+/// (shared, as every model call of a turn sends the whole history again).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageData {
+    pub mime_type: String,
+    pub base64: std::sync::Arc<str>,
 }
 
 /// One reasoning block of a model step.

@@ -1,11 +1,14 @@
 //! The JSON body of an OpenAI-compatible streaming chat-completions request, serialized
 //! straight from the request (no intermediate JSON tree: long histories are sent every turn).
-//! A thought level other than `off` is sent as `reasoning_effort`.
+//! A thought level other than `off` is sent as `reasoning_effort`. A user message with
+//! images is an array of `text` and `image_url` parts, each image a `data:` URL.
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{ChatMessage, ChatRequest, ThoughtLevel, ToolCallRequest, ToolSpec};
+use super::{
+    ChatMessage, ChatRequest, ImageData, ThoughtLevel, ToolCallRequest, ToolSpec, UserPart,
+};
 
 /// `stream: true` with usage reporting; tools in the OpenAI function format.
 pub fn body(req: &ChatRequest) -> Vec<u8> {
@@ -51,6 +54,10 @@ enum Message<'a> {
     User {
         content: &'a str,
     },
+    #[serde(rename = "user")]
+    UserParts {
+        content: Vec<Part<'a>>,
+    },
     Assistant {
         content: Option<&'a str>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -67,6 +74,9 @@ impl<'a> From<&'a ChatMessage> for Message<'a> {
         match m {
             ChatMessage::System { content } => Message::System { content },
             ChatMessage::User { content } => Message::User { content },
+            ChatMessage::UserParts { parts } => Message::UserParts {
+                content: parts.iter().map(Part::from).collect(),
+            },
             ChatMessage::Assistant {
                 content,
                 tool_calls,
@@ -83,6 +93,45 @@ impl<'a> From<&'a ChatMessage> for Message<'a> {
                 content,
             },
         }
+    }
+}
+
+/// One part of a user message's content array.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl<'a> },
+}
+
+impl<'a> From<&'a UserPart> for Part<'a> {
+    fn from(part: &'a UserPart) -> Self {
+        match part {
+            UserPart::Text(text) => Part::Text { text },
+            UserPart::Image(image) => Part::ImageUrl {
+                image_url: ImageUrl {
+                    url: DataUrl(image),
+                },
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: DataUrl<'a>,
+}
+
+/// `data:<mime>;base64,<data>`, written straight into the body (images are large).
+struct DataUrl<'a>(&'a ImageData);
+
+impl Serialize for DataUrl<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let image = self.0;
+        serializer.collect_str(&format_args!(
+            "data:{};base64,{}",
+            image.mime_type, image.base64
+        ))
     }
 }
 
@@ -208,6 +257,31 @@ mod tests {
         assert_eq!(
             body["tools"][0]["function"]["parameters"],
             json!({"type": "object"})
+        );
+    }
+
+    #[test]
+    fn a_user_message_with_images_is_text_and_image_url_parts() {
+        let req = ChatRequest {
+            model: "m".into(),
+            messages: vec![ChatMessage::UserParts {
+                parts: vec![
+                    UserPart::Text("look".into()),
+                    UserPart::Image(ImageData {
+                        mime_type: "image/png".into(),
+                        base64: "iVBORw0KGgo=".into(),
+                    }),
+                ],
+            }],
+            tools: vec![],
+            thought_level: ThoughtLevel::Off,
+        };
+        assert_eq!(
+            parsed(&req)["messages"][0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ]})
         );
     }
 

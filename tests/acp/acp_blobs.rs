@@ -1,5 +1,6 @@
 //! Base64 blob resources in `session/prompt`: decoded and written to
-//! `{cwd}/uploads/<sha256>.<ext>` with a `[Document: …]` / `[IMAGE: …]` marker; exactly 10 MiB
+//! `{cwd}/uploads/<sha256>.<ext>` with a `[Document: …]` marker, an image sent as an image
+//! (tests/acp_images.rs has the rest of the image rules); exactly 10 MiB
 //! decoded is accepted, one byte more is not, bad base64 is not, and a rejected prompt writes
 //! nothing (all parts are validated first).
 
@@ -64,17 +65,19 @@ fn exactly_ten_mib_is_written_under_uploads_with_a_document_marker() {
 }
 
 #[test]
-fn an_image_blob_gets_an_image_marker() {
+fn an_image_blob_is_written_under_uploads_and_sent_as_an_image() {
     let fx = Fixture::start(vec![text_reply("nice picture")]);
-    let bytes = payload(4096);
-    let resp = prompt_with(&fx, vec![blob("file:///x/shot.png", "image/png", &bytes)]);
+    let mut bytes = b"GIF89a\x01\x00\x01\x00\x00\x00\x00".to_vec();
+    bytes.extend(payload(4096));
+    let resp = prompt_with(&fx, vec![blob("file:///x/shot.gif", "image/gif", &bytes)]);
     assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
-    let path = expected_path(&fx, &bytes, "png");
+    let path = expected_path(&fx, &bytes, "gif");
     assert_eq!(std::fs::read(&path).expect("upload written"), bytes);
-    let user = last_content(&fx.model_messages(0), "user");
-    assert!(
-        user.contains(&format!("[IMAGE: {}]", path.display())),
-        "{user:?}"
+    let messages = fx.model_messages(0);
+    let url = format!("data:image/gif;base64,{}", STANDARD.encode(&bytes));
+    assert_eq!(
+        messages.last().unwrap()["content"][1]["image_url"]["url"],
+        url
     );
 }
 
@@ -129,7 +132,7 @@ fn a_good_blob_next_to_a_bad_one_is_not_written_either() {
 // The same tests over WebSocket to `zeroclaw daemon`, TCP and Unix socket.
 crate::over_websocket!(
     exactly_ten_mib_is_written_under_uploads_with_a_document_marker,
-    an_image_blob_gets_an_image_marker,
+    an_image_blob_is_written_under_uploads_and_sent_as_an_image,
     one_byte_over_ten_mib_is_rejected_and_nothing_is_written,
     bad_base64_is_rejected_and_nothing_is_written,
     a_good_blob_next_to_a_bad_one_is_not_written_either,

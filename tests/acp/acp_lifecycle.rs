@@ -16,7 +16,7 @@ fn initialize_has_the_exact_shape_of_the_spec() {
     assert_eq!(caps["loadSession"], true);
     assert_eq!(
         caps["promptCapabilities"],
-        json!({"image": false, "audio": false, "embeddedContext": true})
+        json!({"image": true, "audio": false, "embeddedContext": true})
     );
     assert_eq!(caps["mcpCapabilities"], json!({"http": true, "sse": false}));
     assert_eq!(

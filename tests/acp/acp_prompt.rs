@@ -90,9 +90,10 @@ fn prompt_forms_and_content_blocks_reach_the_model_joined_by_blank_lines() {
 }
 
 #[test]
-fn image_and_audio_blocks_are_rejected_before_the_model_is_called() {
+fn audio_blocks_and_bad_image_blocks_are_rejected_before_the_model_is_called() {
     let fx = Fixture::start(vec![]);
     let blocks = [
+        // A PNG signature alone is no PNG image.
         json!({"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}),
         json!({"type": "audio", "mimeType": "audio/wav", "data": "UklGRg=="}),
     ];
@@ -389,7 +390,7 @@ fn a_missing_api_key_names_the_variable_to_set() {
 crate::over_websocket!(
     a_text_turn_streams_chunks_before_answering_end_turn,
     prompt_forms_and_content_blocks_reach_the_model_joined_by_blank_lines,
-    image_and_audio_blocks_are_rejected_before_the_model_is_called,
+    audio_blocks_and_bad_image_blocks_are_rejected_before_the_model_is_called,
     reasoning_streams_as_thought_chunks,
     a_tool_call_split_across_chunks_runs_todo_write_and_loops_back_to_the_model,
     a_failing_tool_is_reported_failed_and_the_model_sees_the_error,

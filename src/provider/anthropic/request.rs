@@ -1,8 +1,9 @@
 //! The JSON body of a streaming Messages API request, serialized straight from the request.
 //!
 //! System messages become the top-level `system` blocks; tool results become `tool_result`
-//! blocks of a user message; messages of the same role in a row are merged (the API wants the
-//! roles to alternate). An assistant step sends back its thinking blocks (signed or redacted)
+//! blocks of a user message; a user message's images become `image` blocks with a base64
+//! source; messages of the same role in a row are merged (the API wants the roles to
+//! alternate). An assistant step sends back its thinking blocks (signed or redacted)
 //! before its text and `tool_use` blocks, as the API requires for tool use with thinking. The
 //! system prompt and the tool list end with a `cache_control` breakpoint, so a long
 //! conversation re-reads them from the prompt cache.
@@ -10,7 +11,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::super::{ChatMessage, ChatRequest, ThinkingBlock, ToolSpec};
+use super::super::{ChatMessage, ChatRequest, ThinkingBlock, ToolSpec, UserPart};
 
 /// What the body needs besides the request.
 pub struct Options {
@@ -103,6 +104,9 @@ enum Block<'a> {
     Text {
         text: &'a str,
     },
+    Image {
+        source: ImageSource<'a>,
+    },
     Thinking {
         thinking: &'a str,
         signature: &'a str,
@@ -121,6 +125,27 @@ enum Block<'a> {
     },
 }
 
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+fn user_block(part: &UserPart) -> Block<'_> {
+    match part {
+        UserPart::Text(text) => Block::Text { text },
+        UserPart::Image(image) => Block::Image {
+            source: ImageSource {
+                kind: "base64",
+                media_type: &image.mime_type,
+                data: &image.base64,
+            },
+        },
+    }
+}
+
 /// The conversation without its system messages, roles alternating.
 fn messages(history: &[ChatMessage]) -> Vec<Message<'_>> {
     let mut out: Vec<Message<'_>> = Vec::new();
@@ -128,6 +153,7 @@ fn messages(history: &[ChatMessage]) -> Vec<Message<'_>> {
         let (role, blocks) = match message {
             ChatMessage::System { .. } => continue,
             ChatMessage::User { content } => ("user", vec![Block::Text { text: content }]),
+            ChatMessage::UserParts { parts } => ("user", parts.iter().map(user_block).collect()),
             ChatMessage::Tool {
                 tool_call_id,
                 content,
@@ -311,6 +337,32 @@ mod tests {
                 {"type": "tool_result", "tool_use_id": "t1", "content": "A"},
                 {"type": "tool_result", "tool_use_id": "t2", "content": "B"},
             ])
+        );
+    }
+
+    #[test]
+    fn a_user_message_with_images_has_base64_image_blocks() {
+        let req = ChatRequest {
+            model: "m".into(),
+            messages: vec![ChatMessage::UserParts {
+                parts: vec![
+                    UserPart::Text("look".into()),
+                    UserPart::Image(crate::provider::ImageData {
+                        mime_type: "image/gif".into(),
+                        base64: "R0lGODlh".into(),
+                    }),
+                ],
+            }],
+            tools: vec![],
+            thought_level: ThoughtLevel::Off,
+        };
+        let body: Value = serde_json::from_slice(&body(&req, &options())).unwrap();
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": "R0lGODlh"}},
+            ]}])
         );
     }
 
