@@ -14,7 +14,7 @@ use tokio::io::AsyncReadExt;
 
 use super::materialize::MAX_BLOB_BYTES;
 use crate::agent::Entry;
-use crate::agent::history::{ImageRef, LoadedImages};
+use crate::agent::prompt_images::{ImageRef, LoadedImages};
 use crate::provider::ImageData;
 use crate::rpc::RpcError;
 

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use super::images::{self, ImageType};
-use crate::agent::history::{ImageRef, LoadedImages, image_marker};
+use crate::agent::prompt_images::{ImageRef, LoadedImages, image_marker};
 use crate::rpc::RpcError;
 
 /// Largest decoded blob accepted.

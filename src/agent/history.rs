@@ -1,47 +1,23 @@
 //! Conversation history: the entries a turn produces, their stored form
 //! (`store::StoredEntry` kind + payload), and the two views built from them — the provider's
 //! `ChatMessage`s for the next model call, and the `session/update`s that replay a session.
-//!
-//! A prompt's images are kept by reference ([`ImageRef`]: the file under `uploads/` and its
-//! digest), their [`image_marker`] standing in the prompt text where they were. Given the
-//! images' bytes ([`LoadedImages`]), both views put each image back in place of its marker;
-//! without them (a model that takes no images, a file gone) the marker text stays.
-
-use std::collections::HashMap;
-use std::path::PathBuf;
+//! A prompt's images are kept by reference (see [`super::prompt_images`]); both views put
+//! them back in place of their markers when given their bytes.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::provider::{
-    ChatMessage, ImageData, ThinkingBlock, TokenUsage, ToolCallRequest, UserPart,
-};
+use super::prompt_images::{ImageRef, LoadedImages, user_parts};
+use crate::provider::{ChatMessage, ThinkingBlock, TokenUsage, ToolCallRequest, UserPart};
 use crate::store::StoredEntry;
-
-/// An image of a prompt, stored content-addressed under the session's `uploads/`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImageRef {
-    pub path: PathBuf,
-    #[serde(rename = "mimeType")]
-    pub mime_type: String,
-    /// The hex SHA-256 of the file's bytes; a file that no longer matches is not used.
-    pub sha256: String,
-}
-
-/// The bytes of a history's images, by their digest.
-pub type LoadedImages = HashMap<String, ImageData>;
-
-/// The text standing for an image stored at `path` (the product document's marker).
-pub fn image_marker(path: &std::path::Path) -> String {
-    format!("[IMAGE: {}]", path.display())
-}
 
 /// One history entry, stored in order within its turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "payload", rename_all = "snake_case")]
 pub enum Entry {
     /// The user's prompt, materialized to text; its images (if any) by reference, each
-    /// marked in the text by its [`image_marker`].
+    /// marked in the text by its
+    /// [`image_marker`](super::prompt_images::image_marker).
     User {
         text: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -106,35 +82,6 @@ impl Entry {
     pub fn from_stored(stored: &StoredEntry) -> Option<Entry> {
         serde_json::from_value(json!({"kind": stored.kind, "payload": stored.payload})).ok()
     }
-}
-
-/// A prompt's text and images in order: each marker of a loaded image is replaced by the
-/// image; the text around them is cut at the blank lines that joined the prompt's parts,
-/// and blank pieces are left out.
-pub fn user_parts(text: &str, images: &[ImageRef], loaded: &LoadedImages) -> Vec<UserPart> {
-    let markers: Vec<(String, &ImageData)> = images
-        .iter()
-        .filter_map(|image| Some((image_marker(&image.path), loaded.get(&image.sha256)?)))
-        .collect();
-    let mut parts = Vec::new();
-    let push_text = |parts: &mut Vec<UserPart>, piece: &str| {
-        let piece = piece.trim_matches('\n');
-        if !piece.trim().is_empty() {
-            parts.push(UserPart::Text(piece.to_owned()));
-        }
-    };
-    let mut rest = text;
-    while let Some((at, len, image)) = markers
-        .iter()
-        .filter_map(|(marker, image)| Some((rest.find(marker.as_str())?, marker.len(), *image)))
-        .min_by_key(|(at, _, _)| *at)
-    {
-        push_text(&mut parts, &rest[..at]);
-        parts.push(UserPart::Image(image.clone()));
-        rest = &rest[at + len..];
-    }
-    push_text(&mut parts, rest);
-    parts
 }
 
 /// The messages the model sees for a history: one assistant message per model step
@@ -357,7 +304,11 @@ pub fn tool_call_finish(
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
+    use crate::agent::prompt_images::image_marker;
+    use crate::provider::ImageData;
 
     fn call(id: &str) -> Entry {
         Entry::ToolCall {

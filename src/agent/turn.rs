@@ -57,10 +57,10 @@ pub struct TurnRequest {
     /// The user's prompt, materialized to text, with its images' markers.
     pub user_text: String,
     /// The prompt's images (stored under `uploads/`), marked in `user_text`.
-    pub user_images: Vec<history::ImageRef>,
+    pub user_images: Vec<super::prompt_images::ImageRef>,
     /// The bytes of the history's and the prompt's images when the model takes images;
     /// `None` sends their markers instead.
-    pub images: Option<history::LoadedImages>,
+    pub images: Option<super::prompt_images::LoadedImages>,
     /// Tool rounds allowed; a model asking for more ends the turn with `max_turn_requests`.
     pub max_tool_iterations: u32,
     /// The model's context window and prices, for `usage_update`.
