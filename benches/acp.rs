@@ -1,13 +1,18 @@
 //! Benchmarks of `zeroclaw acp` (run: `cargo bench --bench acp`), each printed next to a
 //! baseline measured in the same run:
 //! - cold start: spawn to the `initialize` response (median of 25), vs spawning `/bin/true`;
-//! - one turn round trip over 500 turns, vs the same requests sent straight to the model server;
-//! - `session/load` of that 500-turn session in a fresh process (full replay);
+//! - one turn round trip over 500 turns, vs the same requests sent straight to the model server,
+//!   once with the OpenAI-compatible provider and once with the Anthropic one (each against
+//!   the loopback server replaying its API's stream);
+//! - `session/load` of the OpenAI-compatible 500-turn session in a fresh process (full replay);
 //! - added latency per streamed chunk, model server to client, over 1,000 chunks, vs a direct
 //!   SSE reader of the same server.
 //!
-//! Goals (reported, not asserted): cold start ≤ 5 ms, turn ratio ≤ 10×, load ≤ 50 ms.
+//! Goals (reported, not asserted): cold start ≤ 5 ms, turn ratio ≤ 10×, the Anthropic turn
+//! ratio ≤ 1.5×, load ≤ 50 ms.
 
+#[path = "../tests/support/anthropic_stream.rs"]
+mod anthropic_stream;
 #[allow(dead_code)]
 mod common;
 #[allow(dead_code)]
@@ -21,7 +26,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Acp, CHUNKS, PacedSse, median, ms};
-use model_server::{ModelServer, text_reply};
+use model_server::{ModelServer, Reply};
 use serde_json::{Value, json};
 
 const COLD_RUNS: usize = 25;
@@ -38,7 +43,62 @@ fn main() {
     cold_start(config.path());
     let session = turns_and_load(config.path(), work.path());
     println!("  (session {session})");
+    let anthropic_config = tempfile::tempdir().expect("config dir");
+    turns(anthropic_config.path(), work.path(), Api::Anthropic);
     chunk_latency(work.path());
+}
+
+/// The model API a turn benchmark goes through.
+#[derive(Clone, Copy, PartialEq)]
+enum Api {
+    OpenAi,
+    Anthropic,
+}
+
+impl Api {
+    fn name(self) -> &'static str {
+        match self {
+            Api::OpenAi => "OpenAI-compatible",
+            Api::Anthropic => "Anthropic",
+        }
+    }
+
+    /// The provider settings on top of [`Acp::spawn`]'s.
+    fn env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Api::OpenAi => &[],
+            Api::Anthropic => &[
+                ("ZEROCLAW_providers__local__kind", "anthropic"),
+                ("ZEROCLAW_agents__coder__model", "claude-bench"),
+            ],
+        }
+    }
+
+    fn reply(self, text: &str) -> Reply {
+        match self {
+            Api::OpenAi => model_server::text_reply(text),
+            Api::Anthropic => anthropic_stream::text_reply(text),
+        }
+    }
+
+    /// The request path under the base URL.
+    fn path(self) -> &'static str {
+        match self {
+            Api::OpenAi => "chat/completions",
+            Api::Anthropic => "messages",
+        }
+    }
+
+    /// A one-message request of this API.
+    fn bare(self, text: String) -> Value {
+        let messages = match self {
+            Api::OpenAi => json!([{"role": "user", "content": text}]),
+            Api::Anthropic => {
+                json!([{"role": "user", "content": [{"type": "text", "text": text}]}])
+            }
+        };
+        json!({"model": "m", "max_tokens": 1024, "stream": true, "messages": messages})
+    }
 }
 
 fn cold_start(config_dir: &Path) {
@@ -82,55 +142,7 @@ fn cold_start(config_dir: &Path) {
 /// scripted replies) sent straight to the model server, then `session/load` of the resulting
 /// session in fresh processes.
 fn turns_and_load(config_dir: &Path, work: &Path) -> String {
-    let reply = "The quick brown fox jumps over the lazy dog.";
-    let script = (0..3 * TURNS).map(|_| text_reply(reply)).collect();
-    let model = ModelServer::start_blocking(script);
-
-    let mut acp = Acp::spawn(config_dir, &model.base_url(), &[]);
-    acp.call("initialize", json!({"protocolVersion": 1}));
-    let created = acp.call("session/new", json!({"cwd": work, "mcpServers": []}));
-    let session = created["sessionId"].as_str().unwrap().to_string();
-    let mut turns = Vec::new();
-    for n in 0..TURNS {
-        let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": format!("turn {n}")}]});
-        let start = Instant::now();
-        let result = acp.call("session/prompt", params);
-        turns.push(start.elapsed());
-        assert_eq!(result["stopReason"], "end_turn");
-    }
-    acp.finish();
-
-    let mut direct = Vec::new();
-    let mut bare = Vec::new();
-    let mut http = DirectHttp::connect(&model.base_url());
-    for (n, body) in model.requests().iter().enumerate() {
-        let start = Instant::now();
-        http.post_sse(body);
-        direct.push(start.elapsed());
-        let single = json!({"model": "m", "stream": true,
-            "messages": [{"role": "user", "content": format!("turn {n}")}]});
-        let start = Instant::now();
-        http.post_sse(&single);
-        bare.push(start.elapsed());
-    }
-    let (mut first, mut last) = (turns[..50].to_vec(), turns[TURNS - 50..].to_vec());
-    let (z, d, b) = (median(&mut turns), median(&mut direct), median(&mut bare));
-    println!(
-        "turn round trip, median of {TURNS}: {:.3} ms | model server alone, same requests: {:.3} ms \
-         | ratio {:.1}x | goal <= 10x (turns 1-50: {:.3} ms, 451-500: {:.3} ms; history grows to {} messages)",
-        ms(z),
-        ms(d),
-        z.as_secs_f64() / d.as_secs_f64(),
-        ms(median(&mut first)),
-        ms(median(&mut last)),
-        2 * TURNS - 1
-    );
-    println!(
-        "  vs a one-message request (no history) to the model server: {:.3} ms | ratio {:.1}x",
-        ms(b),
-        z.as_secs_f64() / b.as_secs_f64()
-    );
-
+    let (session, model) = turns(config_dir, work, Api::OpenAi);
     let mut loads = Vec::new();
     let mut replayed = 0usize;
     for _ in 0..LOAD_RUNS {
@@ -151,6 +163,66 @@ fn turns_and_load(config_dir: &Path, work: &Path) -> String {
     session
 }
 
+/// [`TURNS`] one-turn round trips through zeroclaw with `api`'s provider vs the identical
+/// requests sent straight to the loopback server; returns the session and the server.
+fn turns(config_dir: &Path, work: &Path, api: Api) -> (String, ModelServer) {
+    let reply = "The quick brown fox jumps over the lazy dog.";
+    let script = (0..3 * TURNS).map(|_| api.reply(reply)).collect();
+    let model = ModelServer::start_blocking(script);
+
+    let mut acp = Acp::spawn(config_dir, &model.base_url(), api.env());
+    acp.call("initialize", json!({"protocolVersion": 1}));
+    let created = acp.call("session/new", json!({"cwd": work, "mcpServers": []}));
+    let session = created["sessionId"].as_str().unwrap().to_string();
+    let mut turns = Vec::new();
+    for n in 0..TURNS {
+        let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": format!("turn {n}")}]});
+        let start = Instant::now();
+        let result = acp.call("session/prompt", params);
+        turns.push(start.elapsed());
+        assert_eq!(result["stopReason"], "end_turn");
+    }
+    acp.finish();
+
+    let mut direct = Vec::new();
+    let mut bare = Vec::new();
+    let mut http = DirectHttp::connect(&model.base_url(), api.path());
+    for (n, body) in model.requests().iter().enumerate() {
+        let start = Instant::now();
+        http.post_sse(body);
+        direct.push(start.elapsed());
+        let single = api.bare(format!("turn {n}"));
+        let start = Instant::now();
+        http.post_sse(&single);
+        bare.push(start.elapsed());
+    }
+    let (mut first, mut last) = (turns[..50].to_vec(), turns[TURNS - 50..].to_vec());
+    let (z, d, b) = (median(&mut turns), median(&mut direct), median(&mut bare));
+    let goal = match api {
+        Api::OpenAi => "10x",
+        Api::Anthropic => "1.5x",
+    };
+    println!(
+        "turn round trip, {} provider, median of {TURNS}: {:.3} ms | model server alone, same \
+         requests: {:.3} ms | ratio {:.2}x (overhead {:.3} ms per turn) | goal <= {goal} \
+         (turns 1-50: {:.3} ms, 451-500: {:.3} ms; history grows to {} messages)",
+        api.name(),
+        ms(z),
+        ms(d),
+        z.as_secs_f64() / d.as_secs_f64(),
+        ms(z.saturating_sub(d)),
+        ms(median(&mut first)),
+        ms(median(&mut last)),
+        2 * TURNS - 1
+    );
+    println!(
+        "  vs a one-message request (no history) to the model server: {:.3} ms | ratio {:.1}x",
+        ms(b),
+        z.as_secs_f64() / b.as_secs_f64()
+    );
+    (session, model)
+}
+
 /// A keep-alive HTTP/1.1 client for the loopback model server (chunked SSE responses).
 struct DirectHttp {
     stream: TcpStream,
@@ -159,14 +231,14 @@ struct DirectHttp {
 }
 
 impl DirectHttp {
-    fn connect(base_url: &str) -> DirectHttp {
+    fn connect(base_url: &str, path: &str) -> DirectHttp {
         let rest = base_url.strip_prefix("http://").unwrap();
         let (host, prefix) = rest.split_once('/').unwrap();
         let stream = TcpStream::connect(host).expect("connect model server");
         stream.set_nodelay(true).unwrap();
         DirectHttp {
             stream,
-            path: format!("/{prefix}/chat/completions"),
+            path: format!("/{prefix}/{path}"),
             host: host.to_string(),
         }
     }
@@ -176,7 +248,7 @@ impl DirectHttp {
         let body = serde_json::to_vec(body).unwrap();
         let head = format!(
             "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
-             authorization: Bearer bench\r\ncontent-length: {}\r\n\r\n",
+             authorization: Bearer bench\r\nx-api-key: bench\r\ncontent-length: {}\r\n\r\n",
             self.path,
             self.host,
             body.len()
