@@ -16,6 +16,7 @@ mod acp_config;
 mod acp_config_options;
 mod acp_cwd;
 mod acp_errors;
+mod acp_images;
 mod acp_lifecycle;
 mod acp_mcp;
 mod acp_metrics_file;

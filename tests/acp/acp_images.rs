@@ -7,7 +7,7 @@
 //! and `session/load` use the stored image again (replayed as an image block), unless the
 //! file was changed, which sends the marker instead.
 
-mod support;
+use crate::support;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
