@@ -2,8 +2,8 @@
 //! (which has only `lo`), bind the proxy's two TCP listeners on 127.0.0.1 and hand them to the
 //! daemon over a Unix socket (`SCM_RIGHTS`), closing our copies, so the command can connect to
 //! them but never accept on them; the daemon accepts on them directly (a socket keeps the
-//! namespace it was made in). Not yet called by a rung: the launcher and helper hooks are the
-//! remaining wiring of `mode = "proxy"`.
+//! namespace it was made in). The helper calls [`bind_and_send`] on the plan socket
+//! (`helper/egress.rs`), the launcher [`receive`] once the helper reported ready.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::TcpListener;
@@ -12,17 +12,17 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg, sockopt};
 
 /// The loopback ports of the two listeners inside the child's namespace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProxyPorts {
     pub http: u16,
     pub socks: u16,
 }
 
-/// Binds the HTTP and SOCKS5 listeners on 127.0.0.1 (ephemeral ports) in the current network
-/// namespace, sends them and their ports over `channel`, and closes them here.
-pub fn bind_and_send(channel: BorrowedFd<'_>) -> std::io::Result<ProxyPorts> {
-    let http = TcpListener::bind("127.0.0.1:0")?;
-    let socks = TcpListener::bind("127.0.0.1:0")?;
+/// Binds the HTTP and SOCKS5 listeners on 127.0.0.1 at `want` (0: an ephemeral port) in the
+/// current network namespace, sends them and their ports over `channel`, and closes them here.
+pub fn bind_and_send(channel: BorrowedFd<'_>, want: ProxyPorts) -> std::io::Result<ProxyPorts> {
+    let http = TcpListener::bind(("127.0.0.1", want.http))?;
+    let socks = TcpListener::bind(("127.0.0.1", want.socks))?;
     let ports = ProxyPorts {
         http: http.local_addr()?.port(),
         socks: socks.local_addr()?.port(),
@@ -97,7 +97,7 @@ mod tests {
             SockFlag::SOCK_CLOEXEC,
         )
         .unwrap();
-        let sent = bind_and_send(a.as_fd()).unwrap();
+        let sent = bind_and_send(a.as_fd(), ProxyPorts { http: 0, socks: 0 }).unwrap();
         let (http, socks, ports) = receive(b.as_fd()).unwrap();
         assert_eq!(sent, ports);
         assert_eq!(http.local_addr().unwrap().port(), ports.http);

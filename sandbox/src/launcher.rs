@@ -97,12 +97,14 @@ impl Launcher {
     ) -> Result<Confined, SandboxError> {
         let plan = self.planner.plan(profile, argv, op)?;
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
+        // A proxy call's listeners come back over its plan socket: always a cold helper.
         if self.planner.backend == Backend::Namespaces
+            && plan.egress.is_none()
             && let Some(confined) = self.start_warm(profile, &plan, &json).await?
         {
             return Ok(confined);
         }
-        self.start_cold(profile, &json).await
+        self.start_cold(profile, &json, plan.egress.is_some()).await
     }
 
     /// Hands the call to a helper prepared for its shape ([`crate::warm`]), if there is one
@@ -132,6 +134,7 @@ impl Launcher {
             forked: taken.forked,
             report: taken.report,
             lifeline: taken.lifeline,
+            egress: None,
         };
         match self.confirm(profile, started).await {
             Ok(confined) => Ok(Some(confined)),
@@ -145,8 +148,13 @@ impl Launcher {
     }
 
     /// Has the zygote fork a helper for the call and hands it the plan.
-    async fn start_cold(&self, profile: &Profile, json: &[u8]) -> Result<Confined, SandboxError> {
-        let pipes = HelperPipes::new()?;
+    async fn start_cold(
+        &self,
+        profile: &Profile,
+        json: &[u8],
+        egress: bool,
+    ) -> Result<Confined, SandboxError> {
+        let pipes = HelperPipes::new(egress)?;
         let forked = self.spawner.fork(&self.helper, &pipes.child_ends())?;
         let HelperPipes {
             stdin,
@@ -159,7 +167,13 @@ impl Launcher {
         } = pipes;
         drop(child); // the helper's ends live on in the helper only
         // The helper reads the whole plan first; if it died, the write fails (EPIPE).
-        let _ = std::fs::File::from(plan_w).write_all(json);
+        let mut plan_w = std::fs::File::from(plan_w);
+        let _ = plan_w.write_all(json);
+        let egress = egress.then(|| {
+            let channel = OwnedFd::from(plan_w);
+            crate::egress_launch::plan_sent(&channel);
+            channel
+        });
         let started = Started {
             stdin,
             stdout,
@@ -167,6 +181,7 @@ impl Launcher {
             forked,
             report,
             lifeline,
+            egress,
         };
         self.confirm(profile, started).await
     }
@@ -180,6 +195,7 @@ impl Launcher {
             forked,
             report,
             lifeline,
+            egress,
         } = started;
         let mut reports = Reports::new(report)?;
         let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)?;
@@ -190,6 +206,7 @@ impl Launcher {
         }
         match first {
             Some(Message::Ready(enforcement)) => Ok(Confined {
+                egress: egress.map(crate::egress_launch::receive).transpose()?,
                 stdin: Some(tokio::net::unix::pipe::Sender::from_owned_fd(stdin)?),
                 stdout: Some(stdout),
                 stderr: Some(stderr),
@@ -201,10 +218,12 @@ impl Launcher {
                 enforcement,
                 done: false,
                 _lifeline: lifeline,
-                refill: (self.planner.backend == Backend::Namespaces).then(|| Refill {
-                    launcher: self.clone(),
-                    profile: profile.clone(),
-                }),
+                refill: (self.planner.backend == Backend::Namespaces
+                    && profile.network != crate::profile::Network::Proxy)
+                    .then(|| Refill {
+                        launcher: self.clone(),
+                        profile: profile.clone(),
+                    }),
             }),
             Some(Message::Failed(e)) => Err(e.into()),
             other => {
@@ -241,6 +260,8 @@ struct Started {
     forked: crate::spawner::Forked,
     report: OwnedFd,
     lifeline: OwnedFd,
+    /// A proxy call's plan socket, which brings its listeners back.
+    egress: Option<OwnedFd>,
 }
 
 /// A pipe, (read end, write end), both close-on-exec.
@@ -268,13 +289,19 @@ struct HelperPipes {
 }
 
 impl HelperPipes {
-    fn new() -> Result<Self, SandboxError> {
+    /// `egress`: the plan channel is a socket pair (`crate::egress_launch`).
+    fn new(egress: bool) -> Result<Self, SandboxError> {
         let pipe =
             || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from);
         let (in_r, in_w) = pipe()?;
         let (out_r, out_w) = pipe()?;
         let (err_r, err_w) = pipe()?;
-        let (plan_r, plan_w) = pipe()?;
+        let (plan_w, plan_r) = if egress {
+            crate::egress_launch::plan_channel()?
+        } else {
+            let (r, w) = pipe()?;
+            (w, r)
+        };
         let (rep_r, rep_w) = pipe()?;
         let (life_r, life_w) = pipe()?;
         Ok(HelperPipes {
@@ -344,6 +371,8 @@ pub struct Confined {
     _lifeline: OwnedFd,
     /// Set for the namespace backend: once the call ended cleanly, prepare the next.
     refill: Option<Refill>,
+    /// A proxy call's listeners, until taken ([`Confined::take_egress`]).
+    egress: Option<crate::egress_launch::EgressListeners>,
 }
 
 /// Output collected so far.
@@ -379,6 +408,12 @@ async fn read_some<R: AsyncRead + Unpin>(r: &mut Option<R>, buf: &mut [u8]) -> u
 }
 
 impl Confined {
+    /// A `network = proxy` call's listeners inside its network namespace (once): the caller
+    /// serves the egress proxy on them for the life of the call.
+    pub fn take_egress(&mut self) -> Option<crate::egress_launch::EgressListeners> {
+        self.egress.take()
+    }
+
     /// What the helper enforced.
     pub fn enforcement(&self) -> &Enforcement {
         &self.enforcement

@@ -35,6 +35,8 @@ pub mod backend;
 pub mod bubblewrap;
 pub mod detect;
 pub mod egress_fds;
+mod egress_launch;
+pub mod egress_plan;
 pub mod error;
 mod foreground;
 pub mod git;
@@ -56,6 +58,7 @@ mod warm_key;
 pub mod wire;
 
 pub use backend::{Backend, BackendChoice};
+pub use egress_launch::EgressListeners;
 pub use error::{SandboxError, SetupError, Stage};
 pub use launcher::{Confined, End, Outcome, Stream};
 pub use profile::{EnvPolicy, Limits, Network, Profile};

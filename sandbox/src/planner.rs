@@ -36,6 +36,7 @@ impl Planner {
         plan.bwrap = self.bwrap.clone();
         // Git hook: no `.git` yet, none left behind (see `crate::git::missing`).
         crate::git::missing::guard_if_missing(&mut plan, profile);
+        crate::egress_plan::apply(self.backend, profile, &mut plan)?;
         Ok(plan)
     }
 }

@@ -16,6 +16,10 @@ pub enum Network {
     /// The host's network (Unix sockets outside the allowed roots stay unreachable where the
     /// backend can hide them).
     Allow,
+    /// Only the daemon's egress proxy: a network namespace with only `lo`, in which the
+    /// helper binds the proxy's listeners and hands them to the launcher (see
+    /// [`crate::egress_plan`]); refused by a backend that cannot do it.
+    Proxy,
 }
 
 impl std::str::FromStr for Network {
@@ -24,7 +28,10 @@ impl std::str::FromStr for Network {
         match s {
             "deny" => Ok(Network::Deny),
             "allow" => Ok(Network::Allow),
-            other => Err(format!("network must be deny or allow, not {other:?}")),
+            "proxy" => Ok(Network::Proxy),
+            other => Err(format!(
+                "network must be deny, proxy or allow, not {other:?}"
+            )),
         }
     }
 }

@@ -26,6 +26,14 @@ impl Sandbox {
         S: AsRef<OsStr>,
     {
         let plan = self.plan(profile, crate::planner::command(argv)?, None)?;
+        if plan.egress.is_some() {
+            // Nobody here would serve the proxy: its listeners go to the async launcher.
+            return Err(SandboxError::Profile(
+                "network proxy runs through the launcher (`Sandbox::spawn`), not in the \
+                 foreground"
+                    .into(),
+            ));
+        }
         let caller = Caller::prepare()?;
         let started = forked::start(&plan, || caller.install_in_child())?;
         let init = matches!(started, Started::Init(_));

@@ -60,7 +60,13 @@ impl Drop for Announce {
 
 /// The effective network policy of the session's tool commands, as `/network` shows it.
 pub fn network_policy(policy: &Policy) -> String {
-    if policy.network {
+    if let Some(egress) = &policy.egress {
+        format!(
+            "Network for tool commands: through zeroclaw's egress proxy ([sandbox.network] \
+             mode = \"proxy\"): {}",
+            egress.describe().join("; ")
+        )
+    } else if policy.network {
         "Network for tool commands: allowed ([autonomy] network = \"allow\"): commands \
          run with the host's network."
             .to_owned()

@@ -7,6 +7,7 @@ pub mod config_cmd;
 pub mod doctor;
 mod doctor_network;
 pub mod sandbox;
+mod sandbox_network;
 pub mod sessions_cmd;
 pub mod store_cmd;
 pub use crate::time;

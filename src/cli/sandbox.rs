@@ -46,13 +46,22 @@ pub struct SandboxRunArgs {
     /// Workspace (read-write, cwd); defaults to the current directory.
     #[arg(long)]
     pub workspace: Option<PathBuf>,
-    /// Network policy.
+    /// Network policy (`proxy`: only the names the egress policy allows, through zeroclaw's
+    /// proxy; the policy is the configuration's `[sandbox.network]`).
     #[arg(
         long,
         default_value = "deny",
-        value_parser = clap::builder::PossibleValuesParser::new(["deny", "allow"]).map(network)
+        value_parser = clap::builder::PossibleValuesParser::new(["deny", "proxy", "allow"]).map(network)
     )]
     pub network: Network,
+    /// With `--network proxy`: a name (or `*.suffix`) the proxy admits (repeatable; replaces
+    /// `[sandbox.network] allow_domains`).
+    #[arg(long = "allow-domain", value_name = "NAME")]
+    pub allow_domain: Vec<String>,
+    /// With `--network proxy`: a name (or `*.suffix`) refused even when allowed (repeatable;
+    /// replaces `[sandbox.network] deny_domains`).
+    #[arg(long = "deny-domain", value_name = "NAME")]
+    pub deny_domain: Vec<String>,
     /// Backend: auto, namespaces, bubblewrap, landlock, seatbelt, none (overrides the config).
     #[arg(long)]
     pub backend: Option<BackendChoice>,
@@ -93,7 +102,16 @@ pub fn run(args: SandboxRunArgs) -> ExitCode {
     };
     let backend = config.sandbox.backend;
     let limits = crate::policy::profile::limits(&config.sandbox.limits);
-    run_with(args, backend, config.sandbox.allow_partial, limits)
+    let egress = match super::sandbox_network::policy(
+        args.network,
+        &args.allow_domain,
+        &args.deny_domain,
+        &config.sandbox.network,
+    ) {
+        Ok(egress) => egress,
+        Err(e) => return fail(&e),
+    };
+    run_with(args, backend, config.sandbox.allow_partial, limits, egress)
 }
 
 /// Runs with this backend, `allow_partial` and limits; flags override them.
@@ -102,6 +120,7 @@ pub fn run_with(
     backend: BackendChoice,
     allow_partial: bool,
     limits: Limits,
+    egress: Option<crate::egress::EgressPolicy>,
 ) -> ExitCode {
     let backend = args.backend.unwrap_or(backend);
     let allow_partial = args.allow_partial || allow_partial;
@@ -116,14 +135,14 @@ pub fn run_with(
         Ok(s) => s,
         Err(e) => return explain(e),
     };
-    let result = run_once(&sandbox, &profile, &args);
+    let result = run_once(&sandbox, &profile, &args, egress.as_ref());
     let failed_at = |stage: Stage| matches!(&result, Err(SandboxError::Setup(SetupError { stage: s, .. })) if *s == stage);
     let trial_failed = (failed_at(Stage::Namespaces) && backend == BackendChoice::Auto)
         || failed_at(Stage::Bubblewrap);
     if trial_failed {
         match Sandbox::new(backend, allow_partial) {
             Ok(probed) if probed.backend() != sandbox.backend() => {
-                return report(run_once(&probed, &profile, &args));
+                return report(run_once(&probed, &profile, &args, egress.as_ref()));
             }
             Ok(_) => {}
             Err(e) => return explain(e),
@@ -136,6 +155,7 @@ fn run_once(
     sandbox: &Sandbox,
     profile: &Profile,
     args: &SandboxRunArgs,
+    egress: Option<&crate::egress::EgressPolicy>,
 ) -> Result<zeroclaw_sandbox::Outcome, SandboxError> {
     if sandbox.backend() == zeroclaw_sandbox::Backend::None {
         eprintln!("zeroclaw sandbox: WARNING backend = none, the command runs unconfined");
@@ -149,6 +169,9 @@ fn run_once(
             Stream::Stderr => std::io::stderr().lock().write_all(bytes),
         };
     };
+    if let Some(policy) = egress {
+        return super::sandbox_network::run(sandbox, profile, &args.command, policy, on_output);
+    }
     if args.through_launcher {
         return through_launcher(sandbox, profile, &args.command, on_output);
     }
@@ -218,6 +241,7 @@ fn profile(args: &SandboxRunArgs, limits: Limits) -> Result<Profile, String> {
 fn network(value: String) -> Network {
     match value.as_str() {
         "allow" => Network::Allow,
+        "proxy" => Network::Proxy,
         _ => Network::Deny,
     }
 }

@@ -152,12 +152,21 @@ mod tests {
     }
 
     #[test]
-    fn proxy_mode_is_refused_until_tool_executions_can_use_it() {
-        let msg = load("[sandbox.network]\nmode = \"proxy\"\n").unwrap_err();
-        assert!(msg.contains("`sandbox.network.mode`"), "{msg}");
-        assert!(msg.contains("not available in this build"), "{msg}");
-        let msg = load(&format!("{AGENT}[agents.a.network]\nmode = \"proxy\"\n")).unwrap_err();
-        assert!(msg.contains("`agents.a.network.mode`"), "{msg}");
+    fn proxy_mode_gives_tool_children_the_egress_policy_and_never_the_host_network() {
+        let config = load(&format!(
+            "[sandbox.network]\nmode = \"proxy\"\nallow_domains = [\"registry.example\"]\n\
+             {AGENT}[agents.b]\nprovider = \"p\"\nmodel = \"m\"\n\
+             [agents.b.network]\nmode = \"deny\"\n"
+        ))
+        .unwrap();
+        let a = crate::policy::Policy::for_agent(&config, "a");
+        assert!(!a.network);
+        let egress = a.egress.as_ref().expect("proxy mode has an egress policy");
+        assert_eq!(egress.mode, NetworkMode::Proxy);
+        let profile = a.profile(std::path::Path::new("/tmp"), &[]);
+        assert_eq!(profile.network, zeroclaw_sandbox::Network::Proxy);
+        let b = crate::policy::Policy::for_agent(&config, "b");
+        assert!(b.egress.is_none() && !b.network);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::sources::Sources;
-use super::{AgentConfig, Config, ConfigError, NetworkConfig, NetworkMode, ProviderConfig};
+use super::{AgentConfig, Config, ConfigError, NetworkConfig, ProviderConfig};
 
 pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigError> {
     let invalid = |key: String, message: String| ConfigError::Invalid {
@@ -86,17 +86,10 @@ fn workspace_problem(dir: &Path) -> Option<String> {
 
 type FieldError = (&'static str, String);
 
-/// Well-formed entries, and a mode this build enforces.
+/// Well-formed entries. (Whether the chosen backend can route a child through the egress
+/// proxy is the sandbox's to say, at the call: a rung that cannot refuses it.)
 fn check_network(network: &NetworkConfig) -> Result<(), (String, String)> {
     crate::egress::EgressPolicy::from_config(network)?;
-    if network.mode == NetworkMode::Proxy {
-        return Err((
-            "mode".into(),
-            "`proxy` is not available in this build: tool executions cannot be routed through \
-             the egress proxy yet; use `deny` or `allow`"
-                .into(),
-        ));
-    }
     Ok(())
 }
 

@@ -4,12 +4,13 @@
 //!
 //! The child side (listeners inside the child's network namespace, `zeroclaw_sandbox::egress_fds`)
 //! lives in the sandbox crate, with [`child_env`] the variables pointing at them;
-//! this module owns every decision.
+//! this module owns every decision, and [`serve`] runs the proxy for one confined call.
 
 pub mod address;
 pub mod child_env;
 pub mod pattern;
 pub mod policy;
 pub mod proxy;
+pub mod serve;
 
 pub use policy::{Decision, EgressPolicy, Host, Rule};

@@ -51,6 +51,9 @@ pub struct Policy {
     pub always_ask: Vec<String>,
     pub auto_approve: Vec<String>,
     pub network: bool,
+    /// `mode = "proxy"`: the policy tool children reach the network through (the egress
+    /// proxy); `None` in the other modes.
+    pub egress: Option<crate::egress::EgressPolicy>,
     /// `false` only in tests: the policy's path and command checks are skipped (the kernel
     /// still confines everything).
     pub checks: bool,
@@ -83,7 +86,12 @@ impl Policy {
             autonomy.level = autonomy.level.min(chosen);
         }
         let agent_network = config.agents.get(alias).and_then(|a| a.network.as_ref());
-        let network_mode = config.sandbox.network.with_override(agent_network).mode;
+        let network_config = config.sandbox.network.with_override(agent_network);
+        let network_mode = network_config.mode;
+        // Checked when the config was loaded; a policy that does not parse gives no network.
+        let egress = (network_mode == crate::config::NetworkMode::Proxy)
+            .then(|| crate::egress::EgressPolicy::from_config(&network_config).ok())
+            .flatten();
         let mut forbidden = forbidden_paths(&autonomy);
         forbidden.push(config.config_dir.clone());
         forbidden.push(config.workspace_dir.clone());
@@ -105,8 +113,11 @@ impl Policy {
             auto_approve: autonomy.auto_approve,
             // `[autonomy] network = "allow"` is the older spelling of `[sandbox.network]
             // mode = "allow"`; either gives the host's network.
-            network: autonomy.network == NetworkPolicy::Allow
-                || network_mode == crate::config::NetworkMode::Allow,
+            // `proxy` wins over the older spelling: the narrower of the two.
+            network: egress.is_none()
+                && (autonomy.network == NetworkPolicy::Allow
+                    || network_mode == crate::config::NetworkMode::Allow),
+            egress,
             checks: autonomy.policy_checks,
             limits: config.sandbox.limits.clone(),
             backend: config.sandbox.backend,
@@ -139,6 +150,7 @@ impl Default for Policy {
             always_ask: Vec::new(),
             auto_approve: Vec::new(),
             network: false,
+            egress: None,
             checks: true,
             limits: LimitsConfig::default(),
             backend: zeroclaw_sandbox::BackendChoice::Auto,

@@ -16,7 +16,9 @@ impl Policy {
     /// The profile of one execution in `cwd`; `extra` are (path, writable) roots a `full`
     /// session's file tool reaches outside the cwd.
     pub fn profile(&self, cwd: &Path, extra: &[(&Path, bool)]) -> Profile {
-        let network = if self.network {
+        let network = if self.egress.is_some() {
+            Network::Proxy
+        } else if self.network {
             Network::Allow
         } else {
             Network::Deny

@@ -8,10 +8,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use zeroclaw_sandbox::{End, Outcome, Profile, Sandbox, SandboxError};
+use zeroclaw_sandbox::{End, Network, Outcome, Profile, Sandbox, SandboxError};
 
 use super::{ToolContext, ToolError};
 use crate::audit;
+use crate::egress::proxy::Refusal;
 use crate::policy::Policy;
 
 static SANDBOX: OnceLock<Result<Sandbox, String>> = OnceLock::new();
@@ -39,24 +40,30 @@ pub fn shell_profile(ctx: &ToolContext) -> Profile {
     ctx.env.policy.shell_profile(&ctx.cwd)
 }
 
-/// Runs `sh -c command` confined; cancelled with the turn.
+/// Runs `sh -c command` confined; cancelled with the turn. With `network = proxy`, the
+/// session's egress proxy serves the call for its whole life; its refusals come back too.
 pub async fn run_shell(
     ctx: &ToolContext,
     profile: &Profile,
     command: &str,
-) -> Result<Outcome, ToolError> {
+) -> Result<(Outcome, Vec<Refusal>), ToolError> {
     let sandbox = audited(ctx, sandbox(&ctx.env.policy)).await?;
     let started = Instant::now();
-    let run = sandbox
-        .run(
-            profile,
-            ["sh", "-c", command],
-            ctx.cancel.clone().cancelled_owned(),
-        )
-        .await;
-    let outcome = audited(ctx, run.map_err(setup_failure)).await?;
+    let cancel = ctx.cancel.clone().cancelled_owned();
+    let run = match &ctx.env.policy.egress {
+        Some(egress) if profile.network == Network::Proxy => {
+            let argv = ["sh", "-c", command];
+            crate::egress::serve::run_proxied(sandbox, profile, argv, egress, |_, _| {}, cancel)
+                .await
+        }
+        _ => sandbox
+            .run(profile, ["sh", "-c", command], cancel)
+            .await
+            .map(|outcome| (outcome, Vec::new())),
+    };
+    let (outcome, refusals) = audited(ctx, run.map_err(setup_failure)).await?;
     audit::tool::note_outcome(profile, &outcome, started.elapsed());
-    Ok(outcome)
+    Ok((outcome, refusals))
 }
 
 /// A sandbox error as the tool's error, with its stage when the helper named one.
@@ -96,6 +103,12 @@ pub async fn run_op<P: Serialize, R: DeserializeOwned>(
 ) -> Result<R, ToolError> {
     let sandbox = audited(ctx, sandbox(&ctx.env.policy)).await?;
     let payload = serde_json::to_vec(payload).map_err(|e| ToolError(e.to_string()))?;
+    // The in-process operations never need the network: a proxy session's are denied it.
+    let mut profile = profile.clone();
+    if profile.network == Network::Proxy {
+        profile.network = Network::Deny;
+    }
+    let profile = &profile;
     let started = Instant::now();
     let run = sandbox
         .run_op(profile, op, payload, ctx.cancel.clone().cancelled_owned())

@@ -65,6 +65,7 @@ impl Tool for Shell {
             if let Some(program) = risk::network_program(command)
                 && ctx.env.policy.checks
                 && !ctx.env.policy.network
+                && ctx.env.policy.egress.is_none()
             {
                 let reason = format!(
                     "denied by policy: `{program}` needs the network, and this session's \
@@ -90,7 +91,7 @@ impl Tool for Shell {
                 let secs = Duration::from_secs(secs.max(1));
                 profile.limits.wall_time = profile.limits.wall_time.min(secs);
             }
-            let outcome = confine::run_shell(ctx, &profile, command).await?;
+            let (outcome, refusals) = confine::run_shell(ctx, &profile, command).await?;
             let mut text = format!("exit code: {}\n", outcome.shell_code());
             if let Some(reason) = confine::ended_early(&outcome) {
                 text.push_str(&format!("{reason}\n"));
@@ -103,6 +104,10 @@ impl Tool for Shell {
                 "stderr:\n{}",
                 capped(&outcome.stderr, MODEL_TEXT_CAP)
             ));
+            // What the egress proxy refused, so the agent can ask instead of retrying.
+            for refusal in &refusals {
+                text.push_str(&format!("\n{refusal}"));
+            }
             // A non-zero exit is a completed call (the model reads the code); a command the
             // sandbox killed (limit, cancel) is a failed one.
             if outcome.end != zeroclaw_sandbox::End::Exited {

@@ -46,3 +46,26 @@ fn the_json_report_carries_the_network_section() {
         "tool children use the host's network"
     );
 }
+
+#[test]
+fn proxy_mode_is_a_valid_config_and_doctor_says_which_rung_serves_it() {
+    let toml = CONFIG.replace("\"deny\"", "\"proxy\"");
+    let enforced = |backend: &str| {
+        let out = doctor(&toml, &["--json", "--backend", backend]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["network"]["policy"][0], "mode = proxy");
+        report["network"]["enforced"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let landlock = enforced("landlock");
+    assert!(
+        landlock.contains("NOT available on this rung"),
+        "{landlock}"
+    );
+    let namespaces = enforced("namespaces");
+    if !namespaces.is_empty() && !namespaces.starts_with("no usable backend") {
+        assert!(namespaces.contains("egress proxy listens"), "{namespaces}");
+    }
+}

@@ -152,6 +152,10 @@ fn help_lists_the_network_policies() {
     let out = sandbox_run(None, &["--help"], &[]);
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    assert!(help.contains("[possible values: deny, allow]"), "{help}");
+    assert!(
+        help.contains("[possible values: deny, proxy, allow]"),
+        "{help}"
+    );
+    assert!(help.contains("--allow-domain"), "{help}");
     assert!(help.contains("--config-dir"), "{help}");
 }

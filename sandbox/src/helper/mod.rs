@@ -14,6 +14,7 @@ mod backends;
 mod bpf;
 mod caps;
 mod cgroup;
+mod egress;
 mod exec;
 pub(crate) mod forked;
 mod git_late;
@@ -179,6 +180,11 @@ fn read_plan() -> Result<Plan, SetupError> {
     let mut buf = Vec::new();
     file.read_to_end(&mut buf)
         .map_err(|e| SetupError::os(Stage::Plan, "read(plan fd 3)", &e))?;
-    serde_json::from_slice(&buf)
-        .map_err(|e| SetupError::new(Stage::Plan, format!("parse plan: {e}")))
+    let plan: Plan = serde_json::from_slice(&buf)
+        .map_err(|e| SetupError::new(Stage::Plan, format!("parse plan: {e}")))?;
+    if plan.egress.is_some() {
+        // The plan socket carries the proxy's listeners back (`egress::send_listeners`).
+        let _ = std::os::fd::IntoRawFd::into_raw_fd(file);
+    }
+    Ok(plan)
 }

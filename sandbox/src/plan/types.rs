@@ -162,6 +162,10 @@ pub struct Plan {
     pub allow_partial: bool,
     /// New network namespace.
     pub unshare_net: bool,
+    /// The egress proxy's listener ports, bound by the helper in the new network namespace
+    /// and sent back to the launcher (`network = proxy`; see [`crate::egress_plan`]).
+    #[serde(default)]
+    pub egress: Option<crate::egress_fds::ProxyPorts>,
     /// Private HOME/TMPDIR directory the helper creates and removes (Landlock-only backend).
     pub scratch: Option<PathBuf>,
     /// bubblewrap executable (bubblewrap backend).

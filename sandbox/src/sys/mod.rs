@@ -5,6 +5,7 @@
 mod at;
 mod fd;
 mod mount;
+mod netdev;
 mod probe;
 mod process;
 mod raw;
@@ -15,6 +16,7 @@ mod userns;
 pub use at::*;
 pub use fd::*;
 pub use mount::*;
+pub use netdev::*;
 pub use probe::*;
 pub use process::*;
 pub use seccomp::*;

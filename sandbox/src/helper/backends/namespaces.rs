@@ -44,6 +44,7 @@ fn run_guarded(
     let (unowned, _) = super::super::mounts::Unowned::prepare(&plan.unowned);
     let user_limits = super::super::ucounts::UserLimits::from_names(&plan.user_limits);
     namespaces::enter(plan.unshare_net)?;
+    super::super::egress::send_listeners(plan)?;
     reaper::become_subreaper()?;
     let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| SetupError::os(Stage::Init, "pipe2()", &e.into()))?;

@@ -1,0 +1,58 @@
+//! The launcher's part of `network = proxy` (daemon side): the plan channel of a proxy call
+//! is a Unix socket pair instead of a pipe, so that once the helper has read the plan (we shut
+//! our sending half) it can send back the listeners it bound in the call's network namespace
+//! ([`crate::egress_fds`]), which [`receive`] takes once the helper reported ready.
+
+use std::net::TcpListener;
+use std::os::fd::{AsFd, OwnedFd};
+
+use nix::sys::socket::{AddressFamily, Shutdown, SockFlag, SockType, shutdown, socketpair};
+
+use crate::egress_fds::ProxyPorts;
+use crate::error::SandboxError;
+
+/// The proxy's two listeners of one call, bound inside its network namespace: accept on them
+/// and serve the HTTP proxy and SOCKS5 (the daemon's egress proxy does).
+#[derive(Debug)]
+pub struct EgressListeners {
+    pub http: TcpListener,
+    pub socks: TcpListener,
+    /// Their ports inside the namespace (what the command's `*_PROXY` variables name).
+    pub ports: ProxyPorts,
+}
+
+/// (our end, the helper's end) of a proxy call's plan channel, both close-on-exec.
+pub(crate) fn plan_channel() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::Stream,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )?;
+    Ok((ours, theirs))
+}
+
+/// The plan is written: the helper reads to end-of-file, so shut our sending half (the
+/// socket stays open for the listeners to come back).
+pub(crate) fn plan_sent(ours: &OwnedFd) {
+    let _ = shutdown(std::os::fd::AsRawFd::as_raw_fd(ours), Shutdown::Write);
+}
+
+/// The listeners the helper sent before it reported ready (already queued: a helper that
+/// could not send them reported a setup failure instead).
+pub(crate) fn receive(ours: OwnedFd) -> Result<EgressListeners, SandboxError> {
+    let flags =
+        nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_GETFL).map_err(std::io::Error::from)?;
+    let nonblocking = nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_SETFL(nonblocking))
+        .map_err(std::io::Error::from)?;
+    let (http, socks, ports) = crate::egress_fds::receive(ours.as_fd()).map_err(|e| {
+        SandboxError::Io(std::io::Error::new(
+            e.kind(),
+            format!("the helper's egress proxy listeners: {e}"),
+        ))
+    })?;
+    http.set_nonblocking(true)?;
+    socks.set_nonblocking(true)?;
+    Ok(EgressListeners { http, socks, ports })
+}

@@ -1,0 +1,357 @@
+//! `network = proxy` for real confined commands (`zeroclaw sandbox run --network proxy`, the
+//! namespaces rung): the child reaches an allowed name through zeroclaw's egress proxy with
+//! curl, python3's urllib and `git clone http://`; a denied name is refused naming the rule;
+//! a direct `connect()` and a DNS query find no route; two runs at once with different
+//! policies keep their own allowances; a rung that cannot do it refuses, never falling back.
+//! Upstreams are loopback servers this test starts (judged by what they saw); the test names
+//! resolve through the policy's `hosts` map, loopback admitted by `allow_cidrs`.
+
+#[macro_use]
+mod sandbox_support;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use sandbox_support::Backend;
+
+/// A static file server on loopback: serves files under its root, records each request path.
+struct Files {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Files {
+    fn start(root: &Path) -> Files {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (log, root) = (seen.clone(), root.to_owned());
+        // Detached: it ends with the test process (nothing on disk, no child process).
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (log, root) = (log.clone(), root.clone());
+                std::thread::spawn(move || serve(stream, &root, &log));
+            }
+        });
+        Files { port, seen }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn serve(mut stream: std::net::TcpStream, root: &Path, log: &Mutex<Vec<String>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+        let mut host = String::new();
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            if let Some(v) = header.to_ascii_lowercase().strip_prefix("host:") {
+                host = v.trim().to_owned();
+            }
+            if header == "\r\n" || header == "\n" {
+                break;
+            }
+        }
+        log.lock().unwrap().push(format!("{host}{path}"));
+        let file = root.join(path.split('?').next().unwrap().trim_start_matches('/'));
+        let reply = match std::fs::read(&file) {
+            Ok(body) if file.is_file() => {
+                let mut r = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len())
+                    .into_bytes();
+                r.extend(body);
+                r
+            }
+            _ => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec(),
+        };
+        if stream.write_all(&reply).is_err() {
+            return;
+        }
+    }
+}
+
+/// A config dir whose `[sandbox.network]` resolves the test names to loopback and admits
+/// loopback and `port`.
+fn config(dir: &Path, port: u16) {
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "[sandbox.network]\nallow_ports = [{port}]\nallow_cidrs = [\"127.0.0.0/8\"]\n\
+             hosts = {{ \"files.example\" = \"127.0.0.1\", \"a.example\" = \"127.0.0.1\", \
+             \"b.example\" = \"127.0.0.1\", \"other.example\" = \"127.0.0.1\" }}\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// `zeroclaw sandbox run --backend B --network proxy FLAGS -- sh -c SCRIPT` in `ws`.
+fn run(backend: &str, cfg: &Path, ws: &Path, flags: &[&str], script: &str) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
+    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("ZEROCLAW_")) {
+        cmd.env_remove(name);
+    }
+    cmd.env("ZEROCLAW_CONFIG_DIR", cfg)
+        .args(["sandbox", "run", "--backend", backend, "--network", "proxy"])
+        .arg("--workspace")
+        .arg(ws)
+        .args(flags)
+        .args(["--", "sh", "-c", script]);
+    cmd.output().expect("run zeroclaw")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn have(program: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            !sandbox_support::backend::ci(),
+            "CI=true requires {program}"
+        );
+        eprintln!("SKIP: {program} is not installed");
+    }
+    found
+}
+
+struct Setup {
+    _dirs: [tempfile::TempDir; 3],
+    cfg: std::path::PathBuf,
+    ws: std::path::PathBuf,
+    files: Files,
+}
+
+/// Served files (`hello.txt`, a bare repository `repo.git` for git's dumb HTTP), a config and
+/// a workspace.
+fn setup() -> Setup {
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(served.path().join("hello.txt"), "hello through the proxy\n").unwrap();
+    let cfg = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let files = Files::start(served.path());
+    config(cfg.path(), files.port);
+    Setup {
+        cfg: cfg.path().to_owned(),
+        ws: ws.path().to_owned(),
+        files,
+        _dirs: [served, cfg, ws],
+    }
+}
+
+fn bare_repo(served: &Path) {
+    let src = served.join("src");
+    let git = |args: &[&str], dir: &Path| {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out));
+    };
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("README"), "cloned through the proxy\n").unwrap();
+    git(&["init", "-q"], &src);
+    git(&["add", "README"], &src);
+    git(&["commit", "-qm", "first"], &src);
+    git(&["clone", "-q", "--bare", "src", "repo.git"], served);
+    git(&["update-server-info"], &served.join("repo.git"));
+}
+
+#[test]
+fn an_allowed_name_works_through_curl_python_and_git() {
+    if !Backend::Namespaces.available("egress proxy")
+        || !have("curl")
+        || !have("python3")
+        || !have("git")
+    {
+        return;
+    }
+    let s = setup();
+    bare_repo(s._dirs[0].path());
+    let port = s.files.port;
+    let script = format!(
+        "set -e; curl -fsS http://files.example:{port}/hello.txt; \
+         python3 -c 'import urllib.request; \
+         print(urllib.request.urlopen(\"http://files.example:{port}/hello.txt\").read().decode(), end=\"\")'; \
+         git clone -q http://files.example:{port}/repo.git clone; cat clone/README"
+    );
+    let out = run(
+        "namespaces",
+        &s.cfg,
+        &s.ws,
+        &["--allow-domain", "files.example"],
+        &script,
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.matches("hello through the proxy").count(),
+        2,
+        "curl and urllib: {all}"
+    );
+    assert!(stdout.contains("cloned through the proxy"), "git: {all}");
+    let seen = s.files.seen();
+    assert!(
+        seen.contains(&format!("files.example:{port}/hello.txt")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|r| r.contains("/repo.git/info/refs")),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream() {
+    if !Backend::Namespaces.available("egress proxy") || !have("curl") {
+        return;
+    }
+    let s = setup();
+    let port = s.files.port;
+    let script = format!(
+        "curl -sS -o /dev/null -w '%{{http_code}}\\n' http://other.example:{port}/hello.txt; \
+         curl -sS --socks5-hostname 127.0.0.1:1080 http://other.example:{port}/hello.txt; \
+         echo socks=$?"
+    );
+    let out = run(
+        "namespaces",
+        &s.cfg,
+        &s.ws,
+        &["--allow-domain", "files.example"],
+        &script,
+    );
+    let all = text(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("403\n"), "{all}");
+    assert!(!stdout.contains("socks=0"), "{all}");
+    let refused = format!("network: refused other.example:{port} — not in allow_domains");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&refused),
+        "{all}"
+    );
+    assert!(s.files.seen().is_empty(), "{:?}", s.files.seen());
+}
+
+#[test]
+fn a_direct_connect_or_a_dns_query_finds_no_route() {
+    if !Backend::Namespaces.available("egress proxy") || !have("python3") {
+        return;
+    }
+    let s = setup();
+    let port = s.files.port;
+    // Each attempt prints OPEN when it got through; the proxy's own port is the control.
+    const PROBE: &str = r#"python3 - <<'EOF'
+import socket
+def attempt(what, f):
+    try:
+        f(); print(what, 'OPEN')
+    except OSError as e:
+        print(what, 'refused', e)
+attempt('proxy', lambda: socket.create_connection(('127.0.0.1', 3128), 2).close())
+attempt('direct', lambda: socket.create_connection(('127.0.0.1', PORT), 2).close())
+def dns():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+    s.sendto(b'\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x05files\x07example\x00\x00\x01\x00\x01', ('10.0.0.53', 53))
+    s.recvfrom(512)
+attempt('dns', dns)
+attempt('resolver', lambda: socket.getaddrinfo('files.example', 80))
+EOF"#;
+    let script = PROBE.replace("PORT", &port.to_string());
+    let out = run(
+        "namespaces",
+        &s.cfg,
+        &s.ws,
+        &["--allow-domain", "files.example"],
+        &script,
+    );
+    let all = text(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("proxy OPEN"), "the control: {all}");
+    for what in ["direct", "dns", "resolver"] {
+        assert!(stdout.contains(&format!("{what} refused")), "{what}: {all}");
+    }
+    assert!(s.files.seen().is_empty(), "{:?}", s.files.seen());
+}
+
+#[test]
+fn concurrent_runs_with_different_policies_keep_their_own_allowances() {
+    if !Backend::Namespaces.available("egress proxy") || !have("curl") {
+        return;
+    }
+    let s = setup();
+    let port = s.files.port;
+    let script = format!(
+        "for h in a.example b.example; do \
+         echo $h=$(curl -sS -o /dev/null -w '%{{http_code}}' http://$h:{port}/hello.txt); done"
+    );
+    let runs: Vec<_> = ["a.example", "b.example"]
+        .into_iter()
+        .map(|name| {
+            let (cfg, ws, script) = (s.cfg.clone(), s.ws.clone(), script.clone());
+            std::thread::spawn(move || {
+                run("namespaces", &cfg, &ws, &["--allow-domain", name], &script)
+            })
+        })
+        .collect();
+    let outs: Vec<_> = runs.into_iter().map(|r| r.join().unwrap()).collect();
+    let a = String::from_utf8_lossy(&outs[0].stdout).into_owned();
+    let b = String::from_utf8_lossy(&outs[1].stdout).into_owned();
+    assert!(
+        a.contains("a.example=200") && a.contains("b.example=403"),
+        "{}",
+        text(&outs[0])
+    );
+    assert!(
+        b.contains("a.example=403") && b.contains("b.example=200"),
+        "{}",
+        text(&outs[1])
+    );
+}
+
+#[test]
+fn a_rung_without_the_proxy_refuses_it_instead_of_falling_back() {
+    let s = setup();
+    for backend in ["landlock", "bubblewrap"] {
+        let out = run(backend, &s.cfg, &s.ws, &[], "echo RAN");
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(125), "{backend}: {all}");
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("RAN"),
+            "{all}"
+        );
+        assert!(
+            all.contains("network proxy is not available"),
+            "{backend}: {all}"
+        );
+    }
+}
