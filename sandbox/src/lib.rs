@@ -15,13 +15,17 @@
 //! - the daemon side: `sandbox` ([`Sandbox`]), `planner` (checks, the call's plan),
 //!   `launcher` (start, stream, kill), `spawner` (the launcher's link to its zygote), `warm`
 //!   (helpers prepared ahead of the next call), `foreground` (the caller's side of a
-//!   foreground run), `detect` (probes, choice, report);
+//!   foreground run), `detect` (probes, choice, report), `egress_plan` / `egress_launch`
+//!   (`network = proxy`: the plan's part, the listeners coming back);
 //! - the child side: `helper` (one file per stage, `helper/backends/` with one entry per
 //!   backend, the zygote, and `helper::forked` for a single-threaded caller);
 //! - shared, used by both sides: `profile` (plain data), `plan` (profile resolved per
-//!   backend, built without I/O from the host facts its `gather` reads first), `wire` (argv markers, descriptor numbers, size caps, report messages),
+//!   backend, built without I/O from the host facts its `gather` reads first), `wire` (argv
+//!   markers, descriptor numbers, size caps, report messages),
 //!   `warm_key`, `error`, `backend`, `bubblewrap`/`seatbelt` (pure argv / SBPL builders),
-//!   `gitconfig`, `host` (read-only facts about this machine, the scans for root-only files) and `sys` (the raw syscalls, the
+//!   `egress_fds` (the proxy listeners' hand-over, both ends), `gitconfig`, `git` (staged
+//!   repositories), `host` (read-only facts about this machine, the scans for root-only
+//!   files) and `sys` (the raw syscalls, the
 //!   only module allowed `unsafe`).
 //!
 //! # Test strategy
