@@ -2,7 +2,7 @@
 //! `zeroclaw acp` binary on the namespaces rung: a full-autonomy turn whose shell fetches from
 //! an allowed and a denied host gets the allowed body, and its tool result ends with one line
 //! naming the refused host and the rule, which the model reads too; the upstream saw only the
-//! allowed request. Two agents of one daemon with different allowlists, their sessions'
+//! allowed request, and the daemon holds no descriptor of a finished call's proxy. Two agents of one daemon with different allowlists, their sessions'
 //! shells running at once, each get only their own allowance. The upstream is a loopback
 //! server started here, the names resolve through the policy's `hosts`.
 
@@ -14,7 +14,8 @@ mod egress_support;
 
 use serde_json::json;
 
-use support::acp_client::Permission;
+use support::acp_client::{AcpClient, Permission, prompt_params};
+use support::model_server::{ModelServer, text_reply, tool_reply};
 use tools_support::{Scene, Setup, backend_available};
 
 /// `[sandbox.network]` admitting `allow` (and loopback, and the upstream's port).
@@ -22,7 +23,8 @@ fn network(allow: &str, port: u16) -> String {
     format!(
         "[sandbox.network]\nmode = \"proxy\"\nallow_domains = [\"{allow}\"]\n\
          allow_ports = [{port}]\nallow_cidrs = [\"127.0.0.0/8\"]\n\
-         hosts = {{ \"files.example\" = \"127.0.0.1\", \"other.example\" = \"127.0.0.1\" }}\n"
+         hosts = {{ \"files.example\" = \"127.0.0.1\", \"other.example\" = \"127.0.0.1\", \
+         \"a.example\" = \"127.0.0.1\", \"b.example\" = \"127.0.0.1\" }}\n"
     )
 }
 
@@ -71,5 +73,110 @@ fn a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused() 
         [format!("GET /pkg host=files.example:{port}")],
         "{}",
         out.describe()
+    );
+    // Each call's proxy ends with it: the daemon holds no listener or connection after.
+    let before = open_fds(s.client.pid());
+    for _ in 0..3 {
+        s.call("shell", json!({ "command": command }))
+            .assert_result_contains("hello from upstream");
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while open_fds(s.client.pid()) > before && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        open_fds(s.client.pid()) <= before,
+        "descriptors leaked: {before} before, {} after three proxied calls",
+        open_fds(s.client.pid())
+    );
+}
+
+/// How many descriptors the process `pid` has open.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn two_agents_with_different_allowlists_running_at_once_keep_their_own() {
+    if !backend_available("namespaces") || !have_curl() {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let up = runtime.block_on(egress_support::http_upstream());
+    let port = up.port();
+    // Both shells start before either ends (the sleep), so the two proxies serve at once.
+    let command = format!(
+        "sleep 1; for h in a.example b.example; do \
+         echo $h=$(curl -sS -o /dev/null -w '%{{http_code}}' http://$h:{port}/); done"
+    );
+    let args = json!({ "command": command });
+    let model = ModelServer::start_blocking(vec![
+        tool_reply("call-1", "shell", &args),
+        tool_reply("call-2", "shell", &args),
+        text_reply("done"),
+        text_reply("done"),
+    ]);
+    let toml = format!(
+        "[autonomy]\nlevel = \"full\"\n[sandbox]\nbackend = \"namespaces\"\n{}\
+         [agents.coder.network]\nallow_domains = [\"a.example\"]\n\
+         [agents.other]\nprovider = \"local\"\nmodel = \"m\"\n\
+         [agents.other.network]\nallow_domains = [\"b.example\"]\n",
+        network("none.example", port)
+    );
+    let work = tempfile::tempdir().unwrap();
+    let client = AcpClient::builder()
+        .model(model.base_url())
+        .config_toml(toml)
+        .current_dir(work.path())
+        .spawn();
+    client.set_permission(Permission::Select("allow-always".into()));
+    client.initialize();
+    let open = |alias: &str| {
+        let result = client.call(
+            "session/new",
+            json!({"cwd": work.path(), "mcpServers": [], "agentAlias": alias}),
+        );
+        result["sessionId"].as_str().unwrap().to_owned()
+    };
+    let sessions = [open("coder"), open("other")];
+    let ids: Vec<_> = sessions
+        .iter()
+        .map(|s| client.send_request("session/prompt", prompt_params(s, "go")))
+        .collect();
+    for id in &ids {
+        let response = client.wait_response(id);
+        assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    }
+    client.assert_valid();
+    let seen = |session: &str| {
+        client
+            .updates_for(session)
+            .iter()
+            .map(tools_support::update_text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (coder, other) = (seen(&sessions[0]), seen(&sessions[1]));
+    assert!(
+        coder.contains("a.example=200") && coder.contains("b.example=403"),
+        "coder: {coder}"
+    );
+    assert!(
+        coder.contains(&format!(
+            "network: refused b.example:{port} — not in allow_domains"
+        )),
+        "coder: {coder}"
+    );
+    assert!(
+        other.contains("a.example=403") && other.contains("b.example=200"),
+        "other: {other}"
+    );
+    assert_eq!(
+        up.seen().len(),
+        2,
+        "one allowed request each: {:?}",
+        up.seen()
     );
 }
