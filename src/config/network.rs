@@ -167,6 +167,15 @@ mod tests {
         assert_eq!(profile.network, zeroclaw_sandbox::Network::Proxy);
         let b = crate::policy::Policy::for_agent(&config, "b");
         assert!(b.egress.is_none() && !b.network);
+        let readonly = crate::policy::Policy::for_session(
+            &config,
+            "a",
+            Some(crate::config::AutonomyLevel::ReadOnly),
+        );
+        assert!(
+            readonly.egress.is_none() && !readonly.network,
+            "readonly: no network"
+        );
     }
 
     #[test]

@@ -89,7 +89,9 @@ impl Policy {
         let network_config = config.sandbox.network.with_override(agent_network);
         let network_mode = network_config.mode;
         // Checked when the config was loaded; a policy that does not parse gives no network.
-        let egress = (network_mode == crate::config::NetworkMode::Proxy)
+        // `readonly` has no network in proxy mode.
+        let egress = (network_mode == crate::config::NetworkMode::Proxy
+            && autonomy.level != AutonomyLevel::ReadOnly)
             .then(|| crate::egress::EgressPolicy::from_config(&network_config).ok())
             .flatten();
         let mut forbidden = forbidden_paths(&autonomy);
