@@ -344,6 +344,14 @@ fn a_rung_without_the_proxy_refuses_it_instead_of_falling_back() {
     for backend in ["landlock", "bubblewrap"] {
         let out = run(backend, &s.cfg, &s.ws, &[], "echo RAN");
         let all = text(&out);
+        if all.contains(&format!("sandbox backend {backend} is unavailable")) {
+            assert!(
+                !sandbox_support::backend::ci(),
+                "CI=true requires {backend}: {all}"
+            );
+            eprintln!("SKIP {backend}: {all}");
+            continue;
+        }
         assert_eq!(out.status.code(), Some(125), "{backend}: {all}");
         assert!(
             !String::from_utf8_lossy(&out.stdout).contains("RAN"),
