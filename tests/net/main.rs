@@ -1,13 +1,16 @@
 //! The upstream suite: the OpenAI-compatible and Anthropic providers against loopback model
-//! servers, and the egress proxy against loopback upstreams (plain and hostile). One test
-//! binary; each former file is a module (`provider_openai::…`).
+//! servers, and the egress proxy against loopback upstreams (plain and hostile, and through
+//! the agent's own tool calls). One test binary; each former file is a module (`provider_openai::…`).
 
 #[path = "../egress_support/mod.rs"]
 mod egress_support;
 #[path = "../support/mod.rs"]
 mod support;
+#[path = "../tools_support/mod.rs"]
+mod tools_support;
 
 mod egress_hostile;
 mod egress_proxy;
+mod egress_tools;
 mod provider_anthropic;
 mod provider_openai;

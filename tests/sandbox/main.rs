@@ -18,6 +18,7 @@ mod sandbox_support;
 mod tools_support;
 
 mod cli_sandbox_run;
+mod egress_sandbox;
 mod sandbox_escape_api;
 mod sandbox_escape_failclosed;
 mod sandbox_escape_fs;

@@ -6,8 +6,7 @@
 //! Upstreams are loopback servers this test starts (judged by what they saw); the test names
 //! resolve through the policy's `hosts` map, loopback admitted by `allow_cidrs`.
 
-#[macro_use]
-mod sandbox_support;
+use crate::sandbox_support;
 
 use std::net::TcpListener;
 use std::path::Path;

@@ -6,11 +6,10 @@
 //! shells running at once, each get only their own allowance. The upstream is a loopback
 //! server started here, the names resolve through the policy's `hosts`.
 
-mod support;
-mod tools_support;
+use crate::support;
+use crate::tools_support;
 
-#[path = "egress_support/mod.rs"]
-mod egress_support;
+use crate::egress_support;
 
 use serde_json::json;
 
