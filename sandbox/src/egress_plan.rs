@@ -95,7 +95,8 @@ mod tests {
     fn only_the_namespace_backend_plans_a_proxy_call() {
         let dir = tempfile::tempdir().unwrap();
         let profile = Profile::for_workspace(dir.path()).network(Network::Proxy);
-        let mut plan = crate::plan::build(Backend::Namespaces, &profile, vec!["true".into()], None);
+        let mut plan =
+            crate::plan::build_on_host(Backend::Namespaces, &profile, vec!["true".into()], None);
         apply(Backend::Namespaces, &profile, &mut plan).unwrap();
         assert!(plan.unshare_net);
         assert_eq!(plan.egress, Some(PORTS));
@@ -110,7 +111,7 @@ mod tests {
             Backend::Seatbelt,
             Backend::None,
         ] {
-            let mut plan = crate::plan::build(backend, &profile, vec!["true".into()], None);
+            let mut plan = crate::plan::build_on_host(backend, &profile, vec!["true".into()], None);
             match apply(backend, &profile, &mut plan) {
                 Err(SandboxError::Profile(msg)) => {
                     assert!(msg.contains("network proxy is not available"), "{msg}")

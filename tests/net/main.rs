@@ -1,6 +1,7 @@
 //! The upstream suite: the OpenAI-compatible and Anthropic providers against loopback model
 //! servers, and the egress proxy against loopback upstreams (plain and hostile, and through
-//! the agent's own tool calls). One test binary; each former file is a module (`provider_openai::…`).
+//! the agent's own tool calls). One test binary; each former file is a module
+//! (`provider_openai::…`).
 
 #[path = "../egress_support/mod.rs"]
 mod egress_support;

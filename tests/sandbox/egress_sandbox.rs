@@ -7,6 +7,7 @@
 //! resolve through the policy's `hosts` map, loopback admitted by `allow_cidrs`.
 
 use crate::sandbox_support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -125,11 +126,7 @@ fn have(program: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        assert!(
-            !sandbox_support::backend::ci(),
-            "CI=true requires {program}"
-        );
-        eprintln!("SKIP: {program} is not installed");
+        support::require_feature(&format!("{program} is not installed"));
     }
     found
 }
@@ -344,11 +341,7 @@ fn a_rung_without_the_proxy_refuses_it_instead_of_falling_back() {
         let out = run(backend, &s.cfg, &s.ws, &[], "echo RAN");
         let all = text(&out);
         if all.contains(&format!("sandbox backend {backend} is unavailable")) {
-            assert!(
-                !sandbox_support::backend::ci(),
-                "CI=true requires {backend}: {all}"
-            );
-            eprintln!("SKIP {backend}: {all}");
+            support::require_feature(&format!("{backend}: {all}"));
             continue;
         }
         assert_eq!(out.status.code(), Some(125), "{backend}: {all}");
