@@ -57,6 +57,7 @@ pub fn run(
         profile,
         command,
         policy,
+        None,
         on_output,
         std::future::pending(),
     ))?;

@@ -68,6 +68,8 @@ pub enum Rule {
     PublicAddress,
     /// The client answered a supervised approval prompt.
     Approved(String),
+    /// Not in `allow_domains`, and the supervised approval did not admit it (why).
+    NotApproved(String),
     /// Refused by the proxy for what it saw on the wire (SNI, Host, protocol, DNS).
     Proxy(String),
 }
@@ -87,6 +89,7 @@ impl fmt::Display for Rule {
             ),
             Rule::PublicAddress => f.write_str("public address"),
             Rule::Approved(how) => write!(f, "approved by the client ({how})"),
+            Rule::NotApproved(why) => write!(f, "not in allow_domains and not approved: {why}"),
             Rule::Proxy(why) => f.write_str(why),
         }
     }

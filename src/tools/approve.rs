@@ -44,21 +44,8 @@ pub async fn gate(
         Decision::Deny(reason) => Err(ToolError(reason)),
         Decision::Ask => {
             let params = question(ctx, tool, kind, summary, approval_options());
-            let asked_ms = crate::store::now_ms();
-            crate::metrics::get().approval("asked");
-            let answer = ask(ctx, params).await;
-            let event = call_event(ctx, "approval", tool).with("asked_ms", asked_ms);
-            let event = match &answer {
-                Ok(option) => event
-                    .with("option_id", option.as_str())
-                    .with("option_kind", event_kind(&answer)),
-                Err(e) => event
-                    .with("option_kind", "none")
-                    .with("error", e.0.as_str()),
-            };
-            crate::metrics::get().approval(event_kind(&answer));
-            audit(event).await?;
-            match answer?.as_str() {
+            let event = call_event(ctx, "approval", tool);
+            match ask_recorded(ctx, params, event).await?.as_str() {
                 "allow-once" => Ok(()),
                 "allow-always" => {
                     ctx.env.approvals.insert(tool);
@@ -71,6 +58,31 @@ pub async fn gate(
             }
         }
     }
+}
+
+/// Asks `params` and records the answer (the approval metrics, and `event` with the answer
+/// as an audit record, written before anything runs); the selected `optionId`. Every
+/// approval question (a tool call's, a supervised network connection's) goes through here.
+pub async fn ask_recorded(
+    ctx: &ToolContext,
+    params: Value,
+    event: audit::Event,
+) -> Result<String, ToolError> {
+    let asked_ms = crate::store::now_ms();
+    crate::metrics::get().approval("asked");
+    let answer = ask(ctx, params).await;
+    let event = event.with("asked_ms", asked_ms);
+    let event = match &answer {
+        Ok(option) => event
+            .with("option_id", option.as_str())
+            .with("option_kind", event_kind(&answer)),
+        Err(e) => event
+            .with("option_kind", "none")
+            .with("error", e.0.as_str()),
+    };
+    crate::metrics::get().approval(event_kind(&answer));
+    audit(event).await?;
+    answer
 }
 
 /// The option kind of an answer (`none` for no answer).

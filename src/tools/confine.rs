@@ -41,7 +41,8 @@ pub fn shell_profile(ctx: &ToolContext) -> Profile {
 }
 
 /// Runs `sh -c command` confined; cancelled with the turn. With `network = proxy`, the
-/// session's egress proxy serves the call for its whole life; its refusals come back too.
+/// session's egress proxy serves the call for its whole life (asking the client about
+/// unlisted names in `supervised`); its refusals come back too.
 pub async fn run_shell(
     ctx: &ToolContext,
     profile: &Profile,
@@ -53,8 +54,9 @@ pub async fn run_shell(
     let run = match &ctx.env.policy.egress {
         Some(egress) if profile.network == Network::Proxy => {
             let argv = ["sh", "-c", command];
-            crate::egress::serve::run_proxied(sandbox, profile, argv, egress, |_, _| {}, cancel)
-                .await
+            let approver = super::network_approval::for_call(ctx);
+            let run = crate::egress::serve::run_proxied;
+            run(sandbox, profile, argv, egress, approver, |_, _| {}, cancel).await
         }
         _ => sandbox
             .run(profile, ["sh", "-c", command], cancel)

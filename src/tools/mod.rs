@@ -20,6 +20,7 @@ pub mod file_edit;
 pub mod file_read;
 pub mod file_write;
 pub mod glob_search;
+pub mod network_approval;
 pub mod ops;
 pub mod output;
 pub mod shell;

@@ -10,6 +10,7 @@ mod support;
 #[path = "../tools_support/mod.rs"]
 mod tools_support;
 
+mod egress_approval;
 mod egress_hostile;
 mod egress_proxy;
 mod egress_tools;

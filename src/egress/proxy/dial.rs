@@ -1,6 +1,8 @@
 //! Resolving and connecting for the proxy: the destination is judged first, the proxy resolves
 //! a name itself (the operator's `hosts` map, else DNS), every address is judged, and only an
-//! admitted address is connected to (the one judged: no second lookup to rebind).
+//! admitted address is connected to (the one judged: no second lookup to rebind). A name only
+//! missing from `allow_domains` goes to the proxy's approver, if it has one; every other
+//! refusal (denied name, port, address class) stands without asking.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -8,7 +10,7 @@ use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 use super::{Inner, Refusal};
-use crate::egress::Host;
+use crate::egress::{Host, Rule};
 
 /// Why the proxy has no upstream for a client.
 pub(super) enum DialError {
@@ -23,7 +25,13 @@ pub(super) async fn dial(inner: &Inner, host: &Host, port: u16) -> Result<TcpStr
     let refuse = |rule| DialError::Refused(inner.refuse(host, port, rule));
     let decision = inner.policy.check_target(host, port);
     if !decision.allowed {
-        return Err(refuse(decision.rule));
+        match (decision.rule, host) {
+            (Rule::NotInAllowDomains, Host::Name(name)) => {
+                let how = inner.approve(name, port).await.map_err(refuse)?;
+                tracing::info!(target = %format!("{host}:{port}"), how = %how, "egress approved");
+            }
+            (rule, _) => return Err(refuse(rule)),
+        }
     }
     let candidates = match host {
         Host::Ip(ip) => vec![*ip],

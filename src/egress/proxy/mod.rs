@@ -7,18 +7,25 @@
 //! are closed at once), request heads are bounded (`max_header_bytes`) and timed
 //! (`header_timeout`), and tunnels end after `idle_timeout` without traffic: a hostile child
 //! cannot grow the daemon's memory.
+//!
+//! With an [`Approver`] (a `supervised` session), a name outside `allow_domains` is not refused
+//! at once: the connection waits while the approver asks, and connections to the same
+//! `host:port` that arrive meanwhile share that one answer.
 
 mod dial;
 mod http;
 mod socks;
 mod tunnel;
 
+use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::{EgressPolicy, Host, Rule};
@@ -65,6 +72,19 @@ impl fmt::Display for Refusal {
     }
 }
 
+/// The answer to one approval: `Ok(how)` admits the connection, `Err(rule)` refuses it.
+pub type Approval = Result<String, Rule>;
+
+/// Decides whether a connection to a name outside `allow_domains` may go ahead (the
+/// supervised approval; owned by the tool layer, which asks the client).
+pub trait Approver: Send + Sync {
+    fn approve<'a>(
+        &'a self,
+        name: &'a str,
+        port: u16,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>>;
+}
+
 /// Refusals kept per proxy (distinct ones; further ones are only logged).
 const MAX_REFUSALS: usize = 64;
 
@@ -73,9 +93,34 @@ struct Inner {
     limits: Limits,
     permits: Arc<Semaphore>,
     refusals: Mutex<Vec<Refusal>>,
+    approver: Option<Arc<dyn Approver>>,
+    /// Approvals being asked, by `host:port` (concurrent connections share one answer).
+    pending: Mutex<HashMap<String, Arc<OnceCell<Approval>>>>,
 }
 
 impl Inner {
+    /// The approver's answer for `name:port`; asked once for the connections waiting at once.
+    /// Without an approver, the name is refused as not in `allow_domains`.
+    async fn approve(&self, name: &str, port: u16) -> Approval {
+        let Some(approver) = &self.approver else {
+            return Err(Rule::NotInAllowDomains);
+        };
+        let key = format!("{name}:{port}");
+        let cell = {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            pending.entry(key.clone()).or_default().clone()
+        };
+        let answer = cell
+            .get_or_init(|| approver.approve(name, port))
+            .await
+            .clone();
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+            pending.remove(&key);
+        }
+        answer
+    }
+
     fn refuse(&self, host: &Host, port: u16, rule: Rule) -> Refusal {
         let refusal = Refusal {
             target: format!("{host}:{port}"),
@@ -98,6 +143,15 @@ pub struct Proxy {
 
 impl Proxy {
     pub fn new(policy: EgressPolicy, limits: Limits) -> Proxy {
+        Proxy::with_approver(policy, limits, None)
+    }
+
+    /// A proxy that asks `approver` about names outside `allow_domains` (else refuses them).
+    pub fn with_approver(
+        policy: EgressPolicy,
+        limits: Limits,
+        approver: Option<Arc<dyn Approver>>,
+    ) -> Proxy {
         let permits = Arc::new(Semaphore::new(limits.max_connections));
         Proxy {
             inner: Arc::new(Inner {
@@ -105,6 +159,8 @@ impl Proxy {
                 limits,
                 permits,
                 refusals: Mutex::new(Vec::new()),
+                approver,
+                pending: Mutex::new(HashMap::new()),
             }),
         }
     }

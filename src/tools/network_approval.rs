@@ -1,0 +1,98 @@
+//! Supervised network approvals: the egress proxy's [`Approver`] for one tool call. A name
+//! outside `allow_domains` is asked about with `session/request_permission` through the same
+//! approval path as tool calls ([`approve::ask_recorded`]); "Always allow" is remembered in the
+//! session's approvals as `network:HOST` (persisted with the call's result, like every other
+//! "Always allow" answer), so later connections to that host are admitted without asking.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{ToolContext, approve};
+use crate::config::AutonomyLevel;
+use crate::egress::Rule;
+use crate::egress::proxy::{Approval, Approver};
+
+/// The approval key of `host` in the session's approvals.
+pub fn approval_key(host: &str) -> String {
+    format!("network:{host}")
+}
+
+/// The approver of a call in a `supervised` session (policy checks on); `None` otherwise
+/// (`full` refuses unlisted names without asking, `readonly` has no network).
+pub fn for_call(ctx: &ToolContext) -> Option<Arc<dyn Approver>> {
+    let policy = &ctx.env.policy;
+    if !policy.checks || policy.level != AutonomyLevel::Supervised {
+        return None;
+    }
+    Some(Arc::new(NetworkApprover {
+        ctx: ToolContext {
+            session_id: ctx.session_id.clone(),
+            cwd: ctx.cwd.clone(),
+            updates: ctx.updates.clone(),
+            cancel: ctx.cancel.clone(),
+            call_id: ctx.call_id.clone(),
+            env: ctx.env.clone(),
+        },
+    }))
+}
+
+/// Asks the session's client about the connections of one call.
+struct NetworkApprover {
+    ctx: ToolContext,
+}
+
+impl Approver for NetworkApprover {
+    fn approve<'a>(
+        &'a self,
+        name: &'a str,
+        port: u16,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(async move {
+            let ctx = &self.ctx;
+            let key = approval_key(name);
+            if ctx.env.approvals.contains(&key) {
+                return Ok("allowed always".to_owned());
+            }
+            let target = format!("{name}:{port}");
+            let params = question(ctx, &target);
+            let event = approve::call_event(ctx, "approval", "network").with("target", target);
+            let answer = tokio::select! {
+                answer = approve::ask_recorded(ctx, params, event) => answer,
+                _ = ctx.cancel.cancelled() => {
+                    return Err(Rule::NotApproved("the turn was cancelled".into()));
+                }
+            };
+            match answer {
+                Ok(option) if option == "allow-once" => Ok("allowed once".to_owned()),
+                Ok(option) if option == "allow-always" => {
+                    ctx.env.approvals.insert(&key);
+                    Ok("allowed always".to_owned())
+                }
+                Ok(_) => Err(Rule::NotApproved("the user rejected it".into())),
+                Err(e) => {
+                    let why = e.0.strip_prefix("denied: ").unwrap_or(&e.0).to_owned();
+                    Err(Rule::NotApproved(why))
+                }
+            }
+        })
+    }
+}
+
+/// The `session/request_permission` params (without `sessionId`) for `target` (`host:port`).
+fn question(ctx: &ToolContext, target: &str) -> serde_json::Value {
+    let title = format!("Allow network access to {target}?");
+    json!({
+        "options": approve::approval_options(),
+        "toolCall": {
+            "toolCallId": format!("approval-{}-network-{target}", ctx.call_id),
+            "title": title,
+            "kind": "fetch",
+            "status": "pending",
+            "rawInput": {"network": target},
+            "content": [{"type": "content", "content": {"type": "text", "text": title}}],
+        },
+    })
+}

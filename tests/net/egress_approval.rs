@@ -1,0 +1,220 @@
+//! Supervised network approvals through the real `zeroclaw acp` binary on the namespaces rung:
+//! a shell fetch of a name outside `allow_domains` asks the client ("Allow network access to
+//! HOST:PORT?") while the connection waits. Allow once admits that fetch and the next one asks
+//! again; allow always admits later fetches without asking, also after the daemon restarts on
+//! the same store; reject refuses with a line naming the rejection, and the upstream sees
+//! nothing; concurrent connections to one host ask once. (`full` refusing without asking is
+//! `egress_tools::a_full_turn_…`.) The upstream is a loopback server started here; the names
+//! resolve through the policy's `hosts`, admitted by `allow_cidrs = ["127.0.0.0/8"]`.
+
+use crate::egress_support;
+use crate::support;
+use crate::tools_support;
+
+use serde_json::{Value, json};
+
+use support::acp_client::{Permission, prompt_params};
+use support::model_server::{text_reply, tool_reply};
+use tools_support::{Scene, Setup, backend_available};
+
+/// A supervised setup whose shell calls never ask (only the network does), answering `answer`.
+fn setup(port: u16, answer: &str) -> Setup {
+    Setup::level("supervised")
+        .autonomy("auto_approve = [\"shell\"]")
+        .backend("namespaces")
+        .permission(Permission::Select(answer.into()))
+        .extra(&format!(
+            "[sandbox.network]\nmode = \"proxy\"\nallow_domains = [\"files.example\"]\n\
+             allow_ports = [{port}]\nallow_cidrs = [\"127.0.0.0/8\"]\n\
+             hosts = {{ \"files.example\" = \"127.0.0.1\", \"pkg.example\" = \"127.0.0.1\" }}\n"
+        ))
+}
+
+fn have_curl() -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", "command -v curl"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "CI=true requires curl"
+        );
+        eprintln!("SKIP: curl is not installed");
+    }
+    found
+}
+
+fn fetch(s: &Scene, port: u16, path: &str) -> tools_support::Outcome {
+    let command = format!(
+        "curl -sS -o /dev/null -w 'status %{{http_code}}\\n' http://pkg.example:{port}/{path}"
+    );
+    s.call("shell", json!({ "command": command }))
+}
+
+/// The titles of the network questions among `requests`.
+fn asked(requests: &[Value]) -> Vec<String> {
+    requests
+        .iter()
+        .map(|r| {
+            r["params"]["toolCall"]["title"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn an_unlisted_host_is_asked_allowed_once_asked_again_then_allowed_always_across_a_restart() {
+    if !backend_available("namespaces") || !have_curl() {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let up = runtime.block_on(egress_support::http_upstream());
+    let port = up.port();
+    let question = format!("Allow network access to pkg.example:{port}?");
+    let mut s = Scene::start(setup(port, "allow-once"));
+
+    let once = fetch(&s, port, "once");
+    once.assert_completed().assert_result_contains("status 200");
+    assert_eq!(asked(&once.permission_requests), [question.as_str()]);
+    let seen_once = format!("GET /once host=pkg.example:{port}");
+    assert_eq!(up.seen(), [seen_once.as_str()], "{}", once.describe());
+
+    let again = fetch(&s, port, "again");
+    again
+        .assert_completed()
+        .assert_result_contains("status 200");
+    assert_eq!(
+        asked(&again.permission_requests),
+        [question.as_str()],
+        "asked again"
+    );
+
+    s.client
+        .set_permission(Permission::Select("allow-always".into()));
+    let always = fetch(&s, port, "always");
+    always
+        .assert_completed()
+        .assert_result_contains("status 200");
+    assert_eq!(asked(&always.permission_requests), [question.as_str()]);
+
+    // From now on a question would be rejected: only the remembered answer admits.
+    s.client
+        .set_permission(Permission::Select("reject-once".into()));
+    let after = fetch(&s, port, "after");
+    after
+        .assert_completed()
+        .assert_result_contains("status 200");
+    assert!(after.permission_requests.is_empty(), "{}", after.describe());
+
+    s.respawn(&setup(port, "reject-once"));
+    let restart = fetch(&s, port, "restart");
+    restart
+        .assert_completed()
+        .assert_result_contains("status 200");
+    assert!(
+        restart.permission_requests.is_empty(),
+        "{}",
+        restart.describe()
+    );
+    assert_eq!(
+        up.seen().len(),
+        5,
+        "every fetch reached the upstream: {:?}",
+        up.seen()
+    );
+}
+
+#[test]
+fn a_rejected_host_is_refused_with_the_rejection_and_the_upstream_sees_nothing() {
+    if !backend_available("namespaces") || !have_curl() {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let up = runtime.block_on(egress_support::http_upstream());
+    let port = up.port();
+    let s = Scene::start(setup(port, "reject-once"));
+    let out = fetch(&s, port, "leak");
+    out.assert_completed()
+        .assert_result_contains("status 403")
+        .assert_result_contains(&format!(
+            "network: refused pkg.example:{port} — not in allow_domains and not approved: \
+             the user rejected it"
+        ));
+    assert_eq!(out.permission_requests.len(), 1, "{}", out.describe());
+    assert!(
+        out.model_saw.contains("the user rejected it"),
+        "{}",
+        out.model_saw
+    );
+    assert!(up.seen().is_empty(), "upstream saw {:?}", up.seen());
+}
+
+#[test]
+fn concurrent_connections_to_one_unlisted_host_ask_once() {
+    if !backend_available("namespaces") || !have_curl() {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let up = runtime.block_on(egress_support::http_upstream());
+    let port = up.port();
+    // The test answers by hand, late enough for all three connections to be waiting.
+    let s = Scene::start(setup(port, "allow-once").permission(Permission::Ignore));
+    let one =
+        format!("curl -sS -o /dev/null -w 'status %{{http_code}}\\n' http://pkg.example:{port}");
+    let command = format!("{one}/a & {one}/b & {one}/c & wait");
+    s.model.push(tool_reply(
+        "call-1",
+        "shell",
+        &json!({ "command": command }),
+    ));
+    s.model.push(text_reply("done"));
+    let id = s
+        .client
+        .send_request("session/prompt", prompt_params(&s.session, "go"));
+    let question = s
+        .client
+        .wait_for(|m| m["method"] == "session/request_permission");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(s.client.permission_requests().len(), 1, "asked once");
+    s.client.send_json(&json!({
+        "jsonrpc": "2.0",
+        "id": question["id"],
+        "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}},
+    }));
+    let response = s.client.wait_response(&id);
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    s.client.assert_valid();
+    assert_eq!(s.client.permission_requests().len(), 1, "asked once");
+    let mut seen = up.seen();
+    seen.sort();
+    let expect: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|p| format!("GET /{p} host=pkg.example:{port}"))
+        .collect();
+    assert_eq!(seen, expect, "the one answer admitted all three");
+}
+
+#[test]
+fn an_unanswered_question_refuses_after_the_approval_timeout() {
+    if !backend_available("namespaces") || !have_curl() {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let up = runtime.block_on(egress_support::http_upstream());
+    let port = up.port();
+    let s = Scene::start(
+        setup(port, "allow-once")
+            .permission(Permission::Ignore)
+            .extra("[acp]\nsession_timeout_secs = 2\n"),
+    );
+    let out = fetch(&s, port, "late");
+    out.assert_completed().assert_result_contains("status 403");
+    out.assert_result_contains(&format!(
+        "network: refused pkg.example:{port} — not in allow_domains and not approved: \
+         the permission request got no answer"
+    ));
+    assert!(up.seen().is_empty(), "upstream saw {:?}", up.seen());
+}
