@@ -58,8 +58,8 @@ pub fn serve(
 }
 
 impl Serving {
-    /// Stops accepting (the listeners close with their tasks) and returns the distinct
-    /// refusals of the call, oldest first.
+    /// Stops accepting (the listeners close with their tasks; approval questions still open
+    /// are dropped) and returns the distinct refusals of the call, oldest first.
     pub fn finish(self) -> Vec<Refusal> {
         self.proxy.refusals()
     }
@@ -70,5 +70,6 @@ impl Drop for Serving {
         for task in &self.tasks {
             task.abort();
         }
+        self.proxy.close();
     }
 }

@@ -3,7 +3,8 @@
 //! HOST:PORT?") while the connection waits. Allow once admits that fetch and the next one asks
 //! again; allow always admits later fetches without asking, also after the daemon restarts on
 //! the same store; reject refuses with a line naming the rejection, and the upstream sees
-//! nothing; concurrent connections to one host ask once. (`full` refusing without asking is
+//! nothing; concurrent connections to one host ask once; a question still open when the call
+//! ends is dropped and its connection refused, and a denied name never asks. (`full` refusing without asking is
 //! `egress_tools::a_full_turn_…`.) The upstream is a loopback server started here; the names
 //! resolve through the policy's `hosts`, admitted by `allow_cidrs = ["127.0.0.0/8"]`.
 
@@ -11,7 +12,14 @@ use crate::egress_support;
 use crate::support;
 use crate::tools_support;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
 use serde_json::{Value, json};
+use zeroclaw::egress::proxy::{Approval, Approver, Limits, Proxy};
 
 use support::acp_client::{Permission, prompt_params};
 use support::model_server::{text_reply, tool_reply};
@@ -216,5 +224,74 @@ fn an_unanswered_question_refuses_after_the_approval_timeout() {
         "network: refused pkg.example:{port} — not in allow_domains and not approved: \
          the permission request got no answer"
     ));
+    assert!(up.seen().is_empty(), "upstream saw {:?}", up.seen());
+}
+
+/// An approver that never answers, counting the questions.
+struct NeverAnswers(Arc<AtomicUsize>);
+
+impl Approver for NeverAnswers {
+    fn approve<'a>(
+        &'a self,
+        _name: &'a str,
+        _port: u16,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn a_question_still_open_when_the_call_ends_refuses_and_a_denied_name_never_asks() {
+    let up = egress_support::http_upstream().await;
+    let port = up.port();
+    let hosts = [
+        ("pkg.example", "127.0.0.1"),
+        ("upload.example", "127.0.0.1"),
+    ];
+    let policy = egress_support::policy(
+        &["files.example"],
+        &["upload.example"],
+        &["127.0.0.1/32"],
+        &[port],
+        &hosts,
+    );
+    let asked = Arc::new(AtomicUsize::new(0));
+    let approver: Arc<dyn Approver> = Arc::new(NeverAnswers(asked.clone()));
+    let proxy = Proxy::with_approver(policy, Limits::default(), Some(approver));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let _serving = proxy.serve_http(listener);
+    let client = egress_support::client(addr, None);
+
+    let denied = client
+        .get(format!("http://upload.example:{port}/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), 403);
+    assert!(denied.text().await.unwrap().contains("deny_domains"));
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "a denied name never asks");
+
+    let waiting = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .get(format!("http://pkg.example:{port}/"))
+                .send()
+                .await
+        }
+    });
+    while asked.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    proxy.close();
+    let resp = waiting.await.unwrap().unwrap();
+    assert_eq!(resp.status(), 403);
+    let body = resp.text().await.unwrap();
+    assert!(
+        body.contains("not in allow_domains and not approved: the call ended"),
+        "{body}"
+    );
     assert!(up.seen().is_empty(), "upstream saw {:?}", up.seen());
 }

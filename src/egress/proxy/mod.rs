@@ -27,6 +27,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::{EgressPolicy, Host, Rule};
 
@@ -96,6 +97,8 @@ struct Inner {
     approver: Option<Arc<dyn Approver>>,
     /// Approvals being asked, by `host:port` (concurrent connections share one answer).
     pending: Mutex<HashMap<String, Arc<OnceCell<Approval>>>>,
+    /// Cancelled by [`Proxy::close`]: open questions are dropped and their connections refused.
+    closed: CancellationToken,
 }
 
 impl Inner {
@@ -110,10 +113,10 @@ impl Inner {
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             pending.entry(key.clone()).or_default().clone()
         };
-        let answer = cell
-            .get_or_init(|| approver.approve(name, port))
-            .await
-            .clone();
+        let answer = tokio::select! {
+            answer = cell.get_or_init(|| approver.approve(name, port)) => answer.clone(),
+            _ = self.closed.cancelled() => Err(Rule::NotApproved("the call ended".into())),
+        };
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         if pending.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
             pending.remove(&key);
@@ -161,6 +164,7 @@ impl Proxy {
                 refusals: Mutex::new(Vec::new()),
                 approver,
                 pending: Mutex::new(HashMap::new()),
+                closed: CancellationToken::new(),
             }),
         }
     }
@@ -187,6 +191,12 @@ impl Proxy {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         kept.clone()
+    }
+
+    /// Drops the approval questions still open (their connections are refused); called when
+    /// the call the proxy serves has ended.
+    pub fn close(&self) {
+        self.inner.closed.cancel();
     }
 
     /// The policy this proxy enforces.
