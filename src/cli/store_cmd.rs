@@ -85,8 +85,8 @@ pub fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
                     .await
                     .with_context(|| format!("copying {from} to {to}"))?;
                 println!(
-                    "copied {} sessions ({} turns, {} entries) from {from} to {to}",
-                    copied.sessions, copied.turns, copied.entries
+                    "copied {} sessions ({} turns, {} entries, {} file records) from {from} to {to}",
+                    copied.sessions, copied.turns, copied.entries, copied.files
                 );
                 if audit_from.exists() {
                     let (described, into) = (audit_from.describe(), audit_to.describe());

@@ -4,6 +4,7 @@
 use futures::future::BoxFuture;
 
 use super::client_meta::{ClientColumn, ClientSettings, ListQuery, ListedSession};
+use super::files::SessionFile;
 use super::lease::Request;
 use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredEntry, StoredTurn};
 
@@ -21,7 +22,13 @@ pub trait Backend: Send + Sync {
     fn touch(&self, id: String) -> Answer<'_, ()>;
     fn list_summaries(&self) -> Answer<'_, Vec<SessionSummary>>;
     fn delete_session(&self, id: String) -> Answer<'_, bool>;
-    fn import_session(&self, rec: SessionRecord, turns: Vec<StoredTurn>) -> Answer<'_, ()>;
+    fn import_session(
+        &self,
+        rec: SessionRecord,
+        turns: Vec<StoredTurn>,
+        files: Vec<SessionFile>,
+    ) -> Answer<'_, ()>;
+    fn files(&self, id: String) -> Answer<'_, Vec<SessionFile>>;
     fn acquire_lease(&self, request: Request) -> Answer<'_, Fence>;
     fn renew_leases(&self, fences: Vec<Fence>, ttl_ms: i64) -> Answer<'_, Vec<Fence>>;
     fn release_lease(&self, fence: Fence) -> Answer<'_, ()>;

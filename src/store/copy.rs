@@ -1,4 +1,5 @@
-//! `zeroclaw store copy`: every session of one store, with its whole history, into another.
+//! `zeroclaw store copy`: every session of one store, with its whole history and recorded
+//! files, into another.
 
 use super::{Store, StoreError};
 
@@ -8,6 +9,7 @@ pub struct Copied {
     pub sessions: usize,
     pub turns: usize,
     pub entries: usize,
+    pub files: usize,
 }
 
 /// Copies each session of `from` into `to` (one transaction per session), oldest first; a
@@ -22,7 +24,9 @@ pub async fn copy_all(from: &Store, to: &Store) -> Result<Copied, StoreError> {
         copied.sessions += 1;
         copied.turns += turns.len();
         copied.entries += turns.iter().map(|t| t.entries.len()).sum::<usize>();
-        to.import_session(summary.record, turns).await?;
+        let files = from.files(&summary.record.id).await?;
+        copied.files += files.len();
+        to.import_session(summary.record, turns, files).await?;
     }
     Ok(copied)
 }

@@ -13,6 +13,7 @@
 mod backend;
 pub mod client_meta;
 pub mod copy;
+pub mod files;
 pub mod lease;
 mod location;
 mod postgres;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use backend::Backend;
+pub use files::SessionFile;
 pub use lease::{Fence, Holder, LeaseError};
 pub use location::Location;
 pub use postgres::{connect_client as postgres_client, pg_message};
@@ -250,20 +252,26 @@ impl Store {
         self.backend.options(id.to_owned()).await
     }
 
-    /// Deletes the session and (by cascade) its history and lease; `false` when it did not
+    /// Deletes the session and (by cascade) its history, file records and lease; `false` when it did not
     /// exist.
     pub async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
         timed_write(self.backend.delete_session(id.to_owned())).await
     }
 
-    /// Writes a whole session as it was elsewhere (`store copy`): its row and every turn, in
-    /// one transaction; an existing id is [`StoreError::SessionExists`].
+    /// Writes a whole session as it was elsewhere (`store copy`): its row, every turn and its
+    /// recorded files, in one transaction; an existing id is [`StoreError::SessionExists`].
     pub async fn import_session(
         &self,
         rec: SessionRecord,
         turns: Vec<StoredTurn>,
+        files: Vec<SessionFile>,
     ) -> Result<(), StoreError> {
-        self.backend.import_session(rec, turns).await
+        self.backend.import_session(rec, turns, files).await
+    }
+
+    /// The session's uploads and delivered files ([`files`]), by turn.
+    pub async fn files(&self, id: &str) -> Result<Vec<SessionFile>, StoreError> {
+        self.backend.files(id.to_owned()).await
     }
 
     /// Claims `session` for `holder` for `ttl_ms` (see [`lease`]).
@@ -311,12 +319,14 @@ impl Store {
     }
 }
 
-/// One turn to append: its entries, how it ended, and the lease it is written under.
+/// One turn to append: its entries, how it ended, the files it wrote or delivered, and the
+/// lease it is written under.
 #[derive(Debug, Clone)]
 pub struct NewTurn {
     pub session: String,
     pub entries: Vec<StoredEntry>,
     pub stop_reason: Option<String>,
+    pub files: Vec<SessionFile>,
     pub fence: Option<Fence>,
 }
 
@@ -326,6 +336,7 @@ impl NewTurn {
             session: session.to_owned(),
             entries,
             stop_reason: None,
+            files: Vec::new(),
             fence: None,
         }
     }

@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::json;
 use support::postgres::TestDb;
 use zeroclaw::store::{
-    Fence, Holder, LeaseError, Location, NewTurn, SessionRecord, Store, StoreError, StoredEntry,
-    copy,
+    Fence, Holder, LeaseError, Location, NewTurn, SessionFile, SessionRecord, Store, StoreError,
+    StoredEntry, copy, files,
 };
 
 /// A store of one backend and whatever keeps it alive.
@@ -244,7 +244,12 @@ async fn copy_round_trips_to_the_other_backend(o: Opened) {
             .unwrap();
         }
     }
-    s.append_turn("b", vec![entry("user", 9)]).await.unwrap();
+    let mut turn = NewTurn::new("b", vec![entry("user", 9)]);
+    turn.files = vec![
+        SessionFile::new(files::UPLOAD, "uploads/ab.png".into(), "ab".repeat(32), 7),
+        SessionFile::new(files::DELIVERED, "out/r.pdf".into(), "cd".repeat(32), 9),
+    ];
+    s.write_turn(turn).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let other = match &o.db {
         // From PostgreSQL to SQLite, and from SQLite to PostgreSQL when a server is there.
@@ -260,7 +265,8 @@ async fn copy_round_trips_to_the_other_backend(o: Opened) {
         },
     };
     let copied = copy::copy_all(s, &other).await.unwrap();
-    assert_eq!((copied.sessions, copied.turns, copied.entries), (3, 10, 19));
+    let counts = (copied.sessions, copied.turns, copied.entries, copied.files);
+    assert_eq!(counts, (3, 10, 19, 2));
     assert_same(s, &other).await;
     let again = copy::copy_all(s, &other).await;
     assert!(
@@ -278,6 +284,11 @@ async fn assert_same(a: &Store, b: &Store) {
         assert_eq!(
             a.turns(id).await.unwrap(),
             b.turns(id).await.unwrap(),
+            "{id}"
+        );
+        assert_eq!(
+            a.files(id).await.unwrap(),
+            b.files(id).await.unwrap(),
             "{id}"
         );
     }

@@ -6,6 +6,7 @@
 //! Without `sslmode` in the URL, a host that is not loopback or a Unix socket requires TLS: a
 //! store reached over a network never silently falls back to plain text.
 
+mod files;
 mod meta;
 mod queries;
 mod schema;
@@ -16,6 +17,7 @@ use futures::future::BoxFuture;
 
 use super::backend::Backend;
 use super::client_meta::{ClientColumn, ClientSettings, ListQuery, ListedSession};
+use super::files::SessionFile;
 use super::lease::Request;
 use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredEntry, StoredTurn};
 
@@ -139,9 +141,20 @@ impl Backend for PgBackend {
         async move { queries::delete_session(&**self.client().await?, &id).await }.boxed()
     }
 
-    fn import_session(&self, rec: SessionRecord, turns: Vec<StoredTurn>) -> Answer<'_, ()> {
-        async move { queries::import_session(&mut self.client().await?, &rec, &turns).await }
-            .boxed()
+    fn import_session(
+        &self,
+        rec: SessionRecord,
+        turns: Vec<StoredTurn>,
+        files: Vec<SessionFile>,
+    ) -> Answer<'_, ()> {
+        async move {
+            queries::import_session(&mut self.client().await?, &rec, &turns, &files).await
+        }
+        .boxed()
+    }
+
+    fn files(&self, id: String) -> Answer<'_, Vec<SessionFile>> {
+        async move { files::list(&**self.client().await?, &id).await }.boxed()
     }
 
     fn acquire_lease(&self, request: Request) -> Answer<'_, Fence> {

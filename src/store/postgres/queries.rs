@@ -7,6 +7,7 @@ use tokio_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::pg_error;
+use crate::store::files::SessionFile;
 use crate::store::lease::{Fence, LeaseError, Request};
 use crate::store::{
     NewTurn, SessionRecord, SessionSummary, StoreError, StoredEntry, StoredTurn, now_ms,
@@ -128,6 +129,7 @@ pub async fn append_turn(
         now,
     )
     .await?;
+    super::files::insert(&*tx, id, &turn.files, Some(number), now).await?;
     tx.commit().await.map_err(pg_error)
 }
 
@@ -190,6 +192,7 @@ pub async fn import_session(
     client: &mut deadpool_postgres::Object,
     rec: &SessionRecord,
     turns: &[StoredTurn],
+    files: &[SessionFile],
 ) -> Result<(), StoreError> {
     let tx = client.transaction().await.map_err(pg_error)?;
     insert_session(&*tx, rec).await?;
@@ -205,6 +208,7 @@ pub async fn import_session(
         )
         .await?;
     }
+    super::files::insert(&*tx, &rec.id, files, None, rec.last_activity).await?;
     tx.commit().await.map_err(pg_error)
 }
 

@@ -64,6 +64,18 @@ const MIGRATIONS: &[&str] = &[
         prev_hash TEXT NOT NULL,
         hash      TEXT NOT NULL
     );",
+    // 6 -> 7: the digests of a session's uploads and delivered files (`store::files`).
+    "CREATE TABLE session_files (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        turn       BIGINT NOT NULL,
+        seq        BIGINT NOT NULL,
+        kind       TEXT NOT NULL,
+        path       TEXT NOT NULL,
+        sha256     TEXT NOT NULL,
+        size       BIGINT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (session_id, turn, seq)
+    );",
 ];
 
 /// Brings the database to the newest version over one connection; refuses a newer one.

@@ -4,6 +4,7 @@
 //! [`queries`] holds the SQL.
 
 mod client_meta;
+mod files;
 mod options;
 mod queries;
 mod schema;
@@ -16,6 +17,7 @@ use futures::future::BoxFuture;
 
 use super::backend::Backend;
 use super::client_meta::{ClientColumn, ClientSettings, ListQuery, ListedSession};
+use super::files::SessionFile;
 use super::lease::Request;
 use super::{Fence, NewTurn, SessionRecord, SessionSummary, StoreError, StoredEntry, StoredTurn};
 
@@ -71,10 +73,19 @@ impl Backend for SqliteBackend {
             .boxed()
     }
 
-    fn import_session(&self, rec: SessionRecord, turns: Vec<StoredTurn>) -> Answer<'_, ()> {
+    fn import_session(
+        &self,
+        rec: SessionRecord,
+        turns: Vec<StoredTurn>,
+        files: Vec<SessionFile>,
+    ) -> Answer<'_, ()> {
         self.worker
-            .run(move |c| queries::import_session(c, &rec, &turns))
+            .run(move |c| queries::import_session(c, &rec, &turns, &files))
             .boxed()
+    }
+
+    fn files(&self, id: String) -> Answer<'_, Vec<SessionFile>> {
+        self.worker.run(move |c| files::list(c, &id)).boxed()
     }
 
     fn acquire_lease(&self, request: Request) -> Answer<'_, Fence> {

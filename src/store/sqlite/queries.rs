@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
+use crate::store::files::SessionFile;
 use crate::store::lease::{Fence, LeaseError, Request};
 use crate::store::{
     NewTurn, SessionRecord, SessionSummary, StoreError, StoredEntry, StoredTurn, now_ms,
@@ -116,6 +117,7 @@ pub fn append_turn(conn: &mut Connection, turn: &NewTurn) -> Result<(), StoreErr
         turn.stop_reason.as_deref(),
         now,
     )?;
+    super::files::insert(&tx, id, &turn.files, Some(number), now)?;
     tx.commit()?;
     Ok(())
 }
@@ -170,6 +172,7 @@ pub fn import_session(
     conn: &mut Connection,
     rec: &SessionRecord,
     turns: &[StoredTurn],
+    files: &[SessionFile],
 ) -> Result<(), StoreError> {
     let tx = conn.transaction()?;
     insert_session(&tx, rec)?;
@@ -184,6 +187,7 @@ pub fn import_session(
             rec.last_activity,
         )?;
     }
+    super::files::insert(&tx, &rec.id, files, None, rec.last_activity)?;
     tx.commit()?;
     Ok(())
 }

@@ -56,6 +56,18 @@ const MIGRATIONS: &[&str] = &[
     // audit log keeps its own file (`audit.db`, `crate::audit::store`), so the versions stay
     // equal and mean the same schema on both backends.
     "",
+    // 6 -> 7: the digests of a session's uploads and delivered files (`store::files`).
+    "CREATE TABLE session_files (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        turn       INTEGER NOT NULL,
+        seq        INTEGER NOT NULL,
+        kind       TEXT NOT NULL,
+        path       TEXT NOT NULL,
+        sha256     TEXT NOT NULL,
+        size       INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, turn, seq)
+    ) WITHOUT ROWID;",
 ];
 
 /// Opens (creating parent directories) and migrates the database at `path`.

@@ -1,0 +1,47 @@
+//! The SQL of `session_files` on SQLite (see [`crate::store::files`]).
+
+use rusqlite::{Connection, Transaction, params};
+
+use crate::store::StoreError;
+use crate::store::files::SessionFile;
+
+/// Inserts `files` as turn `number`'s (or, with `number` `None`, each at its own turn and
+/// time, as copied from another store).
+pub fn insert(
+    tx: &Transaction<'_>,
+    id: &str,
+    files: &[SessionFile],
+    number: Option<i64>,
+    now: i64,
+) -> Result<(), StoreError> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO session_files (session_id, turn, seq, kind, path, sha256, size, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for (seq, f) in files.iter().enumerate() {
+        let (turn, at) = number.map_or((f.turn, f.created_at), |n| (n, now));
+        insert.execute(params![
+            id, turn, seq as i64, f.kind, f.path, f.sha256, f.size, at
+        ])?;
+    }
+    Ok(())
+}
+
+/// The session's files, by turn then in the order they were recorded.
+pub fn list(conn: &mut Connection, id: &str) -> Result<Vec<SessionFile>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT turn, kind, path, sha256, size, created_at FROM session_files
+         WHERE session_id = ?1 ORDER BY turn, seq",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok(SessionFile {
+            turn: r.get(0)?,
+            kind: r.get(1)?,
+            path: r.get(2)?,
+            sha256: r.get(3)?,
+            size: r.get(4)?,
+            created_at: r.get(5)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
