@@ -3,10 +3,15 @@
 //! the same `read_bytes` op (the daemon never opens a user's file itself) — and hashed again.
 //! Only bytes that still hash to the tool's digest become the `resource` blob; a file swapped
 //! in between fails the call with the reason, and nothing is attached or stored.
+//! [`Recording`] lists each file attached during a turn, for the store's record of the turn.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use serde_json::{Value, json};
 
+use crate::store::{SessionFile, files};
 use crate::tools::deliver_file::{Delivery, read_confined};
 use crate::tools::{BoxFuture, Embedder, ToolContext, ToolError};
 
@@ -46,6 +51,61 @@ impl Embedder for ConfinedEmbedder {
                 .await
                 .map_err(|e| ToolError(format!("cannot write the resource under uploads/: {e}")))
         })
+    }
+}
+
+/// A turn's embedder: `inner`'s, recording each file it attached (with the digest it was
+/// checked against) relative to the session's workspace.
+pub struct Recording {
+    inner: Arc<dyn Embedder>,
+    cwd: PathBuf,
+    delivered: Mutex<Vec<SessionFile>>,
+}
+
+impl Recording {
+    pub fn new(inner: Arc<dyn Embedder>, cwd: PathBuf) -> Arc<Recording> {
+        Arc::new(Recording {
+            inner,
+            cwd,
+            delivered: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The files attached so far, in order (each once), leaving none.
+    pub fn take(&self) -> Vec<SessionFile> {
+        std::mem::take(&mut *self.delivered.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Embedder for Recording {
+    fn embed<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        delivery: &'a Delivery,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let item = self.inner.embed(ctx, delivery).await?;
+            let path = super::materialize::workspace_relative(&self.cwd, &delivery.path);
+            let mut delivered = self.delivered.lock().unwrap_or_else(|e| e.into_inner());
+            if !delivered
+                .iter()
+                .any(|f| f.path == path && f.sha256 == delivery.sha256)
+            {
+                let (sha256, size) = (delivery.sha256.clone(), delivery.size);
+                delivered.push(SessionFile::new(files::DELIVERED, path, sha256, size));
+            }
+            Ok(item)
+        })
+    }
+
+    fn store_blob<'a>(
+        &'a self,
+        cwd: &'a std::path::Path,
+        bytes: &'a [u8],
+        uri: &'a str,
+        mime: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<std::path::PathBuf, ToolError>> {
+        self.inner.store_blob(cwd, bytes, uri, mime)
     }
 }
 

@@ -2,7 +2,8 @@
 //! 10 MiB decoded limit, images by [`super::images::check`]) without touching the disk;
 //! [`write`] then stores blobs under `<cwd>/uploads/<sha256>.<ext>` and joins all parts with
 //! blank lines, documents as `[Document: <path>]` markers and images as `[IMAGE: <path>]`
-//! markers that the prompt's [`Prompt::images`] refer to.
+//! markers that the prompt's [`Prompt::images`] refer to. Each blob written is listed in
+//! [`Prompt::files`], for the store's record of the turn.
 
 use std::path::Path;
 
@@ -15,6 +16,7 @@ use tokio::io::AsyncWriteExt;
 use super::images::{self, ImageType};
 use crate::agent::prompt_images::{ImageRef, LoadedImages, image_marker};
 use crate::rpc::RpcError;
+use crate::store::{SessionFile, files};
 
 /// Largest decoded blob accepted.
 pub const MAX_BLOB_BYTES: usize = 10 * 1024 * 1024;
@@ -47,6 +49,36 @@ pub struct Prompt {
     pub images: Vec<ImageRef>,
     /// The images' bytes (read once here, not again for this turn).
     pub loaded: LoadedImages,
+    /// The blobs written under `uploads/`, once each.
+    pub files: Vec<SessionFile>,
+}
+
+impl Prompt {
+    /// Lists a blob written at `path` for the turn's store record (once per file).
+    fn uploaded(&mut self, cwd: &Path, path: &Path, bytes: &[u8]) {
+        let relative = workspace_relative(cwd, path);
+        if self.files.iter().any(|f| f.path == relative) {
+            return;
+        }
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        let file = SessionFile::new(files::UPLOAD, relative, sha256, bytes.len() as u64);
+        self.files.push(file);
+    }
+}
+
+/// `path` relative to the workspace `cwd` (as given when it lies outside it).
+pub(crate) fn workspace_relative(cwd: &Path, path: &Path) -> String {
+    if let Ok(relative) = path.strip_prefix(cwd) {
+        return relative.display().to_string();
+    }
+    // The policy resolves symlinks in a path; the session's cwd may be one.
+    let canonical = (std::fs::canonicalize(cwd), std::fs::canonicalize(path));
+    if let (Ok(cwd), Ok(path)) = &canonical
+        && let Ok(relative) = path.strip_prefix(cwd)
+    {
+        return relative.display().to_string();
+    }
+    path.display().to_string()
 }
 
 /// Validates a `prompt` (a string or an array of content blocks).
@@ -205,10 +237,12 @@ pub async fn write(parts: Vec<Part>, cwd: &Path) -> Result<Prompt, RpcError> {
             Part::Text(text) => texts.push(text),
             Part::Blob { bytes, ext } => {
                 let path = store_blob(cwd, &bytes, &ext).await.map_err(stored)?;
+                prompt.uploaded(cwd, &path, &bytes);
                 texts.push(format!("[Document: {}]", path.display()));
             }
             Part::Image { bytes, kind } => {
                 let path = store_blob(cwd, &bytes, kind.ext()).await.map_err(stored)?;
+                prompt.uploaded(cwd, &path, &bytes);
                 texts.push(image_marker(&path));
                 let sha256 = hex::encode(Sha256::digest(&bytes));
                 if !prompt.loaded.contains_key(&sha256) {

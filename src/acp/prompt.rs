@@ -1,6 +1,6 @@
 //! `session/prompt`: validates the prompt, claims the session (-32003 when busy), writes
 //! attachments, sends images natively when the session's model takes them, runs the turn with `session/update`s streamed to the caller, stores the turn
-//! in one transaction, then answers `{sessionId, stopReason, content}` with the turn's token
+//! in one transaction (with the digests of the turn's uploads and delivered files), then answers `{sessionId, stopReason, content}` with the turn's token
 //! totals in `_meta.zeroclaw.usage`. A `$/cancel_request`
 //! for the prompt cancels the turn exactly as `session/cancel` does.
 
@@ -11,10 +11,10 @@ use tracing::Instrument;
 
 use super::session::Session;
 use super::updates::PeerSink;
-use super::{Connection, commands, config_options, materialize, params, permission, titles};
+use super::{Connection, commands, config_options, embed, materialize, params, permission, titles};
 use crate::agent::{TurnOutcome, TurnRequest, run_turn, usage};
 use crate::rpc::{Peer, RpcError};
-use crate::store::{NewTurn, StoreError};
+use crate::store::{NewTurn, SessionFile, StoreError};
 use crate::tools::ToolContext;
 
 pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Value, RpcError> {
@@ -29,10 +29,13 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     let server = &conn.server;
     let fence = super::lease::for_turn(&server.leases, server.store.as_ref(), &session.id).await?;
     let title = titles::for_first_turn(&session, &parts);
-    let prompt = materialize::write(parts, &session.cwd).await?;
+    let mut prompt = materialize::write(parts, &session.cwd).await?;
     let models = config_options::models(conn, &session).await;
     let options = config_options::effective(&session, &models);
+    let uploads = std::mem::take(&mut prompt.files);
     let request = turn_request(conn, &session, options, prompt).await?;
+    let env = permission::tool_env(conn, &session, peer.clone());
+    let delivered = embed::Recording::new(env.embedder.clone(), session.cwd.clone());
     let ctx = ToolContext {
         session_id: session.id.clone(),
         cwd: session.cwd.clone(),
@@ -42,7 +45,7 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         }),
         cancel: guard.cancel.clone(),
         call_id: String::new(),
-        env: permission::tool_env(conn, &session, peer.clone()),
+        env: env.with_embedder(delivered.clone()),
     };
     let request = match commands::intercept(conn, &peer, &session, &ctx, request).await {
         commands::Flow::Turn(request) => request,
@@ -81,7 +84,8 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         tracing::warn!(session = %session.id, %error, "turn failed");
         RpcError::internal(error.to_string())
     })?;
-    persist(conn, &session, &outcome, fence).await?;
+    let files = uploads.into_iter().chain(delivered.take()).collect();
+    persist(conn, &session, &outcome, files, fence).await?;
     titles::announce(conn, &peer, &session, title).await;
     // The session is free for the next prompt now, but `session/stop` (which waits for the
     // turn) is answered only after this answer is queued.
@@ -142,6 +146,7 @@ async fn persist(
     conn: &Connection,
     session: &Session,
     outcome: &TurnOutcome,
+    files: Vec<SessionFile>,
     fence: Option<crate::store::Fence>,
 ) -> Result<(), RpcError> {
     if let Some(store) = &conn.server.store {
@@ -150,6 +155,7 @@ async fn persist(
             outcome.entries.iter().map(|e| e.to_stored()).collect(),
         );
         turn.stop_reason = Some(outcome.stop_reason.as_str().to_owned());
+        turn.files = files;
         turn.fence = fence;
         if let Err(error) = store.write_turn(turn).await {
             if matches!(error, StoreError::Lease(_)) {

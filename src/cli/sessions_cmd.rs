@@ -1,6 +1,7 @@
 //! `zeroclaw sessions list | show ID | delete ID`: the persisted ACP sessions, read from the
 //! same store `zeroclaw acp` writes (SQLite or PostgreSQL, per `[store] url`). `list` shows each session's owner (the principal
-//! that may load it); `show` prints the history turn by turn with how each turn ended.
+//! that may load it); `show` prints the recorded uploads and delivered files (kind, path, size,
+//! sha256) and the history turn by turn with how each turn ended.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -152,6 +153,15 @@ async fn show(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
     println!("history:       {entries} entries in {} turns", turns.len());
     if let Some(line) = usage_line(&turns) {
         println!("usage:         {line}");
+    }
+    let files = store.files(id).await.context("reading the file records")?;
+    if !files.is_empty() {
+        let columns = "kind, turn, path in the workspace, size in bytes, sha256";
+        println!("files:         {} ({columns})", files.len());
+    }
+    for file in &files {
+        let (kind, path, size, sha) = (&file.kind, &file.path, file.size, &file.sha256);
+        println!("  {kind:<10} turn {:<4} {path}  {size}  {sha}", file.turn);
     }
     let mut n = 0;
     for turn in &turns {

@@ -140,6 +140,19 @@ pub trait PolicySource: Send + Sync {
 }
 
 impl ToolEnv {
+    /// The same environment with `embedder` embedding delivered files.
+    pub fn with_embedder(&self, embedder: Arc<dyn Embedder>) -> Arc<ToolEnv> {
+        Arc::new(ToolEnv {
+            policy: self.policy.clone(),
+            approvals: self.approvals.clone(),
+            asker: self.asker.clone(),
+            embedder,
+            audit: self.audit.clone(),
+            files: self.files.clone(),
+            levels: self.levels.clone(),
+        })
+    }
+
     /// The environment of the session's next tool call: the same, with the policy as of now
     /// when the session's mode changed since this one was built.
     pub fn for_next_call(self: &Arc<Self>) -> Arc<ToolEnv> {

@@ -12,4 +12,5 @@ mod full_shell;
 mod injection;
 mod policy_approval;
 mod policy_levels;
+mod session_files;
 mod tools_e2e;
