@@ -102,6 +102,16 @@ pub struct Row {
     pub hash: String,
 }
 
+impl Row {
+    /// The `time_ms` of the row's body (0 when it has none).
+    pub fn time_ms(&self) -> i64 {
+        serde_json::from_str::<Value>(&self.body)
+            .ok()
+            .and_then(|b| b["time_ms"].as_i64())
+            .unwrap_or(0)
+    }
+}
+
 /// Where and why the chain breaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Broken {

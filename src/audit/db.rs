@@ -177,11 +177,3 @@ pub fn copy(from: &Target, to: &Target) -> Result<usize, String> {
     target.insert_rows(&rows)?;
     Ok(rows.len())
 }
-
-/// The `time_ms` of a stored row's body (0 when it has none).
-pub(crate) fn time_of(row: &Row) -> i64 {
-    serde_json::from_str::<Value>(&row.body)
-        .ok()
-        .and_then(|b| b["time_ms"].as_i64())
-        .unwrap_or(0)
-}

@@ -127,7 +127,7 @@ impl PgLog {
                      VALUES ($1, $2, $3, $4, $5)",
                     &[
                         &row.seq,
-                        &super::db::time_of(row),
+                        &row.time_ms(),
                         &row.body,
                         &row.prev_hash,
                         &row.hash,

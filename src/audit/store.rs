@@ -153,13 +153,7 @@ pub fn insert_rows(conn: &mut Connection, rows: &[Row]) -> Result<(), String> {
     for row in rows {
         tx.execute(
             "INSERT INTO records (seq, time_ms, body, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                row.seq,
-                super::db::time_of(row),
-                row.body,
-                row.prev_hash,
-                row.hash
-            ],
+            params![row.seq, row.time_ms(), row.body, row.prev_hash, row.hash],
         )
         .map_err(|e| e.to_string())?;
     }
