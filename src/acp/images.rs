@@ -1,6 +1,6 @@
 //! Prompt images. What is accepted: PNG, JPEG, GIF and WebP, the type sniffed from the bytes
-//! and matching the block's label ([`check`]; the 10 MiB limit is the blobs' own, applied by
-//! `materialize` while decoding). What is sent again: [`load`] reads a history's stored images
+//! and matching the block's label ([`check`]; the 10 MiB limit, [`MAX_BLOB_BYTES`], is every
+//! blob's, applied by `materialize` while decoding). What is sent again: [`load`] reads a history's stored images
 //! back from the session's `uploads/` for a turn or a replay, and uses only a regular file
 //! there (opened without following a link, never blocking on a FIFO) whose bytes still hash
 //! to the stored digest and still are the stored type; any other is logged and stays its
@@ -12,11 +12,14 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
-use super::materialize::MAX_BLOB_BYTES;
 use crate::agent::Entry;
 use crate::agent::prompt_images::{ImageRef, LoadedImages};
 use crate::provider::ImageData;
 use crate::rpc::RpcError;
+
+/// Largest decoded blob accepted (every prompt blob, images included; `materialize` applies it
+/// while decoding, [`load`] when reading a stored image back).
+pub const MAX_BLOB_BYTES: usize = 10 * 1024 * 1024;
 
 /// An image type a prompt may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

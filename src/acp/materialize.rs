@@ -13,13 +13,11 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
+use super::images::MAX_BLOB_BYTES;
 use super::images::{self, ImageType};
 use crate::agent::prompt_images::{ImageRef, LoadedImages, image_marker};
 use crate::rpc::RpcError;
 use crate::store::{SessionFile, files};
-
-/// Largest decoded blob accepted.
-pub const MAX_BLOB_BYTES: usize = 10 * 1024 * 1024;
 
 const BASE64: GeneralPurpose = GeneralPurpose::new(
     &base64::alphabet::STANDARD,
