@@ -38,21 +38,6 @@ fn setup(port: u16, answer: &str) -> Setup {
         ))
 }
 
-fn have_curl() -> bool {
-    let found = std::process::Command::new("sh")
-        .args(["-c", "command -v curl"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "CI=true requires curl"
-        );
-        eprintln!("SKIP: curl is not installed");
-    }
-    found
-}
-
 fn fetch(s: &Scene, port: u16, path: &str) -> tools_support::Outcome {
     let command = format!(
         "curl -sS -o /dev/null -w 'status %{{http_code}}\\n' http://pkg.example:{port}/{path}"
@@ -75,7 +60,7 @@ fn asked(requests: &[Value]) -> Vec<String> {
 
 #[test]
 fn an_unlisted_host_is_asked_allowed_once_asked_again_then_allowed_always_across_a_restart() {
-    if !backend_available("namespaces") || !have_curl() {
+    if !backend_available("namespaces") || !support::have_program("curl") {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -137,7 +122,7 @@ fn an_unlisted_host_is_asked_allowed_once_asked_again_then_allowed_always_across
 
 #[test]
 fn a_rejected_host_is_refused_with_the_rejection_and_the_upstream_sees_nothing() {
-    if !backend_available("namespaces") || !have_curl() {
+    if !backend_available("namespaces") || !support::have_program("curl") {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -162,7 +147,7 @@ fn a_rejected_host_is_refused_with_the_rejection_and_the_upstream_sees_nothing()
 
 #[test]
 fn concurrent_connections_to_one_unlisted_host_ask_once() {
-    if !backend_available("namespaces") || !have_curl() {
+    if !backend_available("namespaces") || !support::have_program("curl") {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -207,7 +192,7 @@ fn concurrent_connections_to_one_unlisted_host_ask_once() {
 
 #[test]
 fn an_unanswered_question_refuses_after_the_approval_timeout() {
-    if !backend_available("namespaces") || !have_curl() {
+    if !backend_available("namespaces") || !support::have_program("curl") {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -27,24 +27,9 @@ fn network(allow: &str, port: u16) -> String {
     )
 }
 
-fn have_curl() -> bool {
-    let found = std::process::Command::new("sh")
-        .args(["-c", "command -v curl"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "CI=true requires curl"
-        );
-        eprintln!("SKIP: curl is not installed");
-    }
-    found
-}
-
 #[test]
 fn a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused() {
-    if !backend_available("namespaces") || !have_curl() {
+    if !backend_available("namespaces") || !support::have_program("curl") {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -99,7 +84,7 @@ fn open_fds(pid: u32) -> usize {
 
 #[test]
 fn two_agents_with_different_allowlists_running_at_once_keep_their_own() {
-    if !backend_available("namespaces") || !have_curl() {
+    if !backend_available("namespaces") || !support::have_program("curl") {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();

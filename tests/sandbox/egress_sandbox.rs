@@ -120,17 +120,6 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn have(program: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        support::require_feature(&format!("{program} is not installed"));
-    }
-    found
-}
-
 struct Setup {
     _dirs: [tempfile::TempDir; 3],
     cfg: std::path::PathBuf,
@@ -185,9 +174,9 @@ fn bare_repo(served: &Path) {
 #[test]
 fn an_allowed_name_works_through_curl_python_and_git() {
     if !Backend::Namespaces.available("egress proxy")
-        || !have("curl")
-        || !have("python3")
-        || !have("git")
+        || !support::have_program("curl")
+        || !support::have_program("python3")
+        || !support::have_program("git")
     {
         return;
     }
@@ -229,7 +218,7 @@ fn an_allowed_name_works_through_curl_python_and_git() {
 
 #[test]
 fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream() {
-    if !Backend::Namespaces.available("egress proxy") || !have("curl") {
+    if !Backend::Namespaces.available("egress proxy") || !support::have_program("curl") {
         return;
     }
     let s = setup();
@@ -260,7 +249,7 @@ fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream() {
 
 #[test]
 fn a_direct_connect_or_a_dns_query_finds_no_route() {
-    if !Backend::Namespaces.available("egress proxy") || !have("python3") {
+    if !Backend::Namespaces.available("egress proxy") || !support::have_program("python3") {
         return;
     }
     let s = setup();
@@ -301,7 +290,7 @@ EOF"#;
 
 #[test]
 fn concurrent_runs_with_different_policies_keep_their_own_allowances() {
-    if !Backend::Namespaces.available("egress proxy") || !have("curl") {
+    if !Backend::Namespaces.available("egress proxy") || !support::have_program("curl") {
         return;
     }
     let s = setup();

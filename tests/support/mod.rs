@@ -17,3 +17,6 @@ pub mod ws_daemon;
 pub mod ws_transport;
 
 pub use require_feature::require_feature;
+// Only the binaries with tools that need a program use it.
+#[allow(unused_imports)]
+pub use require_feature::have_program;

@@ -13,3 +13,17 @@ pub fn require_feature(reason: &str) {
     );
     eprintln!("SKIP: {reason}");
 }
+
+/// Whether `program` is on `PATH`; when it is not, [`require_feature`] says so (a skip, or a
+/// failure on CI).
+#[allow(dead_code)]
+pub fn have_program(program: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        require_feature(&format!("{program} is not installed"));
+    }
+    found
+}
