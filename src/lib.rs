@@ -4,6 +4,8 @@
 //! `tools`}; `store` and `config` are used from above; every tool execution goes through the
 //! `zeroclaw-sandbox` crate.
 
+#![forbid(unsafe_code)]
+
 pub mod acp;
 pub mod agent;
 pub mod audit;

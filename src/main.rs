@@ -1,6 +1,8 @@
 //! The `zeroclaw` command line: `acp` (the ACP server on stdio), `daemon` (ACP over
 //! WebSocket), `token`, `config`, `sessions`, `audit`, `sandbox run`, `doctor`.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};

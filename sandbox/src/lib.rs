@@ -67,4 +67,7 @@ pub use error::{SandboxError, SetupError, Stage};
 pub use launcher::{Confined, End, Outcome, Stream};
 pub use profile::{EnvPolicy, Limits, Network, Profile};
 pub use sandbox::Sandbox;
+/// The socket-activated listeners systemd passed this process, adopted once (the `unsafe`
+/// step lives in the syscall layer).
+pub use sys::take_activated_fds;
 pub use wire::{Enforcement, ExitInfo};

@@ -1,6 +1,8 @@
 //! `zeroclaw-acp-bridge`: stdio ACP relayed to a running `zeroclaw daemon` (see
 //! `zeroclaw::gateway::bridge`). stdout carries ACP only; messages go to stderr.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

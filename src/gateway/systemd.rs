@@ -3,7 +3,6 @@
 //! `STATUS=`, `WATCHDOG=1` at half `WATCHDOG_USEC`, `STOPPING=1`). Without `NOTIFY_SOCKET`
 //! every message is a no-op.
 
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use sd_notify::NotifyState;
@@ -13,25 +12,17 @@ use super::listen::{self, Listener};
 /// The activated sockets, whatever their names (`acp`, `acp-tcp`, ...); empty when the
 /// process was not socket-activated. Call once, before any thread exists.
 pub fn take_activated() -> anyhow::Result<Vec<Listener>> {
-    let fds = sd_notify::listen_fds_with_names()
+    let fds = zeroclaw_sandbox::take_activated_fds()
         .map_err(|e| anyhow::anyhow!("reading LISTEN_FDS: {e}"))?;
     let mut listeners = Vec::new();
     for (fd, name) in fds {
-        let listener = listen::from_activated(owned(fd))
-            .map_err(|e| e.context(format!("activated socket `{name}` (fd {fd})")))?;
+        let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+        let listener = listen::from_activated(fd)
+            .map_err(|e| e.context(format!("activated socket `{name}` (fd {raw})")))?;
         tracing::info!(name, address = %listener.describe(), "using an activated socket");
         listeners.push(listener);
     }
     Ok(listeners)
-}
-
-/// Takes ownership of a descriptor passed by systemd.
-#[allow(unsafe_code)]
-fn owned(fd: std::os::fd::RawFd) -> OwnedFd {
-    // SAFETY: `sd_notify::listen_fds_with_names` yields the descriptors systemd passed to this
-    // process (3..3+LISTEN_FDS, checked against LISTEN_PID); nothing else in the process owns
-    // them, and `take_activated` runs once, so each becomes exactly one OwnedFd.
-    unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
 fn notify(state: &[NotifyState]) {

@@ -2,6 +2,7 @@
 //! safely, split by concern. The only module of the crate allowed `unsafe` (the crate root
 //! denies it everywhere else); each `unsafe` block here says why it is sound.
 
+mod activation;
 mod at;
 mod fd;
 mod mount;
@@ -13,6 +14,7 @@ mod seccomp;
 mod stack;
 mod userns;
 
+pub use activation::*;
 pub use at::*;
 pub use fd::*;
 pub use mount::*;
