@@ -38,7 +38,7 @@ fn main() {
     let work = tempfile::tempdir().expect("workspace");
     println!(
         "zeroclaw acp benchmarks ({})",
-        env!("CARGO_BIN_EXE_zeroclaw")
+        common::binary().to_string_lossy()
     );
     cold_start(config.path());
     let session = turns_and_load(config.path(), work.path());
@@ -119,7 +119,7 @@ fn cold_start(config_dir: &Path) {
         baseline.push(start.elapsed());
 
         let start = Instant::now();
-        Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        Command::new(common::binary())
             .arg("--version")
             .stdout(Stdio::null())
             .status()

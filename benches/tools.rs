@@ -3,7 +3,8 @@
 //! `shell` with `true`, each confined by the sandbox, against doing the same directly in this
 //! process (`std::fs::read`; spawning `/bin/true`) in the same run. To isolate the tool part,
 //! the same turn shape with `todo_write` (a tool that runs no child) and a turn with no tool
-//! call are measured too. Medians; ratios printed, nothing asserted.
+//! call are measured too. Medians; ratios printed, nothing asserted. `ZEROCLAW_BIN` measures
+//! another build of `zeroclaw` (e.g. an older commit's) with this bench's code.
 
 #[allow(dead_code)]
 mod common;
@@ -36,7 +37,7 @@ fn main() {
     acp.call("initialize", json!({"protocolVersion": 1}));
     println!(
         "tool-call overhead ({}), medians of {RUNS}",
-        env!("CARGO_BIN_EXE_zeroclaw")
+        common::binary().to_string_lossy()
     );
 
     let kinds = [

@@ -33,10 +33,16 @@ pub struct Acp {
     next_id: u64,
 }
 
+/// The `zeroclaw` binary measured: this build's, or `ZEROCLAW_BIN` (to measure another
+/// build, e.g. an older commit's, with the same bench code).
+pub fn binary() -> std::ffi::OsString {
+    std::env::var_os("ZEROCLAW_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_zeroclaw").into())
+}
+
 impl Acp {
     /// Spawns it with `config_dir` as config directory and cwd, plus `env` overrides.
     pub fn spawn(config_dir: &Path, base_url: &str, env: &[(&str, &str)]) -> Acp {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        let mut child = Command::new(binary())
             .arg("acp")
             .env("ZEROCLAW_CONFIG_DIR", config_dir)
             .env("ZEROCLAW_providers__local__kind", "openai")
