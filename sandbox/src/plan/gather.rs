@@ -73,8 +73,10 @@ impl HostFacts {
             Vec::new()
         };
         if root && backend != Backend::None {
-            // A new network namespace has its own `/proc/sys/net`, not the host's.
-            facts.proc_private = scan::proc_private(profile.network != Network::Deny);
+            // A new network namespace (deny, and proxy's with only `lo`) has its own
+            // `/proc/sys/net`, not the host's: bwrap could not even mask the host's entries
+            // that it lacks.
+            facts.proc_private = scan::proc_private(profile.network == Network::Allow);
             for toolchain in toolchain_roots(profile, &facts) {
                 if namespaced && unowned.contains(&toolchain) {
                     continue; // attached idmapped: the helper scans it only if that fails

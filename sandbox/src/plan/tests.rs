@@ -300,6 +300,31 @@ fn proc_private_lists_root_only_proc_files() {
     assert!(with_net.len() >= base.len());
 }
 
+/// Only a child that keeps the host network sees the host's `/proc/sys/net`: a proxy call's
+/// namespace (only `lo`) lacks some of its files, which bwrap would fail to mask.
+#[test]
+fn only_the_host_network_masks_the_host_networks_proc_files() {
+    if !nix::unistd::geteuid().is_root() {
+        return; // proc_private is gathered for a root launcher only
+    }
+    let (_d, p) = ws();
+    let net = |network: Network| {
+        HostFacts::gather(Backend::Bubblewrap, &p.clone().network(network))
+            .proc_private
+            .iter()
+            .any(|f| f.starts_with("/proc/sys/net"))
+    };
+    assert!(!net(Network::Proxy));
+    assert!(!net(Network::Deny));
+    // The host's own may have no root-only file: nothing to compare against then.
+    if proc_private(true)
+        .iter()
+        .any(|f| f.starts_with("/proc/sys/net"))
+    {
+        assert!(net(Network::Allow));
+    }
+}
+
 #[test]
 fn subtract_leaves_out_symlinks_beside_the_denied_path() {
     let d = scratch();
