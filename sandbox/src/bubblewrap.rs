@@ -245,6 +245,21 @@ mod tests {
         assert!(!v.iter().any(|a| a == "--unshare-net"));
     }
 
+    /// The proxy's listeners are bound in bwrap's own network namespace (only `lo`).
+    #[test]
+    fn network_proxy_gets_a_network_namespace_of_its_own() {
+        let d = tempfile::tempdir().unwrap();
+        let p = Profile::for_workspace(d.path()).network(crate::profile::Network::Proxy);
+        let mut plan =
+            crate::plan::build_on_host(Backend::Bubblewrap, &p, vec!["true".into()], None);
+        crate::egress_plan::apply(Backend::Bubblewrap, &p, &mut plan).unwrap();
+        let v: Vec<String> = args(&plan, Path::new("/h"))
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        assert!(v.iter().any(|a| a == "--unshare-net"), "{v:?}");
+    }
+
     #[test]
     fn workspace_rw_system_ro_and_helper_runs_inner_stage() {
         let d = tempfile::tempdir().unwrap();

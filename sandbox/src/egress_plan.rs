@@ -1,7 +1,7 @@
 //! `network = proxy` in a call's plan (daemon side): which backends can do it (today the
-//! namespace backend; every other one refuses the profile with a clear error, never a silent
-//! fallback to deny or allow), the fixed listener ports inside the child's private network
-//! namespace, and the proxy variables of the command's environment.
+//! namespace and bubblewrap backends; every other one refuses the profile with a clear error,
+//! never a silent fallback to deny or allow), the fixed listener ports inside the child's
+//! private network namespace, and the proxy variables of the command's environment.
 
 use crate::backend::Backend;
 use crate::egress_fds::ProxyPorts;
@@ -52,11 +52,11 @@ pub(crate) fn apply(
     if profile.network != Network::Proxy {
         return Ok(());
     }
-    if backend != Backend::Namespaces {
+    if !matches!(backend, Backend::Namespaces | Backend::Bubblewrap) {
         return Err(SandboxError::Profile(format!(
             "network proxy is not available on the {backend} backend: only the namespaces \
-             backend routes a child through the egress proxy so far; use network deny or \
-             allow, or the namespaces backend"
+             and bubblewrap backends route a child through the egress proxy so far; use \
+             network deny or allow, or one of those backends"
         )));
     }
     plan.unshare_net = true;
@@ -92,25 +92,22 @@ mod tests {
     }
 
     #[test]
-    fn only_the_namespace_backend_plans_a_proxy_call() {
+    fn only_the_network_namespace_backends_plan_a_proxy_call() {
         let dir = tempfile::tempdir().unwrap();
         let profile = Profile::for_workspace(dir.path()).network(Network::Proxy);
-        let mut plan =
-            crate::plan::build_on_host(Backend::Namespaces, &profile, vec!["true".into()], None);
-        apply(Backend::Namespaces, &profile, &mut plan).unwrap();
-        assert!(plan.unshare_net);
-        assert_eq!(plan.egress, Some(PORTS));
-        assert!(
-            plan.env
-                .iter()
-                .any(|(k, v)| k == "HTTPS_PROXY" && v == "http://127.0.0.1:3128")
-        );
-        for backend in [
-            Backend::Bubblewrap,
-            Backend::Landlock,
-            Backend::Seatbelt,
-            Backend::None,
-        ] {
+        for backend in [Backend::Namespaces, Backend::Bubblewrap] {
+            let mut plan = crate::plan::build_on_host(backend, &profile, vec!["true".into()], None);
+            apply(backend, &profile, &mut plan).unwrap();
+            assert!(plan.unshare_net, "{backend:?}");
+            assert_eq!(plan.egress, Some(PORTS), "{backend:?}");
+            assert!(
+                plan.env
+                    .iter()
+                    .any(|(k, v)| k == "HTTPS_PROXY" && v == "http://127.0.0.1:3128"),
+                "{backend:?}"
+            );
+        }
+        for backend in [Backend::Landlock, Backend::Seatbelt, Backend::None] {
             let mut plan = crate::plan::build_on_host(backend, &profile, vec!["true".into()], None);
             match apply(backend, &profile, &mut plan) {
                 Err(SandboxError::Profile(msg)) => {

@@ -35,6 +35,10 @@ pub const GO_FD: RawFd = 6;
 /// go socket): readable once the launcher process has ended, however it ended and whoever
 /// still holds a copy of the lifeline's write end. Watched beside [`LIFELINE_FD`].
 pub const LAUNCHER_FD: RawFd = 7;
+/// Descriptor of a proxy call's plan socket in bubblewrap's inner stage (its helper's plan
+/// number carries the inner stage's plan instead): the stage binds the egress proxy's
+/// listeners in bwrap's network namespace and sends them back on it.
+pub const EGRESS_FD: RawFd = 8;
 
 // --- the zygote's descriptors and requests ------------------------------------------------
 

@@ -1,5 +1,6 @@
-//! `network = proxy` for real confined commands (`zeroclaw sandbox run --network proxy`, the
-//! namespaces rung): the child reaches an allowed name through zeroclaw's egress proxy with
+//! `network = proxy` for real confined commands (`zeroclaw sandbox run --network proxy`, on
+//! the namespaces and the bubblewrap rungs, one test each: `<case>::<backend>`): the child
+//! reaches an allowed name through zeroclaw's egress proxy with
 //! curl, python3's urllib and `git clone http://`; a denied name is refused naming the rule;
 //! a direct `connect()` and a DNS query find no route; two runs at once with different
 //! policies keep their own allowances; a rung that cannot do it refuses, never falling back.
@@ -15,6 +16,33 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 
 use sandbox_support::Backend;
+
+/// `on_proxy_rungs!(case, ...)`: one `#[test]` per rung that serves the proxy,
+/// `case::namespaces` and `case::bubblewrap`, each calling `case(backend)`.
+macro_rules! on_proxy_rungs {
+    ($($case:ident),* $(,)?) => {$(
+        mod $case {
+            use super::Backend;
+
+            #[test]
+            fn namespaces() {
+                super::$case(Backend::Namespaces);
+            }
+
+            #[test]
+            fn bubblewrap() {
+                super::$case(Backend::Bubblewrap);
+            }
+        }
+    )*};
+}
+
+on_proxy_rungs!(
+    an_allowed_name_works_through_curl_python_and_git,
+    a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream,
+    a_direct_connect_or_a_dns_query_finds_no_route,
+    concurrent_runs_with_different_policies_keep_their_own_allowances,
+);
 
 /// A static file server on loopback: serves files under its root, records each request path.
 struct Files {
@@ -171,9 +199,8 @@ fn bare_repo(served: &Path) {
     git(&["update-server-info"], &served.join("repo.git"));
 }
 
-#[test]
-fn an_allowed_name_works_through_curl_python_and_git() {
-    if !Backend::Namespaces.available("egress proxy")
+fn an_allowed_name_works_through_curl_python_and_git(backend: Backend) {
+    if !backend.available("egress proxy")
         || !support::have_program("curl")
         || !support::have_program("python3")
         || !support::have_program("git")
@@ -190,7 +217,7 @@ fn an_allowed_name_works_through_curl_python_and_git() {
          git clone -q http://files.example:{port}/repo.git clone; cat clone/README"
     );
     let out = run(
-        "namespaces",
+        backend.name(),
         &s.cfg,
         &s.ws,
         &["--allow-domain", "files.example"],
@@ -216,9 +243,8 @@ fn an_allowed_name_works_through_curl_python_and_git() {
     );
 }
 
-#[test]
-fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream() {
-    if !Backend::Namespaces.available("egress proxy") || !support::have_program("curl") {
+fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream(backend: Backend) {
+    if !backend.available("egress proxy") || !support::have_program("curl") {
         return;
     }
     let s = setup();
@@ -229,7 +255,7 @@ fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream() {
          echo socks=$?"
     );
     let out = run(
-        "namespaces",
+        backend.name(),
         &s.cfg,
         &s.ws,
         &["--allow-domain", "files.example"],
@@ -247,9 +273,8 @@ fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream() {
     assert!(s.files.seen().is_empty(), "{:?}", s.files.seen());
 }
 
-#[test]
-fn a_direct_connect_or_a_dns_query_finds_no_route() {
-    if !Backend::Namespaces.available("egress proxy") || !support::have_program("python3") {
+fn a_direct_connect_or_a_dns_query_finds_no_route(backend: Backend) {
+    if !backend.available("egress proxy") || !support::have_program("python3") {
         return;
     }
     let s = setup();
@@ -271,9 +296,11 @@ def dns():
 attempt('dns', dns)
 attempt('resolver', lambda: socket.getaddrinfo('files.example', 80))
 EOF"#;
-    let script = PROBE.replace("PORT", &port.to_string());
+    // And no descriptor of the hand-over (plan, socket) is left to the command: `ls` sees
+    // its stdio and the directory it reads.
+    let script = PROBE.replace("PORT", &port.to_string()) + "\necho fds=$(ls /proc/self/fd)";
     let out = run(
-        "namespaces",
+        backend.name(),
         &s.cfg,
         &s.ws,
         &["--allow-domain", "files.example"],
@@ -285,12 +312,12 @@ EOF"#;
     for what in ["direct", "dns", "resolver"] {
         assert!(stdout.contains(&format!("{what} refused")), "{what}: {all}");
     }
+    assert!(stdout.contains("fds=0 1 2 3\n"), "{all}");
     assert!(s.files.seen().is_empty(), "{:?}", s.files.seen());
 }
 
-#[test]
-fn concurrent_runs_with_different_policies_keep_their_own_allowances() {
-    if !Backend::Namespaces.available("egress proxy") || !support::have_program("curl") {
+fn concurrent_runs_with_different_policies_keep_their_own_allowances(backend: Backend) {
+    if !backend.available("egress proxy") || !support::have_program("curl") {
         return;
     }
     let s = setup();
@@ -304,7 +331,13 @@ fn concurrent_runs_with_different_policies_keep_their_own_allowances() {
         .map(|name| {
             let (cfg, ws, script) = (s.cfg.clone(), s.ws.clone(), script.clone());
             std::thread::spawn(move || {
-                run("namespaces", &cfg, &ws, &["--allow-domain", name], &script)
+                run(
+                    backend.name(),
+                    &cfg,
+                    &ws,
+                    &["--allow-domain", name],
+                    &script,
+                )
             })
         })
         .collect();
@@ -326,7 +359,7 @@ fn concurrent_runs_with_different_policies_keep_their_own_allowances() {
 #[test]
 fn a_rung_without_the_proxy_refuses_it_instead_of_falling_back() {
     let s = setup();
-    for backend in ["landlock", "bubblewrap"] {
+    for backend in ["landlock"] {
         let out = run(backend, &s.cfg, &s.ws, &[], "echo RAN");
         let all = text(&out);
         if all.contains(&format!("sandbox backend {backend} is unavailable")) {

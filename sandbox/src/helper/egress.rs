@@ -1,12 +1,16 @@
 //! The helper's part of `network = proxy` (child side): once the call's network namespace
-//! exists, bring its `lo` up, bind the proxy's two listeners there and send them to the
-//! launcher over the plan socket ([`crate::egress_fds`]), then close that socket.
+//! exists, `lo` is up there, the proxy's two listeners are bound in it and sent to the
+//! launcher over the plan socket ([`crate::egress_fds`]), and that socket is closed. The
+//! namespace backend does it all in the helper ([`send_listeners`]); bubblewrap makes the
+//! namespace itself, so its helper passes the socket through bwrap on [`EGRESS_FD`]
+//! ([`keep_for_inner`], [`pass_to_inner`]) and the inner stage sends from there
+//! ([`send_from_inner`]).
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
-use crate::wire::PLAN_FD;
+use crate::wire::{EGRESS_FD, PLAN_FD};
 
 /// Sends the listeners when the plan asks for them (the plan socket was kept open for this
 /// by `read_plan`); nothing otherwise.
@@ -24,7 +28,55 @@ pub(crate) fn send_listeners(plan: &Plan) -> Result<(), SetupError> {
     let channel = crate::sys::take_inherited(PLAN_FD);
     crate::sys::loopback_up()
         .map_err(|e| SetupError::os(Stage::Namespaces, "ioctl(SIOCSIFFLAGS, lo)", &e))?;
-    crate::egress_fds::bind_and_send(channel.as_fd(), ports).map_err(|e| {
+    bind_and_send(channel.as_fd(), ports)
+}
+
+/// Bubblewrap's helper, before its plan number takes the inner stage's plan: the plan
+/// socket of a proxy call, moved to a close-on-exec descriptor of its own (`None`: not a
+/// proxy call).
+pub(crate) fn keep_for_inner(plan: &Plan) -> Result<Option<OwnedFd>, SetupError> {
+    if plan.egress.is_none() {
+        return Ok(None);
+    }
+    let socket = crate::sys::take_inherited(PLAN_FD);
+    let moved = socket
+        .try_clone()
+        .map_err(|e| SetupError::os(Stage::Bubblewrap, "fcntl(F_DUPFD_CLOEXEC, plan)", &e))?;
+    drop(socket);
+    Ok(Some(moved))
+}
+
+/// In the process about to exec bwrap: the socket on [`EGRESS_FD`], inherited by bwrap and
+/// through it by the inner stage (bwrap keeps every descriptor that is not close-on-exec).
+pub(crate) fn pass_to_inner(socket: &OwnedFd) -> Result<(), SetupError> {
+    crate::sys::dup_onto(socket.as_raw_fd(), EGRESS_FD)
+        .map_err(|e| SetupError::os(Stage::Bubblewrap, "dup2(egress socket)", &e))
+}
+
+/// Bubblewrap's inner stage, in bwrap's network namespace (bwrap brought `lo` up; the stage
+/// has no capability to do it): sends the listeners on [`EGRESS_FD`] and closes it.
+pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
+    let Some(ports) = plan.egress else {
+        return Ok(());
+    };
+    let channel = crate::sys::take_inherited(EGRESS_FD);
+    let up = crate::sys::loopback_is_up()
+        .map_err(|e| SetupError::os(Stage::Namespaces, "ioctl(SIOCGIFFLAGS, lo)", &e))?;
+    if !up {
+        return Err(SetupError::new(
+            Stage::Namespaces,
+            "bwrap left lo down in the call's network namespace: the egress proxy would be \
+             unreachable",
+        ));
+    }
+    bind_and_send(channel.as_fd(), ports)
+}
+
+fn bind_and_send(
+    channel: BorrowedFd<'_>,
+    ports: crate::egress_fds::ProxyPorts,
+) -> Result<(), SetupError> {
+    crate::egress_fds::bind_and_send(channel, ports).map_err(|e| {
         SetupError::os(
             Stage::Namespaces,
             "bind and send the egress proxy listeners",

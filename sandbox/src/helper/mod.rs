@@ -82,7 +82,7 @@ fn helper_exit(inner: bool) -> ! {
 fn helper_main(inner: bool) -> Result<i32, SetupError> {
     assert_single_threaded()?;
     set_cloexec(REPORT_FD)?;
-    let plan = read_plan()?;
+    let plan = read_plan(inner)?;
     run_plan(&plan, inner)
 }
 
@@ -95,6 +95,8 @@ fn run_forked(plan: &Plan) -> ! {
 
 fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     if inner {
+        // In bwrap's network namespace: a proxy call's listeners go back first.
+        egress::send_from_inner(plan)?;
         // Still holding CAP_SYS_ADMIN in bwrap's namespace (when root launched): mounts first.
         let sealed = mounts::seal_read_only_roots(&plan.mounts)?;
         // In bubblewrap's user namespace, with the host's values from the outer helper.
@@ -174,7 +176,7 @@ fn assert_single_threaded() -> Result<(), SetupError> {
     }
 }
 
-fn read_plan() -> Result<Plan, SetupError> {
+fn read_plan(inner: bool) -> Result<Plan, SetupError> {
     // The launcher installs the plan's read end at PLAN_FD.
     let mut file = std::fs::File::from(crate::sys::take_inherited(PLAN_FD));
     let mut buf = Vec::new();
@@ -182,8 +184,9 @@ fn read_plan() -> Result<Plan, SetupError> {
         .map_err(|e| SetupError::os(Stage::Plan, "read(plan fd 3)", &e))?;
     let plan: Plan = serde_json::from_slice(&buf)
         .map_err(|e| SetupError::new(Stage::Plan, format!("parse plan: {e}")))?;
-    if plan.egress.is_some() {
-        // The plan socket carries the proxy's listeners back (`egress::send_listeners`).
+    if plan.egress.is_some() && !inner {
+        // The plan socket carries the proxy's listeners back (`egress::send_listeners`; the
+        // inner stage's plan is a memfd, its socket on `EGRESS_FD`).
         let _ = std::os::fd::IntoRawFd::into_raw_fd(file);
     }
     Ok(plan)

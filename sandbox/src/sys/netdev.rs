@@ -1,12 +1,34 @@
 //! Network devices of the current network namespace: bringing `lo` up (a new namespace's
-//! loopback starts down, so nothing could bind 127.0.0.1 in it).
+//! loopback starts down: 127.0.0.1 can be bound, but nothing connects to it), and checking it
+//! is (bubblewrap brings it up itself).
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};
 
 /// Sets `IFF_UP` on `lo` (needs `CAP_NET_ADMIN` in the namespace's owning user namespace).
 pub fn loopback_up() -> std::io::Result<()> {
+    let (sock, mut req) = loopback_flags()?;
+    // SAFETY: after SIOCGIFFLAGS the flags member is the union's active one.
+    unsafe { req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
+    // SAFETY: SIOCSIFFLAGS only reads `req`, a live, correctly sized `ifreq`; the descriptor
+    // is ours and open.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether `lo` is up (reading its flags needs no capability).
+pub fn loopback_is_up() -> std::io::Result<bool> {
+    let (_, req) = loopback_flags()?;
+    // SAFETY: after SIOCGIFFLAGS the flags member is the union's active one.
+    let flags = unsafe { req.ifr_ifru.ifru_flags };
+    Ok(flags & libc::IFF_UP as libc::c_short != 0)
+}
+
+/// A socket to ask on and `lo`'s `ifreq` with its flags read (`SIOCGIFFLAGS`).
+fn loopback_flags() -> std::io::Result<(OwnedFd, libc::ifreq)> {
     let sock = socket(
         AddressFamily::Inet,
         SockType::Datagram,
@@ -23,11 +45,13 @@ pub fn loopback_up() -> std::io::Result<()> {
     if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    // SAFETY: after SIOCGIFFLAGS the flags member is the union's active one.
-    unsafe { req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
-    // SAFETY: as above; SIOCSIFFLAGS only reads `req`.
-    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) } < 0 {
-        return Err(std::io::Error::last_os_error());
+    Ok((sock, req))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_host_loopback_is_up() {
+        assert!(super::loopback_is_up().unwrap());
     }
-    Ok(())
 }

@@ -16,9 +16,12 @@ fn setuid_for_others(bwrap: &std::path::Path) -> bool {
 }
 
 /// Bubblewrap backend: exec bwrap, which runs our inner stage (Landlock, seccomp, caps,
-/// rlimits) inside its namespaces. The plan for the inner stage travels in a memfd on fd 3.
+/// rlimits) inside its namespaces. The plan for the inner stage travels in a memfd on fd 3;
+/// a proxy call's plan socket goes along on [`crate::wire::EGRESS_FD`].
 pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     use std::os::fd::AsRawFd;
+    // Off the plan's number before the memfd takes it.
+    let egress = super::super::egress::keep_for_inner(plan)?;
     mounts::create_placeholders(&plan.placeholders)?;
     let bwrap = plan
         .bwrap
@@ -43,19 +46,20 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     let mut guards = mounts::guard_denied(&plan.placeholders)?;
     // Git hook: a new repository's private stage (see `crate::git::stage`).
     let result = crate::git::stage::prepare(plan)
-        .and_then(|()| run_bwrap_guarded(&inner, &bwrap, &helper, memfd, &mut guards));
+        .and_then(|()| run_bwrap_guarded(&inner, &bwrap, &helper, (memfd, egress), &mut guards));
     super::super::report::git_refusals(crate::git::stage::finish(plan, |git| guards.alone(git)));
     guards.release();
     result
 }
 
 /// The rest of [`run`], the denied-path placeholders held (closed in bwrap's
-/// process before it runs).
+/// process before it runs); `passed`: the plan's memfd and a proxy call's plan socket, ours
+/// to close once bwrap has them.
 fn run_bwrap_guarded(
     plan: &Plan,
     bwrap: &std::path::Path,
     helper: &std::path::Path,
-    memfd: std::os::fd::OwnedFd,
+    passed: (std::os::fd::OwnedFd, Option<std::os::fd::OwnedFd>),
     guards: &mut mounts::Guards,
 ) -> Result<i32, SetupError> {
     let mut outer = plan.clone();
@@ -66,6 +70,12 @@ fn run_bwrap_guarded(
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Bubblewrap, "fork()", &e))?;
     let Some(pid) = child else {
         guards.forget();
+        // After the guards are gone: none of them can be on its number.
+        if let Some(socket) = &passed.1
+            && let Err(e) = super::super::egress::pass_to_inner(socket)
+        {
+            super::super::report::finish(Err(e));
+        }
         // bwrap's --die-with-parent arms the same signal only once it has parsed its
         // arguments, and never checks whether we are already gone: armed here, before
         // execve (which keeps it), and our parent checked after arming.
@@ -84,7 +94,7 @@ fn run_bwrap_guarded(
             &err,
         ));
     };
-    drop(memfd);
+    drop(passed);
     super::super::inherited::release_stdio();
     let code = reaper::supervise_child(Pid::from_raw(pid), false);
     mounts::scrub(&plan.scrub);
