@@ -1,5 +1,6 @@
 //! `[sandbox.network] mode = "proxy"` for the agent's own tool calls, through the real
-//! `zeroclaw acp` binary on the namespaces rung: a full-autonomy turn whose shell fetches from
+//! `zeroclaw acp` binary on the namespaces rung: a full-autonomy turn (on the bubblewrap rung
+//! too: `a_full_turn_...::{namespaces, bubblewrap}`) whose shell fetches from
 //! an allowed and a denied host gets the allowed body, and its tool result ends with one line
 //! naming the refused host and the rule, which the model reads too; the upstream saw only the
 //! allowed request, and the daemon holds no descriptor of a finished call's proxy. Two agents of one daemon with different allowlists, their sessions'
@@ -27,16 +28,33 @@ fn network(allow: &str, port: u16) -> String {
     )
 }
 
-#[test]
-fn a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused() {
-    if !backend_available("namespaces") || !support::have_program("curl") {
+mod a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused {
+    #[test]
+    fn namespaces() {
+        super::a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused(
+            "namespaces",
+        );
+    }
+
+    #[test]
+    fn bubblewrap() {
+        super::a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused(
+            "bubblewrap",
+        );
+    }
+}
+
+fn a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused(
+    backend: &'static str,
+) {
+    if !backend_available(backend) || !support::have_program("curl") {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let up = runtime.block_on(egress_support::http_upstream());
     let port = up.port();
     let setup = Setup::level("full")
-        .backend("namespaces")
+        .backend(backend)
         .permission(Permission::Select("allow-always".into()))
         .extra(&network("files.example", port));
     let s = Scene::start(setup);
