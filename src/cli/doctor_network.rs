@@ -29,13 +29,13 @@ fn enforcement(mode: NetworkMode, chosen: Option<Backend>) -> &'static str {
     match (mode, chosen) {
         (NetworkMode::Allow, _) => "tool children use the host's network",
         (_, None) => "no usable backend: nothing is enforced",
-        (NetworkMode::Proxy, Some(Backend::Namespaces)) => {
+        (NetworkMode::Proxy, Some(Backend::Namespaces | Backend::Bubblewrap)) => {
             "a network namespace with only `lo`, where zeroclaw's egress proxy listens (HTTP on \
              127.0.0.1:3128, SOCKS5 on 127.0.0.1:1080) and admits only what the policy allows"
         }
         (NetworkMode::Proxy, Some(_)) => {
-            "NOT available on this rung: tool calls are refused (only the namespaces backend \
-             routes children through the egress proxy so far)"
+            "NOT available on this rung: tool calls are refused (only the namespaces and \
+             bubblewrap backends route children through the egress proxy so far)"
         }
         (_, Some(Backend::Namespaces | Backend::Bubblewrap)) => {
             "a network namespace with only `lo`: no route anywhere"

@@ -64,8 +64,10 @@ fn proxy_mode_is_a_valid_config_and_doctor_says_which_rung_serves_it() {
         landlock.contains("NOT available on this rung"),
         "{landlock}"
     );
-    let namespaces = enforced("namespaces");
-    if !namespaces.is_empty() && !namespaces.starts_with("no usable backend") {
-        assert!(namespaces.contains("egress proxy listens"), "{namespaces}");
+    for rung in ["namespaces", "bubblewrap"] {
+        let served = enforced(rung);
+        if !served.is_empty() && !served.starts_with("no usable backend") {
+            assert!(served.contains("egress proxy listens"), "{rung}: {served}");
+        }
     }
 }
