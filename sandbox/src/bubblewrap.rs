@@ -1,7 +1,8 @@
 //! Pure argv builder for the bubblewrap backend: the plan's mount operations in bwrap syntax,
 //! our own binary bound at [`HELPER_INSIDE`] and run as the inner stage (overlays over the
 //! read-only roots, Landlock, seccomp, capabilities, rlimits), the plan on fd 3 and reports on
-//! fd 4.
+//! fd 4 (and a proxy call's plan socket on [`crate::wire::EGRESS_FD`], which the helper
+//! installs: bwrap keeps every descriptor that is not close-on-exec).
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -39,8 +39,7 @@ pub(crate) fn keep_for_inner(plan: &Plan) -> Result<Option<OwnedFd>, SetupError>
         return Ok(None);
     }
     let socket = crate::sys::take_inherited(PLAN_FD);
-    let moved = socket
-        .try_clone()
+    let moved = crate::sys::dup_high(socket.as_raw_fd())
         .map_err(|e| SetupError::os(Stage::Bubblewrap, "fcntl(F_DUPFD_CLOEXEC, plan)", &e))?;
     drop(socket);
     Ok(Some(moved))
@@ -59,7 +58,12 @@ pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
     let Some(ports) = plan.egress else {
         return Ok(());
     };
-    let channel = crate::sys::take_inherited(EGRESS_FD);
+    let channel = crate::sys::adopt_inherited(EGRESS_FD).ok_or_else(|| {
+        SetupError::new(
+            Stage::Namespaces,
+            format!("no egress proxy socket on fd {EGRESS_FD} in the inner stage"),
+        )
+    })?;
     let up = crate::sys::loopback_is_up()
         .map_err(|e| SetupError::os(Stage::Namespaces, "ioctl(SIOCGIFFLAGS, lo)", &e))?;
     if !up {
