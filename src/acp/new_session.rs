@@ -30,9 +30,8 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     let specs = crate::mcp::spec::parse_list(&mcp_servers).map_err(RpcError::invalid_params)?;
     crate::mcp::spec::check_against_operator(&config, &alias, &specs)
         .map_err(RpcError::invalid_params)?;
-    if specs.iter().any(|s| s.http.is_some()) && !Policy::for_agent(&config, &alias).network {
-        return Err(RpcError::invalid_params(crate::mcp::set::http_refused()));
-    }
+    crate::mcp::route::check(&Policy::for_agent(&config, &alias), &specs)
+        .map_err(RpcError::invalid_params)?;
     server.sessions.check_room()?;
     let id = new_session_id()?;
     let session = Session::new(

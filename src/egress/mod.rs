@@ -4,9 +4,12 @@
 //!
 //! The child side (listeners inside the child's network namespace, `zeroclaw_sandbox::egress_fds`)
 //! lives in the sandbox crate, with [`child_env`] the variables pointing at them;
-//! this module owns every decision, and [`serve`] runs the proxy for one confined call.
+//! this module owns every decision ([`admit`]: the addresses of a destination the policy
+//! admits, for the proxy and for zeroclaw's own connections), and [`serve`] runs the proxy for
+//! one confined call.
 
 pub mod address;
+pub mod admit;
 pub mod child_env;
 pub mod pattern;
 pub mod policy;

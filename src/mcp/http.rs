@@ -2,8 +2,8 @@
 //! message is POSTed to the server's URL (the first, `initialize`, before any other, so its
 //! `Mcp-Session-Id` goes with the rest); a JSON answer or the `data` events of an SSE answer
 //! are the incoming messages. A request whose POST fails is answered with a JSON-RPC error,
-//! so its caller learns why at once. The connection is zeroclaw's own (the session's network
-//! policy must allow it: see [`super::set`]); answers are bounded in size.
+//! so its caller learns why at once. The connection is zeroclaw's own, over the client
+//! [`super::route`] built for the session's network policy; answers are bounded in size.
 
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +22,7 @@ const MAX_ANSWER: usize = 16 * 1024 * 1024;
 /// The sink and stream `rmcp` serves over, and the task that moves messages until `stop`.
 pub fn transport(
     endpoint: HttpEndpoint,
+    http: reqwest::Client,
     stop: CancellationToken,
 ) -> (
     mpsc::Sender<ClientJsonRpcMessage>,
@@ -30,7 +31,7 @@ pub fn transport(
     let (out_tx, out_rx) = mpsc::channel(16);
     let (in_tx, in_rx) = mpsc::channel(16);
     let link = Link {
-        http: reqwest::Client::new(),
+        http,
         endpoint: Arc::new(endpoint),
         session: Arc::default(),
         incoming: in_tx,

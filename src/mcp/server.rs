@@ -122,15 +122,17 @@ pub async fn start(
     Ok(server)
 }
 
-/// Connects to an http server (zeroclaw's own connection: the caller checked the session's
-/// network policy) and completes the handshake and `tools/list` within `timeout`.
+/// Connects to an http server over `http` (zeroclaw's own connection, as
+/// [`super::route::client`] built it for the session's network policy) and completes the
+/// handshake and `tools/list` within `timeout`.
 pub async fn start_http(
     spec: &ServerSpec,
     endpoint: &super::spec::HttpEndpoint,
+    http: reqwest::Client,
     timeout: Duration,
 ) -> Result<Server, String> {
     let stop = CancellationToken::new();
-    let transport = super::http::transport(endpoint.clone(), stop.clone());
+    let transport = super::http::transport(endpoint.clone(), http, stop.clone());
     let client = match tokio::time::timeout(timeout, ().serve(transport)).await {
         Ok(Ok(client)) => client,
         Ok(Err(error)) => {

@@ -5,12 +5,14 @@
 //! session: dropping the set (the session closed, deleted or reaped) or [`McpSet::stop`]
 //! (its connection closed) kills them, and the next prompt starts them again. A server that
 //! fails to start is not retried within its run; every call of one of its tools then fails
-//! with the reason, and a server that crashed answers its calls with how it ended.
+//! with the reason, and a server that crashed answers its calls with how it ended. An http
+//! server is reached only as [`route`] allows under the session's network mode.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::route;
 use super::server::{self, Server};
 use super::spec::ServerSpec;
 use super::tool::{McpTool, Unavailable, tool_name};
@@ -104,10 +106,12 @@ impl McpSet {
         }
         let starts = specs.iter().map(|spec| async {
             let server = match (&spec.http, &sandbox) {
-                (Some(endpoint), _) if policy.network => {
-                    server::start_http(spec, endpoint, timeout).await.map(Arc::new)
-                }
-                (Some(_), _) => Err(http_refused()),
+                (Some(endpoint), _) => match route::client(policy, spec, endpoint, timeout).await {
+                    Ok(http) => server::start_http(spec, endpoint, http, timeout)
+                        .await
+                        .map(Arc::new),
+                    Err(refused) => Err(refused),
+                },
                 (None, Ok(sandbox)) => {
                     server::start(sandbox, policy.profile(cwd, &[]), spec, timeout)
                         .await
@@ -133,11 +137,4 @@ impl McpSet {
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Started>>> {
         self.running.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// Why an http server is not used in a session whose network is denied.
-pub fn http_refused() -> String {
-    "http MCP servers are reached by zeroclaw itself, so they are used only when the \
-     session's network is allowed ([autonomy] network = \"allow\"); this session's is denied"
-        .to_owned()
 }

@@ -19,7 +19,8 @@ pub struct ServerSpec {
     /// Its calls are low risk (never set for a client's server).
     pub trusted: bool,
     /// Set for an http server (`command`, `args`, `env` are then empty): zeroclaw itself
-    /// connects to it, so only a session whose network is allowed may use it.
+    /// connects to it, so only a session whose network mode lets it may use it
+    /// ([`super::route`]).
     pub http: Option<HttpEndpoint>,
 }
 

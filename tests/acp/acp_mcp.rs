@@ -43,7 +43,7 @@ fn rand_suffix() -> u128 {
 }
 
 /// Makes a session with these servers the scene's session.
-fn with_servers(scene: &mut Scene, servers: Value) {
+pub(crate) fn with_servers(scene: &mut Scene, servers: Value) {
     let result = scene.client.call(
         "session/new",
         json!({"cwd": scene.ws(), "mcpServers": servers}),
@@ -353,13 +353,13 @@ fn a_daemon_connection_that_closes_takes_its_sessions_servers_with_it() {
 }
 
 /// The loopback http MCP server of `mcp_support/http_server.py`; killed on drop.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: std::process::Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl HttpServer {
-    fn start() -> HttpServer {
+    pub(crate) fn start() -> HttpServer {
         use std::io::BufRead;
         let mut child = std::process::Command::new("/usr/bin/python3")
             .args(["-c", include_str!("../mcp_support/http_server.py")])

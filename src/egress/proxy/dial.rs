@@ -1,15 +1,17 @@
 //! Resolving and connecting for the proxy: the destination is judged first, the proxy resolves
-//! a name itself (the operator's `hosts` map, else DNS), every address is judged, and only an
-//! admitted address is connected to (the one judged: no second lookup to rebind). A name only
+//! a name itself ([`crate::egress::admit`]: the operator's `hosts` map, else DNS), every
+//! address is judged, and only an admitted address is connected to (the one judged: no second
+//! lookup to rebind). A name only
 //! missing from `allow_domains` goes to the proxy's approver, if it has one; every other
 //! refusal (denied name, port, address class) stands without asking.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 use super::{Inner, Refusal};
+use crate::egress::admit::{Unadmitted, admitted_addresses};
 use crate::egress::{Host, Rule};
 
 /// Why the proxy has no upstream for a client.
@@ -36,26 +38,13 @@ pub(super) async fn dial(inner: &Inner, host: &Host, port: u16) -> Result<TcpStr
     let candidates = match host {
         Host::Ip(ip) => vec![*ip],
         Host::Name(name) => {
-            let resolved = match inner.policy.fixed_address(name) {
-                Some(ip) => vec![ip],
-                None => resolve(inner, name, port).await?,
-            };
-            let mut admitted = Vec::new();
-            let mut first_refusal = None;
-            for ip in resolved {
-                let decision = inner.policy.check_address(ip);
-                if decision.allowed {
-                    admitted.push(ip);
-                } else {
-                    first_refusal.get_or_insert(decision.rule);
-                }
-            }
-            if admitted.is_empty() {
-                let rule = first_refusal
-                    .ok_or_else(|| DialError::Failed(format!("{name} has no address")))?;
-                return Err(refuse(rule));
-            }
-            admitted
+            let within = inner.limits.connect_timeout;
+            admitted_addresses(&inner.policy, name, port, within)
+                .await
+                .map_err(|why| match why {
+                    Unadmitted::Refused(rule) => refuse(rule),
+                    Unadmitted::Failed(why) => DialError::Failed(why),
+                })?
         }
     };
     let mut last = String::new();
@@ -71,13 +60,4 @@ pub(super) async fn dial(inner: &Inner, host: &Host, port: u16) -> Result<TcpStr
         }
     }
     Err(DialError::Failed(last))
-}
-
-async fn resolve(inner: &Inner, name: &str, port: u16) -> Result<Vec<IpAddr>, DialError> {
-    let lookup = tokio::net::lookup_host((name, port));
-    match timeout(inner.limits.connect_timeout, lookup).await {
-        Ok(Ok(addrs)) => Ok(addrs.map(|a| a.ip().to_canonical()).collect()),
-        Ok(Err(e)) => Err(DialError::Failed(format!("cannot resolve {name}: {e}"))),
-        Err(_) => Err(DialError::Failed(format!("resolving {name} timed out"))),
-    }
 }
