@@ -16,6 +16,7 @@
 //!   `session/update` sink; [`permission`]: `session/request_permission` and a turn's tool env;
 //!   [`client_fs`]: the client's `fs` capabilities and the `fs/*` requests.
 
+pub mod agent_approvals;
 pub mod agents;
 pub mod client_fs;
 pub mod commands;

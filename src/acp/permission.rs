@@ -44,6 +44,10 @@ pub fn tool_env(conn: &Connection, session: &Arc<Session>, peer: Peer) -> Arc<To
     Arc::new(ToolEnv {
         policy: Policy::for_session(&config, &session.agent_alias, session.chosen_mode()),
         approvals: session.approvals.clone(),
+        agent_approvals: conn
+            .server
+            .approvals
+            .for_agent(conn.server.store.clone(), &session.agent_alias),
         asker: Arc::new(PeerAsker {
             peer: peer.clone(),
             session_id: session.id.clone(),

@@ -1,6 +1,6 @@
 //! State shared by every ACP connection of the process: the config (replaced as a whole by a
 //! daemon reload), the store (or none when it could not be opened), the active sessions, the
-//! providers built so far, the tools.
+//! providers built so far, the tools, the agents' remembered approvals.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -26,6 +26,8 @@ pub struct Server {
     providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
     /// The leases this process holds on the sessions it runs.
     pub leases: Arc<super::lease::Leases>,
+    /// The agents' "Always allow" answers seen by this process ([`super::agent_approvals`]).
+    pub approvals: Arc<super::agent_approvals::ApprovalBook>,
 }
 
 impl Server {
@@ -60,6 +62,7 @@ impl Server {
             launch_dir,
             providers: Mutex::default(),
             leases,
+            approvals: Arc::default(),
         });
         super::lease::Leases::spawn_renewal(&server.leases, server.store.clone(), &server.sessions);
         server

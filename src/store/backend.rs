@@ -40,4 +40,6 @@ pub trait Backend: Send + Sync {
     fn named_by_others(&self, id: String, needle: String) -> Answer<'_, bool>;
     fn set_option(&self, id: String, option: String, value: String) -> Answer<'_, ()>;
     fn options(&self, id: String) -> Answer<'_, std::collections::BTreeMap<String, String>>;
+    fn add_agent_approval(&self, agent: String, approval: String) -> Answer<'_, ()>;
+    fn agent_approvals(&self, agent: String) -> Answer<'_, Vec<String>>;
 }

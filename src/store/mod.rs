@@ -7,7 +7,8 @@
 //! `[store] url`. Leases ([`lease`]) let exactly one daemon run a session's turns, and every
 //! turn's write checks the lease's fencing token, so a stale holder can never write after a
 //! takeover. [`client_meta`]: what clients set on sessions (titles, modes) and the
-//! per-principal listing. History entries are opaque: the store keeps their `kind` and JSON `payload` in order
+//! per-principal listing. "Always allow" answers kept per agent (network hosts) are in the
+//! `agent_approvals` table ([`Store::add_agent_approval`]). History entries are opaque: the store keeps their `kind` and JSON `payload` in order
 //! and never looks inside.
 
 mod backend;
@@ -250,6 +251,18 @@ impl Store {
         id: &str,
     ) -> Result<std::collections::BTreeMap<String, String>, StoreError> {
         self.backend.options(id.to_owned()).await
+    }
+
+    /// Remembers an "Always allow" answer (`approval`, e.g. `network:HOST`) for every session of
+    /// `agent`, now and after a restart; remembering it twice is no error.
+    pub async fn add_agent_approval(&self, agent: &str, approval: &str) -> Result<(), StoreError> {
+        let (agent, approval) = (agent.to_owned(), approval.to_owned());
+        timed_write(self.backend.add_agent_approval(agent, approval)).await
+    }
+
+    /// The "Always allow" answers remembered for `agent`, sorted.
+    pub async fn agent_approvals(&self, agent: &str) -> Result<Vec<String>, StoreError> {
+        self.backend.agent_approvals(agent.to_owned()).await
     }
 
     /// Deletes the session and (by cascade) its history, file records and lease; `false` when it did not

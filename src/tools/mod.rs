@@ -123,6 +123,9 @@ pub trait Embedder: Send + Sync {
 pub struct ToolEnv {
     pub policy: Policy,
     pub approvals: Approvals,
+    /// The "Always allow" answers of the session's agent (network hosts), shared by all its
+    /// sessions.
+    pub agent_approvals: Arc<dyn network_approval::AgentApprovals>,
     pub asker: Arc<dyn Asker>,
     pub embedder: Arc<dyn Embedder>,
     /// Who the session's calls are recorded for in the audit log.
@@ -145,6 +148,7 @@ impl ToolEnv {
         Arc::new(ToolEnv {
             policy: self.policy.clone(),
             approvals: self.approvals.clone(),
+            agent_approvals: self.agent_approvals.clone(),
             asker: self.asker.clone(),
             embedder,
             audit: self.audit.clone(),
@@ -166,6 +170,7 @@ impl ToolEnv {
         Arc::new(ToolEnv {
             policy,
             approvals: self.approvals.clone(),
+            agent_approvals: self.agent_approvals.clone(),
             asker: self.asker.clone(),
             embedder: self.embedder.clone(),
             audit: self.audit.clone(),
@@ -204,6 +209,7 @@ impl Default for ToolEnv {
         ToolEnv {
             policy: Policy::default(),
             approvals: Approvals::default(),
+            agent_approvals: Arc::new(network_approval::Remembered::default()),
             asker: Arc::new(NoClient),
             embedder: Arc::new(NoClient),
             audit: Default::default(),

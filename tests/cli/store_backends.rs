@@ -1,6 +1,6 @@
 //! The same store semantics on both backends, SQLite and PostgreSQL: sessions and history,
-//! atomic turns, cascading deletes, ordering, duplicate ids, leases with fencing, and
-//! `store copy` between them. Each case runs once per backend (`sqlite::…`, `postgres::…`).
+//! atomic turns, cascading deletes, ordering, duplicate ids, leases with fencing, `store copy`
+//! between them, and the agents' "Always allow" answers. Each case runs once per backend (`sqlite::…`, `postgres::…`).
 
 use crate::support;
 
@@ -294,6 +294,36 @@ async fn assert_same(a: &Store, b: &Store) {
     }
 }
 
+async fn always_allow_answers_are_kept_per_agent(o: Opened) {
+    let store = &o.store;
+    assert!(store.agent_approvals("coder").await.unwrap().is_empty());
+    store
+        .add_agent_approval("coder", "network:pkg.example")
+        .await
+        .unwrap();
+    store
+        .add_agent_approval("coder", "network:pkg.example")
+        .await
+        .unwrap();
+    store
+        .add_agent_approval("coder", "network:files.example")
+        .await
+        .unwrap();
+    store
+        .add_agent_approval("other", "network:cdn.example")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.agent_approvals("coder").await.unwrap(),
+        ["network:files.example", "network:pkg.example"]
+    );
+    assert_eq!(
+        store.agent_approvals("other").await.unwrap(),
+        ["network:cdn.example"]
+    );
+    assert!(store.agent_approvals("nobody").await.unwrap().is_empty());
+}
+
 macro_rules! on_each_backend {
     ($($case:ident),* $(,)?) => {
         mod on_sqlite {
@@ -322,4 +352,5 @@ on_each_backend!(
     a_released_lease_is_free_at_once,
     concurrent_claims_have_one_winner,
     copy_round_trips_to_the_other_backend,
+    always_allow_answers_are_kept_per_agent,
 );

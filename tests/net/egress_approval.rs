@@ -2,7 +2,8 @@
 //! a shell fetch of a name outside `allow_domains` asks the client ("Allow network access to
 //! HOST:PORT?") while the connection waits. Allow once admits that fetch and the next one asks
 //! again; allow always admits later fetches without asking, also after the daemon restarts on
-//! the same store; reject refuses with a line naming the rejection, and the upstream sees
+//! the same store — in every session of that agent, never in another agent's (on SQLite and
+//! PostgreSQL); reject refuses with a line naming the rejection, and the upstream sees
 //! nothing; concurrent connections to one host ask once; a question still open when the call
 //! ends is dropped and its connection refused, and a denied name never asks. (`full` refusing without asking is
 //! `egress_tools::a_full_turn_…`.) The upstream is a loopback server started here; the names
@@ -119,6 +120,92 @@ fn an_unlisted_host_is_asked_allowed_once_asked_again_then_allowed_always_across
         up.seen()
     );
 }
+
+/// The scene's setup with a second agent, `other`; `coder` stays the default.
+fn two_agents(port: u16, answer: &str) -> Setup {
+    setup(port, answer).extra(
+        "[agents.other]\nprovider = \"local\"\nmodel = \"m\"\n\n[acp]\ndefault_agent = \"coder\"\n",
+    )
+}
+
+/// A new session of agent `alias`, made the scene's session.
+fn switch_to(s: &mut Scene, alias: &str) {
+    let from = s.client.message_count();
+    let result = s.client.call(
+        "session/new",
+        json!({"cwd": s.ws(), "mcpServers": [], "agentAlias": alias}),
+    );
+    let id = result["sessionId"].as_str().expect("sessionId").to_owned();
+    s.client.wait_for_from(from, |m| {
+        support::acp_client::is_update_for(m, &id)
+            && m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    });
+    s.session = id;
+}
+
+#[test]
+fn allow_always_holds_for_every_session_of_the_agent_also_after_a_restart_not_for_another() {
+    if !backend_available("namespaces") || !support::have_program("curl") {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let up = runtime.block_on(egress_support::http_upstream());
+    let port = up.port();
+    let question = format!("Allow network access to pkg.example:{port}?");
+    let mut s = Scene::start(two_agents(port, "allow-always"));
+    let first = fetch(&s, port, "first");
+    first
+        .assert_completed()
+        .assert_result_contains("status 200");
+    assert_eq!(asked(&first.permission_requests), [question.as_str()]);
+
+    // From now on a question would be rejected: only the remembered answer admits.
+    s.client
+        .set_permission(Permission::Select("reject-once".into()));
+    switch_to(&mut s, "coder");
+    let second = fetch(&s, port, "second");
+    second
+        .assert_completed()
+        .assert_result_contains("status 200");
+    assert!(
+        second.permission_requests.is_empty(),
+        "{}",
+        second.describe()
+    );
+
+    switch_to(&mut s, "other");
+    let other = fetch(&s, port, "other");
+    other
+        .assert_completed()
+        .assert_result_contains("status 403");
+    assert_eq!(asked(&other.permission_requests), [question.as_str()]);
+
+    s.respawn(&two_agents(port, "reject-once"));
+    let other_again = fetch(&s, port, "other-again");
+    other_again.assert_result_contains("status 403");
+    assert_eq!(asked(&other_again.permission_requests), [question.as_str()]);
+    switch_to(&mut s, "coder");
+    let restarted = fetch(&s, port, "restarted");
+    restarted
+        .assert_completed()
+        .assert_result_contains("status 200");
+    assert!(
+        restarted.permission_requests.is_empty(),
+        "{}",
+        restarted.describe()
+    );
+    let mut seen = up.seen();
+    seen.sort();
+    let expect: Vec<_> = ["first", "restarted", "second"]
+        .iter()
+        .map(|p| format!("GET /{p} host=pkg.example:{port}"))
+        .collect();
+    assert_eq!(seen, expect, "only agent coder's fetches went through");
+}
+
+crate::on_postgres!(
+    allow_always_holds_for_every_session_of_the_agent_also_after_a_restart_not_for_another
+);
 
 #[test]
 fn a_rejected_host_is_refused_with_the_rejection_and_the_upstream_sees_nothing() {

@@ -6,6 +6,7 @@
 //! Without `sslmode` in the URL, a host that is not loopback or a Unix socket requires TLS: a
 //! store reached over a network never silently falls back to plain text.
 
+mod approvals;
 mod files;
 mod meta;
 mod queries;
@@ -200,5 +201,13 @@ impl Backend for PgBackend {
 
     fn options(&self, id: String) -> Answer<'_, std::collections::BTreeMap<String, String>> {
         async move { meta::options(&**self.client().await?, &id).await }.boxed()
+    }
+
+    fn add_agent_approval(&self, agent: String, approval: String) -> Answer<'_, ()> {
+        async move { approvals::add(&**self.client().await?, &agent, &approval).await }.boxed()
+    }
+
+    fn agent_approvals(&self, agent: String) -> Answer<'_, Vec<String>> {
+        async move { approvals::list(&**self.client().await?, &agent).await }.boxed()
     }
 }

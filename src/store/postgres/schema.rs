@@ -76,6 +76,13 @@ const MIGRATIONS: &[&str] = &[
         created_at BIGINT NOT NULL,
         PRIMARY KEY (session_id, turn, seq)
     );",
+    // 7 -> 8: "Always allow" answers kept per agent, not per session.
+    "CREATE TABLE agent_approvals (
+        agent_alias TEXT NOT NULL,
+        approval    TEXT NOT NULL,
+        created_at  BIGINT NOT NULL,
+        PRIMARY KEY (agent_alias, approval)
+    );",
 ];
 
 /// Brings the database to the newest version over one connection; refuses a newer one.

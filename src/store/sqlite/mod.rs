@@ -3,6 +3,7 @@
 //! file (WAL, busy timeout, foreign keys) and migrates it through `PRAGMA user_version`;
 //! [`queries`] holds the SQL.
 
+mod approvals;
 mod client_meta;
 mod files;
 mod options;
@@ -150,5 +151,15 @@ impl Backend for SqliteBackend {
 
     fn options(&self, id: String) -> Answer<'_, std::collections::BTreeMap<String, String>> {
         self.worker.run(move |c| options::get(c, &id)).boxed()
+    }
+
+    fn add_agent_approval(&self, agent: String, approval: String) -> Answer<'_, ()> {
+        self.worker
+            .run(move |c| approvals::add(c, &agent, &approval))
+            .boxed()
+    }
+
+    fn agent_approvals(&self, agent: String) -> Answer<'_, Vec<String>> {
+        self.worker.run(move |c| approvals::list(c, &agent)).boxed()
     }
 }

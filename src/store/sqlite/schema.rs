@@ -68,6 +68,13 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL,
         PRIMARY KEY (session_id, turn, seq)
     ) WITHOUT ROWID;",
+    // 7 -> 8: "Always allow" answers kept per agent, not per session.
+    "CREATE TABLE agent_approvals (
+        agent_alias TEXT NOT NULL,
+        approval    TEXT NOT NULL,
+        created_at  INTEGER NOT NULL,
+        PRIMARY KEY (agent_alias, approval)
+    ) WITHOUT ROWID;",
 ];
 
 /// Opens (creating parent directories) and migrates the database at `path`.

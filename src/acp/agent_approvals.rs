@@ -1,0 +1,88 @@
+//! The "Always allow" answers kept per agent rather than per session (today: supervised
+//! network approvals, `network:HOST`): an answer given in one session of agent X admits that
+//! host in every session of X — later ones, those of other connections, and after a restart
+//! (in the store's `agent_approvals` table, shared by every daemon on a PostgreSQL store) —
+//! and never in a session of another agent. Without a store they last as long as the process.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use crate::store::Store;
+use crate::tools::BoxFuture;
+use crate::tools::network_approval::AgentApprovals;
+
+/// The answers this process has seen, by agent alias (the store holds them across restarts).
+#[derive(Default)]
+pub struct ApprovalBook {
+    known: Mutex<BTreeMap<String, BTreeSet<String>>>,
+}
+
+impl ApprovalBook {
+    /// The answers of `agent`, kept here and in `store`.
+    pub fn for_agent(self: &Arc<Self>, store: Option<Store>, agent: &str) -> Arc<AgentBook> {
+        Arc::new(AgentBook {
+            book: self.clone(),
+            store,
+            agent: agent.to_owned(),
+        })
+    }
+
+    fn knows(&self, agent: &str, key: &str) -> bool {
+        self.lock()
+            .get(agent)
+            .is_some_and(|keys| keys.contains(key))
+    }
+
+    fn learn(&self, agent: &str, keys: impl IntoIterator<Item = String>) {
+        self.lock()
+            .entry(agent.to_owned())
+            .or_default()
+            .extend(keys);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, BTreeSet<String>>> {
+        self.known.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One agent's answers, for the tool environment of its sessions' turns.
+pub struct AgentBook {
+    book: Arc<ApprovalBook>,
+    store: Option<Store>,
+    agent: String,
+}
+
+impl AgentApprovals for AgentBook {
+    fn contains<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            if self.book.knows(&self.agent, key) {
+                return true;
+            }
+            let Some(store) = &self.store else {
+                return false;
+            };
+            match store.agent_approvals(&self.agent).await {
+                Ok(keys) => {
+                    let found = keys.iter().any(|k| k == key);
+                    self.book.learn(&self.agent, keys);
+                    found
+                }
+                Err(error) => {
+                    tracing::warn!(%error, agent = %self.agent, "reading the agent's approvals failed");
+                    false
+                }
+            }
+        })
+    }
+
+    fn insert<'a>(&'a self, key: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.book.learn(&self.agent, [key.to_owned()]);
+            if let Some(store) = &self.store
+                && let Err(error) = store.add_agent_approval(&self.agent, key).await
+            {
+                tracing::warn!(%error, agent = %self.agent, "storing an agent's approval failed; it lasts until the process ends");
+            }
+        })
+    }
+}
