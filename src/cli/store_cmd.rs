@@ -85,8 +85,9 @@ pub fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
                     .await
                     .with_context(|| format!("copying {from} to {to}"))?;
                 println!(
-                    "copied {} sessions ({} turns, {} entries, {} file records) from {from} to {to}",
-                    copied.sessions, copied.turns, copied.entries, copied.files
+                    "copied {} sessions ({} turns, {} entries, {} file records, {} agent approvals) \
+                     from {from} to {to}",
+                    copied.sessions, copied.turns, copied.entries, copied.files, copied.approvals
                 );
                 if audit_from.exists() {
                     let (described, into) = (audit_from.describe(), audit_to.describe());

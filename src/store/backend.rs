@@ -42,4 +42,5 @@ pub trait Backend: Send + Sync {
     fn options(&self, id: String) -> Answer<'_, std::collections::BTreeMap<String, String>>;
     fn add_agent_approval(&self, agent: String, approval: String) -> Answer<'_, ()>;
     fn agent_approvals(&self, agent: String) -> Answer<'_, Vec<String>>;
+    fn all_agent_approvals(&self) -> Answer<'_, Vec<(String, String)>>;
 }

@@ -265,6 +265,11 @@ impl Store {
         self.backend.agent_approvals(agent.to_owned()).await
     }
 
+    /// Every agent's remembered answers as `(agent, approval)`, sorted (`store copy`).
+    pub async fn all_agent_approvals(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.backend.all_agent_approvals().await
+    }
+
     /// Deletes the session and (by cascade) its history, file records and lease; `false` when it did not
     /// exist.
     pub async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {

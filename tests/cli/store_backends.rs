@@ -250,6 +250,12 @@ async fn copy_round_trips_to_the_other_backend(o: Opened) {
         SessionFile::new(files::DELIVERED, "out/r.pdf".into(), "cd".repeat(32), 9),
     ];
     s.write_turn(turn).await.unwrap();
+    s.add_agent_approval("coder", "network:pkg.example")
+        .await
+        .unwrap();
+    s.add_agent_approval("other", "network:cdn.example")
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let other = match &o.db {
         // From PostgreSQL to SQLite, and from SQLite to PostgreSQL when a server is there.
@@ -265,8 +271,14 @@ async fn copy_round_trips_to_the_other_backend(o: Opened) {
         },
     };
     let copied = copy::copy_all(s, &other).await.unwrap();
-    let counts = (copied.sessions, copied.turns, copied.entries, copied.files);
-    assert_eq!(counts, (3, 10, 19, 2));
+    let counts = (
+        copied.sessions,
+        copied.turns,
+        copied.entries,
+        copied.files,
+        copied.approvals,
+    );
+    assert_eq!(counts, (3, 10, 19, 2, 2));
     assert_same(s, &other).await;
     let again = copy::copy_all(s, &other).await;
     assert!(
@@ -276,6 +288,10 @@ async fn copy_round_trips_to_the_other_backend(o: Opened) {
 }
 
 async fn assert_same(a: &Store, b: &Store) {
+    assert_eq!(
+        a.all_agent_approvals().await.unwrap(),
+        b.all_agent_approvals().await.unwrap()
+    );
     let left = a.list_summaries().await.unwrap();
     let right = b.list_summaries().await.unwrap();
     assert_eq!(left, right);

@@ -27,3 +27,14 @@ pub async fn list(c: &impl GenericClient, agent: &str) -> Result<Vec<String>, St
         .map_err(pg_error)?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
+
+pub async fn all(c: &impl GenericClient) -> Result<Vec<(String, String)>, StoreError> {
+    let rows = c
+        .query(
+            "SELECT agent_alias, approval FROM agent_approvals ORDER BY agent_alias, approval",
+            &[],
+        )
+        .await
+        .map_err(pg_error)?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}

@@ -210,4 +210,8 @@ impl Backend for PgBackend {
     fn agent_approvals(&self, agent: String) -> Answer<'_, Vec<String>> {
         async move { approvals::list(&**self.client().await?, &agent).await }.boxed()
     }
+
+    fn all_agent_approvals(&self) -> Answer<'_, Vec<(String, String)>> {
+        async move { approvals::all(&**self.client().await?).await }.boxed()
+    }
 }

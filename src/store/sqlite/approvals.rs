@@ -20,3 +20,11 @@ pub fn list(conn: &mut Connection, agent: &str) -> Result<Vec<String>, StoreErro
     let rows = stmt.query_map([agent], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
+
+pub fn all(conn: &mut Connection) -> Result<Vec<(String, String)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT agent_alias, approval FROM agent_approvals ORDER BY agent_alias, approval",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}

@@ -162,4 +162,8 @@ impl Backend for SqliteBackend {
     fn agent_approvals(&self, agent: String) -> Answer<'_, Vec<String>> {
         self.worker.run(move |c| approvals::list(c, &agent)).boxed()
     }
+
+    fn all_agent_approvals(&self) -> Answer<'_, Vec<(String, String)>> {
+        self.worker.run(approvals::all).boxed()
+    }
 }
