@@ -86,3 +86,44 @@ impl AgentApprovals for AgentBook {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn without_a_store_answers_last_for_the_process_and_stay_with_their_agent() {
+        let book = Arc::new(ApprovalBook::default());
+        let coder = book.for_agent(None, "coder");
+        assert!(!coder.contains("network:pkg.example").await);
+        coder.insert("network:pkg.example").await;
+        assert!(coder.contains("network:pkg.example").await);
+        assert!(
+            book.for_agent(None, "coder")
+                .contains("network:pkg.example")
+                .await
+        );
+        assert!(
+            !book
+                .for_agent(None, "other")
+                .contains("network:pkg.example")
+                .await
+        );
+    }
+
+    #[tokio::test]
+    async fn a_store_keeps_them_for_a_new_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let first = Arc::new(ApprovalBook::default());
+        first
+            .for_agent(Some(store.clone()), "coder")
+            .insert("network:pkg.example")
+            .await;
+        let second = Arc::new(ApprovalBook::default());
+        let coder = second.for_agent(Some(store.clone()), "coder");
+        assert!(coder.contains("network:pkg.example").await);
+        let other = second.for_agent(Some(store), "other");
+        assert!(!other.contains("network:pkg.example").await);
+    }
+}
