@@ -3,7 +3,8 @@
 //! namespace's init cloned by the caller itself, or the helper stages in a forked child). The caller's stdin is relayed to the command through a
 //! pipe (the command never holds the caller's terminal), output goes to the caller within the
 //! output limit, and the wall-time limit, the output limit and SIGINT/SIGTERM/SIGHUP kill the
-//! whole tree, as with the async [`crate::Sandbox::spawn`].
+//! whole tree, as with the async [`crate::Sandbox::spawn`]: this poll loop is the second
+//! driver of [`crate::supervise::Supervisor`], which decides.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
@@ -17,8 +18,8 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use crate::error::{SandboxError, SetupError, Stage};
-use crate::launcher::{End, Outcome, Stream, kill_tree};
-use crate::wire::{Enforcement, ExitInfo, LIFELINE_FD, Message, REPORT_FD, SETUP_FAILED};
+use crate::supervise::{Config, Event, Kill, Outcome, Reaper, Reply, Stream, Supervisor};
+use crate::wire::{ExitInfo, LIFELINE_FD, REPORT_FD, SETUP_FAILED};
 
 const CHUNK: usize = 32 * 1024;
 
@@ -63,10 +64,18 @@ impl Caller {
         let kill = if init {
             Kill::Init
         } else {
-            Kill::Helper(backend)
+            Kill::for_helper(backend)
         };
-        let run = Running::new(kill, pid, self.pipes, self.signals, profile)?;
-        run.supervise(on_output, backend)
+        let supervisor = Supervisor::new(Config {
+            cap: profile.limits.output_bytes,
+            keep: false,
+            ends: 1,
+            reaper: Reaper::Driver,
+            log_git: false,
+            bubblewrap: backend == crate::Backend::Bubblewrap,
+        });
+        let run = Running::new(kill, pid, self.pipes, self.signals, supervisor)?;
+        run.supervise(profile.limits.wall_time, on_output)
     }
 }
 
@@ -168,30 +177,6 @@ impl Pipes {
     }
 }
 
-/// How a run is stopped before its end.
-#[derive(Clone, Copy)]
-enum Kill {
-    /// SIGTERM to the helper, which kills and reaps the tree ([`kill_tree`]).
-    Helper(crate::Backend),
-    /// SIGKILL to the pid namespace's init, which takes the whole namespace with it.
-    Init,
-}
-
-impl Kill {
-    /// Through `pidfd` once there is one; before, `pid` is our own unreaped child.
-    fn run(self, pid: i32, pidfd: Option<&OwnedFd>) {
-        match (self, pidfd) {
-            (Kill::Helper(backend), _) => kill_tree(backend, pid, pidfd),
-            (Kill::Init, Some(pidfd)) => {
-                let _ = crate::sys::pidfd_signal(pidfd, libc::SIGKILL);
-            }
-            (Kill::Init, None) => {
-                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-            }
-        }
-    }
-}
-
 fn nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
     fcntl(fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
         .map(drop)
@@ -209,21 +194,12 @@ struct Running {
     stderr: Option<OwnedFd>,
     report: Option<OwnedFd>,
     _lifeline: OwnedFd,
-    limits: crate::Limits,
+    supervisor: Supervisor,
+    relay: Relay,
 }
 
-/// What the run has seen so far.
-#[derive(Default)]
-struct Seen {
-    report_text: Vec<u8>,
-    enforcement: Option<Enforcement>,
-    failed: Option<SetupError>,
-    exit: Option<ExitInfo>,
-    status: Option<ExitInfo>,
-    /// Git refusals not yet passed on (see `crate::git::stage`).
-    git: Vec<String>,
-    used: u64,
-    truncated: bool,
+/// The caller's stdin on its way to the command.
+struct Relay {
     /// Bytes read from the caller's stdin not yet written to the command.
     pending: Vec<u8>,
     caller_stdin_open: bool,
@@ -235,7 +211,7 @@ impl Running {
         pid: i32,
         pipes: Pipes,
         signals: HeldSignals,
-        profile: &crate::Profile,
+        supervisor: Supervisor,
     ) -> Result<Self, SandboxError> {
         let Pipes {
             stdin,
@@ -252,7 +228,9 @@ impl Running {
         let pidfd = match crate::sys::pidfd_open(pid) {
             Ok(fd) => fd,
             Err(e) => {
-                kill.run(pid, None);
+                // Without a pidfd nothing can be signalled: closing the lifeline tells a
+                // supervising helper (or the init) to kill the tree; reaped here.
+                drop((lifeline, stdin, stdout, stderr, report));
                 let _ = waitpid(Pid::from_raw(pid), None);
                 return Err(spawn_error("pidfd_open()", &e));
             }
@@ -267,90 +245,79 @@ impl Running {
             stderr: Some(stderr),
             report: Some(report),
             _lifeline: lifeline,
-            limits: profile.limits.clone(),
+            supervisor,
+            relay: Relay {
+                pending: Vec::new(),
+                caller_stdin_open: true,
+            },
         })
     }
 
     fn supervise(
         mut self,
+        wall_time: std::time::Duration,
         mut on_output: impl FnMut(Stream, &[u8]),
-        backend: crate::Backend,
     ) -> Result<Outcome, SandboxError> {
-        let deadline = Instant::now() + self.limits.wall_time;
-        let mut seen = Seen {
-            caller_stdin_open: true,
-            ..Seen::default()
-        };
-        let mut end = End::Exited;
+        let deadline = Instant::now() + wall_time;
+        let mut deadline_seen = false;
         let mut buf = vec![0u8; CHUNK];
-        loop {
-            let streams_done = self.stdout.is_none() && self.stderr.is_none();
-            if seen.status.is_some()
-                && (streams_done || end != End::Exited)
-                && self.report.is_none()
-            {
-                break;
+        while !self.supervisor.done() {
+            if !self.supervisor.wants_output(Stream::Stdout) {
+                self.stdout = None;
+            }
+            if !self.supervisor.wants_output(Stream::Stderr) {
+                self.stderr = None;
+            }
+            if !self.supervisor.wants_reports() {
+                self.report = None;
             }
             let now = Instant::now();
-            if now >= deadline {
-                if seen.status.is_some() {
-                    // The helper is gone; whatever still holds a pipe is not ours to wait for.
-                    (self.stdout, self.stderr, self.report) = (None, None, None);
-                    continue;
-                }
-                if end == End::Exited {
-                    end = End::TimedOut;
-                    self.kill.run(self.pid, Some(&self.pidfd));
-                }
+            if !deadline_seen && now >= deadline {
+                deadline_seen = true;
+                let reply = self.supervisor.feed(Event::Deadline);
+                self.act(reply, &mut on_output);
+                continue;
             }
-            let wait = if now >= deadline {
-                PollTimeout::from(50u16)
+            let wait = if deadline_seen {
+                PollTimeout::NONE
             } else {
                 let ms = (deadline - now).as_millis().min(i32::MAX as u128) as i32;
                 PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
             };
-            let ready = self.poll_once(wait, &seen)?;
-            for (source, revents) in ready {
+            for (source, revents) in self.poll_once(wait)? {
                 match source {
                     Source::Signal => {
                         while self.signals.fd.read_signal().ok().flatten().is_some() {}
-                        if end == End::Exited && seen.status.is_none() {
-                            end = End::Cancelled;
-                            self.kill.run(self.pid, Some(&self.pidfd));
-                        }
+                        let reply = self.supervisor.feed(Event::Cancel);
+                        self.act(reply, &mut on_output);
                     }
-                    Source::Exit => seen.status = Some(self.reap()?),
-                    Source::Report => {
-                        self.read_report(&mut buf, &mut seen);
-                        // Git hook: validation's refusals as stderr (see `crate::git::stage`).
-                        if !seen.git.is_empty() {
-                            let text =
-                                crate::git::stage::lines_text(&std::mem::take(&mut seen.git));
-                            on_output(Stream::Stderr, &text);
-                        }
+                    Source::Exit => {
+                        let info = self.reap()?;
+                        self.supervisor.feed(Event::HelperExited(info));
                     }
-                    Source::Out(stream) => {
-                        let over = self.read_output(stream, &mut buf, &mut seen, &mut on_output);
-                        if over && end == End::Exited {
-                            end = End::OutputLimit;
-                            self.kill.run(self.pid, Some(&self.pidfd));
-                        }
-                    }
-                    Source::CallerStdin => self.read_caller_stdin(&mut buf, &mut seen, revents),
-                    Source::CommandStdin => self.write_command_stdin(&mut seen),
+                    Source::Report => self.read_report(&mut buf, &mut on_output),
+                    Source::Out(stream) => self.read_output(stream, &mut buf, &mut on_output),
+                    Source::CallerStdin => self.read_caller_stdin(&mut buf, revents),
+                    Source::CommandStdin => self.write_command_stdin(),
                 }
             }
         }
-        finish(seen, end, backend)
+        self.supervisor.finish()
     }
 
-    fn poll_once(
-        &self,
-        timeout: PollTimeout,
-        seen: &Seen,
-    ) -> Result<Vec<(Source, PollFlags)>, SandboxError> {
+    /// Does what the supervisor answered: passes output on, kills the tree.
+    fn act(&self, reply: Reply<'_>, on_output: &mut impl FnMut(Stream, &[u8])) {
+        if let Some((stream, bytes)) = reply.forward {
+            on_output(stream, &bytes);
+        }
+        if reply.kill {
+            self.kill.send(&self.pidfd);
+        }
+    }
+
+    fn poll_once(&self, timeout: PollTimeout) -> Result<Vec<(Source, PollFlags)>, SandboxError> {
         let mut sources = vec![(Source::Signal, self.signals.fd.as_fd())];
-        if seen.status.is_none() {
+        if !self.supervisor.ended_known() {
             sources.push((Source::Exit, self.pidfd.as_fd()));
         }
         if let Some(fd) = &self.report {
@@ -363,9 +330,9 @@ impl Running {
             sources.push((Source::Out(Stream::Stderr), fd.as_fd()));
         }
         if let Some(fd) = &self.stdin {
-            if !seen.pending.is_empty() {
+            if !self.relay.pending.is_empty() {
                 sources.push((Source::CommandStdin, fd.as_fd()));
-            } else if seen.caller_stdin_open {
+            } else if self.relay.caller_stdin_open {
                 sources.push((Source::CallerStdin, caller_stdin()));
             }
         }
@@ -407,72 +374,42 @@ impl Running {
         }
     }
 
-    fn read_report(&mut self, buf: &mut [u8], seen: &mut Seen) {
+    fn read_report(&mut self, buf: &mut [u8], on_output: &mut impl FnMut(Stream, &[u8])) {
         let Some(fd) = &self.report else { return };
-        match nix::unistd::read(fd, buf) {
-            Ok(0) => self.report = None,
-            Ok(n) => seen.report_text.extend_from_slice(&buf[..n]),
+        let event = match nix::unistd::read(fd, buf) {
+            Ok(0) => Event::ReportClosed,
+            Ok(n) => Event::Report(&buf[..n]),
             Err(Errno::EAGAIN | Errno::EINTR) => return,
-            Err(_) => self.report = None,
-        }
-        while let Some(at) = seen.report_text.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = seen.report_text.drain(..=at).collect();
-            match Message::decode(&line) {
-                Some(Message::Ready(e)) => seen.enforcement = Some(e),
-                Some(Message::Failed(e)) => seen.failed = Some(e),
-                Some(Message::Exited(info)) => seen.exit = Some(info),
-                // The helper's last word: its tree is reaped. Its own exit (tearing down the
-                // namespaces, removing its cgroup) need not be waited for.
-                Some(Message::Ended(info)) => {
-                    seen.status = Some(info);
-                    self.report = None;
-                    return;
-                }
-                Some(Message::Git(lines)) => seen.git.extend(lines),
-                Some(Message::Prepared(_)) | None => {}
-            }
-        }
+            Err(_) => Event::ReportClosed,
+        };
+        let reply = self.supervisor.feed(event);
+        self.act(reply, on_output);
     }
 
-    /// Reads one chunk of `stream`; true once the output limit is exceeded.
+    /// Reads one chunk of `stream` for the supervisor.
     fn read_output(
         &mut self,
         stream: Stream,
         buf: &mut [u8],
-        seen: &mut Seen,
         on_output: &mut impl FnMut(Stream, &[u8]),
-    ) -> bool {
-        let slot = match stream {
-            Stream::Stdout => &mut self.stdout,
-            Stream::Stderr => &mut self.stderr,
+    ) {
+        let fd = match stream {
+            Stream::Stdout => &self.stdout,
+            Stream::Stderr => &self.stderr,
         };
-        let Some(fd) = slot else { return false };
-        let n = match nix::unistd::read(&*fd, buf) {
-            Ok(0) => {
-                *slot = None;
-                return false;
-            }
-            Ok(n) => n,
-            Err(Errno::EAGAIN | Errno::EINTR) => return false,
-            Err(_) => {
-                *slot = None;
-                return false;
-            }
+        let Some(fd) = fd else { return };
+        let event = match nix::unistd::read(fd, buf) {
+            Ok(0) => Event::OutputClosed(stream),
+            Ok(n) => Event::Output(stream, &buf[..n]),
+            Err(Errno::EAGAIN | Errno::EINTR) => return,
+            Err(_) => Event::OutputClosed(stream),
         };
-        let room = self.limits.output_bytes.saturating_sub(seen.used) as usize;
-        let keep = n.min(room);
-        seen.used += keep as u64;
-        if keep > 0 {
-            on_output(stream, &buf[..keep]);
-        }
-        if keep < n {
-            seen.truncated = true;
-            return true;
-        }
-        false
+        let reply = self.supervisor.feed(event);
+        self.act(reply, on_output);
     }
 
-    fn read_caller_stdin(&mut self, buf: &mut [u8], seen: &mut Seen, revents: PollFlags) {
+    fn read_caller_stdin(&mut self, buf: &mut [u8], revents: PollFlags) {
+        let seen = &mut self.relay;
         if revents.intersects(PollFlags::POLLNVAL) {
             seen.caller_stdin_open = false;
             self.stdin = None;
@@ -492,7 +429,8 @@ impl Running {
         }
     }
 
-    fn write_command_stdin(&mut self, seen: &mut Seen) {
+    fn write_command_stdin(&mut self) {
+        let seen = &mut self.relay;
         let Some(fd) = &self.stdin else {
             seen.pending.clear();
             return;
@@ -526,35 +464,4 @@ enum Source {
     Out(Stream),
     CallerStdin,
     CommandStdin,
-}
-
-fn finish(seen: Seen, end: End, backend: crate::Backend) -> Result<Outcome, SandboxError> {
-    if let Some(e) = seen.failed {
-        return Err(e.into());
-    }
-    let status = seen.status.unwrap_or(ExitInfo::Code(SETUP_FAILED));
-    let Some(enforcement) = seen.enforcement else {
-        let (stage, hint) = if backend == crate::Backend::Bubblewrap {
-            (
-                Stage::Bubblewrap,
-                "bubblewrap's own message is printed above",
-            )
-        } else {
-            (Stage::Spawn, "the helper's stderr is printed above")
-        };
-        return Err(SetupError::new(
-            stage,
-            format!("the helper ended ({status:?}) before confining the command"),
-        )
-        .hint(hint)
-        .into());
-    };
-    Ok(Outcome {
-        exit: seen.exit.unwrap_or(status),
-        end,
-        stdout: Vec::new(),
-        stderr: Vec::new(),
-        truncated: seen.truncated,
-        enforcement,
-    })
 }

@@ -1,6 +1,8 @@
 //! The daemon side: [`Sandbox`] has its zygote ([`crate::spawner`]) fork a helper with piped
-//! stdio, hands it the plan, waits for its "confined" report ([`Confined`]), streams output
-//! with a cap, and kills the whole tree on timeout, cancellation, output overflow or drop.
+//! stdio, hands it the plan, waits for its "confined" report ([`Confined`]), then drives the
+//! call's [`Supervisor`] from an async loop: it reads the pipes, the deadline and the
+//! cancellation, and does what the supervisor answers (pass output on, kill the whole tree);
+//! dropping a [`Confined`] kills the tree too.
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -8,64 +10,15 @@ use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::backend::Backend;
-use crate::error::{SandboxError, SetupError, Stage};
+use crate::error::SandboxError;
 use crate::planner::Planner;
 use crate::profile::Profile;
-use crate::wire::{Enforcement, ExitInfo, Message};
-
-/// Which stream a chunk of output came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    /// The command's stdout.
-    Stdout,
-    /// The command's stderr.
-    Stderr,
-}
-
-/// Why the command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    /// It exited (or died) on its own.
-    Exited,
-    /// The wall-time limit killed the tree.
-    TimedOut,
-    /// The caller cancelled; the tree was killed.
-    Cancelled,
-    /// The output limit was reached; the tree was killed.
-    OutputLimit,
-}
-
-/// The result of one confined execution.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// Exit code or signal of the command.
-    pub exit: ExitInfo,
-    /// Why it ended.
-    pub end: End,
-    /// stdout kept (within the output limit).
-    pub stdout: Vec<u8>,
-    /// stderr kept (within the output limit).
-    pub stderr: Vec<u8>,
-    /// Output was cut at the limit.
-    pub truncated: bool,
-    /// What was enforced.
-    pub enforcement: Enforcement,
-}
-
-impl Outcome {
-    /// The exit code a shell would report (128 + signal for signal deaths).
-    pub fn shell_code(&self) -> i32 {
-        match self.exit {
-            ExitInfo::Code(c) => c,
-            ExitInfo::Signal(s) => 128 + s,
-        }
-    }
-}
+use crate::supervise::{Config, Event, Kill, Reaper, Reply, Start, Supervisor};
+pub use crate::supervise::{End, Outcome, Stream};
+use crate::wire::Enforcement;
 
 /// The daemon side's half of a [`crate::Sandbox`]: how a call is planned, the helper
 /// executable, its zygote and the warm helpers.
@@ -197,58 +150,64 @@ impl Launcher {
             lifeline,
             egress,
         } = started;
-        let mut reports = Reports::new(report)?;
+        let backend = self.planner.backend;
+        let mut supervisor = Supervisor::new(Config {
+            cap: profile.limits.output_bytes,
+            keep: true,
+            ends: if backend == Backend::Namespaces { 2 } else { 1 },
+            reaper: Reaper::Zygote,
+            log_git: true,
+            bubblewrap: backend == Backend::Bubblewrap,
+        });
+        let mut report = tokio::net::unix::pipe::Receiver::from_owned_fd(report)?;
         let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)?;
         let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(stderr)?;
-        let mut first = reports.next().await;
-        while let Some(Message::Prepared(_)) = first {
-            first = reports.next().await;
-        }
-        match first {
-            Some(Message::Ready(enforcement)) => Ok(Confined {
-                egress: egress.map(crate::egress_launch::receive).transpose()?,
-                stdin: Some(tokio::net::unix::pipe::Sender::from_owned_fd(stdin)?),
-                stdout: Some(stdout),
-                stderr: Some(stderr),
-                pid: forked.pid,
-                pidfd: forked.pidfd,
-                backend: self.planner.backend,
-                limits: profile.limits.clone(),
-                reports,
-                enforcement,
-                done: false,
-                _lifeline: lifeline,
-                refill: (self.planner.backend == Backend::Namespaces
-                    && profile.network != crate::profile::Network::Proxy)
-                    .then(|| Refill {
-                        launcher: self.clone(),
-                        profile: profile.clone(),
-                    }),
-            }),
-            Some(Message::Failed(e)) => Err(e.into()),
-            other => {
-                let ended = match other {
-                    Some(Message::Ended(info)) => format!("{info:?}"),
-                    _ => "without a word".to_string(),
-                };
-                let mut text = String::new();
-                let _ = stderr.take(4096).read_to_string(&mut text).await;
-                let stage = if self.planner.backend == Backend::Bubblewrap {
-                    Stage::Bubblewrap
-                } else {
-                    Stage::Spawn
-                };
-                let call = format!(
-                    "helper {} ended ({ended}) before reporting: {}",
-                    self.helper.display(),
-                    text.trim()
-                );
-                Err(SetupError::new(stage, call)
-                    .hint("a helper binary must call zeroclaw_sandbox::helper::run_if_helper() first in main; \
-                           for bubblewrap, its message is quoted above")
-                    .into())
+        // Told before the command ran (git refusals come later; kept all the same).
+        let mut told = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        loop {
+            match supervisor.start() {
+                Start::Waiting => {
+                    let n = report.read(&mut buf).await.unwrap_or(0);
+                    let event = match n {
+                        0 => Event::ReportClosed,
+                        n => Event::Report(&buf[..n]),
+                    };
+                    if let Some((_, text)) = supervisor.feed(event).forward {
+                        told.extend_from_slice(&text);
+                    }
+                }
+                Start::Ready => break,
+                Start::Failed => return Err(supervisor.not_started(None, None)),
+                Start::Gone => {
+                    let mut text = String::new();
+                    let _ = stderr.take(4096).read_to_string(&mut text).await;
+                    return Err(supervisor.not_started(Some(&self.helper), Some(text.trim())));
+                }
             }
         }
+        Ok(Confined {
+            egress: egress.map(crate::egress_launch::receive).transpose()?,
+            stdin: Some(tokio::net::unix::pipe::Sender::from_owned_fd(stdin)?),
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+            pid: forked.pid,
+            pidfd: forked.pidfd,
+            kill: Kill::for_helper(backend),
+            wall_time: profile.limits.wall_time,
+            enforcement: supervisor.enforcement().cloned().unwrap_or_default(),
+            supervisor,
+            report,
+            told,
+            done: false,
+            _lifeline: lifeline,
+            refill: (backend == Backend::Namespaces
+                && profile.network != crate::profile::Network::Proxy)
+                .then(|| Refill {
+                    launcher: self.clone(),
+                    profile: profile.clone(),
+                }),
+        })
     }
 }
 
@@ -320,40 +279,7 @@ impl HelperPipes {
     }
 }
 
-/// The helper's report lines.
-struct Reports {
-    reader: BufReader<tokio::net::unix::pipe::Receiver>,
-    done: bool,
-}
-
-impl Reports {
-    fn new(fd: OwnedFd) -> std::io::Result<Self> {
-        let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?;
-        Ok(Reports {
-            reader: BufReader::new(rx),
-            done: false,
-        })
-    }
-
-    /// The next message; `None` at EOF (the helper and all its stages are gone).
-    async fn next(&mut self) -> Option<Message> {
-        let mut line = String::new();
-        while !self.done {
-            line.clear();
-            match self.reader.read_line(&mut line).await {
-                Ok(0) | Err(_) => self.done = true,
-                Ok(_) => {
-                    if let Some(m) = Message::decode(line.as_bytes()) {
-                        return Some(m);
-                    }
-                }
-            }
-        }
-        None
-    }
-}
-
-/// A running confined command.
+/// A running confined command: the daemon's driver of its [`Supervisor`].
 pub struct Confined {
     /// The command's stdin (take it to write, drop it to close).
     pub stdin: Option<tokio::net::unix::pipe::Sender>,
@@ -362,10 +288,13 @@ pub struct Confined {
     pid: i32,
     /// The helper's pidfd: signals reach it and never a recycled pid.
     pidfd: OwnedFd,
-    backend: Backend,
-    limits: crate::profile::Limits,
-    reports: Reports,
+    kill: Kill,
+    wall_time: std::time::Duration,
+    report: tokio::net::unix::pipe::Receiver,
+    supervisor: Supervisor,
     enforcement: Enforcement,
+    /// Stderr text the reports brought before [`Confined::wait`] (within the cap).
+    told: Vec<u8>,
     done: bool,
     /// While open, the helper keeps the command alive; closing it (drop) kills the tree.
     _lifeline: OwnedFd,
@@ -373,31 +302,6 @@ pub struct Confined {
     refill: Option<Refill>,
     /// A proxy call's listeners, until taken ([`Confined::take_egress`]).
     egress: Option<crate::egress_launch::EgressListeners>,
-}
-
-/// Output collected so far.
-#[derive(Default)]
-struct Collected {
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    truncated: bool,
-}
-
-impl Collected {
-    /// Keeps what fits under `cap`; returns false once the cap is exceeded.
-    fn keep(&mut self, stream: Stream, chunk: &[u8], cap: u64) -> (bool, usize) {
-        let used = (self.stdout.len() + self.stderr.len()) as u64;
-        let room = cap.saturating_sub(used) as usize;
-        let n = chunk.len().min(room);
-        match stream {
-            Stream::Stdout => self.stdout.extend_from_slice(&chunk[..n]),
-            Stream::Stderr => self.stderr.extend_from_slice(&chunk[..n]),
-        }
-        if n < chunk.len() {
-            self.truncated = true;
-        }
-        (n == chunk.len(), n)
-    }
 }
 
 async fn read_some<R: AsyncRead + Unpin>(r: &mut Option<R>, buf: &mut [u8]) -> usize {
@@ -449,72 +353,66 @@ impl Confined {
         mut on_output: impl FnMut(Stream, &[u8]),
         cancel: impl Future<Output = ()>,
     ) -> Result<Outcome, SandboxError> {
-        let deadline = tokio::time::sleep(self.limits.wall_time);
+        let deadline = tokio::time::sleep(self.wall_time);
         tokio::pin!(deadline, cancel);
         let (mut out, mut err) = (self.stdout.take(), self.stderr.take());
-        let (mut obuf, mut ebuf) = (vec![0u8; 32 * 1024], vec![0u8; 32 * 1024]);
-        let mut kept = Collected::default();
-        let (mut end, mut status, mut exit_msg, mut failed) = (End::Exited, None, None, None);
-        let cap = self.limits.output_bytes;
-        // On the namespace backend the pid namespace's init reports the end first, and its
-        // helper, which may still scrub the workspace from outside, once it is done: the call
-        // has ended when both have (or the pipe is closed), so that nothing of it changes the
-        // workspace after we return.
-        let ends_needed = if self.backend == Backend::Namespaces {
-            2
-        } else {
-            1
-        };
-        let (mut ends, mut past_deadline) = (0, false);
-        loop {
-            // `status`: the helper ended (the zygote reaped it) — so did everything it started.
-            let streams_done = out.is_none() && err.is_none();
-            let helper_done = ends >= ends_needed || self.reports.done || past_deadline;
-            if status.is_some() && (streams_done || end != End::Exited) && helper_done {
-                break;
+        for (stream, pipe) in [
+            (Stream::Stdout, out.is_none()),
+            (Stream::Stderr, err.is_none()),
+        ] {
+            if pipe {
+                self.supervisor.feed(Event::OutputClosed(stream));
             }
-            tokio::select! {
-                n = read_some(&mut out, &mut obuf) => {
-                    if n == 0 { out = None; continue; }
-                    let (all, k) = kept.keep(Stream::Stdout, &obuf[..n], cap);
-                    on_output(Stream::Stdout, &obuf[..k]);
-                    if !all && end == End::Exited { end = End::OutputLimit; self.kill_tree(status.is_none()); }
-                }
-                n = read_some(&mut err, &mut ebuf) => {
-                    if n == 0 { err = None; continue; }
-                    let (all, k) = kept.keep(Stream::Stderr, &ebuf[..n], cap);
-                    on_output(Stream::Stderr, &ebuf[..k]);
-                    if !all && end == End::Exited { end = End::OutputLimit; self.kill_tree(status.is_none()); }
-                }
-                m = self.reports.next(), if !self.reports.done => match m {
-                    Some(Message::Exited(info)) => exit_msg = Some(info),
-                    Some(Message::Failed(e)) => failed = Some(e),
-                    Some(Message::Ended(info)) => { ends += 1; status.get_or_insert(info); }
-                    // Git hook: validation's refusals, logged and told as stderr (see `crate::git::stage`).
-                    Some(Message::Git(lines)) => {
-                        let text = crate::git::stage::logged_text(&lines);
-                        let (_, k) = kept.keep(Stream::Stderr, &text, cap);
-                        on_output(Stream::Stderr, &text[..k]);
-                    }
-                    Some(Message::Ready(_) | Message::Prepared(_)) => {}
-                    // End of file without a word from the zygote: it died; the helper is gone.
-                    None => { status.get_or_insert(ExitInfo::Code(crate::wire::SETUP_FAILED)); }
-                },
-                _ = &mut deadline, if end == End::Exited || status.is_some() => {
-                    if status.is_some() { out = None; err = None; past_deadline = true; continue; }
-                    end = End::TimedOut;
-                    self.kill_tree(true);
-                }
-                _ = &mut cancel, if end == End::Exited => { end = End::Cancelled; self.kill_tree(status.is_none()); }
+        }
+        if !self.told.is_empty() {
+            on_output(Stream::Stderr, &std::mem::take(&mut self.told));
+        }
+        let mut bufs = [vec![0u8; 32 * 1024], vec![0u8; 32 * 1024], vec![0u8; 4096]];
+        let [obuf, ebuf, rbuf] = &mut bufs;
+        let (mut deadline_seen, mut cancel_seen) = (false, false);
+        while !self.supervisor.done() {
+            if !self.supervisor.wants_output(Stream::Stdout) {
+                out = None;
             }
+            if !self.supervisor.wants_output(Stream::Stderr) {
+                err = None;
+            }
+            let sup = &mut self.supervisor;
+            let reply = tokio::select! {
+                n = read_some(&mut out, obuf) => sup.feed(match n {
+                    0 => Event::OutputClosed(Stream::Stdout),
+                    n => Event::Output(Stream::Stdout, &obuf[..n]),
+                }),
+                n = read_some(&mut err, ebuf) => sup.feed(match n {
+                    0 => Event::OutputClosed(Stream::Stderr),
+                    n => Event::Output(Stream::Stderr, &ebuf[..n]),
+                }),
+                n = self.report.read(rbuf), if sup.wants_reports() => sup.feed(match n {
+                    Ok(0) | Err(_) => Event::ReportClosed,
+                    Ok(n) => Event::Report(&rbuf[..n]),
+                }),
+                _ = &mut deadline, if !deadline_seen => {
+                    deadline_seen = true;
+                    sup.feed(Event::Deadline)
+                }
+                _ = &mut cancel, if !cancel_seen => {
+                    cancel_seen = true;
+                    sup.feed(Event::Cancel)
+                }
+            };
+            act(reply, self.kill, &self.pidfd, &mut on_output);
         }
         self.done = true;
-        if let Some(e) = failed {
-            return Err(e.into());
-        }
+        let outcome = self.supervisor.finish();
         // The helper has been reaped, so its whole tree is gone: no confined process is
         // left to race the next call's preparation.
-        if let (Some(r), End::Exited, true) = (self.refill.take(), end, status.is_some()) {
+        if let (
+            Some(r),
+            Ok(Outcome {
+                end: End::Exited, ..
+            }),
+        ) = (self.refill.take(), &outcome)
+        {
             let Refill { launcher, profile } = r;
             let (pool, spawner, helper) = (
                 launcher.warm.clone(),
@@ -525,50 +423,17 @@ impl Confined {
                 launcher.planner.plan(&profile, Vec::new(), None).ok()
             });
         }
-        let exit = exit_msg
-            .or(status)
-            .unwrap_or(ExitInfo::Code(crate::wire::SETUP_FAILED));
-        Ok(Outcome {
-            exit,
-            end,
-            stdout: kept.stdout,
-            stderr: kept.stderr,
-            truncated: kept.truncated,
-            enforcement: std::mem::take(&mut self.enforcement),
-        })
-    }
-
-    /// Kills the confined tree: the helper gets SIGTERM, kills every descendant (the pid
-    /// namespace's init, or each process under its subreaper) and exits once all are reaped,
-    /// so the helper's exit means nothing is left.
-    fn kill_tree(&self, alive: bool) {
-        if !alive {
-            return;
-        }
-        kill_tree(self.backend, self.pid, Some(&self.pidfd));
+        outcome
     }
 }
 
-/// Kills the tree of the helper `pid`: SIGTERM asks a supervising helper to kill and reap
-/// every descendant before it exits, sent through its pidfd (so never to a process that
-/// reused the pid); `None` only before one exists, when `pid` is our own unreaped child, which
-/// no other process can have. The exec-only backends are killed as a process group (`killpg`:
-/// a pidfd reaches one process only); their helper leads the group and is our unreaped child
-/// too, so the group id cannot have been reused.
-pub(crate) fn kill_tree(backend: Backend, pid: i32, pidfd: Option<&OwnedFd>) {
-    if pid <= 0 {
-        return;
+/// Does what the supervisor answered: passes output on, kills the tree.
+fn act(reply: Reply<'_>, kill: Kill, pidfd: &OwnedFd, on_output: &mut impl FnMut(Stream, &[u8])) {
+    if let Some((stream, bytes)) = reply.forward {
+        on_output(stream, &bytes);
     }
-    match (backend, pidfd) {
-        (Backend::None | Backend::Seatbelt, _) => {
-            let _ = nix::sys::signal::killpg(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-        (_, Some(pidfd)) => {
-            let _ = crate::sys::pidfd_signal(pidfd, libc::SIGTERM);
-        }
-        (_, None) => {
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGTERM);
-        }
+    if reply.kill {
+        kill.send(pidfd);
     }
 }
 
@@ -576,7 +441,7 @@ impl Drop for Confined {
     fn drop(&mut self) {
         if !self.done {
             // Through the pidfd: harmless if the helper has already ended.
-            self.kill_tree(true);
+            self.kill.send(&self.pidfd);
         }
     }
 }

@@ -13,15 +13,17 @@
 //! - the face: `lib` and `run_foreground` (the one module that joins the two sides, for a
 //!   foreground run);
 //! - the daemon side: `sandbox` ([`Sandbox`]), `planner` (checks, the call's plan),
-//!   `launcher` (start, stream, kill), `spawner` (the launcher's link to its zygote), `warm`
-//!   (helpers prepared ahead of the next call), `foreground` (the caller's side of a
-//!   foreground run), `detect` (probes, choice, report), `egress_plan` / `egress_launch`
+//!   `launcher` (start; the async driver of `supervise`), `spawner` (the launcher's link to
+//!   its zygote), `warm` (helpers prepared ahead of the next call), `foreground` (the
+//!   caller's side of a foreground run; the poll driver of `supervise`), `detect` (probes,
+//!   choice, report), `egress_plan` / `egress_launch`
 //!   (`network = proxy`: the plan's part, the listeners coming back);
 //! - the child side: `helper` (one file per stage, `helper/backends/` with one entry per
 //!   backend, the zygote, and `helper::forked` for a single-threaded caller);
 //! - shared, used by both sides: `profile` (plain data), `plan` (profile resolved per
 //!   backend, built without I/O from the host facts its `gather` reads first), `wire` (argv
-//!   markers, descriptor numbers, size caps, report messages),
+//!   markers, descriptor numbers, size caps, report messages and their decoder), `supervise`
+//!   (one running call's state machine: reports, output cap, deadline, end reason, kill),
 //!   `warm_key`, `error`, `backend`, `bubblewrap`/`seatbelt` (pure argv / SBPL builders),
 //!   `egress_fds` (the proxy listeners' hand-over, both ends), `gitconfig`, `git` (staged
 //!   repositories), `host` (read-only facts about this machine, the scans for root-only
@@ -55,6 +57,7 @@ mod run_foreground;
 mod sandbox;
 pub mod seatbelt;
 mod spawner;
+mod supervise;
 #[allow(unsafe_code)]
 mod sys;
 pub mod warm;
@@ -64,9 +67,10 @@ pub mod wire;
 pub use backend::{Backend, BackendChoice};
 pub use egress_launch::EgressListeners;
 pub use error::{SandboxError, SetupError, Stage};
-pub use launcher::{Confined, End, Outcome, Stream};
+pub use launcher::Confined;
 pub use profile::{EnvPolicy, Limits, Network, Profile};
 pub use sandbox::Sandbox;
+pub use supervise::{End, Outcome, Stream};
 /// The socket-activated listeners systemd passed this process, adopted once (the `unsafe`
 /// step lives in the syscall layer).
 pub use sys::take_activated_fds;

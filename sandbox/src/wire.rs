@@ -2,7 +2,8 @@
 //! the argv markers that turn the binary into a helper or a zygote, every descriptor number
 //! a helper, a zygote or a warm helper is started with, the size caps, the names of the
 //! on-disk markers both sides recognise, and the report pipe's messages (one JSON object per
-//! line) with their encoder and decoder. Side-effect free.
+//! line) with their encoder and their decoder ([`Message::decode`] for one line,
+//! [`ReportLines`] for the pipe's bytes however reads cut them). Side-effect free.
 
 use std::os::fd::RawFd;
 
@@ -138,5 +139,58 @@ impl Message {
         let mut line = serde_json::to_vec(self).unwrap_or_else(|_| b"{}".to_vec());
         line.push(b'\n');
         line
+    }
+}
+
+/// The report pipe's decoder: bytes in, as the reads deliver them (a line may be split
+/// across reads, or one read hold several), messages out, in order. A line that is not one of
+/// ours is skipped; an unfinished line waits for the rest.
+#[derive(Debug, Default)]
+pub struct ReportLines {
+    pending: Vec<u8>,
+}
+
+impl ReportLines {
+    /// Adds what one read returned.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+    }
+
+    /// The next complete line's message; `None` until another line is complete.
+    pub fn next_message(&mut self) -> Option<Message> {
+        while let Some(at) = self.pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=at).collect();
+            if let Some(m) = Message::decode(&line) {
+                return Some(m);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_lines_join_split_reads_and_skip_foreign_lines() {
+        let mut lines = ReportLines::default();
+        let ready = Message::Ready(Enforcement::default()).encode();
+        let ended = Message::Ended(ExitInfo::Code(3)).encode();
+        let (a, b) = ready.split_at(7);
+        lines.push(a);
+        assert_eq!(lines.next_message(), None, "half a line is not a message");
+        lines.push(b);
+        lines.push(b"not ours\n");
+        lines.push(&ended);
+        assert_eq!(
+            lines.next_message(),
+            Some(Message::Ready(Enforcement::default()))
+        );
+        assert_eq!(
+            lines.next_message(),
+            Some(Message::Ended(ExitInfo::Code(3)))
+        );
+        assert_eq!(lines.next_message(), None);
     }
 }

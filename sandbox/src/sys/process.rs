@@ -104,15 +104,31 @@ pub fn default_signals() {
 /// `pidfd_send_signal(pidfd, sig)`: signals exactly the process the pidfd refers to (never a
 /// process that reused its pid); an error once it has ended.
 pub fn pidfd_signal(pidfd: &std::os::fd::OwnedFd, sig: libc::c_int) -> io::Result<()> {
+    pidfd_send_signal(pidfd, sig, 0)
+}
+
+/// `pidfd_send_signal(pidfd, sig, PIDFD_SIGNAL_PROCESS_GROUP)`: signals every process of the
+/// group the pidfd's process leads (it must lead one: its pid is the group's id, which cannot
+/// be reused while it is alive or unreaped). `EINVAL` before Linux 6.9, which lacks the flag.
+pub fn pidfd_signal_group(pidfd: &std::os::fd::OwnedFd, sig: libc::c_int) -> io::Result<()> {
+    pidfd_send_signal(pidfd, sig, libc::PIDFD_SIGNAL_PROCESS_GROUP)
+}
+
+fn pidfd_send_signal(
+    pidfd: &std::os::fd::OwnedFd,
+    sig: libc::c_int,
+    flags: libc::c_uint,
+) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    // SAFETY: a null siginfo and zero flags are valid; the call only signals the process.
+    // SAFETY: a null siginfo is valid and `flags` is one of the kernel's own; the call only
+    // signals the process (or its group).
     let rc = unsafe {
         libc::syscall(
             libc::SYS_pidfd_send_signal,
             pidfd.as_raw_fd(),
             sig,
             std::ptr::null::<libc::siginfo_t>(),
-            0u32,
+            flags,
         )
     };
     if rc == 0 {
