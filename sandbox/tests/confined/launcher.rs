@@ -697,6 +697,23 @@ async fn a_path_made_right_after_a_call_stays() {
     }
 }
 
+/// The unconfined backend execs the command in place of its helper, so nothing supervises
+/// what the command starts: the wall-time limit kills the process group the helper leads
+/// (through its pidfd), background jobs included.
+#[tokio::test(flavor = "current_thread")]
+async fn wall_time_kills_the_unconfined_command_and_its_background_jobs() {
+    let Some(s) = sandbox(BackendChoice::None) else {
+        return;
+    };
+    let ws = workspace();
+    let mut p = Profile::for_workspace(ws.path());
+    p.limits.wall_time = std::time::Duration::from_secs(1);
+    let m = marker();
+    let o = run(&s, &p, &format!("sleep {m} & sleep {m} & sleep {m}")).await;
+    assert_eq!(o.end, End::TimedOut);
+    assert_eq!(gone_eventually(&m), Vec::<String>::new(), "left processes");
+}
+
 per_backend!(
     exit_codes_and_signals_pass_through,
     output_is_streamed_per_stream_and_reported,
