@@ -228,8 +228,10 @@ impl Running {
         let pidfd = match crate::sys::pidfd_open(pid) {
             Ok(fd) => fd,
             Err(e) => {
-                // Without a pidfd nothing can be signalled: closing the lifeline tells a
-                // supervising helper (or the init) to kill the tree; reaped here.
+                // Without a pidfd nothing is signalled (never a bare pid): closing the
+                // lifeline tells a supervising helper, or the init, to kill the tree; an
+                // exec-only backend's command watches nothing and is waited for with its
+                // pipes closed. Reaped here.
                 drop((lifeline, stdin, stdout, stderr, report));
                 let _ = waitpid(Pid::from_raw(pid), None);
                 return Err(spawn_error("pidfd_open()", &e));
@@ -409,41 +411,41 @@ impl Running {
     }
 
     fn read_caller_stdin(&mut self, buf: &mut [u8], revents: PollFlags) {
-        let seen = &mut self.relay;
+        let relay = &mut self.relay;
         if revents.intersects(PollFlags::POLLNVAL) {
-            seen.caller_stdin_open = false;
+            relay.caller_stdin_open = false;
             self.stdin = None;
             return;
         }
         match nix::unistd::read(caller_stdin(), buf) {
             Ok(0) | Err(Errno::EBADF) => {
-                seen.caller_stdin_open = false;
+                relay.caller_stdin_open = false;
                 self.stdin = None; // EOF reaches the command
             }
-            Ok(n) => seen.pending.extend_from_slice(&buf[..n]),
+            Ok(n) => relay.pending.extend_from_slice(&buf[..n]),
             Err(Errno::EAGAIN | Errno::EINTR) => {}
             Err(_) => {
-                seen.caller_stdin_open = false;
+                relay.caller_stdin_open = false;
                 self.stdin = None;
             }
         }
     }
 
     fn write_command_stdin(&mut self) {
-        let seen = &mut self.relay;
+        let relay = &mut self.relay;
         let Some(fd) = &self.stdin else {
-            seen.pending.clear();
+            relay.pending.clear();
             return;
         };
-        match nix::unistd::write(fd, &seen.pending) {
+        match nix::unistd::write(fd, &relay.pending) {
             Ok(n) => {
-                seen.pending.drain(..n);
+                relay.pending.drain(..n);
             }
             Err(Errno::EAGAIN | Errno::EINTR) => {}
             Err(_) => {
                 // The command closed its stdin: stop relaying.
-                seen.pending.clear();
-                seen.caller_stdin_open = false;
+                relay.pending.clear();
+                relay.caller_stdin_open = false;
                 self.stdin = None;
             }
         }

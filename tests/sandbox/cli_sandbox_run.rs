@@ -80,6 +80,30 @@ fn limits_from_the_config_dir(b: Backend) {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
+/// The foreground run's output limit: exactly the limit reaches the caller (the chunk that
+/// crosses it is cut), then the tree is killed and the run ends with 123.
+fn output_limit_cuts_and_kills(b: Backend) {
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path().to_str().unwrap().to_owned();
+    let env = [("ZEROCLAW_sandbox__limits__output_bytes", "1000")];
+    let args = [
+        "--backend",
+        b.name(),
+        "--workspace",
+        ws.as_str(),
+        "--",
+        "yes",
+    ];
+    let out = sandbox_run(None, &args, &env);
+    assert_eq!(out.status.code(), Some(123), "{b:?}: {}", stderr(&out));
+    assert_eq!(out.stdout.len(), 1000, "{b:?}");
+    assert!(
+        stderr(&out).contains("output limit reached"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// Runs `test` on each Linux backend that exists here (skipping, or failing on CI, as the
 /// sandbox suites do).
 fn on_each_backend(name: &str, test: fn(Backend)) {
@@ -103,6 +127,14 @@ fn the_wall_time_limit_comes_from_the_config_dir_and_timeout_overrides_it() {
     on_each_backend(
         "the_wall_time_limit_comes_from_the_config_dir_and_timeout_overrides_it",
         limits_from_the_config_dir,
+    );
+}
+
+#[test]
+fn the_output_limit_cuts_a_foreground_run_and_kills_it() {
+    on_each_backend(
+        "the_output_limit_cuts_a_foreground_run_and_kills_it",
+        output_limit_cuts_and_kills,
     );
 }
 
