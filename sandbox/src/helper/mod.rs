@@ -182,7 +182,7 @@ fn read_plan() -> Result<Plan, SetupError> {
         .map_err(|e| SetupError::os(Stage::Plan, "read(plan fd 3)", &e))?;
     let plan: Plan = serde_json::from_slice(&buf)
         .map_err(|e| SetupError::new(Stage::Plan, format!("parse plan: {e}")))?;
-    if plan.egress.is_some() {
+    if plan.egress.is_some() && !plan.egress_on_host {
         // The plan socket carries the proxy's listeners back (`egress::send_listeners`).
         let _ = std::os::fd::IntoRawFd::into_raw_fd(file);
     }
