@@ -63,14 +63,7 @@ pub(crate) fn apply(
             Ok(())
         }
         Backend::Landlock => {
-            let abi = crate::sys::landlock_abi().unwrap_or(0);
-            if abi < LANDLOCK_NET_ABI {
-                return Err(SandboxError::Profile(format!(
-                    "network proxy on the landlock backend needs Landlock ABI \
-                     {LANDLOCK_NET_ABI} (TCP rules, Linux >= 6.7); this kernel has ABI {abi}: \
-                     use network deny or allow, or the namespaces backend"
-                )));
-            }
+            landlock_has_tcp_rules(crate::sys::landlock_abi().unwrap_or(0))?;
             // The TCP rules, the seccomp switch, the ports and the environment follow once the
             // launcher bound the listeners ([`on_host`]).
             plan.egress_on_host = true;
@@ -87,6 +80,19 @@ pub(crate) fn apply(
              use network deny or allow, or another backend"
         ))),
     }
+}
+
+/// The Landlock-only rung keeps a proxy call to its listeners with Landlock's TCP rules: a
+/// kernel without them (ABI < 4) is refused, never run with less.
+fn landlock_has_tcp_rules(abi: u32) -> Result<(), SandboxError> {
+    if abi >= LANDLOCK_NET_ABI {
+        return Ok(());
+    }
+    Err(SandboxError::Profile(format!(
+        "network proxy on the landlock backend needs Landlock ABI {LANDLOCK_NET_ABI} (TCP \
+         rules, Linux >= 6.7); this kernel has ABI {abi}: use network deny or allow, or the \
+         namespaces backend"
+    )))
 }
 
 /// Fills in a host-loopback proxy call (`plan.egress_on_host`) once its listeners are bound
@@ -186,6 +192,20 @@ mod tests {
             values,
             vec![std::ffi::OsString::from("http://127.0.0.1:40001")]
         );
+    }
+
+    #[test]
+    fn a_kernel_without_landlock_tcp_rules_is_refused() {
+        for abi in [0, 1, 3] {
+            match landlock_has_tcp_rules(abi) {
+                Err(SandboxError::Profile(msg)) => assert!(
+                    msg.contains("needs Landlock ABI 4") && msg.contains(&format!("ABI {abi}:")),
+                    "{msg}"
+                ),
+                other => panic!("ABI {abi}: {other:?}"),
+            }
+        }
+        assert!(landlock_has_tcp_rules(4).is_ok() && landlock_has_tcp_rules(7).is_ok());
     }
 
     #[test]
