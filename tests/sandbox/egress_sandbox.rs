@@ -5,11 +5,12 @@
 //! keeping the child to them). The child reaches an allowed name through zeroclaw's egress
 //! proxy with curl, python3's urllib and `git clone http://`; a denied name is refused naming
 //! the rule; a direct `connect()` (also as a TCP Fast Open send) to a port the test listens on,
-//! a UDP datagram to one, a DNS query and a raw socket get nowhere; two runs at once with
-//! different policies keep their own allowances; a rung that cannot do it refuses, never
-//! falling back. Upstreams are loopback servers this test starts (judged by what they saw); the
-//! test names resolve through the policy's `hosts` map, loopback admitted by `allow_cidrs`.
-//! Scripts find the proxy through the variables the child gets (`HTTP_PROXY`, `ALL_PROXY`).
+//! a UDP datagram to one, a DNS query and a raw or ICMP socket get nowhere (nor, on the
+//! Landlock-only rung, a TCP bind on the host's loopback); two runs at once with different
+//! policies keep their own allowances; a rung that cannot do it refuses, never falling back.
+//! Upstreams are loopback servers this test starts (judged by what they saw); the test names
+//! resolve through the policy's `hosts` map, loopback admitted by `allow_cidrs`. Scripts find
+//! the proxy through the variables the child gets (`HTTP_PROXY`, `ALL_PROXY`).
 
 use crate::sandbox_support;
 use crate::support;
@@ -324,6 +325,10 @@ def raw():
     s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
     s.sendto(b'\x08\x00\xf7\xff\x00\x00\x00\x00', ('10.0.0.1', 0))
 attempt('raw', raw)
+def ping():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)
+    s.sendto(b'\x08\x00\xf7\xff\x00\x00\x00\x00', ('10.0.0.1', 0))
+attempt('ping', ping)
 attempt('resolver', lambda: socket.getaddrinfo('files.example', 80))
 def listen():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -354,7 +359,7 @@ fn a_direct_connect_udp_raw_or_dns_gets_nowhere(b: Backend) {
     let all = text(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("proxy OPEN"), "the control: {all}");
-    for what in ["direct", "fastopen", "dns", "raw", "resolver"] {
+    for what in ["direct", "fastopen", "dns", "raw", "ping", "resolver"] {
         assert!(stdout.contains(&format!("{what} refused")), "{what}: {all}");
     }
     if !b.has_namespaces() {
