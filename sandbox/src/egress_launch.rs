@@ -1,7 +1,9 @@
-//! The launcher's part of `network = proxy` (daemon side): the plan channel of a proxy call
-//! is a Unix socket pair instead of a pipe, so that once the helper has read the plan (we shut
-//! our sending half) it can send back the listeners it bound in the call's network namespace
-//! ([`crate::egress_fds`]), which [`receive`] takes once the helper reported ready.
+//! The launcher's part of `network = proxy` (daemon side). With a network namespace, the plan
+//! channel of a proxy call is a Unix socket pair instead of a pipe, so that once the helper
+//! has read the plan (we shut our sending half) it can send back the listeners it bound in
+//! the call's network namespace ([`crate::egress_fds`]), which [`receive`] takes once the
+//! helper reported ready. Without one (Landlock-only, Seatbelt), [`bind_on_host`] binds them
+//! on the host's loopback before the helper starts, so no child can take their ports first.
 
 use std::net::TcpListener;
 use std::os::fd::{AsFd, OwnedFd};
@@ -11,14 +13,65 @@ use nix::sys::socket::{AddressFamily, Shutdown, SockFlag, SockType, shutdown, so
 use crate::egress_fds::ProxyPorts;
 use crate::error::SandboxError;
 
-/// The proxy's two listeners of one call, bound inside its network namespace: accept on them
+/// The proxy's two listeners of one call, bound inside its network namespace (or on the
+/// host's loopback on a rung without one): accept on them
 /// and serve the HTTP proxy and SOCKS5 (the daemon's egress proxy does).
 #[derive(Debug)]
 pub struct EgressListeners {
     pub http: TcpListener,
     pub socks: TcpListener,
-    /// Their ports inside the namespace (what the command's `*_PROXY` variables name).
+    /// Their ports on the child's loopback (what the command's `*_PROXY` variables name).
     pub ports: ProxyPorts,
+}
+
+/// A call's listeners on their way to [`crate::Confined`]: to be received over the plan
+/// channel, or already bound by us.
+#[derive(Debug)]
+pub(crate) enum Pending {
+    Channel(OwnedFd),
+    Bound(EgressListeners),
+}
+
+impl Pending {
+    /// The listeners, once the helper reported ready.
+    pub(crate) fn listeners(self) -> Result<EgressListeners, SandboxError> {
+        match self {
+            Pending::Channel(ours) => receive(ours),
+            Pending::Bound(listeners) => Ok(listeners),
+        }
+    }
+}
+
+/// For a proxy call without a network namespace (`plan.egress_on_host`): binds the HTTP and
+/// SOCKS5 listeners on 127.0.0.1 at ephemeral ports and fills the plan in with them
+/// ([`crate::egress_plan::on_host`]); `None` for any other call. The proxy is reachable by
+/// the host's other processes too while the call runs (docs/policy.md says so).
+pub(crate) fn bind_on_host(
+    plan: &mut crate::plan::Plan,
+) -> Result<Option<EgressListeners>, SandboxError> {
+    if !plan.egress_on_host {
+        return Ok(None);
+    }
+    let bind = || {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+        listener.set_nonblocking(true)?;
+        let port = listener.local_addr()?.port();
+        Ok::<_, std::io::Error>((listener, port))
+    };
+    let failed = |e: std::io::Error| {
+        SandboxError::Io(std::io::Error::new(
+            e.kind(),
+            format!("bind the egress proxy listeners on 127.0.0.1: {e}"),
+        ))
+    };
+    let (http, http_port) = bind().map_err(failed)?;
+    let (socks, socks_port) = bind().map_err(failed)?;
+    let ports = ProxyPorts {
+        http: http_port,
+        socks: socks_port,
+    };
+    crate::egress_plan::on_host(plan, ports);
+    Ok(Some(EgressListeners { http, socks, ports }))
 }
 
 /// (our end, the helper's end) of a proxy call's plan channel, both close-on-exec.

@@ -1,12 +1,15 @@
-//! `network = proxy` in a call's plan (daemon side): which backends can do it (today the
-//! namespace and bubblewrap backends; every other one refuses the profile with a clear error,
-//! never a silent fallback to deny or allow), the fixed listener ports inside the child's
-//! private network namespace, and the proxy variables of the command's environment.
+//! `network = proxy` in a call's plan (daemon side): which backends can do it and how — the
+//! namespace and bubblewrap backends with fixed listener ports inside the child's private
+//! network namespace (the helper, or bubblewrap's inner stage, binds them there); the Landlock-only and Seatbelt rungs, which have no network
+//! namespace, with listeners the launcher binds on the host's loopback at ephemeral ports
+//! ([`on_host`], called by `egress_launch::bind_on_host`) and rules that let the child connect
+//! to those two ports only; every other backend refuses the profile with a clear error, never
+//! a silent fallback to deny or allow — and the proxy variables of the command's environment.
 
 use crate::backend::Backend;
 use crate::egress_fds::ProxyPorts;
 use crate::error::SandboxError;
-use crate::plan::Plan;
+use crate::plan::{LANDLOCK_NET_ABI, Plan};
 use crate::profile::{Network, Profile};
 
 /// Where the helper binds the proxy's listeners. The namespace is the call's own (only `lo`,
@@ -52,20 +55,69 @@ pub(crate) fn apply(
     if profile.network != Network::Proxy {
         return Ok(());
     }
-    if !matches!(backend, Backend::Namespaces | Backend::Bubblewrap) {
-        return Err(SandboxError::Profile(format!(
-            "network proxy is not available on the {backend} backend: only the namespaces \
-             and bubblewrap backends route a child through the egress proxy so far; use \
-             network deny or allow, or one of those backends"
-        )));
+    match backend {
+        Backend::Namespaces | Backend::Bubblewrap => {
+            plan.unshare_net = true;
+            plan.egress = Some(PORTS);
+            set_env(plan, PORTS);
+            Ok(())
+        }
+        Backend::Landlock => {
+            landlock_has_tcp_rules(crate::sys::landlock_abi().unwrap_or(0))?;
+            // The TCP rules, the seccomp switch, the ports and the environment follow once the
+            // launcher bound the listeners ([`on_host`]).
+            plan.egress_on_host = true;
+            plan.landlock.deny_network = true;
+            Ok(())
+        }
+        Backend::Seatbelt => {
+            plan.egress_on_host = true;
+            Ok(())
+        }
+        Backend::None => Err(SandboxError::Profile(format!(
+            "network proxy is not available on the {backend} backend: only the namespaces, \
+             bubblewrap, landlock and seatbelt backends route a child through the egress \
+             proxy; use network deny or allow, or another backend"
+        ))),
     }
-    plan.unshare_net = true;
-    plan.egress = Some(PORTS);
-    for (name, value) in proxy_env(PORTS) {
+}
+
+/// The Landlock-only rung keeps a proxy call to its listeners with Landlock's TCP rules: a
+/// kernel without them (ABI < 4) is refused, never run with less.
+fn landlock_has_tcp_rules(abi: u32) -> Result<(), SandboxError> {
+    if abi >= LANDLOCK_NET_ABI {
+        return Ok(());
+    }
+    Err(SandboxError::Profile(format!(
+        "network proxy on the landlock backend needs Landlock ABI {LANDLOCK_NET_ABI} (TCP \
+         rules, Linux >= 6.7); this kernel has ABI {abi}: use network deny or allow, or the \
+         namespaces backend"
+    )))
+}
+
+/// Fills in a host-loopback proxy call (`plan.egress_on_host`) once its listeners are bound
+/// at `ports`: the environment, and the only TCP destinations of the Landlock-only rung's
+/// ruleset and supervisor (the Seatbelt profile reads `plan.egress`).
+pub(crate) fn on_host(plan: &mut Plan, ports: ProxyPorts) {
+    debug_assert!(plan.egress_on_host);
+    plan.egress = Some(ports);
+    if plan.backend == Backend::Landlock {
+        plan.landlock.connect_tcp = vec![ports.http, ports.socks];
+        plan.seccomp.proxy_only = Some(ports);
+    }
+    set_env(plan, ports);
+}
+
+/// Whether `plan` is a proxy call (its listeners go to the async launcher).
+pub(crate) fn proxied(plan: &Plan) -> bool {
+    plan.egress.is_some() || plan.egress_on_host
+}
+
+fn set_env(plan: &mut Plan, ports: ProxyPorts) {
+    for (name, value) in proxy_env(ports) {
         plan.env.retain(|(k, _)| k.as_os_str() != name.as_str());
         plan.env.push((name.into(), value.into()));
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -92,13 +144,13 @@ mod tests {
     }
 
     #[test]
-    fn only_the_network_namespace_backends_plan_a_proxy_call() {
+    fn the_network_namespace_backends_plan_fixed_ports_in_their_own_namespace() {
         let dir = tempfile::tempdir().unwrap();
         let profile = Profile::for_workspace(dir.path()).network(Network::Proxy);
         for backend in [Backend::Namespaces, Backend::Bubblewrap] {
             let mut plan = crate::plan::build_on_host(backend, &profile, vec!["true".into()], None);
             apply(backend, &profile, &mut plan).unwrap();
-            assert!(plan.unshare_net, "{backend:?}");
+            assert!(plan.unshare_net && !plan.egress_on_host, "{backend:?}");
             assert_eq!(plan.egress, Some(PORTS), "{backend:?}");
             assert!(
                 plan.env
@@ -107,14 +159,72 @@ mod tests {
                 "{backend:?}"
             );
         }
-        for backend in [Backend::Landlock, Backend::Seatbelt, Backend::None] {
-            let mut plan = crate::plan::build_on_host(backend, &profile, vec!["true".into()], None);
-            match apply(backend, &profile, &mut plan) {
-                Err(SandboxError::Profile(msg)) => {
-                    assert!(msg.contains("network proxy is not available"), "{msg}")
-                }
-                other => panic!("{backend:?} planned a proxy call: {other:?}"),
+    }
+
+    #[test]
+    fn the_landlock_rung_connects_to_the_host_listeners_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::for_workspace(dir.path()).network(Network::Proxy);
+        let mut plan =
+            crate::plan::build_on_host(Backend::Landlock, &profile, vec!["true".into()], None);
+        match apply(Backend::Landlock, &profile, &mut plan) {
+            Ok(()) => {}
+            Err(SandboxError::Profile(msg))
+                if crate::sys::landlock_abi().unwrap_or(0) < LANDLOCK_NET_ABI =>
+            {
+                assert!(msg.contains("needs Landlock ABI 4"), "{msg}");
+                return;
             }
+            other => panic!("{other:?}"),
+        }
+        assert!(plan.egress_on_host && plan.landlock.deny_network);
+        assert!(plan.egress.is_none() && plan.landlock.connect_tcp.is_empty());
+        let ports = ProxyPorts {
+            http: 40001,
+            socks: 40002,
+        };
+        on_host(&mut plan, ports);
+        assert_eq!(plan.egress, Some(ports));
+        assert_eq!(plan.landlock.connect_tcp, vec![40001, 40002]);
+        assert_eq!(plan.seccomp.proxy_only, Some(ports));
+        assert!(!plan.seccomp.deny_inet);
+        let proxy = plan.env.iter().filter(|(k, _)| k == "HTTPS_PROXY");
+        let values: Vec<_> = proxy.map(|(_, v)| v.clone()).collect();
+        assert_eq!(
+            values,
+            vec![std::ffi::OsString::from("http://127.0.0.1:40001")]
+        );
+    }
+
+    #[test]
+    fn a_kernel_without_landlock_tcp_rules_is_refused() {
+        for abi in [0, 1, 3] {
+            match landlock_has_tcp_rules(abi) {
+                Err(SandboxError::Profile(msg)) => assert!(
+                    msg.contains("needs Landlock ABI 4") && msg.contains(&format!("ABI {abi}:")),
+                    "{msg}"
+                ),
+                other => panic!("ABI {abi}: {other:?}"),
+            }
+        }
+        assert!(landlock_has_tcp_rules(4).is_ok() && landlock_has_tcp_rules(7).is_ok());
+    }
+
+    #[test]
+    fn seatbelt_plans_host_listeners_and_none_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::for_workspace(dir.path()).network(Network::Proxy);
+        let mut plan =
+            crate::plan::build_on_host(Backend::Seatbelt, &profile, vec!["true".into()], None);
+        apply(Backend::Seatbelt, &profile, &mut plan).unwrap();
+        assert!(plan.egress_on_host && proxied(&plan));
+        let mut plan =
+            crate::plan::build_on_host(Backend::None, &profile, vec!["true".into()], None);
+        match apply(Backend::None, &profile, &mut plan) {
+            Err(SandboxError::Profile(msg)) => {
+                assert!(msg.contains("network proxy is not available"), "{msg}")
+            }
+            other => panic!("none planned a proxy call: {other:?}"),
         }
     }
 }

@@ -48,7 +48,8 @@ impl Launcher {
         argv: Vec<OsString>,
         op: Option<String>,
     ) -> Result<Confined, SandboxError> {
-        let plan = self.planner.plan(profile, argv, op)?;
+        let mut plan = self.planner.plan(profile, argv, op)?;
+        let bound = crate::egress_launch::bind_on_host(&mut plan)?;
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
         // A proxy call's listeners come back over its plan socket: always a cold helper.
         if self.planner.backend == Backend::Namespaces
@@ -57,7 +58,9 @@ impl Launcher {
         {
             return Ok(confined);
         }
-        self.start_cold(profile, &json, plan.egress.is_some()).await
+        let egress = bound.map(crate::egress_launch::Pending::Bound);
+        let channel = plan.egress.is_some() && egress.is_none();
+        self.start_cold(profile, &json, channel, egress).await
     }
 
     /// Hands the call to a helper prepared for its shape ([`crate::warm`]), if there is one
@@ -105,9 +108,10 @@ impl Launcher {
         &self,
         profile: &Profile,
         json: &[u8],
-        egress: bool,
+        channel: bool,
+        bound: Option<crate::egress_launch::Pending>,
     ) -> Result<Confined, SandboxError> {
-        let pipes = HelperPipes::new(egress)?;
+        let pipes = HelperPipes::new(channel)?;
         let forked = self.spawner.fork(&self.helper, &pipes.child_ends())?;
         let HelperPipes {
             stdin,
@@ -122,11 +126,14 @@ impl Launcher {
         // The helper reads the whole plan first; if it died, the write fails (EPIPE).
         let mut plan_w = std::fs::File::from(plan_w);
         let _ = plan_w.write_all(json);
-        let egress = egress.then(|| {
+        let egress = if channel {
             let channel = OwnedFd::from(plan_w);
             crate::egress_launch::plan_sent(&channel);
-            channel
-        });
+            Some(crate::egress_launch::Pending::Channel(channel))
+        } else {
+            drop(plan_w); // end of file: the helper reads the plan to its end
+            bound
+        };
         let started = Started {
             stdin,
             stdout,
@@ -187,7 +194,9 @@ impl Launcher {
             }
         }
         Ok(Confined {
-            egress: egress.map(crate::egress_launch::receive).transpose()?,
+            egress: egress
+                .map(crate::egress_launch::Pending::listeners)
+                .transpose()?,
             stdin: Some(tokio::net::unix::pipe::Sender::from_owned_fd(stdin)?),
             stdout: Some(stdout),
             stderr: Some(stderr),
@@ -219,8 +228,9 @@ struct Started {
     forked: crate::spawner::Forked,
     report: OwnedFd,
     lifeline: OwnedFd,
-    /// A proxy call's plan socket, which brings its listeners back.
-    egress: Option<OwnedFd>,
+    /// A proxy call's listeners: its plan socket, which brings them back, or the ones we
+    /// bound on the host's loopback.
+    egress: Option<crate::egress_launch::Pending>,
 }
 
 /// A pipe, (read end, write end), both close-on-exec.

@@ -17,8 +17,9 @@ pub enum Network {
     /// backend can hide them).
     Allow,
     /// Only the daemon's egress proxy: a network namespace with only `lo`, in which the
-    /// helper binds the proxy's listeners and hands them to the launcher (see
-    /// [`crate::egress_plan`]); refused by a backend that cannot do it.
+    /// helper binds the proxy's listeners and hands them to the launcher, or on a rung
+    /// without one the launcher's listeners on the host's loopback and rules that reach only
+    /// them (see [`crate::egress_plan`]); refused by a backend that cannot do it.
     Proxy,
 }
 

@@ -26,7 +26,7 @@ impl Sandbox {
         S: AsRef<OsStr>,
     {
         let plan = self.plan(profile, crate::planner::command(argv)?, None)?;
-        if plan.egress.is_some() {
+        if crate::egress_plan::proxied(&plan) {
             // Nobody here would serve the proxy: its listeners go to the async launcher.
             return Err(SandboxError::Profile(
                 "network proxy runs through the launcher (`Sandbox::spawn`), not in the \

@@ -1,7 +1,9 @@
 //! Pure generator of the macOS Seatbelt (SBPL) profile for a plan: deny by default, read the
 //! read-only roots, write the writable roots and the private temp dir, protected paths and
-//! denied paths excluded, network only when allowed. The `sandbox-exec` call itself sits in
-//! the helper behind `cfg(target_os = "macos")`.
+//! denied paths excluded, network only when allowed — or, in proxy mode, outbound TCP to the
+//! egress proxy's two ports on `localhost` only. The `sandbox-exec` call itself sits in the
+//! helper behind `cfg(target_os = "macos")`. Generated and unit-tested here; it runs only on
+//! macOS, which our CI does not have.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -33,10 +35,20 @@ pub fn profile(plan: &Plan) -> String {
     for p in &plan.denied {
         let _ = writeln!(s, "(deny file-read* file-write* (subpath {}))", quote(p));
     }
-    if plan.unshare_net {
-        s.push_str("(deny network*)\n");
-    } else {
-        s.push_str("(allow network*)\n");
+    match plan.egress {
+        Some(ports) if plan.egress_on_host => {
+            // Proxy mode: outbound TCP to the two listeners the launcher bound on the host's
+            // loopback, nothing else (no other port, no UDP, no name service, no inbound).
+            s.push_str("(deny network*)\n");
+            for port in [ports.http, ports.socks] {
+                let _ = writeln!(
+                    s,
+                    "(allow network-outbound (remote tcp \"localhost:{port}\"))"
+                );
+            }
+        }
+        _ if plan.unshare_net => s.push_str("(deny network*)\n"),
+        _ => s.push_str("(allow network*)\n"),
     }
     s
 }
@@ -88,6 +100,41 @@ mod tests {
         assert!(sbpl(&Profile::for_workspace(d.path())).contains("(deny network*)"));
         let open = sbpl(&Profile::for_workspace(d.path()).network(Network::Allow));
         assert!(open.contains("(allow network*)") && !open.contains("(deny network*)"));
+    }
+
+    #[test]
+    fn proxy_mode_reaches_only_the_two_listeners() {
+        let d = tempfile::tempdir().unwrap();
+        let proxy = Profile::for_workspace(d.path()).network(Network::Proxy);
+        let mut plan = crate::plan::build_on_host(
+            Backend::Seatbelt,
+            &proxy,
+            vec!["true".into()],
+            Some("/private/tmp/zc-1".into()),
+        );
+        crate::egress_plan::apply(Backend::Seatbelt, &proxy, &mut plan).unwrap();
+        let ports = crate::egress_fds::ProxyPorts {
+            http: 40001,
+            socks: 40002,
+        };
+        crate::egress_plan::on_host(&mut plan, ports);
+        let s = profile(&plan);
+        let network: Vec<&str> = s
+            .lines()
+            .filter(|l| l.starts_with("(allow network") || l.starts_with("(deny network"))
+            .collect();
+        assert_eq!(
+            network,
+            [
+                "(deny network*)",
+                "(allow network-outbound (remote tcp \"localhost:40001\"))",
+                "(allow network-outbound (remote tcp \"localhost:40002\"))",
+            ],
+            "{s}"
+        );
+        // Deny by default comes first: nothing above allows the network.
+        assert!(s.starts_with("(version 1)\n(deny default)\n"));
+        assert!(!s.contains("(allow network*)"));
     }
 
     #[test]

@@ -80,7 +80,7 @@ fn run_with_network(
         args.backend.unwrap_or(backend),
         args.allow_partial || allow_partial,
     );
-    let network = network.map(|n| doctor_network::describe(n, r.chosen));
+    let network = network.map(|n| doctor_network::describe(n, &r));
     let text = if args.json {
         let mut value = serde_json::to_value(&r).unwrap_or_default();
         if let (Some(map), Some(n)) = (value.as_object_mut(), &network) {

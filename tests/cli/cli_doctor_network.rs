@@ -61,7 +61,7 @@ fn proxy_mode_is_a_valid_config_and_doctor_says_which_rung_serves_it() {
     };
     let landlock = enforced("landlock");
     assert!(
-        landlock.contains("NOT available on this rung"),
+        landlock.contains("Landlock TCP rules") || landlock.contains("needs Landlock ABI 4"),
         "{landlock}"
     );
     for rung in ["namespaces", "bubblewrap"] {
@@ -70,4 +70,44 @@ fn proxy_mode_is_a_valid_config_and_doctor_says_which_rung_serves_it() {
             assert!(served.contains("egress proxy listens"), "{rung}: {served}");
         }
     }
+}
+
+#[test]
+fn doctor_says_how_each_rung_enforces_proxy_mode() {
+    let out = doctor(CONFIG, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let section = text
+        .split("  proxy mode on each rung:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no per-rung proxy section: {text}"));
+    for rung in ["namespaces", "bubblewrap", "landlock", "seatbelt", "none"] {
+        assert!(section.contains(&format!("    {rung} ")), "{rung}: {text}");
+    }
+    assert!(
+        section.contains("network namespace with only `lo`"),
+        "{text}"
+    );
+    assert!(
+        section.contains("SBPL profile allows outbound TCP only"),
+        "{text}"
+    );
+    let out = doctor(CONFIG, &["--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_rung = &report["network"]["proxy_by_rung"];
+    let landlock = by_rung["landlock"].as_str().unwrap_or("");
+    if report["probes"]["landlock_abi"].as_u64().unwrap_or(0) >= 4 {
+        assert!(landlock.contains("Landlock TCP rules"), "{landlock}");
+        assert!(landlock.contains("seccomp refuses"), "{landlock}");
+    } else {
+        assert!(
+            landlock.starts_with("NOT available: needs Landlock ABI 4"),
+            "{landlock}"
+        );
+    }
+    assert!(
+        by_rung["none"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("NOT available")
+    );
 }

@@ -1,6 +1,6 @@
 //! `[sandbox.network] mode = "proxy"` for the agent's own tool calls, through the real
-//! `zeroclaw acp` binary on the namespaces rung: a full-autonomy turn (on the bubblewrap rung
-//! too: `a_full_turn_...::{namespaces, bubblewrap}`) whose shell fetches from
+//! `zeroclaw acp` binary on every rung that serves it (`a_full_turn_...::{namespaces,
+//! bubblewrap, landlock}`): a full-autonomy turn whose shell fetches from
 //! an allowed and a denied host gets the allowed body, and its tool result ends with one line
 //! naming the refused host and the rule, which the model reads too; the upstream saw only the
 //! allowed request, and the daemon holds no descriptor of a finished call's proxy. Two agents of one daemon with different allowlists, their sessions'
@@ -28,26 +28,55 @@ fn network(allow: &str, port: u16) -> String {
     )
 }
 
+/// Whether `backend` serves proxy calls here, printing why not (failing when `CI=true`):
+/// the Landlock-only rung needs Landlock's TCP rules; any other failure of a trivial proxy
+/// call fails the test.
+fn serves_proxy(backend: &str) -> bool {
+    if !backend_available(backend) || !support::have_program("curl") {
+        return false;
+    }
+    let dir = tempfile::tempdir().expect("probe dir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        .args(["sandbox", "run", "--network", "proxy", "--backend", backend])
+        .arg("--workspace")
+        .arg(dir.path())
+        .args(["--", "/bin/true"])
+        .env("ZEROCLAW_CONFIG_DIR", dir.path())
+        .output()
+        .expect("run zeroclaw sandbox run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("needs Landlock ABI 4") {
+        support::require_feature(&format!("proxy mode on {backend}: {}", stderr.trim()));
+        return false;
+    }
+    assert!(
+        out.status.success(),
+        "a trivial proxy call on {backend}: {stderr}"
+    );
+    true
+}
+
 mod a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused {
     #[test]
     fn namespaces() {
-        super::a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused(
-            "namespaces",
-        );
+        super::a_full_turn_fetches_the_allowed_host_on("namespaces");
     }
 
     #[test]
     fn bubblewrap() {
-        super::a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused(
-            "bubblewrap",
-        );
+        super::a_full_turn_fetches_the_allowed_host_on("bubblewrap");
+    }
+
+    /// The daemon binds the call's listeners on the host's loopback, and closes them when
+    /// the call ends.
+    #[test]
+    fn landlock() {
+        super::a_full_turn_fetches_the_allowed_host_on("landlock");
     }
 }
 
-fn a_full_turn_fetches_the_allowed_host_and_is_told_why_the_other_was_refused(
-    backend: &'static str,
-) {
-    if !backend_available(backend) || !support::have_program("curl") {
+fn a_full_turn_fetches_the_allowed_host_on(backend: &'static str) {
+    if !serves_proxy(backend) {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();

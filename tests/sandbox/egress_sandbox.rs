@@ -1,11 +1,17 @@
-//! `network = proxy` for real confined commands (`zeroclaw sandbox run --network proxy`, on
-//! the namespaces and the bubblewrap rungs, one test each: `<case>::<backend>`): the child
-//! reaches an allowed name through zeroclaw's egress proxy with
-//! curl, python3's urllib and `git clone http://`; a denied name is refused naming the rule;
-//! a direct `connect()` and a DNS query find no route; two runs at once with different
+//! `network = proxy` for real confined commands (`zeroclaw sandbox run --network proxy`), one
+//! test per rung that serves it (`<case>::<backend>`): the namespaces and bubblewrap rungs (a
+//! network namespace with only `lo`, the proxy's listeners at fixed ports in it) and the
+//! Landlock-only rung (no network namespace:
+//! the listeners on the host's loopback at ephemeral ports, Landlock TCP rules and seccomp
+//! keeping the child to them). The child reaches an allowed name through zeroclaw's egress
+//! proxy with curl, python3's urllib and `git clone http://`; a denied name is refused naming
+//! the rule; a direct `connect()` (also as a TCP Fast Open send) to a port the test listens on,
+//! a UDP datagram to one, a DNS query and a raw or ICMP socket get nowhere (nor, on the
+//! Landlock-only rung, a TCP bind on the host's loopback); two runs at once with different
 //! policies keep their own allowances; a rung that cannot do it refuses, never falling back.
 //! Upstreams are loopback servers this test starts (judged by what they saw); the test names
-//! resolve through the policy's `hosts` map, loopback admitted by `allow_cidrs`.
+//! resolve through the policy's `hosts` map, loopback admitted by `allow_cidrs`. Scripts find
+//! the proxy through the variables the child gets (`HTTP_PROXY`, `ALL_PROXY`).
 
 use crate::sandbox_support;
 use crate::support;
@@ -16,33 +22,6 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 
 use sandbox_support::Backend;
-
-/// `on_proxy_rungs!(case, ...)`: one `#[test]` per rung that serves the proxy,
-/// `case::namespaces` and `case::bubblewrap`, each calling `case(backend)`.
-macro_rules! on_proxy_rungs {
-    ($($case:ident),* $(,)?) => {$(
-        mod $case {
-            use super::Backend;
-
-            #[test]
-            fn namespaces() {
-                super::$case(Backend::Namespaces);
-            }
-
-            #[test]
-            fn bubblewrap() {
-                super::$case(Backend::Bubblewrap);
-            }
-        }
-    )*};
-}
-
-on_proxy_rungs!(
-    an_allowed_name_works_through_curl_python_and_git,
-    a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream,
-    a_direct_connect_or_a_dns_query_finds_no_route,
-    concurrent_runs_with_different_policies_keep_their_own_allowances,
-);
 
 /// A static file server on loopback: serves files under its root, records each request path.
 struct Files {
@@ -124,6 +103,52 @@ fn config(dir: &Path, port: u16) {
     .unwrap();
 }
 
+/// Generates `NAME::{namespaces, bubblewrap, landlock}`: the test function `NAME(backend)` on
+/// each rung that serves proxy mode.
+macro_rules! per_proxy_rung {
+    ($name:ident) => {
+        mod $name {
+            use super::Backend;
+
+            #[test]
+            fn namespaces() {
+                super::$name(Backend::Namespaces);
+            }
+
+            #[test]
+            fn bubblewrap() {
+                super::$name(Backend::Bubblewrap);
+            }
+
+            #[test]
+            fn landlock() {
+                super::$name(Backend::Landlock);
+            }
+        }
+    };
+}
+
+/// Whether `backend` can run proxy calls here (printing why not, failing when `CI=true`):
+/// the backend works, and for the Landlock-only rung the kernel has Landlock's TCP rules
+/// (any other failure of a trivial proxy call there fails the test).
+fn serves_proxy(backend: Backend, test: &str, needs: &[&str]) -> bool {
+    if !backend.available(test) || !needs.iter().all(|p| support::have_program(p)) {
+        return false;
+    }
+    if backend != Backend::Landlock {
+        return true;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let cfg = tempfile::tempdir().unwrap();
+    let out = run("landlock", cfg.path(), ws.path(), &[], "true");
+    if text(&out).contains("needs Landlock ABI 4") {
+        support::require_feature(&format!("proxy mode on the landlock rung: {}", text(&out)));
+        return false;
+    }
+    assert!(out.status.success(), "a trivial proxy call: {}", text(&out));
+    true
+}
+
 /// `zeroclaw sandbox run --backend B --network proxy FLAGS -- sh -c SCRIPT` in `ws`.
 fn run(backend: &str, cfg: &Path, ws: &Path, flags: &[&str], script: &str) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
@@ -199,12 +224,8 @@ fn bare_repo(served: &Path) {
     git(&["update-server-info"], &served.join("repo.git"));
 }
 
-fn an_allowed_name_works_through_curl_python_and_git(backend: Backend) {
-    if !backend.available("egress proxy")
-        || !support::have_program("curl")
-        || !support::have_program("python3")
-        || !support::have_program("git")
-    {
+fn an_allowed_name_works_through_curl_python_and_git(b: Backend) {
+    if !serves_proxy(b, "egress proxy", &["curl", "python3", "git"]) {
         return;
     }
     let s = setup();
@@ -217,7 +238,7 @@ fn an_allowed_name_works_through_curl_python_and_git(backend: Backend) {
          git clone -q http://files.example:{port}/repo.git clone; cat clone/README"
     );
     let out = run(
-        backend.name(),
+        b.name(),
         &s.cfg,
         &s.ws,
         &["--allow-domain", "files.example"],
@@ -242,20 +263,21 @@ fn an_allowed_name_works_through_curl_python_and_git(backend: Backend) {
         "{seen:?}"
     );
 }
+per_proxy_rung!(an_allowed_name_works_through_curl_python_and_git);
 
-fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream(backend: Backend) {
-    if !backend.available("egress proxy") || !support::have_program("curl") {
+fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream(b: Backend) {
+    if !serves_proxy(b, "egress proxy", &["curl"]) {
         return;
     }
     let s = setup();
     let port = s.files.port;
     let script = format!(
         "curl -sS -o /dev/null -w '%{{http_code}}\\n' http://other.example:{port}/hello.txt; \
-         curl -sS --socks5-hostname 127.0.0.1:1080 http://other.example:{port}/hello.txt; \
+         curl -sS --socks5-hostname \"${{ALL_PROXY#socks5h://}}\" http://other.example:{port}/hello.txt; \
          echo socks=$?"
     );
     let out = run(
-        backend.name(),
+        b.name(),
         &s.cfg,
         &s.ws,
         &["--allow-domain", "files.example"],
@@ -264,7 +286,10 @@ fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream(backe
     let all = text(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("403\n"), "{all}");
-    assert!(!stdout.contains("socks=0"), "{all}");
+    assert!(
+        stdout.contains("socks=") && !stdout.contains("socks=0"),
+        "{all}"
+    );
     let refused = format!("network: refused other.example:{port} — not in allow_domains");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(&refused),
@@ -272,35 +297,69 @@ fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream(backe
     );
     assert!(s.files.seen().is_empty(), "{:?}", s.files.seen());
 }
+per_proxy_rung!(a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream);
 
-fn a_direct_connect_or_a_dns_query_finds_no_route(backend: Backend) {
-    if !backend.available("egress proxy") || !support::have_program("python3") {
-        return;
-    }
-    let s = setup();
-    let port = s.files.port;
-    // Each attempt prints OPEN when it got through; the proxy's own port is the control.
-    const PROBE: &str = r#"python3 - <<'EOF'
-import socket
+/// Each attempt prints `OPEN` when it got through, `refused` and the error otherwise; the
+/// proxy's own port is the control. `TCP` and `UDP` are ports the test listens on (host
+/// loopback).
+const PROBE: &str = r#"python3 - <<'EOF'
+import os, socket
 def attempt(what, f):
     try:
         f(); print(what, 'OPEN')
     except OSError as e:
         print(what, 'refused', e)
-attempt('proxy', lambda: socket.create_connection(('127.0.0.1', 3128), 2).close())
-attempt('direct', lambda: socket.create_connection(('127.0.0.1', PORT), 2).close())
+proxy = int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1])
+attempt('proxy', lambda: socket.create_connection(('127.0.0.1', proxy), 2).close())
+attempt('direct', lambda: socket.create_connection(('127.0.0.1', TCP), 2).close())
+def fastopen():
+    # Blocking: the send returns once the implicit connect is through (or fails).
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.sendto(b'GET / HTTP/1.0\r\n\r\n', socket.MSG_FASTOPEN, ('127.0.0.1', TCP))
+attempt('fastopen', fastopen)
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(b'zc-udp', ('127.0.0.1', UDP))
+    s.sendto(b'zc-udp', ('10.0.0.53', UDP))
+attempt('udp', udp)
 def dns():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
     s.sendto(b'\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x05files\x07example\x00\x00\x01\x00\x01', ('10.0.0.53', 53))
     s.recvfrom(512)
 attempt('dns', dns)
+def raw():
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    s.sendto(b'\x08\x00\xf7\xff\x00\x00\x00\x00', ('10.0.0.1', 0))
+attempt('raw', raw)
+def ping():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)
+    s.sendto(b'\x08\x00\xf7\xff\x00\x00\x00\x00', ('10.0.0.1', 0))
+attempt('ping', ping)
 attempt('resolver', lambda: socket.getaddrinfo('files.example', 80))
+def listen():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(('127.0.0.1', 0)); s.listen()
+attempt('bind', listen)
 EOF"#;
-    // And no descriptor of the hand-over (plan, socket) is left to the command: `ls` sees
-    // its stdio and the directory it reads.
-    let script = PROBE.replace("PORT", &port.to_string()) + "\necho fds=$(ls /proc/self/fd)";
+
+fn a_direct_connect_udp_raw_or_dns_gets_nowhere(b: Backend) {
+    if !serves_proxy(b, "egress proxy", &["python3"]) {
+        return;
+    }
+    let s = setup();
+    // What the child must not reach: a TCP and a UDP port on the host's loopback.
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    // And no descriptor of the hand-over (plan, socket, listeners) is left to the command:
+    // `ls` sees its stdio and the directory it reads.
+    let script = PROBE
+        .replace("TCP", &tcp.local_addr().unwrap().port().to_string())
+        .replace("UDP", &udp.local_addr().unwrap().port().to_string())
+        + "\necho fds=$(ls /proc/self/fd)";
     let out = run(
-        backend.name(),
+        b.name(),
         &s.cfg,
         &s.ws,
         &["--allow-domain", "files.example"],
@@ -309,15 +368,36 @@ EOF"#;
     let all = text(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("proxy OPEN"), "the control: {all}");
-    for what in ["direct", "dns", "resolver"] {
+    for what in ["direct", "fastopen", "dns", "raw", "ping", "resolver"] {
         assert!(stdout.contains(&format!("{what} refused")), "{what}: {all}");
     }
     assert!(stdout.contains("fds=0 1 2 3\n"), "{all}");
+    if !b.has_namespaces() {
+        // Without a network namespace the socket itself is refused (with one, a datagram to
+        // 127.0.0.1 reaches the child's own `lo` and nothing else: judged below; and a port
+        // bound there is the child's own).
+        assert!(stdout.contains("udp refused"), "udp: {all}");
+        // Nor may it listen on the host's loopback (Landlock: no TCP bind right).
+        assert!(stdout.contains("bind refused"), "bind: {all}");
+    }
+    // Judged from outside: nothing connected, nothing arrived.
+    let accepted = tcp.accept();
+    assert!(
+        matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a direct connection reached the host's listener: {accepted:?}\n{all}"
+    );
+    let mut buf = [0u8; 16];
+    let received = udp.recv_from(&mut buf);
+    assert!(
+        matches!(&received, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a datagram reached the host: {received:?}\n{all}"
+    );
     assert!(s.files.seen().is_empty(), "{:?}", s.files.seen());
 }
+per_proxy_rung!(a_direct_connect_udp_raw_or_dns_gets_nowhere);
 
-fn concurrent_runs_with_different_policies_keep_their_own_allowances(backend: Backend) {
-    if !backend.available("egress proxy") || !support::have_program("curl") {
+fn concurrent_runs_with_different_policies_keep_their_own_allowances(b: Backend) {
+    if !serves_proxy(b, "egress proxy", &["curl"]) {
         return;
     }
     let s = setup();
@@ -330,15 +410,7 @@ fn concurrent_runs_with_different_policies_keep_their_own_allowances(backend: Ba
         .into_iter()
         .map(|name| {
             let (cfg, ws, script) = (s.cfg.clone(), s.ws.clone(), script.clone());
-            std::thread::spawn(move || {
-                run(
-                    backend.name(),
-                    &cfg,
-                    &ws,
-                    &["--allow-domain", name],
-                    &script,
-                )
-            })
+            std::thread::spawn(move || run(b.name(), &cfg, &ws, &["--allow-domain", name], &script))
         })
         .collect();
     let outs: Vec<_> = runs.into_iter().map(|r| r.join().unwrap()).collect();
@@ -355,11 +427,12 @@ fn concurrent_runs_with_different_policies_keep_their_own_allowances(backend: Ba
         text(&outs[1])
     );
 }
+per_proxy_rung!(concurrent_runs_with_different_policies_keep_their_own_allowances);
 
 #[test]
 fn a_rung_without_the_proxy_refuses_it_instead_of_falling_back() {
     let s = setup();
-    for backend in ["landlock"] {
+    for backend in ["none"] {
         let out = run(backend, &s.cfg, &s.ws, &[], "echo RAN");
         let all = text(&out);
         if all.contains(&format!("sandbox backend {backend} is unavailable")) {

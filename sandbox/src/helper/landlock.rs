@@ -1,17 +1,19 @@
 //! The Landlock ruleset: read+execute on the read-only roots (on the namespace backends, on
 //! the new root that holds only them), everything on the writable roots, device access on the
-//! device nodes; TCP denied and abstract-socket and signal scopes
-//! when the network is denied. ABI 6 is full enforcement; less is refused unless allowed.
+//! device nodes; TCP denied and abstract-socket and signal scopes when the network is denied
+//! or goes through the egress proxy on the host's loopback (then connecting to the proxy's two
+//! ports is the one TCP right, and a kernel below ABI 4 is refused whatever `allow_partial`
+//! says). ABI 6 is full enforcement; less is refused unless allowed.
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{SetupError, Stage};
-use crate::plan::LandlockPlan;
+use crate::plan::{LANDLOCK_NET_ABI as NET_ABI, LandlockPlan};
 
 /// The ABI whose rights we ask for; a kernel that offers less enforces only partially.
 pub const TARGET_ABI: ABI = ABI::V6;
@@ -24,6 +26,17 @@ fn fail(call: &str, e: impl std::fmt::Display) -> SetupError {
 /// Applies the ruleset; returns the kernel ABI and `full`/`partial`.
 pub fn apply(plan: &LandlockPlan, allow_partial: bool) -> Result<(u32, String), SetupError> {
     let abi = crate::sys::landlock_abi().unwrap_or(0);
+    if !plan.connect_tcp.is_empty() && abi < NET_ABI {
+        // Best effort would drop the TCP rules silently: the proxy would be a suggestion.
+        return Err(SetupError::new(
+            Stage::Landlock,
+            format!(
+                "network proxy on the landlock backend needs Landlock ABI {NET_ABI} (TCP \
+                 rules); this kernel has ABI {abi}"
+            ),
+        )
+        .hint("upgrade to Linux >= 6.7, or use network deny or allow"));
+    }
     let read = AccessFs::from_read(TARGET_ABI);
     let all = AccessFs::from_all(TARGET_ABI);
     let devices = read | AccessFs::WriteFile | AccessFs::IoctlDev;
@@ -45,6 +58,11 @@ pub fn apply(plan: &LandlockPlan, allow_partial: bool) -> Result<(u32, String), 
     let mut created = ruleset
         .create()
         .map_err(|e| fail("landlock_create_ruleset", e))?;
+    for port in &plan.connect_tcp {
+        created = created
+            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+            .map_err(|e| fail(&format!("landlock_add_rule(tcp connect {port})"), e))?;
+    }
     // Without a pid namespace (Landlock-only rung: host paths, opened without symlinks) a rule
     // on /proc would show every process's cmdline; rules are inode-based, so /proc is granted
     // entry by entry instead (see `proc_entries`).

@@ -184,9 +184,10 @@ fn read_plan(inner: bool) -> Result<Plan, SetupError> {
         .map_err(|e| SetupError::os(Stage::Plan, "read(plan fd 3)", &e))?;
     let plan: Plan = serde_json::from_slice(&buf)
         .map_err(|e| SetupError::new(Stage::Plan, format!("parse plan: {e}")))?;
-    if plan.egress.is_some() && !inner {
+    if plan.egress.is_some() && !plan.egress_on_host && !inner {
         // The plan socket carries the proxy's listeners back (`egress::send_listeners`; the
-        // inner stage's plan is a memfd, its socket on `EGRESS_FD`).
+        // inner stage's plan is a memfd, its socket on `EGRESS_FD`; host-loopback listeners
+        // were bound by the launcher).
         let _ = std::os::fd::IntoRawFd::into_raw_fd(file);
     }
     Ok(plan)

@@ -83,6 +83,7 @@ pub(super) fn landlock(
         write,
         devices,
         deny_network: profile.network == Network::Deny,
+        connect_tcp: Vec::new(),
         no_symlinks: !namespaced,
         proc_hidden: Vec::new(),
     }

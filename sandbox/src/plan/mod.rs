@@ -31,7 +31,7 @@ use mounts::depth;
 pub use mounts::{guarded_denied, mounts, placeholders, scrub_list};
 use mounts::{mounts_with, placeholders_with};
 use roots::unowned_roots;
-pub use types::{LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan};
+pub use types::{LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan};
 
 /// Gathers the host's facts for `backend` and `profile`, then builds (tests of the callers).
 #[cfg(test)]
@@ -131,11 +131,13 @@ pub fn build(
         seccomp: SeccompPlan {
             deny_inet: profile.network == Network::Deny,
             deny_attr_changes: !namespaced,
+            proxy_only: None,
         },
         limits: profile.limits.clone(),
         allow_partial: false,
         unshare_net: profile.network != Network::Allow,
         egress: None,
+        egress_on_host: false,
         scratch,
         bwrap: None,
         seal_in_bwrap: backend == Backend::Bubblewrap && facts.root,

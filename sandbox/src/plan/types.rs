@@ -87,6 +87,10 @@ pub struct Placeholder {
     pub denied: bool,
 }
 
+/// The first Landlock ABI with TCP rules (`LANDLOCK_ACCESS_NET_CONNECT_TCP`, `BIND_TCP`):
+/// what `network = proxy` on the Landlock-only rung needs.
+pub const LANDLOCK_NET_ABI: u32 = 4;
+
 /// Paths for the Landlock ruleset (paths as seen by the confined command).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LandlockPlan {
@@ -98,6 +102,11 @@ pub struct LandlockPlan {
     pub devices: Vec<PathBuf>,
     /// Deny TCP bind/connect and scope abstract sockets.
     pub deny_network: bool,
+    /// With `deny_network`, the TCP ports that may still be connected to: the egress proxy's
+    /// listeners on the host's loopback (`network = proxy` on the Landlock-only rung, filled
+    /// in by the launcher once it bound them; see [`crate::egress_plan`]). Needs ABI >= 4.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connect_tcp: Vec<u16>,
     /// Open rule paths refusing any symlink on the way (host paths, Landlock-only backend:
     /// a link planted after planning must not move a rule onto its target).
     pub no_symlinks: bool,
@@ -117,6 +126,12 @@ pub struct SeccompPlan {
     /// helper's supervisor (`helper/notify/`), refuse Unix datagram sockets, the host's IPC
     /// and other processes' rlimits and scheduling.
     pub deny_attr_changes: bool,
+    /// `network = proxy` on the Landlock-only rung (no network namespace): IP sockets are TCP
+    /// streams only (no UDP, raw, packet or other family but `AF_UNIX`), no `MSG_FASTOPEN`
+    /// send (an implicit connect), and the supervisor connects them only to 127.0.0.1 at
+    /// these ports (filled in by the launcher once it bound them).
+    #[serde(default)]
+    pub proxy_only: Option<crate::egress_fds::ProxyPorts>,
 }
 
 /// Everything the helper needs, resolved.
@@ -166,6 +181,12 @@ pub struct Plan {
     /// and sent back to the launcher (`network = proxy`; see [`crate::egress_plan`]).
     #[serde(default)]
     pub egress: Option<crate::egress_fds::ProxyPorts>,
+    /// `network = proxy` without a network namespace (Landlock-only and Seatbelt rungs): the
+    /// launcher binds the listeners itself on the host's loopback, at ephemeral ports, before
+    /// the helper starts, and fills in `egress`, the environment and the rules with them
+    /// ([`crate::egress_launch::bind_on_host`]); the helper sends nothing back.
+    #[serde(default)]
+    pub egress_on_host: bool,
     /// Private HOME/TMPDIR directory the helper creates and removes (Landlock-only backend).
     pub scratch: Option<PathBuf>,
     /// bubblewrap executable (bubblewrap backend).

@@ -44,6 +44,14 @@ fn supervise(plan: &Plan) -> Result<i32, SetupError> {
              the writable roots; other processes' /proc entries are hidden"
                 .to_string(),
         ];
+        if let Some(ports) = plan.seccomp.proxy_only {
+            notes.push(format!(
+                "network proxy without a network namespace: TCP connects only to the egress \
+                 proxy on the host's 127.0.0.1:{} and :{} (Landlock TCP rules and the helper's \
+                 connect supervision), no TCP bind, no UDP, raw or packet socket (seccomp)",
+                ports.http, ports.socks
+            ));
+        }
         notes.extend(
             crate::backend::LANDLOCK_RUNG_LIMITS
                 .iter()

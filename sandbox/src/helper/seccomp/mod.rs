@@ -2,7 +2,9 @@
 //! needs, namespace creation, tracing, terminal injection, setuid/setgid modes on every path
 //! that sets a mode (`chmod` family, `open`/`openat`/`creat` with `O_CREAT` or `O_TMPFILE`,
 //! `mknod`), when the network is denied non-Unix sockets, and on the Landlock-only rung Unix
-//! datagram sockets (their `sendto` address is out of a filter's reach). Extended-attribute writes get EOPNOTSUPP (a filter cannot read the
+//! datagram sockets (their `sendto` address is out of a filter's reach) — there, in proxy
+//! mode, also every socket but Unix streams and TCP streams (no UDP, raw, packet or netlink
+//! socket) and `MSG_FASTOPEN` sends (an implicit connect past the supervised `connect`). Extended-attribute writes get EOPNOTSUPP (a filter cannot read the
 //! name, and `security.capability` or a POSIX ACL must not be set; tools take EOPNOTSUPP for
 //! "this filesystem has none"). `openat2`, whose mode sits in a struct a filter cannot read,
 //! and `clone3`, whose flags do, get ENOSYS so libc falls back to `openat` and `clone`; so
@@ -18,7 +20,8 @@
 //! with the program's length — about 0.7 µs per instruction on our CI machine — and is paid
 //! on every cold start; seccompiler's generic layout (five instructions per denied number)
 //! took 315 instructions, 220 µs to load. This one has 88–91 instructions on the namespace
-//! backends and 114–119 on the Landlock-only rung (`the_program_is_short` fails above 125).
+//! backends and 114–119 on the Landlock-only rung, 134 there in proxy mode
+//! (`the_program_is_short` fails above 125, 140 in proxy mode).
 //! The tests check this program against seccompiler's compilation of the same rules.
 
 mod rules;

@@ -196,6 +196,17 @@ pub(super) const OWN_PROCESS_ONLY: &[i64] = &[
 pub(super) const PRIO_PROCESS_SELF: &[(u32, u32)] = &[(0, 0), (1, 0)]; // PRIO_PROCESS is 0
 pub(super) const IOPRIO_WHO_PROCESS_SELF: &[(u32, u32)] = &[(0, 1), (1, 0)];
 
+/// `MSG_FASTOPEN`: a send on an unconnected TCP socket that connects it (TCP Fast Open), past
+/// `connect` and its supervision.
+pub(super) const MSG_FASTOPEN: u32 = libc::MSG_FASTOPEN as u32;
+
+/// The sends with a flags argument (its index): `sendto`, `sendmsg`, `sendmmsg`.
+pub(super) const FASTOPEN_SENDS: &[(i64, u32)] = &[
+    (libc::SYS_sendto, 3),
+    (libc::SYS_sendmsg, 2),
+    (libc::SYS_sendmmsg, 3),
+];
+
 pub(super) const NAMESPACE_FLAGS: &[u32] = &[
     libc::CLONE_NEWUSER as u32,
     libc::CLONE_NEWNS as u32,
@@ -229,6 +240,10 @@ pub(super) enum ArgCheck {
     /// A Unix datagram socket: argument 0 is `AF_UNIX`, argument 1's type `SOCK_DGRAM`; with
     /// `or_other_family`, also any socket whose argument 0 is not `AF_UNIX`.
     UnixDatagram { or_other_family: bool },
+    /// `network = proxy` on the Landlock-only rung: any socket but a Unix stream or seqpacket
+    /// one and a TCP stream (`AF_INET`/`AF_INET6`, `SOCK_STREAM`, protocol 0 or
+    /// `IPPROTO_TCP`): no UDP, raw, packet, netlink or other family.
+    TcpOrUnixStream,
 }
 
 impl ArgCheck {
@@ -273,6 +288,24 @@ impl ArgCheck {
                 asm.jump_if(BPF_JEQ, libc::AF_UNIX as u32, To::Next, other);
                 asm.load(bpf::arg_low(1));
                 asm.and(0xf); // the type, without SOCK_NONBLOCK and SOCK_CLOEXEC
+                asm.jump_if(BPF_JEQ, libc::SOCK_DGRAM as u32, deny, allow);
+            }
+            ArgCheck::TcpOrUnixStream => {
+                let (unix, inet) = (asm.label(), asm.label());
+                asm.load(bpf::arg_low(0));
+                asm.jump_if(BPF_JEQ, libc::AF_UNIX as u32, To::Label(unix), To::Next);
+                asm.jump_if(BPF_JEQ, libc::AF_INET as u32, To::Label(inet), To::Next);
+                asm.jump_if(BPF_JEQ, libc::AF_INET6 as u32, To::Next, deny);
+                asm.place(inet);
+                asm.load(bpf::arg_low(1));
+                asm.and(0xf);
+                asm.jump_if(BPF_JEQ, libc::SOCK_STREAM as u32, To::Next, deny);
+                asm.load(bpf::arg_low(2));
+                asm.jump_if(BPF_JEQ, 0, allow, To::Next);
+                asm.jump_if(BPF_JEQ, libc::IPPROTO_TCP as u32, allow, deny);
+                asm.place(unix);
+                asm.load(bpf::arg_low(1));
+                asm.and(0xf);
                 asm.jump_if(BPF_JEQ, libc::SOCK_DGRAM as u32, deny, allow);
             }
         }
@@ -362,7 +395,24 @@ pub(super) fn rules(plan: &SeccompPlan) -> Rules {
             ArgCheck::Unless(IOPRIO_WHO_PROCESS_SELF),
         ));
     }
-    if plan.deny_attr_changes {
+    if plan.deny_attr_changes && plan.proxy_only.is_some() {
+        // Landlock-only rung in proxy mode: the supervisor connects TCP sockets only to the
+        // proxy's ports; nothing else may carry a packet (no UDP, so no DNS; no raw or packet
+        // socket; no netlink), and no send may connect implicitly (`MSG_FASTOPEN`, which no
+        // LSM hook sees).
+        checked.push((libc::SYS_socket, ArgCheck::TcpOrUnixStream));
+        let pair = ArgCheck::UnixDatagram {
+            or_other_family: false,
+        };
+        checked.push((libc::SYS_socketpair, pair));
+        for (nr, arg) in FASTOPEN_SENDS {
+            let check = ArgCheck::AnyBit {
+                arg: *arg,
+                mask: MSG_FASTOPEN,
+            };
+            checked.push((*nr, check));
+        }
+    } else if plan.deny_attr_changes {
         // Landlock-only rung: `connect` is supervised (pathname Unix sockets only inside the
         // writable roots), but a Unix datagram socket reaches any path with sendto/sendmsg,
         // whose address a filter cannot read: no such sockets (nor, with the network denied,

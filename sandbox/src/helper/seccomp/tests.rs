@@ -56,6 +56,33 @@ fn reference_rules(check: ArgCheck) -> Vec<SeccompRule> {
             }
             rules
         }
+        ArgCheck::TcpOrUnixStream => {
+            let mut rules = vec![
+                rule(vec![
+                    cond(0, Op::Eq, libc::AF_UNIX as u64),
+                    cond(1, Op::MaskedEq(0xf), libc::SOCK_DGRAM as u64),
+                ]),
+                rule(
+                    [libc::AF_UNIX, libc::AF_INET, libc::AF_INET6]
+                        .iter()
+                        .map(|f| cond(0, Op::Ne, *f as u64))
+                        .collect(),
+                ),
+            ];
+            for family in [libc::AF_INET, libc::AF_INET6] {
+                let family = cond(0, Op::Eq, family as u64);
+                for kind in (0..16).filter(|t| *t != libc::SOCK_STREAM as u64) {
+                    rules.push(rule(vec![family.clone(), cond(1, Op::MaskedEq(0xf), kind)]));
+                }
+                rules.push(rule(vec![
+                    family,
+                    cond(1, Op::MaskedEq(0xf), libc::SOCK_STREAM as u64),
+                    cond(2, Op::Ne, 0),
+                    cond(2, Op::Ne, libc::IPPROTO_TCP as u64),
+                ]));
+            }
+            rules
+        }
     }
 }
 
@@ -125,18 +152,28 @@ fn reference_verdict(programs: &[Vec<libc::sock_filter>], nr: u32, args: [u64; 6
     verdict
 }
 
-fn plans() -> [SeccompPlan; 4] {
+fn plans() -> [SeccompPlan; 5] {
     let plan = |deny_inet, deny_attr_changes| SeccompPlan {
         deny_inet,
         deny_attr_changes,
+        proxy_only: None,
     };
     [
         plan(false, false), // namespaces, network allowed
         plan(true, false),  // namespaces, network denied
         plan(false, true),  // Landlock only, network allowed
         plan(true, true),   // Landlock only, network denied
+        SeccompPlan {
+            proxy_only: Some(PORTS),
+            ..plan(false, true) // Landlock only, network through the proxy
+        },
     ]
 }
+
+const PORTS: crate::egress_fds::ProxyPorts = crate::egress_fds::ProxyPorts {
+    http: 40001,
+    socks: 40002,
+};
 
 /// Argument values that sit on every edge the rules test: each namespace flag, the
 /// terminal requests with and without high bits, socket families and types, mode bits,
@@ -161,16 +198,23 @@ fn argument_values() -> Vec<u64> {
             libc::AF_INET,
             libc::AF_INET6,
             libc::AF_NETLINK,
+            libc::AF_PACKET,
         ]
         .map(|f| f as u64),
     );
+    v.extend([libc::IPPROTO_TCP as u64, u64::from(MSG_FASTOPEN)]);
     let dgram = libc::SOCK_DGRAM as u64;
     v.extend([
         dgram,
         dgram | libc::SOCK_CLOEXEC as u64,
         dgram | libc::SOCK_NONBLOCK as u64,
     ]);
-    v.push(libc::SOCK_STREAM as u64);
+    v.extend([
+        libc::SOCK_STREAM as u64,
+        libc::SOCK_STREAM as u64 | libc::SOCK_CLOEXEC as u64,
+        libc::SOCK_RAW as u64,
+        libc::SOCK_SEQPACKET as u64,
+    ]);
     v.extend([0o4755u64, 0o2755, 0o6755, 0o755, 0o644, 0o1777, 0o104755]);
     let creat = (libc::O_CREAT | libc::O_WRONLY) as u64;
     v.extend([
@@ -349,6 +393,64 @@ fn the_landlock_rung_keeps_to_its_own_processes_and_ipc() {
 }
 
 #[test]
+fn proxy_mode_on_the_landlock_rung_leaves_tcp_streams_only() {
+    let proxy = verdicts(plans()[4]);
+    let allowed = verdicts(plans()[2]);
+    let (inet, inet6, unix) = (
+        libc::AF_INET as u64,
+        libc::AF_INET6 as u64,
+        libc::AF_UNIX as u64,
+    );
+    let (stream, dgram, raw) = (
+        libc::SOCK_STREAM as u64,
+        libc::SOCK_DGRAM as u64,
+        libc::SOCK_RAW as u64,
+    );
+    let cloexec = libc::SOCK_CLOEXEC as u64 | libc::SOCK_NONBLOCK as u64;
+    let tcp = libc::IPPROTO_TCP as u64;
+    let socket = |args: [u64; 3]| [args[0], args[1], args[2], 0, 0, 0];
+    for ok in [
+        [inet, stream, 0],
+        [inet6, stream | cloexec, tcp],
+        [unix, stream, 0],
+        [unix, libc::SOCK_SEQPACKET as u64, 0],
+    ] {
+        assert_eq!(proxy(libc::SYS_socket, socket(ok)), ALLOW, "{ok:?}");
+    }
+    for refused in [
+        [inet, dgram, 0],
+        [inet6, dgram | cloexec, libc::IPPROTO_UDP as u64],
+        [inet, raw, libc::IPPROTO_ICMP as u64],
+        [inet, stream, libc::IPPROTO_SCTP as u64],
+        [inet, libc::SOCK_SEQPACKET as u64, 0],
+        [libc::AF_PACKET as u64, raw, 0],
+        [libc::AF_NETLINK as u64, dgram, 0],
+        [unix, dgram, 0],
+    ] {
+        assert_eq!(
+            proxy(libc::SYS_socket, socket(refused)),
+            EPERM,
+            "{refused:?}"
+        );
+        // The control: with the network allowed, only Unix datagrams are refused.
+        let control = if refused[0] == unix { EPERM } else { ALLOW };
+        assert_eq!(
+            allowed(libc::SYS_socket, socket(refused)),
+            control,
+            "{refused:?}"
+        );
+    }
+    let fastopen = u64::from(MSG_FASTOPEN) | libc::MSG_NOSIGNAL as u64;
+    for (nr, arg) in FASTOPEN_SENDS {
+        let mut args = [3, 0, 0, 0, 0, 0];
+        assert_eq!(proxy(*nr, args), ALLOW, "{nr}");
+        args[*arg as usize] = fastopen;
+        assert_eq!(proxy(*nr, args), EPERM, "{nr} with MSG_FASTOPEN");
+        assert_eq!(allowed(*nr, args), ALLOW, "{nr} with the network allowed");
+    }
+}
+
+#[test]
 fn a_foreign_architecture_is_killed_and_clone3_gets_enosys() {
     let prog = compile(&SeccompPlan::default()).unwrap();
     let i386 = 0x4000_0003;
@@ -384,6 +486,8 @@ fn the_program_is_short() {
     for plan in plans() {
         let len = compile(&plan).unwrap().len();
         eprintln!("{plan:?}: {len} instructions");
-        assert!(len <= 125, "{plan:?}: {len} instructions");
+        // Proxy mode on the Landlock-only rung checks sockets and sends more closely.
+        let most = if plan.proxy_only.is_some() { 140 } else { 125 };
+        assert!(len <= most, "{plan:?}: {len} instructions");
     }
 }

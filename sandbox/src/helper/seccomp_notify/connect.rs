@@ -14,6 +14,28 @@ use super::emulate::{fetch_fd, openat2};
 use super::listener::reply;
 use super::supervisor::Supervisor;
 
+/// Whether `addr` (a raw socket address) is 127.0.0.1 at one of the proxy's `ports`, as an
+/// `AF_INET` address or an IPv4-mapped `AF_INET6` one.
+pub(super) fn to_proxy(addr: &[u8], ports: crate::egress_fds::ProxyPorts) -> bool {
+    let family = addr
+        .get(..2)
+        .map(|b| i32::from(u16::from_ne_bytes([b[0], b[1]])));
+    let Some(port) = addr.get(2..4).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
+        return false;
+    };
+    let loopback = match family {
+        Some(libc::AF_INET) => addr.get(4..8) == Some(&[127, 0, 0, 1][..]),
+        Some(libc::AF_INET6) => {
+            let mut mapped = [0u8; 16];
+            mapped[10..12].copy_from_slice(&[0xff, 0xff]);
+            mapped[12..].copy_from_slice(&[127, 0, 0, 1]);
+            addr.get(8..24) == Some(&mapped[..])
+        }
+        _ => false,
+    };
+    loopback && (port == ports.http || port == ports.socks)
+}
+
 /// Most `connect`s performed at once (each on its own thread, since a blocking connect may
 /// wait long and the supervisor must keep serving); beyond that, EAGAIN.
 const MAX_CONNECTS: usize = 32;
@@ -92,6 +114,18 @@ impl Supervisor {
             && family == Some(libc::AF_UNIX)
             && addr.get(2).is_some_and(|b| *b != 0);
         if !named {
+            // In proxy mode an IP socket reaches the proxy's listeners and nothing else (we
+            // connect outside the child's Landlock TCP rules): EACCES, as Landlock answers.
+            if let Some(ports) = self.proxy_only {
+                if domain != libc::AF_UNIX && to_proxy(&addr, ports) {
+                    return Ok((sock, addr, None));
+                }
+                return Err(if domain == libc::AF_UNIX {
+                    Errno::EPERM
+                } else {
+                    Errno::EACCES
+                });
+            }
             // With the network denied only Unix sockets exist, and an abstract address would
             // be the host's: Landlock scopes the child's own connects, not ours.
             if self.network_denied {
@@ -124,5 +158,52 @@ impl Supervisor {
         checked.extend_from_slice(format!("/proc/self/fd/{}", file.as_raw_fd()).as_bytes());
         checked.push(0);
         Ok((sock, checked, Some(file)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::egress_fds::ProxyPorts;
+
+    /// `struct sockaddr_in` / `sockaddr_in6` as the child would pass them.
+    fn v4(a: [u8; 4], port: u16) -> Vec<u8> {
+        let mut b = (libc::AF_INET as u16).to_ne_bytes().to_vec();
+        b.extend(port.to_be_bytes());
+        b.extend(a);
+        b.extend([0; 8]);
+        b
+    }
+
+    fn v6(ip: std::net::Ipv6Addr, port: u16) -> Vec<u8> {
+        let mut b = (libc::AF_INET6 as u16).to_ne_bytes().to_vec();
+        b.extend(port.to_be_bytes());
+        b.extend([0; 4]);
+        b.extend(ip.octets());
+        b.extend([0; 4]);
+        b
+    }
+
+    #[test]
+    fn only_the_proxy_ports_on_ipv4_loopback_are_reachable() {
+        let ports = ProxyPorts {
+            http: 40001,
+            socks: 40002,
+        };
+        assert!(to_proxy(&v4([127, 0, 0, 1], 40001), ports));
+        assert!(to_proxy(&v4([127, 0, 0, 1], 40002), ports));
+        let mapped = std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped();
+        assert!(to_proxy(&v6(mapped, 40002), ports));
+        for refused in [
+            v4([127, 0, 0, 1], 40003),
+            v4([127, 0, 0, 2], 40001),
+            v4([10, 0, 0, 1], 40001),
+            v6(std::net::Ipv6Addr::LOCALHOST, 40001),
+            v6(std::net::Ipv4Addr::new(10, 0, 0, 1).to_ipv6_mapped(), 40001),
+            v4([127, 0, 0, 1], 40001)[..6].to_vec(),
+            Vec::new(),
+        ] {
+            assert!(!to_proxy(&refused, ports), "{refused:?}");
+        }
     }
 }

@@ -34,7 +34,9 @@
 //! name a socket in a writable root and is connected through `/proc/self/fd/N` of the
 //! descriptor that was checked; other families and abstract addresses are connected as given
 //! with the network allowed; with it denied only Unix sockets exist and an abstract or
-//! unnamed address is EPERM (we connect outside Landlock's abstract-socket scope)
+//! unnamed address is EPERM (we connect outside Landlock's abstract-socket scope); in proxy
+//! mode an IP socket is connected only to 127.0.0.1 at the egress proxy's two ports (EACCES
+//! otherwise: we connect outside the child's Landlock TCP rules too)
 //! (CONTINUE would be unsafe here as well: the filter cannot see the socket's family, and the
 //! descriptor or address could be swapped after a check). Each connect runs on a thread of
 //! its own, since a blocking connect may wait long. Unix datagram sockets, which reach any

@@ -23,6 +23,9 @@ pub struct Supervisor {
     /// The network is denied: only pathname Unix sockets may be connected (an abstract one
     /// would be the host's: we connect unconfined, outside Landlock's scope).
     pub(super) network_denied: bool,
+    /// Proxy mode (no network namespace): an IP socket may be connected only to the egress
+    /// proxy's listeners on 127.0.0.1 (we connect outside the child's Landlock TCP rules).
+    pub(super) proxy_only: Option<crate::egress_fds::ProxyPorts>,
 }
 
 impl Supervisor {
@@ -37,6 +40,7 @@ impl Supervisor {
             denied,
             connecting: Arc::new(AtomicUsize::new(0)),
             network_denied: plan.seccomp.deny_inet,
+            proxy_only: plan.seccomp.proxy_only,
         }
     }
 
@@ -96,6 +100,7 @@ mod tests {
             denied: vec![PathBuf::from("/ws/.ssh")],
             connecting: Arc::new(AtomicUsize::new(0)),
             network_denied: true,
+            proxy_only: None,
         };
         assert!(s.may_change(Path::new("/ws/a.sh")));
         assert!(s.may_change(Path::new("/ws")));
