@@ -6,10 +6,14 @@
 //! head, links the new record to it and commits; the lock serialises the daemons' appends, and
 //! `seq` being the primary key makes a fork impossible even without it. The calls block: they
 //! run on the writer thread's (or the CLI's) own runtime. A lost connection is made again on
-//! the next call, so the log works again after the database comes back.
+//! the next call, so the log works again after the database comes back. Every write (append,
+//! copy, prune) notes its transaction id, so the retry after a connection lost while its COMMIT
+//! was answered asks the server whether it committed instead of writing the record twice.
+
+use std::cell::RefCell;
 
 use serde_json::Value;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Transaction};
 
 use super::chain::{self, ALG_HMAC, ALG_SHA256, GENESIS, Row};
 use crate::store::{Location, postgres_client};
@@ -85,13 +89,48 @@ impl PgLog {
         }
     }
 
-    /// Appends `body` as the next record; returns its seq and hash.
-    pub fn append(&mut self, body: Value, key: Option<&[u8]>) -> Result<(i64, String), String> {
+    /// Runs the writing `work` in one transaction that holds [`APPEND_LOCK`], so that a
+    /// retry after a lost connection never does it twice. The first attempt notes its
+    /// transaction id before it commits; when the connection is lost before the answer to its
+    /// COMMIT arrives, the retry (holding the lock, so the first transaction has ended) asks
+    /// the server whether that transaction committed: if it did, its answer is the answer and
+    /// nothing is written again; if it was rolled back, `work` runs again.
+    fn write<T: Clone>(
+        &mut self,
+        work: impl AsyncFn(&Transaction<'_>) -> Result<T, tokio_postgres::Error>,
+    ) -> Result<T, String> {
+        let sent: RefCell<Option<(i64, T)>> = RefCell::new(None);
         self.run(async |client| {
-            let mut body = body.clone();
             let tx = client.transaction().await?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&APPEND_LOCK])
                 .await?;
+            let earlier = sent.borrow_mut().take();
+            if let Some((xid, answer)) = earlier {
+                let row = tx.query_one("SELECT txid_status($1)", &[&xid]).await?;
+                match row.get::<_, Option<String>>(0).as_deref() {
+                    Some("committed") => return Ok(Ok(answer)),
+                    Some("aborted") => {}
+                    other => {
+                        return Ok(Err(format!(
+                            "the connection was lost while committing and transaction {xid} \
+                             is {}; check the log before writing again",
+                            other.unwrap_or("unknown")
+                        )));
+                    }
+                }
+            }
+            let xid: i64 = tx.query_one("SELECT txid_current()", &[]).await?.get(0);
+            let answer = work(&tx).await?;
+            *sent.borrow_mut() = Some((xid, answer.clone()));
+            tx.commit().await?;
+            Ok(Ok(answer))
+        })?
+    }
+
+    /// Appends `body` as the next record; returns its seq and hash.
+    pub fn append(&mut self, body: Value, key: Option<&[u8]>) -> Result<(i64, String), String> {
+        self.write(async |tx| {
+            let mut body = body.clone();
             let head = tx
                 .query_opt(
                     "SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1",
@@ -112,15 +151,13 @@ impl PgLog {
                 &[&seq, &time_ms, &chain::canonical(&body), &prev_hash, &hash],
             )
             .await?;
-            tx.commit().await?;
             Ok((seq, hash))
         })
     }
 
     /// Inserts `rows` as they are, in one transaction.
     pub fn insert_rows(&mut self, rows: &[Row]) -> Result<(), String> {
-        self.run(async |client| {
-            let tx = client.transaction().await?;
+        self.write(async |tx| {
             for row in rows {
                 tx.execute(
                     "INSERT INTO audit_records (seq, time_ms, body, prev_hash, hash)
@@ -135,7 +172,7 @@ impl PgLog {
                 )
                 .await?;
             }
-            tx.commit().await
+            Ok(())
         })
     }
 
@@ -186,9 +223,8 @@ impl PgLog {
 
     /// Deletes the records up to `through`; returns how many went.
     pub fn delete_through(&mut self, through: i64) -> Result<u64, String> {
-        self.run(async |client| {
-            client
-                .execute("DELETE FROM audit_records WHERE seq <= $1", &[&through])
+        self.write(async |tx| {
+            tx.execute("DELETE FROM audit_records WHERE seq <= $1", &[&through])
                 .await
         })
     }
