@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod audit_pg_retry;
 mod daemon_agent;
 mod daemon_auth;
 mod daemon_bridge;
