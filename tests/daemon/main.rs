@@ -1,6 +1,6 @@
 //! The daemon suite: `zeroclaw daemon` over WebSocket (TCP and Unix socket) — authentication,
 //! frames, health and metrics, lifecycle and drain, reloads, socket activation, the cluster on a
-//! shared store and the load test. One test binary; each former file is a module
+//! shared store, the audit log's retries on PostgreSQL and the load test. One test binary; each former file is a module
 //! (`daemon_auth::…`).
 
 #[path = "../support/mod.rs"]
