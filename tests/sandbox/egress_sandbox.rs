@@ -4,7 +4,8 @@
 //! Landlock-only rung (no network namespace:
 //! the listeners on the host's loopback at ephemeral ports, Landlock TCP rules and seccomp
 //! keeping the child to them). The child reaches an allowed name through zeroclaw's egress
-//! proxy with curl, python3's urllib and `git clone http://`; a denied name is refused naming
+//! proxy with curl, python3's urllib and `git clone http://`, and `pip download` from a package
+//! index served there; a denied name is refused naming
 //! the rule; a direct `connect()` (also as a TCP Fast Open send) to a port the test listens on,
 //! a UDP datagram to one, a DNS query and a raw or ICMP socket get nowhere (nor, on the
 //! Landlock-only rung, a TCP bind on the host's loopback); two runs at once with different
@@ -73,11 +74,22 @@ fn serve(mut stream: std::net::TcpStream, root: &Path, log: &Mutex<Vec<String>>)
             }
         }
         log.lock().unwrap().push(format!("{host}{path}"));
-        let file = root.join(path.split('?').next().unwrap().trim_start_matches('/'));
+        let mut file = root.join(path.split('?').next().unwrap().trim_start_matches('/'));
+        if path.ends_with('/') {
+            // A package index's project page (`/simple/NAME/`).
+            file = file.join("index.html");
+        }
         let reply = match std::fs::read(&file) {
             Ok(body) if file.is_file() => {
-                let mut r = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len())
-                    .into_bytes();
+                let kind = match file.extension().and_then(|e| e.to_str()) {
+                    Some("html") => "text/html",
+                    _ => "application/octet-stream",
+                };
+                let mut r = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
                 r.extend(body);
                 r
             }
@@ -265,6 +277,80 @@ fn an_allowed_name_works_through_curl_python_and_git(b: Backend) {
 }
 per_proxy_rung!(an_allowed_name_works_through_curl_python_and_git);
 
+/// A package index served as files (`simple/demo/index.html` linking a wheel), as pip's
+/// "simple" repository API lays it out.
+fn package_index(served: &Path) {
+    let wheel = "demo_pkg-1.0-py3-none-any.whl";
+    std::fs::create_dir_all(served.join("simple/demo-pkg")).unwrap();
+    std::fs::create_dir_all(served.join("packages")).unwrap();
+    let build = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, zipfile\n\
+             z = zipfile.ZipFile(sys.argv[1], 'w')\n\
+             z.writestr('demo_pkg/__init__.py', '')\n\
+             z.writestr('demo_pkg-1.0.dist-info/METADATA', \
+             'Metadata-Version: 2.1\\nName: demo-pkg\\nVersion: 1.0\\n')\n\
+             z.writestr('demo_pkg-1.0.dist-info/WHEEL', \
+             'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+             z.writestr('demo_pkg-1.0.dist-info/RECORD', '')\n\
+             z.close()\n",
+        )
+        .arg(served.join("packages").join(wheel))
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{build:?}");
+    std::fs::write(
+        served.join("simple/demo-pkg/index.html"),
+        format!("<html><body><a href=\"/packages/{wheel}\">{wheel}</a></body></html>\n"),
+    )
+    .unwrap();
+}
+
+fn pip_downloads_a_package_from_an_allowed_index(b: Backend) {
+    if !serves_proxy(b, "egress proxy", &["python3"]) {
+        return;
+    }
+    let s = setup();
+    package_index(s._dirs[0].path());
+    let port = s.files.port;
+    let script = format!(
+        "python3 -m pip --version >/dev/null 2>&1 || {{ echo NO_PIP; exit 0; }}; \
+         set -e; python3 -m pip download -q --no-cache-dir --disable-pip-version-check \
+         --no-deps --trusted-host files.example --index-url http://files.example:{port}/simple/ \
+         -d dl demo-pkg; ls dl"
+    );
+    let out = run(
+        b.name(),
+        &s.cfg,
+        &s.ws,
+        &["--allow-domain", "files.example"],
+        &script,
+    );
+    let all = text(&out);
+    if String::from_utf8_lossy(&out.stdout).contains("NO_PIP") {
+        // The child's python3 (the first on its PATH) has no pip: Debian's python3-pip.
+        support::require_feature("python3 -m pip (python3-pip) in the confined child");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        s.ws.join("dl/demo_pkg-1.0-py3-none-any.whl").is_file(),
+        "the wheel landed in the workspace: {all}"
+    );
+    let seen = s.files.seen();
+    assert!(
+        seen.iter().any(|r| r.ends_with("/simple/demo-pkg/")),
+        "pip asked the index: {seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|r| r.ends_with("/packages/demo_pkg-1.0-py3-none-any.whl")),
+        "{seen:?}"
+    );
+}
+per_proxy_rung!(pip_downloads_a_package_from_an_allowed_index);
+
 fn a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_upstream(b: Backend) {
     if !serves_proxy(b, "egress proxy", &["curl"]) {
         return;
@@ -303,7 +389,17 @@ per_proxy_rung!(a_denied_name_is_refused_naming_the_rule_and_never_reaches_the_u
 /// proxy's own port is the control. `TCP` and `UDP` are ports the test listens on (host
 /// loopback).
 const PROBE: &str = r#"python3 - <<'EOF'
-import os, socket
+import os, socket, stat
+def inherited_sockets():
+    found = []
+    for f in range(3, 1024):
+        try:
+            if stat.S_ISSOCK(os.fstat(f).st_mode):
+                found.append(str(f))
+        except OSError:
+            pass
+    print('sockets=' + ' '.join(found))
+inherited_sockets()
 def attempt(what, f):
     try:
         f(); print(what, 'OPEN')
@@ -353,7 +449,8 @@ fn a_direct_connect_udp_raw_or_dns_gets_nowhere(b: Backend) {
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     udp.set_nonblocking(true).unwrap();
     // And no descriptor of the hand-over (plan, socket, listeners) is left to the command:
-    // `ls` sees its stdio and the directory it reads.
+    // it inherited no socket (`sockets=`), and where `/proc/self/fd` can be listed (not on the
+    // Landlock-only rung) `ls` sees its stdio and the directory it reads.
     let script = PROBE
         .replace("TCP", &tcp.local_addr().unwrap().port().to_string())
         .replace("UDP", &udp.local_addr().unwrap().port().to_string())
@@ -371,7 +468,10 @@ fn a_direct_connect_udp_raw_or_dns_gets_nowhere(b: Backend) {
     for what in ["direct", "fastopen", "dns", "raw", "ping", "resolver"] {
         assert!(stdout.contains(&format!("{what} refused")), "{what}: {all}");
     }
-    assert!(stdout.contains("fds=0 1 2 3\n"), "{all}");
+    assert!(stdout.contains("sockets=\n"), "{all}");
+    if b.has_namespaces() {
+        assert!(stdout.contains("fds=0 1 2 3\n"), "{all}");
+    }
     if !b.has_namespaces() {
         // Without a network namespace the socket itself is refused (with one, a datagram to
         // 127.0.0.1 reaches the child's own `lo` and nothing else: judged below; and a port
