@@ -138,3 +138,70 @@ fn git_worktree_submodule_sparse_clone_at_the_root(w: &World, b: Backend) {
     );
 }
 per_backend!(git_worktree_submodule_sparse_clone_at_the_root);
+
+/// The repository made on the host before the run, with two directories committed.
+const EXISTING_REPO: &str = "set -e; git init -q; git config user.name h; \
+    git config user.email h@example.invalid; mkdir a b; echo a > a/f; echo b > b/f; \
+    git add .; git commit -qm first";
+
+/// Whether `ws/.git` holds a stage a run left behind.
+fn stage_left(ws: &Path) -> Vec<String> {
+    fs::read_dir(ws.join(".git"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".zeroclaw-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// In an EXISTING repository: identity, remotes, sparse-checkout, a submodule of a local
+/// path and its update, and a commit after those — confined (today's read-only
+/// `.git/config` made each fail with EBUSY); judged by the host's git afterwards.
+fn git_work_in_an_existing_repository(w: &World, b: Backend) {
+    let setup = w.plain().sh(EXISTING_REPO);
+    assert_eq!(setup.status_code(), Some(0), "{setup}");
+    let script = "set -e; git config user.name zc; git config user.email zc@example.invalid; \
+        git remote add origin /nowhere/r.git; git remote set-url origin /elsewhere/r.git; \
+        src=${TMPDIR:-/tmp}/src; mkdir -p $src; git -C $src init -q; \
+        git -C $src -c user.name=s -c user.email=s@example.invalid commit -q --allow-empty -m src; \
+        git -c protocol.file.allow=always submodule -q add $src sub; \
+        git -c protocol.file.allow=always submodule -q update --init; git commit -qm sub; \
+        git sparse-checkout set a; test ! -e b/f; git commit -q --allow-empty -m after; \
+        echo done";
+    let run = w.confined(b).sh(script);
+    assert_eq!(run.status_code(), Some(0), "{run}");
+    assert!(run.stdout.contains("done"), "{run}");
+    let host = w.plain().sh(
+        "git log --oneline | grep -c 'sub\\|after'; git submodule status | grep -c sub; \
+         git -C sub log --oneline | grep -c src; git sparse-checkout list; git config -l; \
+         git log -1 --format=%an",
+    );
+    assert_eq!(host.status_code(), Some(0), "{run}\n{host}");
+    assert!(
+        host.stdout.starts_with("2\n1\n1\na\n"),
+        "the host's git does not see the work\n{run}\n{host}"
+    );
+    for want in [
+        "user.name=zc",
+        "user.email=zc@example.invalid",
+        "remote.origin.url=/elsewhere/r.git",
+        "extensions.worktreeconfig=true",
+        "\nzc\n",
+    ] {
+        assert!(
+            host.stdout.contains(want),
+            "host git lacks {want:?}\n{run}\n{host}"
+        );
+    }
+    assert!(
+        !run.stderr.contains("git: refused"),
+        "ordinary git work was refused\n{run}"
+    );
+    assert_eq!(stage_left(&w.ws), Vec::<String>::new(), "{run}");
+}
+per_backend!(
+    git_work_in_an_existing_repository,
+    landlock: "reduced rung (chosen only by name): .git/config is read-only without a mount namespace (no private stage)"
+);
