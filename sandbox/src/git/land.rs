@@ -8,6 +8,7 @@
 //!   anew (canonical form) to a new file in the real directory and renamed into place.
 //! - `info/attributes`: lines naming a driver refused, written anew likewise.
 //! - `commondir`, `gitdir`: must not change; a new one in an existing git directory is refused.
+//!   Neither they nor `HEAD` and `config` are removed when the run removed them.
 //! - `hooks/`: never copied back; each new or changed hook (but a sample) is refused.
 //! - other files (`HEAD`, `index`, `packed-refs`, `info/sparse-checkout`, …): renamed into
 //!   place (copied when the run gave the file more links).
@@ -51,7 +52,16 @@ fn git_dir(s: &Staged, rel: &Path, ws: &Path, out: &mut Vec<String>) {
         let parent = f.parent().unwrap_or(Path::new(""));
         let ours = parent == rel || parent == rel.join("info");
         if ours && s.stage.join(f).symlink_metadata().is_err() {
-            if Meta::of(&s.git.join(f)) == Some(rec.host) {
+            let name = f.file_name().unwrap_or_default();
+            if ["HEAD", "config", "commondir", "gitdir"]
+                .map(std::ffi::OsStr::new)
+                .contains(&name)
+            {
+                out.push(format!(
+                    "git: kept {} (the run removed it; the repository needs it)",
+                    shown(f)
+                ));
+            } else if Meta::of(&s.git.join(f)) == Some(rec.host) {
                 let _ = std::fs::remove_file(s.git.join(f));
             } else {
                 out.push(kept(f));

@@ -59,11 +59,20 @@ pub fn stage_if_existing(plan: &mut Plan, profile: &Profile) {
     let git = profile.workspace.join(".git");
     let protected = profile.protected.iter().any(|p| p.starts_with(&git));
     let writable = profile.writable_roots().any(|r| r == &profile.workspace);
+    // A `.git/hooks` or `.git/config` that is a symlink (hooks tracked in the workspace)
+    // keeps the read-only binds, which refuse it: the stage would leave its target writable.
+    let plain = |name: &str| {
+        git.join(name)
+            .symlink_metadata()
+            .map_or(true, |m| !m.file_type().is_symlink())
+    };
     let repository = super::validate::real_dir(&git)
         && git
             .join(crate::wire::PLACEHOLDER_MARKER)
             .symlink_metadata()
-            .is_err();
+            .is_err()
+        && plain("hooks")
+        && plain("config");
     if namespaced && protected && writable && repository {
         stage(plan, profile, &git);
     }
