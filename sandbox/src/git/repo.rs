@@ -50,9 +50,9 @@ pub fn is_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").symlink_metadata().is_ok()
 }
 
-/// The planner's hook: a namespaced plan for a workspace whose `.git` is an existing
-/// repository (a real directory, not a placeholder) whose control files are protected gets
-/// the stage instead of the read-only binds of `.git/config`, `.git/hooks` and
+/// The planner's hook: a namespaced plan of a command (not a file operation) for a workspace
+/// whose `.git` is an existing repository (a real directory, not a placeholder, its `hooks`
+/// and `config` no symlinks) whose control files are protected gets the stage instead of the read-only binds of `.git/config`, `.git/hooks` and
 /// `crate::git::existing`'s targets.
 pub fn stage_if_existing(plan: &mut Plan, profile: &Profile) {
     let namespaced = matches!(plan.backend, Backend::Namespaces | Backend::Bubblewrap);
@@ -73,7 +73,9 @@ pub fn stage_if_existing(plan: &mut Plan, profile: &Profile) {
             .is_err()
         && plain("hooks")
         && plain("config");
-    if namespaced && protected && writable && repository {
+    // An in-process file operation (the file tools) keeps the read-only binds: its write to a
+    // control file fails at once, rather than succeeding and being dropped afterwards.
+    if namespaced && protected && writable && repository && plan.op.is_none() {
         stage(plan, profile, &git);
     }
 }
