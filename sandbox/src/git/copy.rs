@@ -4,7 +4,8 @@
 //! its copy's (to tell what the run changed) — kept in this process for [`super::land`].
 //!
 //! Copies go through `std::fs::copy` (`copy_file_range`: a reflink where the file system
-//! has them, an in-kernel copy otherwise). Stale lock files are not copied.
+//! has them, an in-kernel copy otherwise); the index and `packed-refs`, data git only
+//! replaces by `rename`, are hard links instead ([`LINKED`]). Stale lock files are not copied.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -26,6 +27,11 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// Whether both are the same inode.
+    pub fn same_file(&self, other: &Meta) -> bool {
+        (self.dev, self.ino) == (other.dev, other.ino)
+    }
+
     /// `path`'s, not following a symlink.
     pub fn of(path: &Path) -> Option<Meta> {
         path.symlink_metadata().ok().map(|m| Meta {
@@ -51,11 +57,17 @@ pub struct File {
     pub host: Meta,
     /// The copy, as made.
     pub copy: Meta,
+    /// A hard link to the host file rather than a copy ([`LINKED`]).
+    pub linked: bool,
     /// A config file's entries (what the host already had is kept as it is).
     pub entries: Option<Vec<Entry>>,
     /// A `commondir`/`gitdir` file's text (it must not change).
     pub text: Option<String>,
 }
+
+/// Files staged as hard links: data that git replaces by renaming a new file over it and never
+/// runs or reads as configuration (a write in place is like one to the bound `objects/`).
+pub const LINKED: &[&str] = &["index", "packed-refs"];
 
 /// What was staged for one repository.
 #[derive(Debug, Clone, Default)]
@@ -187,7 +199,12 @@ fn file(s: &mut Staged, rel: &Path) -> std::io::Result<()> {
     let Some(host) = Meta::of(&real) else {
         return Ok(()); // gone meanwhile
     };
-    std::fs::copy(&real, &staged)?;
+    // Data git only ever replaces (lock file, then rename) and never runs: linked, not copied
+    // (the index is MBs in a large repository). The control files are always copies.
+    let linked = LINKED.contains(&&*name) && std::fs::hard_link(&real, &staged).is_ok();
+    if !linked {
+        std::fs::copy(&real, &staged)?;
+    }
     let copy = Meta::of(&staged).ok_or_else(|| std::io::Error::other("copy vanished"))?;
     let text = || std::fs::read(&staged).map(|b| String::from_utf8_lossy(&b).into_owned());
     let (entries, text) = match &*name {
@@ -200,6 +217,7 @@ fn file(s: &mut Staged, rel: &Path) -> std::io::Result<()> {
         File {
             host,
             copy,
+            linked,
             entries,
             text,
         },

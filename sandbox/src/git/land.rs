@@ -11,7 +11,8 @@
 //!   Neither they nor `HEAD` and `config` are removed when the run removed them.
 //! - `hooks/`: never copied back; each new or changed hook (but a sample) is refused.
 //! - other files (`HEAD`, `index`, `packed-refs`, `info/sparse-checkout`, …): renamed into
-//!   place (copied when the run gave the file more links).
+//!   place (copied when the run gave the file more links; the index and `packed-refs`, staged
+//!   as links, need nothing while they are still the host's file).
 //! - a new git directory below `modules/` or `worktrees/`, or a new directory (`logs/`):
 //!   validated ([`super::validate::sanitize_git_dir`]) and moved into place.
 //!
@@ -119,6 +120,11 @@ fn file(s: &Staged, rel: &Path, out: &mut Vec<String>) {
     }
     if rec.is_some_and(|r| Meta::of(&staged) == Some(r.copy)) {
         return; // unchanged
+    }
+    // Still the host's own file (a link, written in place): nothing to apply.
+    let (now, here) = (Meta::of(&staged), Meta::of(&real));
+    if rec.is_some_and(|r| r.linked) && now.zip(here).is_some_and(|(a, b)| a.same_file(&b)) {
+        return;
     }
     if Meta::of(&real) != rec.map(|r| r.host) {
         out.push(kept(rel));
@@ -413,5 +419,22 @@ mod tests {
                 .unwrap()
                 .contains("pager")
         );
+    }
+
+    /// The index is staged as a link: untouched or written in place it needs nothing, and one
+    /// the run renamed over it lands; a host file's links never reach a copied control file.
+    #[test]
+    fn the_linked_index_lands_only_when_replaced() {
+        let (_d, git) = repo();
+        std::fs::write(git.join("index"), "old").unwrap();
+        let s = staged(&git);
+        assert!(s.files[Path::new("index")].linked && !s.files[Path::new("config")].linked);
+        assert!(super::finish(&s).is_empty());
+        assert_eq!(std::fs::read_to_string(git.join("index")).unwrap(), "old");
+        let s = staged(&git);
+        std::fs::write(s.stage.join("index.new"), "new").unwrap();
+        std::fs::rename(s.stage.join("index.new"), s.stage.join("index")).unwrap();
+        assert!(super::finish(&s).is_empty());
+        assert_eq!(std::fs::read_to_string(git.join("index")).unwrap(), "new");
     }
 }
