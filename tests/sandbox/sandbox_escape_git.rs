@@ -368,3 +368,87 @@ per_backend!(
     no_window_in_an_existing_repository,
     landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
+
+/// Makes the workspace a linked worktree of a repository outside it; returns that repository.
+fn linked_worktree(w: &World) -> PathBuf {
+    let main = w.outside.join("main");
+    let setup = w.plain().sh(&format!(
+        "set -e; git init -q {m}; \
+         git -C {m} -c user.name=h -c user.email=h@example.invalid commit -q --allow-empty -m main; \
+         git -C {m} worktree add -q {ws} -b wt",
+        m = main.display(),
+        ws = w.ws.display()
+    ));
+    assert_eq!(setup.status_code(), Some(0), "setup failed\n{setup}");
+    main
+}
+
+/// In a linked worktree: the main repository's config and hooks (staged: the write succeeds
+/// in the child, never reaches the host), and the worktree's `.git` file rewritten to name a
+/// repository the child made (refused: it is read-only) — the host's git, in the worktree and
+/// in the main repository, never runs the canary; each with its unconfined control.
+fn linked_worktree_control_files(w: &World, b: Backend) {
+    let attacks: [(&str, bool, &str); 3] = [
+        (
+            "git config core.fsmonitor \"$EVIL\"",
+            true,
+            "git status --short",
+        ),
+        (
+            "printf '#!/bin/sh\\nexec %s\\n' \"$EVIL\" > \"$(git rev-parse --git-common-dir)/hooks/pre-commit\" && \
+             chmod +x \"$(git rev-parse --git-common-dir)/hooks/pre-commit\"",
+            true,
+            HOST_COMMIT,
+        ),
+        (
+            "git init -q --bare fake.git && git -C fake.git config core.bare false && \
+             git -C fake.git config core.fsmonitor \"$EVIL\" && echo \"gitdir: $PWD/fake.git\" > .git",
+            false,
+            "git status --short",
+        ),
+    ];
+    for (i, (plant, staged, host)) in attacks.into_iter().enumerate() {
+        let fresh;
+        let w = if i == 0 {
+            w
+        } else {
+            fresh = World::new();
+            &fresh
+        };
+        let attempt = |w: &World, confine: bool| {
+            let (canary, evil) = canary_script(w);
+            let main = linked_worktree(w);
+            let script = format!("export EVIL={}; {plant} && echo PLANTED", evil.display());
+            let run = if confine {
+                confined(w, b, defaults, &script)
+            } else {
+                control(w, &script)
+            };
+            let mut shown = format!("{run}");
+            for dir in [w.ws.clone(), main] {
+                let out = w
+                    .plain()
+                    .sh(&format!("cd {} && {host}; true", dir.display()));
+                shown.push_str(&format!("\n{out}"));
+            }
+            (run, canary.exists(), shown)
+        };
+        let (run, fired, shown) = attempt(w, true);
+        assert!(
+            !fired,
+            "ESCAPE: the host's `{host}` ran what `{plant}` planted\n{shown}"
+        );
+        if staged {
+            assert!(
+                run.stdout.contains("PLANTED") && run.stderr.contains("git: refused"),
+                "the write did not succeed in the child, or its refusal was not reported\n{shown}"
+            );
+        }
+        let (_, fired, shown) = attempt(&World::new(), false);
+        assert!(fired, "positive control failed ({plant})\n{shown}");
+    }
+}
+per_backend!(
+    linked_worktree_control_files,
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
+);

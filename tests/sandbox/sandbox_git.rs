@@ -205,3 +205,42 @@ per_backend!(
     git_work_in_an_existing_repository,
     landlock: "reduced rung (chosen only by name): .git/config is read-only without a mount namespace (no private stage)"
 );
+
+/// Makes the workspace a linked worktree (branch `wt`) of a repository outside it; returns
+/// the main repository's path.
+fn linked_worktree(w: &World) -> std::path::PathBuf {
+    let main = w.outside.join("main");
+    let setup = w.plain().sh(&format!(
+        "set -e; git init -q {m}; \
+         git -C {m} -c user.name=h -c user.email=h@example.invalid commit -q --allow-empty -m main; \
+         git -C {m} worktree add -q {ws} -b wt",
+        m = main.display(),
+        ws = w.ws.display()
+    ));
+    assert_eq!(setup.status_code(), Some(0), "{setup}");
+    main
+}
+
+/// A workspace that is a linked worktree of a repository outside it (`.git` is a file naming
+/// `<main>/.git/worktrees/<name>`, which the child could not see before): status, identity,
+/// a commit and a branch work confined; judged by the host's git, in the main repository too.
+fn git_work_in_a_linked_worktree(w: &World, b: Backend) {
+    let main = linked_worktree(w);
+    let script = "set -e; git status --short; git config user.name zc; echo x > f; git add f; \
+        git -c user.email=zc@example.invalid commit -qm in-wt; git branch side; echo done";
+    let run = w.confined(b).sh(script);
+    assert_eq!(run.status_code(), Some(0), "{run}");
+    assert!(run.stdout.contains("done"), "{run}");
+    let host = w.plain().sh(&format!(
+        "git log --oneline | grep -c in-wt; git -C {m} branch --list side | grep -c side; \
+         git -C {m} config user.name",
+        m = main.display()
+    ));
+    assert_eq!(host.stdout, "1\n1\nzc\n", "{run}\n{host}");
+    assert!(!run.stderr.contains("git: refused"), "{run}");
+    assert_eq!(stage_left(&main), Vec::<String>::new(), "{run}");
+}
+per_backend!(
+    git_work_in_a_linked_worktree,
+    landlock: "reduced rung (chosen only by name): the main repository is not visible without a mount namespace"
+);

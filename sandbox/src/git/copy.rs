@@ -74,8 +74,10 @@ pub const LINKED: &[&str] = &["index", "packed-refs"];
 pub struct Staged {
     /// The stage directory.
     pub stage: PathBuf,
-    /// The real `.git`.
+    /// The real `.git` (a linked worktree's main repository's git directory).
     pub git: PathBuf,
+    /// How refusals name `git`: `.git`, or the full path of a linked worktree's main one.
+    pub label: String,
     /// Staged files, relative to the stage (and to `.git`).
     pub files: BTreeMap<PathBuf, File>,
     /// Staged hooks (relative), as copied.
@@ -97,12 +99,13 @@ pub fn take(stage: &Path) -> Option<Staged> {
     Some(all.remove(at))
 }
 
-/// Makes and fills `stage` for the repository `git`, with mount points for `bound`
-/// (relative to `git`), and records it.
-pub fn prepare(stage: &Path, git: &Path, bound: &[PathBuf]) -> std::io::Result<()> {
+/// Makes and fills `stage` for the repository `git` (named `label` in refusals), with mount
+/// points for `bound` (relative to `git`), and records it.
+pub fn prepare(stage: &Path, git: &Path, label: String, bound: &[PathBuf]) -> std::io::Result<()> {
     let mut s = Staged {
         stage: stage.to_path_buf(),
         git: git.to_path_buf(),
+        label,
         bound: bound.to_vec(),
         ..Staged::default()
     };

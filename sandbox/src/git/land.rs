@@ -36,11 +36,13 @@ pub fn finish(s: &Staged) -> Vec<String> {
     out
 }
 
-fn shown(rel: &Path) -> String {
+/// How the report names `rel`: below `.git` for the workspace's repository, by its full path
+/// for a linked worktree's main repository.
+fn shown(s: &Staged, rel: &Path) -> String {
     if rel.as_os_str().is_empty() {
-        ".git".into()
+        s.label.clone()
     } else {
-        format!(".git/{}", rel.display())
+        format!("{}/{}", s.label, rel.display())
     }
 }
 
@@ -60,12 +62,12 @@ fn git_dir(s: &Staged, rel: &Path, ws: &Path, out: &mut Vec<String>) {
             {
                 out.push(format!(
                     "git: kept {} (the run removed it; the repository needs it)",
-                    shown(f)
+                    shown(s, f)
                 ));
             } else if Meta::of(&s.git.join(f)) == Some(rec.host) {
                 let _ = std::fs::remove_file(s.git.join(f));
             } else {
-                out.push(kept(f));
+                out.push(kept(s, f));
             }
         }
     }
@@ -97,7 +99,7 @@ fn git_dir(s: &Staged, rel: &Path, ws: &Path, out: &mut Vec<String>) {
             _ if t.is_dir() => new_dir(s, &here, out),
             _ => out.push(format!(
                 "git: refused {} (not a regular file)",
-                shown(&here)
+                shown(s, &here)
             )),
         }
     }
@@ -115,7 +117,10 @@ fn file(s: &Staged, rel: &Path, out: &mut Vec<String>) {
         return;
     };
     if !m.is_file() {
-        out.push(format!("git: refused {} (not a regular file)", shown(rel)));
+        out.push(format!(
+            "git: refused {} (not a regular file)",
+            shown(s, rel)
+        ));
         return;
     }
     if rec.is_some_and(|r| Meta::of(&staged) == Some(r.copy)) {
@@ -127,11 +132,11 @@ fn file(s: &Staged, rel: &Path, out: &mut Vec<String>) {
         return;
     }
     if Meta::of(&real) != rec.map(|r| r.host) {
-        out.push(kept(rel));
+        out.push(kept(s, rel));
         return;
     }
     let Ok(bytes) = std::fs::read(&staged) else {
-        out.push(format!("git: refused {} (unreadable)", shown(rel)));
+        out.push(format!("git: refused {} (unreadable)", shown(s, rel)));
         return;
     };
     let text = || String::from_utf8_lossy(&bytes).into_owned();
@@ -140,19 +145,21 @@ fn file(s: &Staged, rel: &Path, out: &mut Vec<String>) {
         "config" | "config.worktree" => {
             let before = rec.and_then(|r| r.entries.clone()).unwrap_or_default();
             let (clean, refused) =
-                super::validate::filter_config_with(&text(), &shown(rel), |e| before.contains(e));
+                super::validate::filter_config_with(&text(), &shown(s, rel), |e| {
+                    before.contains(e)
+                });
             out.extend(refused);
             write_new(&real, clean.as_bytes(), perms)
         }
         "attributes" if rel.parent().is_some_and(|p| p.ends_with("info")) => {
-            let (clean, refused) = super::validate::filter_attributes(&text(), &shown(rel));
+            let (clean, refused) = super::validate::filter_attributes(&text(), &shown(s, rel));
             out.extend(refused);
             write_new(&real, clean.as_bytes(), perms)
         }
         "commondir" | "gitdir" => {
             out.push(format!(
                 "git: refused {} (points git at another repository)",
-                shown(rel)
+                shown(s, rel)
             ));
             return;
         }
@@ -160,15 +167,18 @@ fn file(s: &Staged, rel: &Path, out: &mut Vec<String>) {
         _ => std::fs::rename(&staged, &real),
     };
     if let Err(e) = written {
-        out.push(format!("git: the run's {} was not kept ({e})", shown(rel)));
+        out.push(format!(
+            "git: the run's {} was not kept ({e})",
+            shown(s, rel)
+        ));
     }
 }
 
-fn kept(rel: &Path) -> String {
+fn kept(s: &Staged, rel: &Path) -> String {
     format!(
         "git: kept the host's {} (it changed outside the sandbox during the run; the run's \
          change was dropped)",
-        shown(rel)
+        shown(s, rel)
     )
 }
 
@@ -200,7 +210,7 @@ fn hooks(s: &Staged, rel: &Path, out: &mut Vec<String>) {
     if !super::validate::real_dir(&dir) {
         out.push(format!(
             "git: refused {} (not a directory: runs a program outside the sandbox)",
-            shown(rel)
+            shown(s, rel)
         ));
         return;
     }
@@ -215,7 +225,7 @@ fn hooks(s: &Staged, rel: &Path, out: &mut Vec<String>) {
         if !(same || plain && name.ends_with(".sample")) {
             out.push(format!(
                 "git: refused hook {name} in {} (runs a program outside the sandbox)",
-                shown(rel)
+                shown(s, rel)
             ));
         }
     }
@@ -239,7 +249,10 @@ fn container(
             continue;
         }
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            out.push(format!("git: refused {} (not a directory)", shown(&here)));
+            out.push(format!(
+                "git: refused {} (not a directory)",
+                shown(s, &here)
+            ));
             continue;
         }
         let staged_below = s.git_dirs.iter().any(|(d, _)| d.starts_with(&here));
@@ -252,37 +265,37 @@ fn container(
         if is_git_dir(&path) {
             out.extend(super::validate::sanitize_git_dir(
                 &path,
-                &shown(&here),
+                &shown(s, &here),
                 worktrees,
                 (!worktrees).then_some((landing.as_path(), ws)),
             ));
             if !worktrees {
                 super::stage::sanitize_modules(
                     &path.join("modules"),
-                    &shown(&here.join("modules")),
+                    &shown(s, &here.join("modules")),
                     ws,
                     out,
                 );
             }
         } else if !worktrees {
-            super::stage::sanitize_modules(&path, &shown(&here), ws, out);
+            super::stage::sanitize_modules(&path, &shown(s, &here), ws, out);
         }
-        move_in(&path, &landing, &here, out);
+        move_in(s, &path, &landing, &here, out);
     }
 }
 
 /// A directory the run created in a git directory (`logs/` of a first commit, …).
 fn new_dir(s: &Staged, rel: &Path, out: &mut Vec<String>) {
-    move_in(&s.stage.join(rel), &s.git.join(rel), rel, out);
+    move_in(s, &s.stage.join(rel), &s.git.join(rel), rel, out);
 }
 
 /// Renames the staged `from` to `to`, unless something is there on the host by now.
-fn move_in(from: &Path, to: &Path, rel: &Path, out: &mut Vec<String>) {
+fn move_in(s: &Staged, from: &Path, to: &Path, rel: &Path, out: &mut Vec<String>) {
     if to.symlink_metadata().is_ok() {
         out.push(format!(
             "git: kept the host's {} (created outside the sandbox during the run; the run's \
              was dropped)",
-            shown(rel)
+            shown(s, rel)
         ));
         return;
     }
@@ -292,13 +305,16 @@ fn move_in(from: &Path, to: &Path, rel: &Path, out: &mut Vec<String>) {
     if !made || !super::validate::real_dir(parent) {
         out.push(format!(
             "git: the run's {} was not kept ({} is not a directory)",
-            shown(rel),
+            shown(s, rel),
             parent.display()
         ));
         return;
     }
     if let Err(e) = std::fs::rename(from, to) {
-        out.push(format!("git: the run's {} was not kept ({e})", shown(rel)));
+        out.push(format!(
+            "git: the run's {} was not kept ({e})",
+            shown(s, rel)
+        ));
     }
 }
 
@@ -348,7 +364,7 @@ mod tests {
 
     fn staged(git: &Path) -> copy::Staged {
         let stage = super::super::stage::new_stage(git);
-        copy::prepare(&stage, git, &["objects".into()]).unwrap();
+        copy::prepare(&stage, git, ".git".into(), &["objects".into()]).unwrap();
         copy::take(&stage).unwrap()
     }
 

@@ -75,9 +75,63 @@ pub fn stage_if_existing(plan: &mut Plan, profile: &Profile) {
         && plain("config");
     // An in-process file operation (the file tools) keeps the read-only binds: its write to a
     // control file fails at once, rather than succeeding and being dropped afterwards.
-    if namespaced && protected && writable && repository && plan.op.is_none() {
+    let eligible = namespaced && protected && writable && plan.op.is_none();
+    if eligible && repository {
         stage(plan, profile, &git);
+    } else if eligible && let Some(common) = linked_common(&git) {
+        linked(plan, profile, &git, &common);
     }
+}
+
+/// A workspace that is a linked worktree (`.git` a file `gitdir: <common>/worktrees/<name>`):
+/// the main repository's git directory `<common>`, when that file and its `commondir` agree.
+pub fn linked_common(git: &Path) -> Option<PathBuf> {
+    if !git.symlink_metadata().ok()?.is_file() {
+        return None;
+    }
+    let text = std::fs::read_to_string(git).ok()?;
+    let dir = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let own = normalize(&git.parent()?.join(dir));
+    let commondir = std::fs::read_to_string(own.join("commondir")).ok()?;
+    let common = normalize(&own.join(commondir.trim_end()));
+    let placed = own.parent() == Some(common.join("worktrees").as_path());
+    (placed
+        && super::validate::real_dir(&own)
+        && super::validate::real_dir(&common)
+        && is_git_dir(&common))
+    .then_some(common)
+}
+
+/// A linked worktree's plan: its `.git` file bound read-only (a rewritten `gitdir:` would point
+/// the host's git anywhere), and the main repository's git directory staged as a repository's
+/// is, at its real path (its `worktrees/<name>` is this worktree's own git directory).
+fn linked(plan: &mut Plan, profile: &Profile, git: &Path, common: &Path) {
+    plan.placeholders.retain(|p| !p.path.starts_with(git));
+    plan.mounts.retain(|op| !op.path().starts_with(git));
+    plan.mounts.push(MountOp::Bind {
+        path: git.to_path_buf(),
+        rw: false,
+        optional: false,
+    });
+    stage(plan, profile, common);
+    if !plan.landlock.write.iter().any(|w| common.starts_with(w)) {
+        plan.landlock.write.push(common.to_path_buf());
+    }
+}
+
+/// `p` with `.` and `..` resolved lexically.
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Rewrites `plan` for the stage of the repository at `git` (see the module's doc).

@@ -109,7 +109,17 @@ pub fn normalize_key(key: &mut Plan) {
 pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
     for (stage, git) in stages(plan) {
         let made = if is_existing(plan, git) {
-            super::copy::prepare(stage, git, &super::repo::bound(plan, git))
+            // A linked worktree's main repository is named by its path (`git::repo::linked`).
+            let linked = plan.mounts.iter().any(|op| {
+                matches!(op, MountOp::Bind { path, rw: false, .. }
+                    if path.file_name() == Some(".git".as_ref()) && path != git)
+            });
+            let label = if linked {
+                git.display().to_string()
+            } else {
+                ".git".into()
+            };
+            super::copy::prepare(stage, git, label, &super::repo::bound(plan, git))
         } else {
             std::fs::create_dir(stage)
         };
