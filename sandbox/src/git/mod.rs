@@ -3,7 +3,8 @@
 //!
 //! - [`repo`]: an existing repository (namespace backends): the child sees a private stage at
 //!   `.git` — copies of its control files ([`copy`]), its data directories bound — validated
-//!   and applied to the real `.git` file by file once the run's tree is gone ([`land`]).
+//!   and applied to the real `.git` file by file once the run's tree is gone ([`land`]); a
+//!   linked worktree's main repository the same way, at its real path.
 //! - [`existing`]: an existing repository's other control files the host's git reads
 //!   (`config.worktree`, submodules' and linked worktrees'), protected read-only on the
 //!   backends without a stage.
