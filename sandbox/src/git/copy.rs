@@ -82,9 +82,8 @@ pub struct Staged {
     pub files: BTreeMap<PathBuf, File>,
     /// Staged hooks (relative), as copied.
     pub hooks: BTreeMap<PathBuf, Meta>,
-    /// Staged git directories (relative; `""` is the repository's own), and whether each is
-    /// a linked worktree's.
-    pub git_dirs: Vec<(PathBuf, bool)>,
+    /// Staged git directories (relative; `""` is the repository's own).
+    pub git_dirs: Vec<PathBuf>,
     /// Mount points of bound directories (relative).
     pub bound: Vec<PathBuf>,
 }
@@ -110,16 +109,16 @@ pub fn prepare(stage: &Path, git: &Path, label: String, bound: &[PathBuf]) -> st
         ..Staged::default()
     };
     std::fs::create_dir(stage)?;
-    let filled = git_dir(&mut s, Path::new(""), false, 0);
+    let filled = git_dir(&mut s, Path::new(""), 0);
     // Recorded even when filling failed: the caller's finish removes the stage.
     STAGED.lock().unwrap_or_else(|e| e.into_inner()).push(s);
     filled
 }
 
 /// Stages the git directory `rel`.
-fn git_dir(s: &mut Staged, rel: &Path, worktree: bool, depth: usize) -> std::io::Result<()> {
+fn git_dir(s: &mut Staged, rel: &Path, depth: usize) -> std::io::Result<()> {
     let top = rel.as_os_str().is_empty();
-    s.git_dirs.push((rel.to_path_buf(), worktree));
+    s.git_dirs.push(rel.to_path_buf());
     let (real, staged) = (s.git.join(rel), s.stage.join(rel));
     for entry in std::fs::read_dir(&real)?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -166,7 +165,7 @@ fn container(s: &mut Staged, rel: &Path, worktrees: bool, depth: usize) -> std::
         let here = rel.join(entry.file_name());
         if is_git_dir(&s.git.join(&here)) {
             std::fs::create_dir(s.stage.join(&here))?;
-            git_dir(s, &here, worktrees, depth + 1)?;
+            git_dir(s, &here, depth + 1)?;
         } else if !worktrees {
             container(s, &here, false, depth + 1)?;
         }

@@ -29,7 +29,7 @@ use super::repo::is_git_dir;
 pub fn finish(s: &Staged) -> Vec<String> {
     let mut out = Vec::new();
     let workspace = s.git.parent().unwrap_or(&s.git).to_path_buf();
-    for (rel, _) in &s.git_dirs {
+    for rel in &s.git_dirs {
         git_dir(s, rel, &workspace, &mut out);
     }
     remove_stage(s);
@@ -49,7 +49,7 @@ fn shown(s: &Staged, rel: &Path) -> String {
 /// One staged git directory's files, hooks, `info/`, and what the run created in it.
 fn git_dir(s: &Staged, rel: &Path, ws: &Path, out: &mut Vec<String>) {
     let top = rel.as_os_str().is_empty();
-    let known_dir = |p: &Path| s.git_dirs.iter().any(|(d, _)| d == p);
+    let known_dir = |p: &Path| s.git_dirs.iter().any(|d| d == p);
     // Files the run removed.
     for (f, rec) in &s.files {
         let parent = f.parent().unwrap_or(Path::new(""));
@@ -245,7 +245,7 @@ fn container(
     };
     for entry in list.flatten() {
         let here = rel.join(entry.file_name());
-        if s.git_dirs.iter().any(|(d, _)| d == &here) {
+        if s.git_dirs.contains(&here) {
             continue;
         }
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
@@ -255,7 +255,7 @@ fn container(
             ));
             continue;
         }
-        let staged_below = s.git_dirs.iter().any(|(d, _)| d.starts_with(&here));
+        let staged_below = s.git_dirs.iter().any(|d| d.starts_with(&here));
         if staged_below && depth < 16 {
             container(s, &here, worktrees, ws, depth + 1, out);
             continue;
