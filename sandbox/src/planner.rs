@@ -36,6 +36,8 @@ impl Planner {
         plan.bwrap = self.bwrap.clone();
         // Git hook: no `.git` yet, none left behind (see `crate::git::missing`).
         crate::git::missing::guard_if_missing(&mut plan, profile);
+        // Git hook: an existing repository's private stage (see `crate::git::repo`).
+        crate::git::repo::stage_if_existing(&mut plan, profile);
         crate::egress_plan::apply(self.backend, profile, &mut plan)?;
         Ok(plan)
     }

@@ -73,20 +73,41 @@ per_backend!(
     landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
+/// Whether the host's `config` names what the attacks plant (what the host's git would run).
+fn planted_config(config: &std::path::Path) -> bool {
+    fs::read_to_string(config).is_ok_and(|t| {
+        let t = t.to_ascii_lowercase();
+        t.contains("fsmonitor") || t.contains("hookspath")
+    })
+}
+
+/// The child may rewrite `.git/config` (its private stage), but what it planted never reaches
+/// the host's file, and the refusal is reported.
 fn git_config_modified(w: &World, b: Backend) {
     git_repo(w);
     let config = w.ws.join(".git/config");
     let script = "printf '\\thooksPath = /tmp/evil\\n' >> .git/config; printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config";
-    unchanged(w, b, defaults, &[&config], script);
+    let run = confined(w, b, defaults, script);
+    assert!(
+        !planted_config(&config),
+        "ESCAPE: the confined script planted a key in .git/config\n{run}"
+    );
+    assert!(run.stderr.contains("git: refused core.fsmonitor"), "{run}");
+    let control = control(w, script);
+    assert!(
+        planted_config(&config),
+        "positive control failed\n{control}"
+    );
 }
 per_backend!(
     git_config_modified,
     landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
-/// Judged on what the host's `git` will read: the hook and config must keep their content and
-/// `.git` must stay the same directory (not renamed away, not replaced by a symlink). Other
-/// contents of `.git` (objects, refs) are ordinary workspace data and may change.
+/// Judged on what the host's `git` will read: the hook must keep its content, the config must
+/// not gain what the attack plants (the child's accepted edits may land), and `.git` must stay
+/// the same directory (not renamed away, not replaced by a symlink). Other contents of `.git`
+/// (objects, refs) are ordinary workspace data and may change.
 fn git_swap(w: &World, b: Backend, script: &str) {
     git_repo(w);
     fs::create_dir_all(w.ws.join("evil/hooks")).expect("mkdir");
@@ -101,7 +122,7 @@ fn git_swap(w: &World, b: Backend, script: &str) {
         (
             identity(),
             Snapshot::of(&hook(w)).map(|s| s.content),
-            fs::read(git.join("config")).ok(),
+            planted_config(&git.join("config")),
         )
     };
     let before = watched();

@@ -138,3 +138,109 @@ fn git_worktree_submodule_sparse_clone_at_the_root(w: &World, b: Backend) {
     );
 }
 per_backend!(git_worktree_submodule_sparse_clone_at_the_root);
+
+/// The repository made on the host before the run, with two directories committed.
+const EXISTING_REPO: &str = "set -e; git init -q; git config user.name h; \
+    git config user.email h@example.invalid; mkdir a b; echo a > a/f; echo b > b/f; \
+    git add .; git commit -qm first";
+
+/// Whether `ws/.git` holds a stage a run left behind.
+fn stage_left(ws: &Path) -> Vec<String> {
+    fs::read_dir(ws.join(".git"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".zeroclaw-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// In an EXISTING repository: identity, remotes, sparse-checkout, a submodule of a local
+/// path and its update, and a commit after those — confined (today's read-only
+/// `.git/config` made each fail with EBUSY); judged by the host's git afterwards.
+fn git_work_in_an_existing_repository(w: &World, b: Backend) {
+    let setup = w.plain().sh(EXISTING_REPO);
+    assert_eq!(setup.status_code(), Some(0), "{setup}");
+    let script = "set -e; git config user.name zc; git config user.email zc@example.invalid; \
+        git remote add origin /nowhere/r.git; git remote set-url origin /elsewhere/r.git; \
+        src=${TMPDIR:-/tmp}/src; mkdir -p $src; git -C $src init -q; \
+        git -C $src -c user.name=s -c user.email=s@example.invalid commit -q --allow-empty -m src; \
+        git -c protocol.file.allow=always submodule -q add $src sub; \
+        git -c protocol.file.allow=always submodule -q update --init; git commit -qm sub; \
+        git sparse-checkout set a; test ! -e b/f; git commit -q --allow-empty -m after; \
+        echo done";
+    let run = w.confined(b).sh(script);
+    assert_eq!(run.status_code(), Some(0), "{run}");
+    assert!(run.stdout.contains("done"), "{run}");
+    let host = w.plain().sh(
+        "git log --oneline | grep -c 'sub\\|after'; git submodule status | grep -c sub; \
+         git -C sub log --oneline | grep -c src; git sparse-checkout list; git config -l; \
+         git log -1 --format=%an",
+    );
+    assert_eq!(host.status_code(), Some(0), "{run}\n{host}");
+    assert!(
+        host.stdout.starts_with("2\n1\n1\na\n"),
+        "the host's git does not see the work\n{run}\n{host}"
+    );
+    for want in [
+        "user.name=zc",
+        "user.email=zc@example.invalid",
+        "remote.origin.url=/elsewhere/r.git",
+        "extensions.worktreeconfig=true",
+        "\nzc\n",
+    ] {
+        assert!(
+            host.stdout.contains(want),
+            "host git lacks {want:?}\n{run}\n{host}"
+        );
+    }
+    assert!(
+        !run.stderr.contains("git: refused"),
+        "ordinary git work was refused\n{run}"
+    );
+    assert_eq!(stage_left(&w.ws), Vec::<String>::new(), "{run}");
+}
+per_backend!(
+    git_work_in_an_existing_repository,
+    landlock: "reduced rung (chosen only by name): .git/config is read-only without a mount namespace (no private stage)"
+);
+
+/// Makes the workspace a linked worktree (branch `wt`) of a repository outside it; returns
+/// the main repository's path.
+fn linked_worktree(w: &World) -> std::path::PathBuf {
+    let main = w.outside.join("main");
+    let setup = w.plain().sh(&format!(
+        "set -e; git init -q {m}; \
+         git -C {m} -c user.name=h -c user.email=h@example.invalid commit -q --allow-empty -m main; \
+         git -C {m} worktree add -q {ws} -b wt",
+        m = main.display(),
+        ws = w.ws.display()
+    ));
+    assert_eq!(setup.status_code(), Some(0), "{setup}");
+    main
+}
+
+/// A workspace that is a linked worktree of a repository outside it (`.git` is a file naming
+/// `<main>/.git/worktrees/<name>`, which the child could not see before): status, identity,
+/// a commit and a branch work confined; judged by the host's git, in the main repository too.
+fn git_work_in_a_linked_worktree(w: &World, b: Backend) {
+    let main = linked_worktree(w);
+    let script = "set -e; git status --short; git config user.name zc; echo x > f; git add f; \
+        git -c user.email=zc@example.invalid commit -qm in-wt; git branch side; echo done";
+    let run = w.confined(b).sh(script);
+    assert_eq!(run.status_code(), Some(0), "{run}");
+    assert!(run.stdout.contains("done"), "{run}");
+    let host = w.plain().sh(&format!(
+        "git log --oneline | grep -c in-wt; git -C {m} branch --list side | grep -c side; \
+         git -C {m} config user.name",
+        m = main.display()
+    ));
+    assert_eq!(host.stdout, "1\n1\nzc\n", "{run}\n{host}");
+    assert!(!run.stderr.contains("git: refused"), "{run}");
+    assert_eq!(stage_left(&main), Vec::<String>::new(), "{run}");
+}
+per_backend!(
+    git_work_in_a_linked_worktree,
+    landlock: "reduced rung (chosen only by name): the main repository is not visible without a mount namespace"
+);

@@ -1,8 +1,13 @@
 //! Git inside the sandbox: what the namespace backends do about the repositories the host's
 //! git will use after a confined run.
 //!
+//! - [`repo`]: an existing repository (namespace backends): the child sees a private stage at
+//!   `.git` — copies of its control files ([`copy`]), its data directories bound — validated
+//!   and applied to the real `.git` file by file once the run's tree is gone ([`land`]); a
+//!   linked worktree's main repository the same way, at its real path.
 //! - [`existing`]: an existing repository's other control files the host's git reads
-//!   (`config.worktree`, submodules' and linked worktrees'), protected like `.git/config`.
+//!   (`config.worktree`, submodules' and linked worktrees'), protected read-only on the
+//!   backends without a stage.
 //! - [`missing`]: a workspace without `.git`. The child must not create one (a new `.git` with
 //!   a hook or `core.fsmonitor` would run a program outside the sandbox at the host's next
 //!   `git status`), and nothing may be left behind: `.git` is a guarded placeholder, removed
@@ -13,7 +18,10 @@
 //! - [`validate`]: what a staged repository may keep (an allowlist of config keys, no hooks
 //!   but samples, no attributes naming a driver, no `commondir`/`gitdir` redirection).
 pub mod config;
+pub mod copy;
 pub mod existing;
+pub mod land;
 pub mod missing;
+pub mod repo;
 pub mod stage;
 pub mod validate;

@@ -42,6 +42,12 @@ fn stages(plan: &Plan) -> impl Iterator<Item = (&Path, &Path)> {
     })
 }
 
+/// Whether the plan has a stage (the helper validates and applies it after the run, so the
+/// call ends only then).
+pub fn any(plan: &Plan) -> bool {
+    stages(plan).next().is_some()
+}
+
 /// The plan's first stage and its `.git` (a plan has at most one: the workspace's).
 pub fn first(plan: &Plan) -> Option<(&Path, &Path)> {
     stages(plan).next()
@@ -50,6 +56,17 @@ pub fn first(plan: &Plan) -> Option<(&Path, &Path)> {
 /// Whether `path` is the `.git` of one of the plan's stages.
 fn is_stage_git(plan: &Plan, path: &Path) -> bool {
     stages(plan).any(|(_, git)| git == path)
+}
+
+/// Whether `path` is at or below the `.git` of one of the plan's stages.
+fn under_stage_git(plan: &Plan, path: &Path) -> bool {
+    stages(plan).any(|(_, git)| path.starts_with(git))
+}
+
+/// Whether the stage's `.git` is an existing repository (staged by [`super::copy`]) rather
+/// than a placeholder for a new one.
+pub fn is_existing(plan: &Plan, git: &Path) -> bool {
+    !plan.placeholders.iter().any(|p| p.path == git)
 }
 
 /// A warm helper's plan with its stage left for the call (see `helper::git_late`): the
@@ -62,9 +79,8 @@ pub fn deferred(plan: &Plan) -> Option<Plan> {
     }
     let mut now = plan.clone();
     now.placeholders.retain(|p| !is_stage_git(plan, &p.path));
-    now.mounts.retain(
-        |op| !matches!(op, MountOp::BindDir { src, path } if src.parent() == Some(path.as_path())),
-    );
+    // The stage and what is bound into it (an existing repository's directories).
+    now.mounts.retain(|op| !under_stage_git(plan, op.path()));
     Some(now)
 }
 
@@ -72,7 +88,7 @@ pub fn deferred(plan: &Plan) -> Option<Plan> {
 /// helper makes only once its call arrives: not part of its root's identity, and not a
 /// placeholder it keeps while waiting.
 pub fn is_deferred(plan: &Plan, path: &Path) -> bool {
-    is_stage_git(plan, path)
+    under_stage_git(plan, path)
 }
 
 /// The shape a warm helper is prepared for, without the stage: its unique name is not part
@@ -88,10 +104,26 @@ pub fn normalize_key(key: &mut Plan) {
     }
 }
 
-/// Makes each stage directory (the helper, once the placeholders are held).
+/// Makes each stage directory (the helper, once the placeholders are held); an existing
+/// repository's is filled ([`super::copy`]).
 pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
-    for (stage, _) in stages(plan) {
-        std::fs::create_dir(stage).map_err(|e| {
+    for (stage, git) in stages(plan) {
+        let made = if is_existing(plan, git) {
+            // A linked worktree's main repository is named by its path (`git::repo::linked`).
+            let linked = plan.mounts.iter().any(|op| {
+                matches!(op, MountOp::Bind { path, rw: false, .. }
+                    if path.file_name() == Some(".git".as_ref()) && path != git)
+            });
+            let label = if linked {
+                git.display().to_string()
+            } else {
+                ".git".into()
+            };
+            super::copy::prepare(stage, git, label, &super::repo::bound(plan, git))
+        } else {
+            std::fs::create_dir(stage)
+        };
+        made.map_err(|e| {
             SetupError::os(
                 Stage::Placeholders,
                 format!("mkdir({})", stage.display()),
@@ -108,6 +140,12 @@ pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
 pub fn finish(plan: &Plan, alone: impl Fn(&Path) -> bool) -> Vec<String> {
     let mut refused = Vec::new();
     for (stage, git) in stages(plan) {
+        if is_existing(plan, git) {
+            if let Some(staged) = super::copy::take(stage) {
+                refused.extend(super::land::finish(&staged));
+            }
+            continue;
+        }
         let Ok(entries) = std::fs::read_dir(stage) else {
             continue;
         };
@@ -207,6 +245,12 @@ fn sanitize(stage: &Path, git: &Path) -> Vec<String> {
     refused
 }
 
+/// Sanitizes every git directory below `dir` (shown as `shown`), landing in the workspace
+/// `ws` (for [`super::land`]: a submodule the run added to an existing repository).
+pub(super) fn sanitize_modules(dir: &Path, shown: &str, ws: &Path, refused: &mut Vec<String>) {
+    modules(dir, shown, ws, 0, refused);
+}
+
 /// Every git directory below `dir` (one with a `HEAD`; a module's name may hold slashes).
 fn modules(dir: &Path, shown: &str, ws: &Path, depth: usize, refused: &mut Vec<String>) {
     if !super::validate::real_dir(dir) {
@@ -270,6 +314,12 @@ mod tests {
         plan.mounts = vec![MountOp::BindDir {
             src: stage.to_path_buf(),
             path: git.to_path_buf(),
+        }];
+        // As `git::missing::guard` plans it: the placeholder says the repository is new.
+        plan.placeholders = vec![crate::plan::Placeholder {
+            path: git.to_path_buf(),
+            dir: true,
+            denied: true,
         }];
         plan
     }

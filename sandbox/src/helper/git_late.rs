@@ -1,7 +1,8 @@
 //! A warm helper's git stage, made once its call arrives (namespace backend, child side).
 //!
 //! A workspace without `.git` gets a guarded `.git` placeholder with a private stage bound
-//! on it ([`crate::git::stage`]). A warm helper waiting for a call that may never come must
+//! on it ([`crate::git::stage`]); an existing repository gets a stage of copies with its data
+//! directories bound into it ([`crate::git::repo`]). A warm helper waiting for a call that may never come must
 //! leave nothing on the host, and its init is confined (no mount rights) before the call
 //! arrives; so its root is prepared without the stage ([`crate::git::stage::deferred`]) and,
 //! once the call has arrived, the init asks the helper — still privileged in the user
@@ -12,7 +13,7 @@
 //! of the shape ([`crate::git::stage::normalize_key`]).
 
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::mounts::{self, Guards};
@@ -42,6 +43,15 @@ pub(super) fn channel() -> Result<Channel, SetupError> {
     Ok(Channel(helper))
 }
 
+/// Whether this init had the helper make a stage ([`request`]): the helper then ends the call
+/// once the stage is validated and applied.
+static MADE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// See [`MADE`].
+pub(super) fn made() -> bool {
+    MADE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// In the warm init, once its call has arrived: has the helper make the stage in our mount
 /// namespace, and waits. Nothing when no stage is deferred.
 pub(super) fn request() -> Result<(), SetupError> {
@@ -51,6 +61,7 @@ pub(super) fn request() -> Result<(), SetupError> {
     let Some(end) = end else {
         return Ok(());
     };
+    MADE.store(true, std::sync::atomic::Ordering::Relaxed);
     let failed = |what: &str| SetupError::new(Stage::Placeholders, format!("git stage: {what}"));
     let ns = std::fs::File::open("/proc/self/ns/mnt")
         .map_err(|e| SetupError::os(Stage::Placeholders, "open(/proc/self/ns/mnt)", &e))?;
@@ -128,43 +139,78 @@ impl Channel {
     }
 }
 
-/// The placeholder, its guard, the stage and the bind.
+/// The placeholder (none for an existing repository), its guard, the stage and the binds.
 fn make(plan: &Plan, ns: &OwnedFd) -> Result<Guards, (Guards, SetupError)> {
     let Some((stage, git)) = crate::git::stage::first(plan) else {
         return Ok(Guards::default());
     };
-    let placeholder = [Placeholder {
-        path: git.to_path_buf(),
-        dir: true,
-        denied: true,
-    }];
-    let guards = mounts::guard_denied(&placeholder).map_err(|e| (Guards::default(), e))?;
+    let guards = if crate::git::stage::is_existing(plan, git) {
+        Guards::default()
+    } else {
+        let placeholder = [Placeholder {
+            path: git.to_path_buf(),
+            dir: true,
+            denied: true,
+        }];
+        mounts::guard_denied(&placeholder).map_err(|e| (Guards::default(), e))?
+    };
     if let Err(e) = crate::git::stage::prepare(plan) {
         return Err((guards, e));
     }
-    match bind_in(ns, stage, git) {
+    match bind_in(ns, stage, git, &inner_binds(plan, stage, git)) {
         Ok(()) => Ok(guards),
         Err(e) => Err((guards, e)),
     }
 }
 
-/// Binds `stage` at `git` inside the mount namespace `ns`, from a child that enters it.
-fn bind_in(ns: &OwnedFd, stage: &Path, git: &Path) -> Result<(), SetupError> {
+/// What the plan binds below `git` once the stage is there (an existing repository's bound
+/// directories, read-write, and protected paths, read-only), as `(real path, its place in
+/// the stage, read-only)`, in the plan's order.
+fn inner_binds(plan: &Plan, stage: &Path, git: &Path) -> Vec<(PathBuf, PathBuf, bool)> {
+    plan.mounts
+        .iter()
+        .filter_map(|op| match op {
+            crate::plan::MountOp::Bind { path, rw, .. } if path != git => {
+                let rel = path.strip_prefix(git).ok()?;
+                Some((path.clone(), stage.join(rel), !rw))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Binds `inner` into `stage`, then `stage` (with them) at `git`, inside the mount namespace
+/// `ns`, from a child that enters it.
+fn bind_in(
+    ns: &OwnedFd,
+    stage: &Path,
+    git: &Path,
+    inner: &[(PathBuf, PathBuf, bool)],
+) -> Result<(), SetupError> {
+    use nix::mount::{MsFlags, mount};
     let err = |what: String, e: std::io::Error| SetupError::os(Stage::Mounts, what, &e);
     let child = crate::sys::fork().map_err(|e| err("fork()".into(), e))?;
     let Some(pid) = child else {
-        let bound = nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNS).is_ok()
+        let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
+        let entered = nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNS).is_ok()
             && [stage, git]
                 .iter()
-                .all(|p| p.symlink_metadata().is_ok_and(|m| m.is_dir()))
-            && nix::mount::mount(
-                Some(stage),
-                git,
-                None::<&str>,
-                nix::mount::MsFlags::MS_BIND | nix::mount::MsFlags::MS_REC,
-                None::<&str>,
-            )
-            .is_ok()
+                .all(|p| p.symlink_metadata().is_ok_and(|m| m.is_dir()));
+        // A bound directory gone since the plan was made is skipped, as the cold path does.
+        let inner_bound = entered
+            && inner.iter().all(|(src, at, ro)| {
+                let Ok(m) = src.symlink_metadata() else {
+                    return !ro;
+                };
+                !m.file_type().is_symlink()
+                    && at
+                        .symlink_metadata()
+                        .is_ok_and(|a| a.is_dir() == m.is_dir())
+                    && mount(Some(src), at, None::<&str>, flags, None::<&str>).is_ok()
+                    && crate::sys::harden_mount(at, *ro).is_ok()
+            });
+        let bound = inner_bound
+            && mount(Some(stage), git, None::<&str>, flags, None::<&str>).is_ok()
             && crate::sys::harden_mount(git, false).is_ok();
         crate::sys::exit_now(if bound { 0 } else { 1 })
     };

@@ -45,6 +45,7 @@ pub(crate) fn can_start_init(plan: &Plan) -> bool {
     plan.backend == crate::Backend::Namespaces
         && !plan.warm
         && !plan.placeholders.iter().any(|p| p.denied)
+        && !crate::git::stage::any(plan)
         && (!nix::unistd::geteuid().is_root()
             || (crate::host::pid_max::usable(plan.limits.processes)
                 && !crate::host::cgroup::memory_usable()))
@@ -273,7 +274,9 @@ pub(super) fn init_main(
     // placeholders to remove after us: the call ends once they are gone.
     end_the_namespace();
     let code = shell_code(exit);
-    if plan.placeholders.iter().any(|p| p.denied) {
+    // Git hook: so is a git stage, validated and applied after us (`crate::git::stage`).
+    let staged = crate::git::stage::any(plan) || super::git_late::made();
+    if plan.placeholders.iter().any(|p| p.denied) || staged {
         send(&Message::Exited(exit));
     } else {
         mounts::scrub(&plan.scrub);

@@ -130,7 +130,7 @@ async fn the_next_call_is_served_by_a_helper_prepared_after_the_last_one() {
 }
 
 /// The host replaces what a waiting helper's root protects: the helper must not be used,
-/// or the new `.git/hooks` would be writable.
+/// or the new directory would be writable.
 #[tokio::test(flavor = "current_thread")]
 async fn a_helper_is_not_used_once_the_paths_it_protects_are_replaced() {
     let tools = workspace();
@@ -138,35 +138,78 @@ async fn a_helper_is_not_used_once_the_paths_it_protects_are_replaced() {
         return;
     };
     let ws = workspace();
-    let git = ws.path().join(".git");
-    std::fs::create_dir_all(git.join("hooks")).unwrap();
-    std::fs::write(git.join("config"), "[core]\n").unwrap();
-    let p = Profile::for_workspace(ws.path());
-    let plant = "echo 'echo pwned' > .git/hooks/pre-commit";
+    let top = ws.path().join(".tools");
+    std::fs::create_dir_all(top.join("hooks")).unwrap();
+    let p = Profile::for_workspace(ws.path()).protect(top.join("hooks"));
+    let plant = "echo 'echo pwned' > .tools/hooks/pre-commit";
     for replace in [
-        // The hooks directory recreated (a `git init` after removing it, say).
-        |git: &Path| {
-            std::fs::remove_dir_all(git.join("hooks")).unwrap();
-            std::fs::create_dir(git.join("hooks")).unwrap();
+        // The protected directory recreated.
+        |top: &Path| {
+            std::fs::remove_dir_all(top.join("hooks")).unwrap();
+            std::fs::create_dir(top.join("hooks")).unwrap();
         },
-        // The whole `.git` moved aside and made anew.
-        |git: &Path| {
-            let aside = git.with_file_name(format!(".git-{}", std::process::id()));
-            std::fs::rename(git, &aside).unwrap();
-            std::fs::create_dir_all(git.join("hooks")).unwrap();
-            std::fs::write(git.join("config"), "[core]\n").unwrap();
+        // Its parent moved aside and made anew.
+        |top: &Path| {
+            let aside = top.with_file_name(format!(".tools-{}", std::process::id()));
+            std::fs::rename(top, &aside).unwrap();
+            std::fs::create_dir_all(top.join("hooks")).unwrap();
             std::fs::remove_dir_all(aside).unwrap();
         },
     ] {
         assert_ne!(sh(&s, &p, plant).await.shell_code(), 0, "control run");
         await_warm(&needle);
-        replace(&git);
+        replace(&top);
         let o = sh(&s, &p, plant).await;
         assert!(
-            !git.join("hooks/pre-commit").exists(),
+            !top.join("hooks/pre-commit").exists(),
             "ESCAPE: a hook was planted through a stale warm helper: {o:?}"
         );
         assert!(!o.enforcement.warm, "a stale helper served the call");
+    }
+}
+
+/// In an existing repository a warm helper serves the call: `.git` is the call's private
+/// stage, made from the repository as it is when the call arrives (also once the host made
+/// `.git` anew), and a hook the child writes there never reaches the host.
+#[tokio::test(flavor = "current_thread")]
+async fn in_a_repository_the_warm_path_stages_git_per_call() {
+    let tools = workspace();
+    let Some((s, needle)) = namespaces(tools.path()) else {
+        return;
+    };
+    let ws = workspace();
+    let git = ws.path().join(".git");
+    let make = |git: &Path| {
+        std::fs::create_dir_all(git.join("hooks")).unwrap();
+        std::fs::create_dir_all(git.join("objects")).unwrap();
+        std::fs::create_dir_all(git.join("refs/heads")).unwrap();
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(git.join("config"), "[core]\n\tbare = false\n").unwrap();
+    };
+    make(&git);
+    let p = Profile::for_workspace(ws.path());
+    let plant = "echo 'echo pwned' > .git/hooks/pre-commit && git config user.name zc";
+    assert_eq!(sh(&s, &p, plant).await.shell_code(), 0, "cold run");
+    for remake in [false, true] {
+        await_warm(&needle);
+        if remake {
+            let aside = git.with_file_name(format!(".git-{}", std::process::id()));
+            std::fs::rename(&git, &aside).unwrap();
+            make(&git);
+            std::fs::remove_dir_all(aside).unwrap();
+        }
+        let o = sh(&s, &p, plant).await;
+        assert_eq!(o.shell_code(), 0, "{o:?}");
+        assert!(o.enforcement.warm, "no warm helper served the call");
+        assert!(
+            !git.join("hooks/pre-commit").exists(),
+            "ESCAPE: a hook reached the host: {o:?}"
+        );
+        let config = std::fs::read_to_string(git.join("config")).unwrap();
+        assert!(
+            config.contains("zc"),
+            "the accepted change did not land: {config}"
+        );
     }
 }
 

@@ -79,6 +79,7 @@ fn run_guarded(
             // killed one scrubbed nothing.
             let init_scrubbed = matches!(exit, Some(ExitInfo::Code(_)))
                 && !plan.placeholders.iter().any(|p| p.denied)
+                && !crate::git::stage::any(plan)
                 && !late_git;
             if !init_scrubbed {
                 super::super::mounts::scrub(&plan.scrub);

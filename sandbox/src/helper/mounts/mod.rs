@@ -309,6 +309,10 @@ fn bind(path: &Path, rw: bool, optional: bool) -> Result<(), SetupError> {
 /// symlink.
 fn bind_dir(src: &Path, path: &Path) -> Result<(), SetupError> {
     let from = old(src);
+    // A linked worktree's main repository lies outside the roots: its place is made.
+    if path.symlink_metadata().is_err() {
+        mkdir_p(path)?;
+    }
     for p in [&from, &path.to_path_buf()] {
         match p.symlink_metadata() {
             Ok(m) if m.is_dir() => {}
