@@ -124,7 +124,7 @@ fn git_dir(s: &mut Staged, rel: &Path, depth: usize) -> std::io::Result<()> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let here = rel.join(&name);
         let t = entry.file_type()?;
-        if top && name.starts_with(super::stage::PREFIX) {
+        if top && name.starts_with(super::stage_path::PREFIX) {
             continue;
         }
         if t.is_file() {

@@ -270,7 +270,7 @@ fn container(
                 (!worktrees).then_some((landing.as_path(), ws)),
             ));
             if !worktrees {
-                super::stage::sanitize_modules(
+                super::validate::sanitize_modules(
                     &path.join("modules"),
                     &shown(s, &here.join("modules")),
                     ws,
@@ -278,7 +278,7 @@ fn container(
                 );
             }
         } else if !worktrees {
-            super::stage::sanitize_modules(&path, &shown(s, &here), ws, out);
+            super::validate::sanitize_modules(&path, &shown(s, &here), ws, out);
         }
         move_in(s, &path, &landing, &here, out);
     }
@@ -363,7 +363,7 @@ mod tests {
     }
 
     fn staged(git: &Path) -> copy::Staged {
-        let stage = super::super::stage::new_stage(git);
+        let stage = super::super::stage_path::new_stage(git);
         copy::prepare(&stage, git, ".git".into(), &["objects".into()]).unwrap();
         copy::take(&stage).unwrap()
     }

@@ -50,7 +50,8 @@ fn is_placeholder(dir: &Path) -> bool {
     names.iter().any(|n| n == crate::wire::PLACEHOLDER_MARKER)
         && names.iter().all(|n| {
             n == crate::wire::PLACEHOLDER_MARKER
-                || n.to_string_lossy().starts_with(crate::git::stage::PREFIX)
+                || n.to_string_lossy()
+                    .starts_with(crate::git::stage_path::PREFIX)
         })
 }
 
@@ -74,7 +75,7 @@ pub fn guard(plan: &mut Plan, git: &Path) {
         denied: true,
     });
     plan.mounts.push(MountOp::BindDir {
-        src: crate::git::stage::new_stage(git),
+        src: crate::git::stage_path::new_stage(git),
         path: git.to_path_buf(),
     });
     // Parents first, as the plan builds them (a stable sort keeps the order of equals).

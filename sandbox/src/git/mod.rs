@@ -14,6 +14,7 @@
 //!   afterwards when still empty and ours.
 //! - [`stage`]: inside that placeholder, the child's private `.git` (so `git init` works),
 //!   validated and moved into place once the run's tree is gone.
+//! - [`stage_path`]: a stage's name prefix and a fresh stage path, below all the others.
 //! - [`config`]: git's config format, parsed and rendered canonically.
 //! - [`validate`]: what a staged repository may keep (an allowlist of config keys, no hooks
 //!   but samples, no attributes naming a driver, no `commondir`/`gitdir` redirection).
@@ -24,4 +25,5 @@ pub mod land;
 pub mod missing;
 pub mod repo;
 pub mod stage;
+pub mod stage_path;
 pub mod validate;

@@ -12,25 +12,12 @@
 //! run still masking it cannot have it replaced); otherwise it is dropped and the refusal
 //! says so.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 use crate::error::{SetupError, Stage};
 use crate::plan::{MountOp, Plan};
 
-/// Name prefix of a stage inside a `.git` placeholder.
-pub const PREFIX: &str = ".zeroclaw-stage-";
-
-/// A new stage path inside the placeholder `git` (unique per process and call).
-pub fn new_stage(git: &Path) -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    git.join(format!("{PREFIX}{}-{n}-{nanos:x}", std::process::id()))
-}
+pub use super::stage_path::{PREFIX, new_stage};
 
 /// `(stage, .git)` of every stage in the plan.
 fn stages(plan: &Plan) -> impl Iterator<Item = (&Path, &Path)> {
@@ -219,11 +206,10 @@ fn land(stage: &Path, git: &Path) -> std::io::Result<()> {
 fn sanitize(stage: &Path, git: &Path) -> Vec<String> {
     let mut refused = super::validate::sanitize_git_dir(stage, ".git", false, None);
     let workspace = git.parent().unwrap_or(git);
-    modules(
+    super::validate::sanitize_modules(
         &stage.join("modules"),
         ".git/modules",
         workspace,
-        0,
         &mut refused,
     );
     // Never through a symlink the run planted (it could point anywhere on the host).
@@ -245,42 +231,6 @@ fn sanitize(stage: &Path, git: &Path) -> Vec<String> {
     refused
 }
 
-/// Sanitizes every git directory below `dir` (shown as `shown`), landing in the workspace
-/// `ws` (for [`super::land`]: a submodule the run added to an existing repository).
-pub(super) fn sanitize_modules(dir: &Path, shown: &str, ws: &Path, refused: &mut Vec<String>) {
-    modules(dir, shown, ws, 0, refused);
-}
-
-/// Every git directory below `dir` (one with a `HEAD`; a module's name may hold slashes).
-fn modules(dir: &Path, shown: &str, ws: &Path, depth: usize, refused: &mut Vec<String>) {
-    if !super::validate::real_dir(dir) {
-        return;
-    }
-    let Ok(list) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in list.flatten() {
-        if depth > 16 || !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let path = entry.path();
-        let shown = format!("{shown}/{}", entry.file_name().to_string_lossy());
-        if path.join("HEAD").symlink_metadata().is_ok() {
-            let landing = ws.join(&shown);
-            refused.extend(super::validate::sanitize_git_dir(
-                &path,
-                &shown,
-                false,
-                Some((&landing, ws)),
-            ));
-            let below = format!("{shown}/modules");
-            modules(&path.join("modules"), &below, ws, depth + 1, refused);
-        } else {
-            modules(&path, &shown, ws, depth + 1, refused);
-        }
-    }
-}
-
 fn remove(path: &Path) {
     match path.symlink_metadata() {
         Ok(m) if m.is_dir() => drop(std::fs::remove_dir_all(path)),
@@ -293,7 +243,7 @@ fn remove(path: &Path) {
 mod tests {
     use super::*;
 
-    fn placeholder() -> (tempfile::TempDir, PathBuf) {
+    fn placeholder() -> (tempfile::TempDir, std::path::PathBuf) {
         let d = tempfile::Builder::new()
             .prefix("zc-git-stage-")
             .tempdir_in("/var/tmp")

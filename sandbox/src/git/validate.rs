@@ -309,6 +309,37 @@ fn remove(path: &Path) {
     }
 }
 
+/// Sanitizes every git directory below `dir` (shown as `shown`), landing in the workspace
+/// `ws` (for [`super::land`]: a submodule the run added to an existing repository).
+pub(super) fn sanitize_modules(dir: &Path, shown: &str, ws: &Path, refused: &mut Vec<String>) {
+    modules(dir, shown, ws, 0, refused);
+}
+
+/// Every git directory below `dir` (one with a `HEAD`; a module's name may hold slashes).
+fn modules(dir: &Path, shown: &str, ws: &Path, depth: usize, refused: &mut Vec<String>) {
+    if !real_dir(dir) {
+        return;
+    }
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in list.flatten() {
+        if depth > 16 || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = entry.path();
+        let shown = format!("{shown}/{}", entry.file_name().to_string_lossy());
+        if path.join("HEAD").symlink_metadata().is_ok() {
+            let landing = ws.join(&shown);
+            refused.extend(sanitize_git_dir(&path, &shown, false, Some((&landing, ws))));
+            let below = format!("{shown}/modules");
+            modules(&path.join("modules"), &below, ws, depth + 1, refused);
+        } else {
+            modules(&path, &shown, ws, depth + 1, refused);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
