@@ -73,8 +73,7 @@ impl HostFacts {
             Vec::new()
         };
         if root && backend != Backend::None {
-            // A new network namespace has its own `/proc/sys/net`, not the host's.
-            facts.proc_private = scan::proc_private(profile.network != Network::Deny);
+            facts.proc_private = scan::proc_private(sees_host_net(backend, profile.network));
             for toolchain in toolchain_roots(profile, &facts) {
                 if namespaced && unowned.contains(&toolchain) {
                     continue; // attached idmapped: the helper scans it only if that fails
@@ -187,5 +186,18 @@ impl HostFacts {
     fn resolve(&mut self, path: &Path) {
         let canonical = std::fs::canonicalize(path).ok();
         self.paths.entry(path.to_path_buf()).or_default().canonical = canonical;
+    }
+}
+
+/// Whether the child's `/proc/sys/net` is the host's, whose root-only files must be hidden
+/// (a scan of a thousand entries): a new network namespace has its own. `deny` and `proxy`
+/// on a namespaced backend run in a new one ([`super::Plan::unshare_net`]); `allow`, and
+/// `proxy` on a backend without namespaces, share the host's.
+pub(super) fn sees_host_net(backend: Backend, network: Network) -> bool {
+    let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
+    match network {
+        Network::Allow => true,
+        Network::Proxy => !namespaced,
+        Network::Deny => false,
     }
 }

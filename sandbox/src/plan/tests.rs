@@ -300,6 +300,32 @@ fn proc_private_lists_root_only_proc_files() {
     assert!(with_net.len() >= base.len());
 }
 
+/// The host's `/proc/sys/net` is scanned only for a child that shares the host's network:
+/// `deny` and `proxy` on the namespaces backend run in a network namespace of their own (the
+/// scan is a thousand entries on the start of every such call).
+#[test]
+fn host_net_is_scanned_only_for_a_child_sharing_the_host_network() {
+    use crate::profile::Network;
+    let (_d, p) = ws();
+    let scanned = |backend, network| {
+        HostFacts::gather(backend, &p.clone().network(network))
+            .proc_private
+            .iter()
+            .any(|f| f.starts_with("/proc/sys/net"))
+    };
+    assert!(!scanned(Backend::Namespaces, Network::Deny));
+    assert!(!scanned(Backend::Namespaces, Network::Proxy));
+    let host_has_some = proc_private(true)
+        .iter()
+        .any(|f| f.starts_with("/proc/sys/net"));
+    if !nix::unistd::geteuid().is_root() || !host_has_some {
+        eprintln!("skipped the shared-network half: not root, or no root-only /proc/sys/net file");
+        return;
+    }
+    assert!(scanned(Backend::Namespaces, Network::Allow));
+    assert!(scanned(Backend::Landlock, Network::Proxy));
+}
+
 #[test]
 fn subtract_leaves_out_symlinks_beside_the_denied_path() {
     let d = scratch();
