@@ -15,6 +15,7 @@
 mod dial;
 mod http;
 mod socks;
+mod splice;
 mod tunnel;
 
 use std::collections::HashMap;
