@@ -15,6 +15,7 @@
 mod dial;
 mod http;
 mod socks;
+#[cfg(target_os = "linux")]
 mod splice;
 mod tunnel;
 

@@ -1,8 +1,8 @@
 //! A tunnel (after `CONNECT` or a SOCKS5 connect): the client's first bytes must be a TLS
 //! ClientHello naming the requested host (rustls's server-side parser reads it without
 //! terminating TLS); those bytes are then replayed upstream and both directions relayed until
-//! either side closes or the tunnel is idle for `idle_timeout` — with splice(2) ([`super::splice`]),
-//! or, when no pipe can be had, by copying through the proxy.
+//! either side closes or the tunnel is idle for `idle_timeout`: with splice(2) on Linux
+//! (`super::splice`), else, or when no pipe can be had, by copying through the proxy.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -52,10 +52,19 @@ pub(super) async fn run(
         return;
     }
     let idle = inner.limits.idle_timeout;
-    if let Err(e) = super::splice::relay(&client, &upstream, idle).await {
+    if let Err(e) = relay(&client, &upstream, idle).await {
         tracing::debug!(error = %e, "egress tunnel cannot splice; copying");
         copy_both(client, upstream, idle).await;
     }
+}
+
+#[cfg(target_os = "linux")]
+use super::splice::relay;
+
+/// splice(2) is Linux's: elsewhere a tunnel copies.
+#[cfg(not(target_os = "linux"))]
+async fn relay(_: &TcpStream, _: &TcpStream, _: Duration) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 /// The bytes read and the server name of a complete ClientHello.
