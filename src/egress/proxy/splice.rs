@@ -3,7 +3,9 @@
 //! into user space (half the copies of a read/write relay, which costs the proxy its
 //! throughput). Half-closes are passed on (EOF one way shuts down the other side's write
 //! half), an error on either side ends both, and `idle` without a byte either way closes the
-//! tunnel.
+//! tunnel. A splice into a socket whose peer has gone raises SIGPIPE (the kernel passes no
+//! `MSG_NOSIGNAL` there): the Rust runtime ignores that signal in every zeroclaw process, so
+//! it ends the direction with `EPIPE` like a write would.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
