@@ -1,5 +1,6 @@
-//! The egress proxy's cost (run: `cargo bench --bench egress`): a 100 MiB body and 1,000
-//! small requests (a fresh connection each: connection setup included) fetched through the
+//! The egress proxy's cost (run: `cargo bench --bench egress`): a 100 MiB body forwarded
+//! (plain `http://`), 100 MiB through a `CONNECT` tunnel (after a real TLS ClientHello) and
+//! 1,000 small requests (a fresh connection each: connection setup included) through the
 //! proxy versus directly from a loopback upstream in the same run, and `zeroclaw sandbox run
 //! --network proxy -- true` versus `--network deny`. Medians; ratios printed, nothing asserted.
 
@@ -9,6 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{median, ms};
@@ -53,7 +55,8 @@ async fn through_the_proxy() {
             format!(
                 "GET {path} HTTP/1.1\r\nHost: {NAME}:{}\r\nConnection: close\r\n\r\n",
                 up.port()
-            ),
+            )
+            .into_bytes(),
         )
     };
     let proxied = |path: &str| {
@@ -63,7 +66,8 @@ async fn through_the_proxy() {
                 "GET http://{NAME}:{port}{path} HTTP/1.1\r\nHost: {NAME}:{port}\r\n\
                  Connection: close\r\n\r\n",
                 port = up.port()
-            ),
+            )
+            .into_bytes(),
         )
     };
     println!("egress proxy vs direct on loopback, medians");
@@ -72,13 +76,26 @@ async fn through_the_proxy() {
         d.push(fetch(direct("/big"), BIG).await);
         p.push(fetch(proxied("/big"), BIG).await);
     }
-    let mib = BIG as f64 / (1 << 20) as f64;
-    let (d, p) = (median(&mut d), median(&mut p));
-    let (dt, pt) = (mib / d.as_secs_f64(), mib / p.as_secs_f64());
-    println!(
-        "100 MiB body: direct {dt:.0} MiB/s, proxy {pt:.0} MiB/s ({:+.1}% throughput)",
-        (pt / dt - 1.0) * 100.0
-    );
+    throughput("100 MiB body", &mut d, &mut p);
+    // The upstream answers a TLS record with the 100 MiB raw; the CONNECT and the ClientHello
+    // go in one write (the proxy gets the ClientHello with the request head).
+    let hello = client_hello();
+    let tunnel_direct = || (up, hello.clone());
+    let tunnel_proxied = || {
+        let mut request = format!(
+            "CONNECT {NAME}:{port} HTTP/1.1\r\nHost: {NAME}:{port}\r\n\r\n",
+            port = up.port()
+        )
+        .into_bytes();
+        request.extend_from_slice(&hello);
+        (proxy_addr, request)
+    };
+    let (mut d, mut p) = (Vec::new(), Vec::new());
+    for _ in 0..BIG_RUNS {
+        d.push(fetch(tunnel_direct(), BIG).await);
+        p.push(fetch(tunnel_proxied(), BIG).await);
+    }
+    throughput("100 MiB through CONNECT", &mut d, &mut p);
     let (mut d, mut p) = (Vec::new(), Vec::new());
     for _ in 0..SMALL_RUNS {
         d.push(fetch(direct("/small"), 5).await);
@@ -94,11 +111,37 @@ async fn through_the_proxy() {
     );
 }
 
+/// Prints the median throughputs of `direct` and `proxied` fetches of [`BIG`] bytes.
+fn throughput(what: &str, direct: &mut [Duration], proxied: &mut [Duration]) {
+    let mib = BIG as f64 / (1 << 20) as f64;
+    let (d, p) = (median(direct), median(proxied));
+    let (dt, pt) = (mib / d.as_secs_f64(), mib / p.as_secs_f64());
+    println!(
+        "{what}: direct {dt:.0} MiB/s, proxy {pt:.0} MiB/s ({:+.1}% throughput)",
+        (pt / dt - 1.0) * 100.0
+    );
+}
+
+/// A TLS ClientHello naming [`NAME`] (what a tunnel must start with).
+fn client_hello() -> Vec<u8> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(NAME).expect("server name");
+    let mut client = rustls::ClientConnection::new(Arc::new(config), name).expect("client");
+    let mut hello = Vec::new();
+    client.write_tls(&mut hello).expect("ClientHello");
+    hello
+}
+
 /// Sends `request` to `addr` and reads the answer to its end; checks the body length.
-async fn fetch((addr, request): (SocketAddr, String), body: usize) -> Duration {
+async fn fetch((addr, request): (SocketAddr, Vec<u8>), body: usize) -> Duration {
     let started = Instant::now();
     let mut stream = TcpStream::connect(addr).await.expect("connect");
-    stream.write_all(request.as_bytes()).await.expect("request");
+    stream.write_all(&request).await.expect("request");
     let mut buf = vec![0u8; 256 * 1024];
     let mut total = 0usize;
     loop {
@@ -113,15 +156,32 @@ async fn fetch((addr, request): (SocketAddr, String), body: usize) -> Duration {
     took
 }
 
-/// A loopback upstream: `/big` answers a 100 MiB body, anything else `hello`.
+/// A loopback upstream: `/big` answers a 100 MiB body, anything else `hello`; a TLS record
+/// (a tunnel's ClientHello) is answered with the 100 MiB raw.
 async fn upstream() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("upstream");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut head = Vec::new();
                 let mut byte = [0u8; 1];
+                if stream.read_exact(&mut byte).await.is_err() {
+                    return;
+                }
+                if byte[0] == 0x16 {
+                    let mut header = [0u8; 4];
+                    if stream.read_exact(&mut header).await.is_err() {
+                        return;
+                    }
+                    let mut record = vec![0u8; u16::from_be_bytes([header[2], header[3]]).into()];
+                    if stream.read_exact(&mut record).await.is_err() {
+                        return;
+                    }
+                    let _ = send_big(&mut stream).await;
+                    let _ = stream.shutdown().await;
+                    return;
+                }
+                let mut head = byte.to_vec();
                 while !head.ends_with(b"\r\n\r\n") {
                     if stream.read(&mut byte).await.unwrap_or(0) == 0 {
                         return;
@@ -137,11 +197,8 @@ async fn upstream() -> SocketAddr {
                     return;
                 }
                 if big {
-                    let chunk = vec![b'x'; 1 << 20];
-                    for _ in 0..(BIG >> 20) {
-                        if stream.write_all(&chunk).await.is_err() {
-                            return;
-                        }
+                    if send_big(&mut stream).await.is_err() {
+                        return;
                     }
                 } else {
                     let _ = stream.write_all(b"hello").await;
@@ -151,6 +208,15 @@ async fn upstream() -> SocketAddr {
         }
     });
     addr
+}
+
+/// Writes [`BIG`] bytes in 1 MiB writes.
+async fn send_big(stream: &mut TcpStream) -> std::io::Result<()> {
+    let chunk = vec![b'x'; 1 << 20];
+    for _ in 0..(BIG >> 20) {
+        stream.write_all(&chunk).await?;
+    }
+    Ok(())
 }
 
 /// `zeroclaw sandbox run --backend namespaces --network MODE -- true`, interleaved.

@@ -229,6 +229,46 @@ async fn connect_reaches_an_https_upstream_end_to_end() {
     );
 }
 
+/// A client that sends its ClientHello in the same write as the `CONNECT` head, before the
+/// 200, is served: what the proxy read along with the head reaches the upstream first.
+#[tokio::test]
+async fn a_client_hello_sent_with_the_connect_head_reaches_the_upstream() {
+    use std::io::{Read, Write};
+    let (up, ca) = https_upstream(NAME).await;
+    let p = policy(
+        &[NAME],
+        &[],
+        &["127.0.0.1/32"],
+        &[up.port()],
+        &[(NAME, "127.0.0.1")],
+    );
+    let proxy = start(p, Limits::default()).await;
+    let target = format!("{NAME}:{}", up.port());
+    let name = ServerName::try_from(NAME).unwrap();
+    let mut tls = tokio_rustls::rustls::ClientConnection::new(client_config(&ca), name).unwrap();
+    let mut first = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").into_bytes();
+    tls.write_tls(&mut first).unwrap();
+    let mut s = TcpStream::connect(proxy.http).await.unwrap();
+    s.write_all(&first).await.unwrap();
+    let head = String::from_utf8(read_head(&mut s).await.unwrap()).unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let s = s.into_std().unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        let mut s = s;
+        s.set_nonblocking(false).unwrap();
+        let mut stream = tokio_rustls::rustls::Stream::new(&mut tls, &mut s);
+        stream
+            .write_all(format!("GET / HTTP/1.1\r\nHost: {NAME}\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut out = Vec::new();
+        let _ = stream.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    })
+    .await
+    .unwrap();
+    assert!(out.ends_with("hello from upstream\n"), "{out}");
+}
+
 /// CONNECT to `target`, then a TLS handshake naming `sni`; the upstream's response, if any.
 async fn connect_then_tls(
     proxy: std::net::SocketAddr,

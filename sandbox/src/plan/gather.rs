@@ -73,10 +73,7 @@ impl HostFacts {
             Vec::new()
         };
         if root && backend != Backend::None {
-            // A new network namespace (deny, and proxy's with only `lo`) has its own
-            // `/proc/sys/net`, not the host's: bwrap could not even mask the host's entries
-            // that it lacks.
-            facts.proc_private = scan::proc_private(profile.network == Network::Allow);
+            facts.proc_private = scan::proc_private(sees_host_net(backend, profile.network));
             for toolchain in toolchain_roots(profile, &facts) {
                 if namespaced && unowned.contains(&toolchain) {
                     continue; // attached idmapped: the helper scans it only if that fails
@@ -190,4 +187,15 @@ impl HostFacts {
         let canonical = std::fs::canonicalize(path).ok();
         self.paths.entry(path.to_path_buf()).or_default().canonical = canonical;
     }
+}
+
+/// Whether the child's `/proc/sys/net` is the host's, whose root-only files must be hidden
+/// (a scan of a thousand entries): a new network namespace has its own. `deny` and `proxy`
+/// on a namespaced backend run in a new one ([`super::Plan::unshare_net`]), which bwrap could
+/// not even mask the host's entries in (it lacks some); `allow`, and every mode on a backend
+/// without namespaces (the Landlock-only rung: its `deny` refuses sockets, not the host's
+/// `/proc/sys/net`), share the host's.
+pub(super) fn sees_host_net(backend: Backend, network: Network) -> bool {
+    let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
+    network == Network::Allow || !namespaced
 }

@@ -79,9 +79,14 @@ async fn connect(
     tokio::spawn(async move {
         let _permit = permit;
         match hyper::upgrade::on(req).await {
-            Ok(upgraded) => {
-                tunnel::run(&inner, TokioIo::new(upgraded), upstream, &host, port).await
-            }
+            // The connection hyper served is a `TokioIo<TcpStream>` (see `serve_conn`).
+            Ok(upgraded) => match upgraded.downcast::<TokioIo<TcpStream>>() {
+                Ok(parts) => {
+                    let client = parts.io.into_inner();
+                    tunnel::run(&inner, client, &parts.read_buf, upstream, &host, port).await
+                }
+                Err(_) => tracing::warn!("CONNECT upgrade is not the client's TCP stream"),
+            },
             Err(e) => tracing::debug!(error = %e, "CONNECT upgrade failed"),
         }
     });

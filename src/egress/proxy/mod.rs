@@ -15,6 +15,8 @@
 mod dial;
 mod http;
 mod socks;
+#[cfg(target_os = "linux")]
+mod splice;
 mod tunnel;
 
 use std::collections::HashMap;

@@ -56,7 +56,7 @@ pub(super) async fn serve_conn(
     if reply(&mut stream, REP_OK).await.is_err() {
         return;
     }
-    tunnel::run(&inner, stream, upstream, &host, port).await;
+    tunnel::run(&inner, stream, &[], upstream, &host, port).await;
 }
 
 /// The requested destination, or the reply code to fail with (`None`: just close).

@@ -1,7 +1,8 @@
 //! A tunnel (after `CONNECT` or a SOCKS5 connect): the client's first bytes must be a TLS
 //! ClientHello naming the requested host (rustls's server-side parser reads it without
-//! terminating TLS); those bytes are then replayed upstream and both directions spliced until
-//! either side closes or the tunnel is idle for `idle_timeout`.
+//! terminating TLS); those bytes are then replayed upstream and both directions relayed until
+//! either side closes or the tunnel is idle for `idle_timeout`: with splice(2) on Linux
+//! (`super::splice`), else, or when no pipe can be had, by copying through the proxy.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -19,23 +20,26 @@ use crate::egress::{Host, Rule};
 
 /// The largest ClientHello read before giving up on it.
 const MAX_CLIENT_HELLO: usize = 64 * 1024;
-/// Splice buffer per direction.
-const SPLICE_BUF: usize = 64 * 1024;
+/// Copy buffer per direction (when the tunnel cannot splice).
+const COPY_BUF: usize = 64 * 1024;
 
-/// Checks the client's ClientHello against `host`, then splices `client` and `upstream`.
-pub(super) async fn run<C>(
+/// Checks the client's ClientHello against `host`, then relays `client` and `upstream`.
+/// `early` holds what the client sent that was read already (by the HTTP server), before
+/// anything more from `client`.
+pub(super) async fn run(
     inner: &Inner,
-    mut client: C,
+    mut client: TcpStream,
+    early: &[u8],
     mut upstream: TcpStream,
     host: &Host,
     port: u16,
-) where
-    C: AsyncRead + AsyncWrite + Unpin,
-{
-    let hello = match timeout(inner.limits.header_timeout, read_client_hello(&mut client)).await {
+) {
+    let mut sent = early.chain(&mut client);
+    let hello = match timeout(inner.limits.header_timeout, read_client_hello(&mut sent)).await {
         Ok(result) => result,
         Err(_) => Err("no TLS ClientHello in time".to_owned()),
     };
+    let (unread, _) = sent.into_inner();
     let first =
         match hello.and_then(|(bytes, sni)| check_sni(inner, host, port, sni).map(|()| bytes)) {
             Ok(bytes) => bytes,
@@ -44,10 +48,23 @@ pub(super) async fn run<C>(
                 return;
             }
         };
-    if upstream.write_all(&first).await.is_err() {
+    if upstream.write_all(&first).await.is_err() || upstream.write_all(unread).await.is_err() {
         return;
     }
-    splice(client, upstream, inner.limits.idle_timeout).await;
+    let idle = inner.limits.idle_timeout;
+    if let Err(e) = relay(&client, &upstream, idle).await {
+        tracing::debug!(error = %e, "egress tunnel cannot splice; copying");
+        copy_both(client, upstream, idle).await;
+    }
+}
+
+#[cfg(target_os = "linux")]
+use super::splice::relay;
+
+/// splice(2) is Linux's: elsewhere a tunnel copies.
+#[cfg(not(target_os = "linux"))]
+async fn relay(_: &TcpStream, _: &TcpStream, _: Duration) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 /// The bytes read and the server name of a complete ClientHello.
@@ -110,7 +127,7 @@ fn check_sni(inner: &Inner, host: &Host, port: u16, sni: Option<String>) -> Resu
 }
 
 /// Copies both ways until one side closes, or nothing moved for `idle`.
-pub(super) async fn splice<A, B>(a: A, b: B, idle: Duration)
+async fn copy_both<A, B>(a: A, b: B, idle: Duration)
 where
     A: AsyncRead + AsyncWrite + Unpin,
     B: AsyncRead + AsyncWrite + Unpin,
@@ -127,7 +144,7 @@ where
         start,
         last: last.clone(),
     };
-    let copy = tokio::io::copy_bidirectional_with_sizes(&mut a, &mut b, SPLICE_BUF, SPLICE_BUF);
+    let copy = tokio::io::copy_bidirectional_with_sizes(&mut a, &mut b, COPY_BUF, COPY_BUF);
     let watchdog = async {
         loop {
             let quiet = start
