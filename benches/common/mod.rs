@@ -52,6 +52,8 @@ impl Acp {
             .env("ZEROCLAW_agents__coder__model", "m")
             .envs(env.iter().copied())
             .env_remove("ZEROCLAW_LOG")
+            // zeroclaw reads ZEROCLAW_* variables as configuration, and has no `bin` key.
+            .env_remove("ZEROCLAW_BIN")
             .current_dir(config_dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
