@@ -8,7 +8,7 @@
 //! index served there; a denied name is refused naming
 //! the rule; a direct `connect()` (also as a TCP Fast Open send) to a port the test listens on,
 //! a UDP datagram to one, a DNS query and a raw or ICMP socket get nowhere (nor, on the
-//! Landlock-only rung, a TCP bind on the host's loopback); two runs at once with different
+//! Landlock-only rung, a TCP bind on the host's loopback or a listen on an unbound socket); two runs at once with different
 //! policies keep their own allowances; a rung that cannot do it refuses, never falling back.
 //! Upstreams are loopback servers this test starts (judged by what they saw); the test names
 //! resolve through the policy's `hosts` map, loopback admitted by `allow_cidrs`. Scripts find
@@ -436,6 +436,10 @@ def listen():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(('127.0.0.1', 0)); s.listen()
 attempt('bind', listen)
+def autolisten():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.listen()
+attempt('autolisten', autolisten)
 EOF"#;
 
 fn a_direct_connect_udp_raw_or_dns_gets_nowhere(b: Backend) {
@@ -479,6 +483,9 @@ fn a_direct_connect_udp_raw_or_dns_gets_nowhere(b: Backend) {
         assert!(stdout.contains("udp refused"), "udp: {all}");
         // Nor may it listen on the host's loopback (Landlock: no TCP bind right).
         assert!(stdout.contains("bind refused"), "bind: {all}");
+        // Nor listen on a socket it never bound, which the kernel would autobind on every
+        // host address, past Landlock's bind rule (the helper's supervisor refuses it).
+        assert!(stdout.contains("autolisten refused"), "autolisten: {all}");
     }
     // Judged from outside: nothing connected, nothing arrived.
     let accepted = tcp.accept();

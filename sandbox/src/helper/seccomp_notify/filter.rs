@@ -44,7 +44,7 @@ const SUPERVISED: &[i64] = &[
 pub(super) const TIOCGPTPEER: u32 = libc::TIOCGPTPEER as u32;
 
 /// The classic-BPF program: a foreign architecture is allowed here (the deny filter kills
-/// it), each supervised number, `connect` and `ioctl(TIOCGPTPEER)` (and, on x86_64, every x32
+/// it), each supervised number, `connect`, `listen` and `ioctl(TIOCGPTPEER)` (and, on x86_64, every x32
 /// call) return USER_NOTIF, anything else ALLOW.
 pub fn program() -> Result<Vec<libc::sock_filter>, SetupError> {
     use libc::{BPF_JEQ, BPF_JGE};
@@ -60,7 +60,7 @@ pub fn program() -> Result<Vec<libc::sock_filter>, SetupError> {
     })?;
     let numbers = SUPERVISED
         .iter()
-        .chain([&libc::SYS_connect])
+        .chain([&libc::SYS_connect, &libc::SYS_listen])
         .map(|n| *n as u32);
     let mut asm = Asm::default();
     let (allow, notify, ioctl) = (asm.label(), asm.label(), asm.label());
@@ -109,7 +109,10 @@ mod tests {
         let arch = AUDIT_ARCH.unwrap();
         let run = |nr: i64, arg1: u64| bpf::run(&prog, nr as u32, arch, [3, arg1, 0, 0, 0, 0]);
         let notify = libc::SECCOMP_RET_USER_NOTIF;
-        for nr in SUPERVISED.iter().chain([&libc::SYS_connect]) {
+        for nr in SUPERVISED
+            .iter()
+            .chain([&libc::SYS_connect, &libc::SYS_listen])
+        {
             assert_eq!(run(*nr, 0), notify, "{nr}");
         }
         assert_eq!(run(libc::SYS_ioctl, TIOCGPTPEER.into()), notify);

@@ -1,5 +1,5 @@
 //! The seccomp user-notification supervisor: mode, owner and time changes (and `connect`,
-//! `ioctl(TIOCGPTPEER)`) on the Landlock-only rung, emulated by the helper.
+//! `listen`, `ioctl(TIOCGPTPEER)`) on the Landlock-only rung, emulated by the helper.
 //!
 //! Landlock has no right for `chmod` or `utimensat`, and without a user namespace the confined
 //! uid (root on CI, capabilities dropped) owns files outside the workspace: `chmod 0644
@@ -42,6 +42,10 @@
 //! its own, since a blocking connect may wait long. Unix datagram sockets, which reach any
 //! path through `sendto`/`sendmsg`, are refused by the deny filter on that rung.
 //!
+//! `listen` is supervised too (`listen.rs`): in proxy mode an IP socket may not listen (an
+//! unbound one would be autobound on every host address, past Landlock's bind rule, and
+//! reachable from outside); the helper listens on its copy of the socket otherwise.
+//!
 //! `ioctl(master, TIOCGPTPEER)` is supervised too (`pty.rs`): the child may open `/dev/ptmx`,
 //! not the host's `/dev/pts`; the helper opens the slave of the child's own pty for it.
 //!
@@ -60,6 +64,7 @@ mod connect;
 mod decode;
 mod emulate;
 mod filter;
+mod listen;
 mod listener;
 mod pty;
 mod serve;

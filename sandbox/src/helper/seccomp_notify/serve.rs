@@ -22,6 +22,10 @@ impl Supervisor {
             self.serve_connect(&notif);
             return true;
         }
+        if i64::from(notif.data.nr) == libc::SYS_listen {
+            self.serve_listen(&notif);
+            return true;
+        }
         if i64::from(notif.data.nr) == libc::SYS_ioctl {
             self.serve_pty_peer(&notif);
             return true;
