@@ -73,7 +73,17 @@ impl HostFacts {
             Vec::new()
         };
         if root && backend != Backend::None {
-            facts.proc_private = scan::proc_private(sees_host_net(backend, profile.network));
+            facts.proc_private = if !namespaced && profile.network == Network::Deny {
+                // The Landlock-only rung shares the host's network namespace; with the network
+                // denied the child has no use for its sysctls, so all of `/proc/sys/net` is
+                // hidden: one carve of `/proc/sys` instead of a rule for each sibling of every
+                // root-only file below it (about 4 ms per call).
+                let mut hidden = scan::proc_private(false);
+                hidden.push(PathBuf::from("/proc/sys/net"));
+                hidden
+            } else {
+                scan::proc_private(sees_host_net(backend, profile.network))
+            };
             for toolchain in toolchain_roots(profile, &facts) {
                 if namespaced && unowned.contains(&toolchain) {
                     continue; // attached idmapped: the helper scans it only if that fails

@@ -327,10 +327,18 @@ fn host_net_is_scanned_only_for_a_child_sharing_the_host_network() {
     }
     assert!(scanned(Backend::Namespaces, Network::Allow));
     assert!(scanned(Backend::Bubblewrap, Network::Allow));
-    // The Landlock-only rung shares the host's network namespace in every mode.
+    // The Landlock-only rung shares the host's network namespace in every mode: its root-only
+    // files are hidden, and with the network denied the whole directory is.
     for network in [Network::Deny, Network::Proxy, Network::Allow] {
         assert!(scanned(Backend::Landlock, network), "{network:?}");
     }
+    let deny = HostFacts::gather(Backend::Landlock, &p.clone().network(Network::Deny));
+    let net: Vec<_> = deny
+        .proc_private
+        .iter()
+        .filter(|f| f.starts_with("/proc/sys/net"))
+        .collect();
+    assert_eq!(net, [&PathBuf::from("/proc/sys/net")]);
 }
 
 #[test]
