@@ -63,7 +63,8 @@ fn resolve(base: &Path, value: &str) -> PathBuf {
     }
 }
 
-fn normalize(p: &Path) -> PathBuf {
+/// `p` with `.` and `..` resolved lexically (the one copy: the git stage uses it too).
+pub(crate) fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {

@@ -91,9 +91,9 @@ pub fn linked_common(git: &Path) -> Option<PathBuf> {
     }
     let text = std::fs::read_to_string(git).ok()?;
     let dir = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-    let own = normalize(&git.parent()?.join(dir));
+    let own = crate::gitconfig::normalize(&git.parent()?.join(dir));
     let commondir = std::fs::read_to_string(own.join("commondir")).ok()?;
-    let common = normalize(&own.join(commondir.trim_end()));
+    let common = crate::gitconfig::normalize(&own.join(commondir.trim_end()));
     let placed = own.parent() == Some(common.join("worktrees").as_path());
     (placed
         && super::validate::real_dir(&own)
@@ -117,21 +117,6 @@ fn linked(plan: &mut Plan, profile: &Profile, git: &Path, common: &Path) {
     if !plan.landlock.write.iter().any(|w| common.starts_with(w)) {
         plan.landlock.write.push(common.to_path_buf());
     }
-}
-
-/// `p` with `.` and `..` resolved lexically.
-fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// Rewrites `plan` for the stage of the repository at `git` (see the module's doc).

@@ -169,7 +169,7 @@ pub fn sanitize_git_dir(
         let Some(value) = e.value.as_deref().filter(|v| !v.is_empty()) else {
             return false;
         };
-        let target = normalize(&landing.join(value));
+        let target = crate::gitconfig::normalize(&landing.join(value));
         e.section == "core"
             && e.sub.is_none()
             && e.key == "worktree"
@@ -242,21 +242,6 @@ pub fn sanitize_git_dir(
         }
     }
     refused
-}
-
-/// `p` with `.` and `..` resolved lexically.
-fn normalize(p: &Path) -> std::path::PathBuf {
-    let mut out = std::path::PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// The text of a regular file; a symlink or other non-file there is removed and refused.
