@@ -106,27 +106,56 @@ fn a_full_turn_fetches_the_allowed_host_on(backend: &'static str) {
         out.describe()
     );
     // Each call's proxy ends with it: the daemon holds no listener or connection after.
-    let before = open_fds(s.client.pid());
+    // Measured once the daemon is idle (a warm helper may still be being prepared after
+    // the turn), and judged on sockets: the proxy's listeners and relays are sockets.
+    let before = settled_sockets(s.client.pid());
     for _ in 0..3 {
         s.call("shell", json!({ "command": command }))
             .assert_result_contains("hello from upstream");
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while open_fds(s.client.pid()) > before && std::time::Instant::now() < deadline {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut after = sockets(s.client.pid());
+    while after.len() > before.len() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
+        after = sockets(s.client.pid());
     }
+    let new: Vec<_> = after.iter().filter(|s| !before.contains(s)).collect();
     assert!(
-        open_fds(s.client.pid()) <= before,
-        "descriptors leaked: {before} before, {} after three proxied calls",
-        open_fds(s.client.pid())
+        after.len() <= before.len(),
+        "sockets leaked: {} before, {} after three proxied calls; new: {new:?}",
+        before.len(),
+        after.len()
     );
 }
 
-/// How many descriptors the process `pid` has open.
-fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| d.count())
-        .unwrap_or(0)
+/// The sockets the process `pid` holds (`socket:[inode]`), once their number has held
+/// still for half a second (at most ten seconds).
+fn settled_sockets(pid: u32) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut last = sockets(pid);
+    let mut still_since = std::time::Instant::now();
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let now = sockets(pid);
+        if now.len() != last.len() {
+            still_since = std::time::Instant::now();
+        } else if still_since.elapsed() >= std::time::Duration::from_millis(500) {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+/// The sockets the process `pid` has open, by their `/proc/PID/fd` link text.
+fn sockets(pid: u32) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|target| target.to_string_lossy().into_owned())
+        .filter(|target| target.starts_with("socket:"))
+        .collect()
 }
 
 #[test]
