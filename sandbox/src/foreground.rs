@@ -69,7 +69,12 @@ impl Caller {
         let supervisor = Supervisor::new(Config {
             cap: profile.limits.output_bytes,
             keep: false,
-            ends: 1,
+            // A namespace helper's init reports its end first, the helper once it is done.
+            ends: if !init && backend == crate::Backend::Namespaces {
+                2
+            } else {
+                1
+            },
             reaper: Reaper::Driver,
             log_git: false,
             bubblewrap: backend == crate::Backend::Bubblewrap,

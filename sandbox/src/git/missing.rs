@@ -26,33 +26,30 @@ pub fn guarded_git_dir(profile: &Profile) -> Option<PathBuf> {
     }
     match git.symlink_metadata() {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(git),
-        // A repository has no marker: one more `lstat`, no listing.
-        Ok(m)
-            if m.is_dir()
-                && git
-                    .join(crate::wire::PLACEHOLDER_MARKER)
-                    .symlink_metadata()
-                    .is_ok()
-                && is_placeholder(&git) =>
-        {
-            Some(git)
-        }
+        Ok(m) if m.is_dir() && is_placeholder(&git) => Some(git),
         _ => None,
     }
 }
 
-/// An empty directory but for our marker (and stages of runs, see [`crate::git::stage`]).
-fn is_placeholder(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+/// Whether the directory `git` is a placeholder: empty but for our marker and stages of runs
+/// (see [`crate::git::stage`]), or empty — one a run is removing (its marker goes first), or
+/// an empty `.git`, which git takes for no repository either. A repository has our marker
+/// or its `HEAD`: one more `lstat` or two, no listing.
+pub fn is_placeholder(git: &Path) -> bool {
+    let exists = |name: &str| git.join(name).symlink_metadata().is_ok();
+    if !exists(crate::wire::PLACEHOLDER_MARKER) && exists("HEAD") {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(git) else {
         return false;
     };
-    let names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
-    names.iter().any(|n| n == crate::wire::PLACEHOLDER_MARKER)
-        && names.iter().all(|n| {
-            n == crate::wire::PLACEHOLDER_MARKER
-                || n.to_string_lossy()
-                    .starts_with(crate::git::stage_path::PREFIX)
-        })
+    entries.flatten().all(|e| {
+        let name = e.file_name();
+        name == crate::wire::PLACEHOLDER_MARKER
+            || name
+                .to_string_lossy()
+                .starts_with(crate::git::stage_path::PREFIX)
+    })
 }
 
 /// The planner's hook: [`guard`] a namespaced plan when the workspace's `.git` is

@@ -71,6 +71,7 @@ pub fn stage_if_existing(plan: &mut Plan, profile: &Profile) {
             .join(crate::wire::PLACEHOLDER_MARKER)
             .symlink_metadata()
             .is_err()
+        && !super::missing::is_placeholder(&git)
         && plain("hooks")
         && plain("config");
     // An in-process file operation (the file tools) keeps the read-only binds: its write to a

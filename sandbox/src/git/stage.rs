@@ -125,7 +125,32 @@ pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
 /// into place when `alone(.git)` (this run alone holds the placeholder, its lock now
 /// exclusive); removes the others. Returns one line per refusal.
 pub fn finish(plan: &Plan, alone: impl Fn(&Path) -> bool) -> Vec<String> {
+    let (refused, empty) = finish_leaving(plan, alone);
+    empty.remove();
+    refused
+}
+
+/// The stages a run left empty, for removal once its end is told ([`finish_leaving`]).
+#[must_use = "the empty stages are removed by `remove`"]
+pub struct EmptyStages(Vec<std::path::PathBuf>);
+
+impl EmptyStages {
+    /// Removes them (each an empty directory of ours; a stage is never reused).
+    pub fn remove(self) {
+        for stage in self.0 {
+            let _ = std::fs::remove_dir(stage);
+        }
+    }
+}
+
+/// [`finish`], leaving the stages the command did not write to the caller: removing a
+/// directory frees its block, which on a file system mounted with `discard` and without a
+/// journal waits for the device (0.1 to several ms), so a helper removes them after telling
+/// the call's end. Nothing in an empty stage is the host's to see, and the next run takes a
+/// placeholder being removed for none (`git::missing::is_placeholder`).
+pub fn finish_leaving(plan: &Plan, alone: impl Fn(&Path) -> bool) -> (Vec<String>, EmptyStages) {
     let mut refused = Vec::new();
+    let mut empty = Vec::new();
     for (stage, git) in stages(plan) {
         if is_existing(plan, git) {
             if let Some(staged) = super::copy::take(stage) {
@@ -141,7 +166,7 @@ pub fn finish(plan: &Plan, alone: impl Fn(&Path) -> bool) -> Vec<String> {
             remove_stale(stage, git);
         }
         if entries.count() == 0 {
-            let _ = std::fs::remove_dir(stage);
+            empty.push(stage.to_path_buf());
             continue;
         }
         refused.extend(sanitize(stage, git));
@@ -161,7 +186,7 @@ pub fn finish(plan: &Plan, alone: impl Fn(&Path) -> bool) -> Vec<String> {
             ));
         }
     }
-    refused
+    (refused, EmptyStages(empty))
 }
 
 /// Removes what killed runs left in the placeholder `git` besides `stage` and our marker

@@ -47,11 +47,10 @@ use crate::backend::Backend;
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
 use crate::wire::{
-    Enforcement, ExitInfo, HELPER_ARG, INNER_ARG, LIFELINE_FD, Message, PLAN_FD, REPORT_FD,
-    ZYGOTE_ARG,
+    Enforcement, HELPER_ARG, INNER_ARG, LIFELINE_FD, PLAN_FD, REPORT_FD, ZYGOTE_ARG,
 };
 use inherited::set_cloexec;
-use report::{ROOT_PROCESS_LIMIT, send};
+use report::ROOT_PROCESS_LIMIT;
 
 /// Call as the very first statement of `main`, before any runtime or thread exists: when the
 /// process was started as the sandbox helper this confines it and never returns; otherwise it
@@ -150,7 +149,7 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     // Every process of the call is reaped and the clean-up done: the launcher need not wait
     // for our exit (and the zygote's word on it) to return the outcome.
     if let Ok(code) = result {
-        send(&Message::Ended(ExitInfo::Code(code)));
+        report::ended(code);
     }
     // Our own cgroup goes last, off the launcher's path: whoever reaps us may be gone by then
     // (a zygote ends with its `Sandbox`). A helper that dies first leaves it to its reaper.

@@ -277,7 +277,14 @@ pub(super) fn init_main(
     // Git hook: so is a git stage, validated and applied after us (`crate::git::stage`).
     let staged = crate::git::stage::any(plan) || super::git_late::made();
     if plan.placeholders.iter().any(|p| p.denied) || staged {
-        send(&Message::Exited(exit));
+        // The helper reports its own `Ended` once that is done. A launcher waits for both
+        // ends (ours first), so ours goes now: the call then ends with the helper's report,
+        // not with its exit. A caller waits for one: the helper's side is its own.
+        if caller {
+            send(&Message::Exited(exit));
+        } else {
+            send_all(&[Message::Exited(exit), Message::Ended(ExitInfo::Code(code))]);
+        }
     } else {
         mounts::scrub(&plan.scrub);
         send_all(&[Message::Exited(exit), Message::Ended(ExitInfo::Code(code))]);

@@ -2,7 +2,7 @@
 //! its exit code (a failed stage is reported first, then the helper exits [`SETUP_FAILED`]).
 
 use std::io::Write;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::SetupError;
 use crate::wire::{ExitInfo, Message, REPORT_FD, SETUP_FAILED};
@@ -45,6 +45,18 @@ pub(crate) fn send_all(msgs: &[Message]) {
 pub(crate) fn git_refusals(lines: Vec<String>) {
     if !lines.is_empty() {
         send(&Message::Git(lines));
+    }
+}
+
+/// Whether this helper has told the call's end ([`ended`]).
+static ENDED: AtomicBool = AtomicBool::new(false);
+
+/// Tells the call's end (`Ended` with the command's shell exit `code`), once: a backend with
+/// clean-up left once the tree is gone tells it first, keeping the clean-up off the
+/// launcher's path.
+pub(crate) fn ended(code: i32) {
+    if !ENDED.swap(true, Ordering::Relaxed) {
+        send(&Message::Ended(ExitInfo::Code(code)));
     }
 }
 

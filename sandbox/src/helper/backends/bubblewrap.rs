@@ -47,7 +47,13 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     // Git hook: a new repository's private stage (see `crate::git::stage`).
     let result = crate::git::stage::prepare(plan)
         .and_then(|()| run_bwrap_guarded(&inner, &bwrap, &helper, (memfd, egress), &mut guards));
-    super::super::report::git_refusals(crate::git::stage::finish(plan, |git| guards.alone(git)));
+    let (refused, empty) = crate::git::stage::finish_leaving(plan, |git| guards.alone(git));
+    super::super::report::git_refusals(refused);
+    // The end is told before the removals (see `crate::git::stage::finish_leaving`).
+    if let Ok(code) = result {
+        super::super::report::ended(code);
+    }
+    empty.remove();
     guards.release();
     result
 }

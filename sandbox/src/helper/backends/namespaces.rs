@@ -26,7 +26,13 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
         Some(built) => run_guarded(built, &mut guards, Some((plan, &mut late))),
     };
     let alone = |git: &std::path::Path| guards.alone(git) || late.alone(git);
-    super::super::report::git_refusals(crate::git::stage::finish(plan, alone));
+    let (refused, empty) = crate::git::stage::finish_leaving(plan, alone);
+    super::super::report::git_refusals(refused);
+    // The end is told before the removals (see `finish_leaving`).
+    if let Ok(code) = result {
+        super::super::report::ended(code);
+    }
+    empty.remove();
     late.release();
     guards.release();
     result
