@@ -29,55 +29,64 @@ fn ours_in(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Every descendant of `pid` (by parent pid, as the host sees them).
-fn descendants(pid: u32) -> Vec<u32> {
-    let parents: Vec<(u32, u32)> = fs::read_dir("/proc")
+/// `(pid, parent pid, state, start time)` of every process, as `/proc/<pid>/stat` says.
+fn processes() -> Vec<(u32, u32, char, u64)> {
+    fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|p| {
             let stat = fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-            let after = stat.rsplit_once(')')?.1;
-            Some((p, after.split_whitespace().nth(1)?.parse().ok()?))
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            let state = fields.first()?.chars().next()?;
+            Some((
+                p,
+                fields.get(1)?.parse().ok()?,
+                state,
+                fields.get(19)?.parse().ok()?,
+            ))
         })
+        .collect()
+}
+
+/// SIGKILLs the still unreaped `bg` and all its descendants at once (one snapshot, taken
+/// while none of their pids can be reused), then waits until each is gone.
+fn kill_tree(bg: &mut sandbox_support::procs::Bg) {
+    let all = processes();
+    let mut tree: Vec<(u32, u64)> = all
+        .iter()
+        .filter(|(p, ..)| *p == bg.pid())
+        .map(|(p, _, _, start)| (*p, *start))
         .collect();
-    let mut tree = vec![pid];
     let mut i = 0;
     while i < tree.len() {
-        let parent = tree[i];
+        let parent = tree[i].0;
         tree.extend(
-            parents
-                .iter()
-                .filter(|(_, pp)| *pp == parent)
-                .map(|(p, _)| *p),
+            all.iter()
+                .filter(|(_, pp, ..)| *pp == parent)
+                .map(|(p, _, _, start)| (*p, *start)),
         );
         i += 1;
     }
-    tree
-}
-
-/// SIGKILLs `pid` and all its descendants at once (snapshot first, so none is reparented
-/// away meanwhile), until none is left.
-fn kill_tree(bg: &mut sandbox_support::procs::Bg) {
+    for (p, _) in &tree {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*p as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(
+        bg.wait_for_exit(Duration::from_secs(10)).is_some(),
+        "the killed run does not die"
+    );
     let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        let tree = descendants(bg.pid());
-        for p in &tree {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(*p as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        let _ = bg.wait_for_exit(Duration::from_millis(200));
-        if descendants(bg.pid())
-            .iter()
-            .all(|p| *p == bg.pid() || !Path::new(&format!("/proc/{p}")).exists())
-            && !bg.alive()
-        {
-            return;
-        }
+    // Gone: no such process any more, another one on its pid, or a zombie (its files closed).
+    while processes()
+        .iter()
+        .any(|(p, _, state, start)| *state != 'Z' && tree.contains(&(*p, *start)))
+    {
         assert!(Instant::now() < end, "the killed run's tree does not die");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
