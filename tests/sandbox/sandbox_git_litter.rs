@@ -199,7 +199,7 @@ per_backend!(
 
 /// An entry named like a stage that holds symlinks to files outside the workspace — planted
 /// on the host, or made by a confined run in its `.git` — never makes the removal touch what
-/// they point at; the run's one is not moved into the host's `.git` at all.
+/// they point at; the run's one is refused, never moved into the host's `.git`.
 fn a_planted_fake_stage_never_leads_the_removal_outside(w: &World, b: Backend) {
     let setup = w.plain().sh(REPO);
     assert_eq!(setup.status_code(), Some(0), "{setup}");
@@ -225,6 +225,14 @@ fn a_planted_fake_stage_never_leads_the_removal_outside(w: &World, b: Backend) {
         plant(".git/.zeroclaw-stage-8-0-8", ".git/.zeroclaw-stage-8-1-8")
     ));
     assert!(run.stdout.contains("planted"), "{run}");
+    assert!(
+        run.stderr.contains(
+            "git: refused .git/.zeroclaw-stage-8-0-8 (a name the sandbox keeps for itself)"
+        ),
+        "{run}"
+    );
+    // The host's fake went with this run's end; the run's own never reached the host.
+    assert_eq!(ours_in(&w.ws.join(".git")), Vec::<String>::new(), "{run}");
     let next = w.confined(b).sh("true && echo ran");
     assert!(next.stdout.contains("ran"), "{next}");
     assert_eq!(fs::read_to_string(&target).expect("target"), before);
@@ -242,4 +250,38 @@ fn a_planted_fake_stage_never_leads_the_removal_outside(w: &World, b: Backend) {
 per_backend!(
     a_planted_fake_stage_never_leads_the_removal_outside,
     landlock: "reduced rung (chosen only by name): no private stage without a mount namespace"
+);
+
+/// A workspace that is a linked worktree: a killed run's stage of the main repository's git
+/// directory (at its real path, outside the workspace) is removed by the next run there.
+fn a_killed_runs_stage_of_the_main_repository_is_removed_by_the_next(w: &World, b: Backend) {
+    let main = w.outside.join("main");
+    let setup = w.plain().sh(&format!(
+        "set -e; git init -q {m}; \
+         git -C {m} -c user.name=h -c user.email=h@example.invalid commit -q --allow-empty -m first; \
+         git -C {m} worktree add -q {ws} -b wt",
+        m = q(&main),
+        ws = q(&w.ws)
+    ));
+    assert_eq!(setup.status_code(), Some(0), "{setup}");
+    killed_mid_run(w, b, "git status --short; echo started; sleep 30");
+    let git = main.join(".git");
+    assert!(
+        ours_in(&git)
+            .iter()
+            .any(|n| n.starts_with(".zeroclaw-stage-")),
+        "the killed run left no stage (nothing to test): {:?}",
+        ours_in(&git)
+    );
+    let next = w.confined(b).sh("git status --short && echo ran");
+    assert!(next.stdout.contains("ran"), "{next}");
+    assert_eq!(ours_in(&git), Vec::<String>::new(), "{next}");
+    let host = w
+        .plain()
+        .sh("git status --porcelain; git log --format=%s; git fsck --no-progress 2>&1");
+    assert_eq!(host.stdout, "first\n", "{next}\n{host}");
+}
+per_backend!(
+    a_killed_runs_stage_of_the_main_repository_is_removed_by_the_next,
+    landlock: "reduced rung (chosen only by name): the main repository is not visible without a mount namespace"
 );
