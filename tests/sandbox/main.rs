@@ -34,4 +34,5 @@ mod sandbox_escape_setuid;
 mod sandbox_escape_sockets;
 mod sandbox_functional;
 mod sandbox_git;
+mod sandbox_git_litter;
 mod sandbox_kill_stress;

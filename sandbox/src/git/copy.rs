@@ -6,6 +6,8 @@
 //! Copies go through `std::fs::copy` (`copy_file_range`: a reflink where the file system
 //! has them, an in-kernel copy otherwise); the index and `packed-refs`, data git only
 //! replaces by `rename`, are hard links instead ([`LINKED`]). Stale lock files are not copied.
+//! The same listing of the real `.git` notes the stages of runs that are gone
+//! ([`Staged::stale`]).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -86,6 +88,9 @@ pub struct Staged {
     pub git_dirs: Vec<PathBuf>,
     /// Mount points of bound directories (relative).
     pub bound: Vec<PathBuf>,
+    /// Other entries of the real `.git` named like a stage (a killed run's, for
+    /// [`super::stale::sweep`] once this run is over).
+    pub stale: Vec<std::ffi::OsString>,
 }
 
 /// The stages this helper made, until [`take`]n.
@@ -108,7 +113,7 @@ pub fn prepare(stage: &Path, git: &Path, label: String, bound: &[PathBuf]) -> st
         bound: bound.to_vec(),
         ..Staged::default()
     };
-    std::fs::create_dir(stage)?;
+    super::stale::make(stage)?;
     let filled = git_dir(&mut s, Path::new(""), 0);
     // Recorded even when filling failed: the caller's finish removes the stage.
     STAGED.lock().unwrap_or_else(|e| e.into_inner()).push(s);
@@ -125,6 +130,9 @@ fn git_dir(s: &mut Staged, rel: &Path, depth: usize) -> std::io::Result<()> {
         let here = rel.join(&name);
         let t = entry.file_type()?;
         if top && name.starts_with(super::stage_path::PREFIX) {
+            if Some(entry.file_name().as_os_str()) != s.stage.file_name() {
+                s.stale.push(entry.file_name());
+            }
             continue;
         }
         if t.is_file() {

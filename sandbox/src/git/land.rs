@@ -1,7 +1,8 @@
 //! An existing repository's stage, applied (helper side, once the run's tree is gone): what
 //! the run changed, created or removed among the staged files reaches the real `.git`, one
 //! `rename` per file, validated first — so the host's git never sees an unvalidated control
-//! file — and the stage is removed.
+//! file — and the stage is removed (and the stages of runs that are gone with it,
+//! [`super::stale`]).
 //!
 //! - `config`, `config.worktree`: the run's version, with every key that is neither on the
 //!   allowlist ([`super::validate::ALLOWED`]) nor already in the host's file refused, written
@@ -14,7 +15,8 @@
 //!   place (copied when the run gave the file more links; the index and `packed-refs`, staged
 //!   as links, need nothing while they are still the host's file).
 //! - a new git directory below `modules/` or `worktrees/`, or a new directory (`logs/`):
-//!   validated ([`super::validate::sanitize_git_dir`]) and moved into place.
+//!   validated ([`super::validate::sanitize_git_dir`]) and moved into place; an entry named
+//!   `.zeroclaw-*` (the sandbox's own names: a stage, a temporary file) is refused.
 //!
 //! A host file that changed during the run (its identity differs from when it was staged) is
 //! kept, and the line says the run's change was dropped. A symlink or other non-file where a
@@ -33,6 +35,8 @@ pub fn finish(s: &Staged) -> Vec<String> {
         git_dir(s, rel, &workspace, &mut out);
     }
     remove_stage(s);
+    super::stale::release(&s.stage);
+    super::stale::sweep(&s.git, &s.stale);
     out
 }
 
@@ -78,6 +82,14 @@ fn git_dir(s: &Staged, rel: &Path, ws: &Path, out: &mut Vec<String>) {
         let name = entry.file_name().to_string_lossy().into_owned();
         let here = rel.join(&name);
         if s.bound.contains(&here) || known_dir(&here) {
+            continue;
+        }
+        // Names the sandbox keeps for itself, made by the run (a fake stage): not moved.
+        if name.starts_with(".zeroclaw-") && !s.files.contains_key(&here) {
+            out.push(format!(
+                "git: refused {} (a name the sandbox keeps for itself)",
+                shown(s, &here)
+            ));
             continue;
         }
         let Ok(t) = entry.file_type() else { continue };

@@ -15,6 +15,8 @@
 //! - [`stage`]: inside that placeholder, the child's private `.git` (so `git init` works),
 //!   validated and moved into place once the run's tree is gone.
 //! - [`stage_path`]: a stage's name prefix and a fresh stage path, below all the others.
+//! - [`stale`]: a stage's lock for its run's lifetime, and the removal of stages whose run is
+//!   gone (a killed helper's), never a live one, never through a symlink.
 //! - [`config`]: git's config format, parsed and rendered canonically.
 //! - [`validate`]: what a staged repository may keep (an allowlist of config keys, no hooks
 //!   but samples, no attributes naming a driver, no `commondir`/`gitdir` redirection).
@@ -26,4 +28,5 @@ pub mod missing;
 pub mod repo;
 pub mod stage;
 pub mod stage_path;
+pub mod stale;
 pub mod validate;

@@ -10,7 +10,9 @@
 //! atomic `rename` each, so the host sees either no repository or the validated one. An empty
 //! stage is removed. A stage is kept only when this run alone holds the placeholder (another
 //! run still masking it cannot have it replaced); otherwise it is dropped and the refusal
-//! says so.
+//! says so. Stages of killed runs in the placeholder are removed first ([`super::stale`]:
+//! each stage is locked by its helper for its run's lifetime), and entries the run named
+//! `.zeroclaw-*` are refused (a fake stage).
 
 use std::path::Path;
 
@@ -108,7 +110,7 @@ pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
             };
             super::copy::prepare(stage, git, label, &super::repo::bound(plan, git))
         } else {
-            std::fs::create_dir(stage)
+            super::stale::make(stage)
         };
         made.map_err(|e| {
             SetupError::os(
@@ -123,7 +125,8 @@ pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
 
 /// After the run's tree is gone: validates each stage and moves the ones the command wrote
 /// into place when `alone(.git)` (this run alone holds the placeholder, its lock now
-/// exclusive); removes the others. Returns one line per refusal.
+/// exclusive); removes the others, and the stages of runs that are gone
+/// ([`super::stale::sweep`]). Returns one line per refusal.
 pub fn finish(plan: &Plan, alone: impl Fn(&Path) -> bool) -> Vec<String> {
     let (refused, empty) = finish_leaving(plan, alone);
     empty.remove();
@@ -158,46 +161,51 @@ pub fn finish_leaving(plan: &Plan, alone: impl Fn(&Path) -> bool) -> (Vec<String
             }
             continue;
         }
-        let Ok(entries) = std::fs::read_dir(stage) else {
-            continue;
-        };
-        let alone = alone(git);
-        if alone {
-            remove_stale(stage, git);
-        }
-        if entries.count() == 0 {
-            empty.push(stage.to_path_buf());
-            continue;
-        }
-        refused.extend(sanitize(stage, git));
-        if !alone {
-            remove(stage);
-            refused.push(
-                "git: the repository this run created in .git was not kept (another sandboxed \
-                 run in this workspace still holds .git; run git init again once it ended)"
-                    .into(),
-            );
-            continue;
-        }
-        if let Err(e) = land(stage, git) {
-            remove(stage);
-            refused.push(format!(
-                "git: the repository this run created in .git was not kept ({e})"
-            ));
-        }
+        refused.extend(finish_new(stage, git, alone(git), &mut empty));
+        super::stale::release(stage);
     }
     (refused, EmptyStages(empty))
 }
 
-/// Removes what killed runs left in the placeholder `git` besides `stage` and our marker
-/// (called only while nobody else holds it).
-fn remove_stale(stage: &Path, git: &Path) {
-    for entry in std::fs::read_dir(git).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path != stage && entry.file_name() != crate::wire::PLACEHOLDER_MARKER {
-            remove(&path);
-        }
+/// [`finish`] for the stage of a new repository in the placeholder `git`.
+fn finish_new(
+    stage: &Path,
+    git: &Path,
+    alone: bool,
+    empty: &mut Vec<std::path::PathBuf>,
+) -> Vec<String> {
+    // Killed runs' stages first: the placeholder must be empty for ours to land over it.
+    let listing: Vec<std::ffi::OsString> = std::fs::read_dir(git)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    super::stale::sweep(git, &listing);
+    let Ok(entries) = std::fs::read_dir(stage) else {
+        return Vec::new();
+    };
+    if entries.count() == 0 {
+        empty.push(stage.to_path_buf());
+        return Vec::new();
     }
+    let mut refused = sanitize(stage, git);
+    if !alone {
+        remove(stage);
+        refused.push(
+            "git: the repository this run created in .git was not kept (another sandboxed \
+             run in this workspace still holds .git; run git init again once it ended)"
+                .into(),
+        );
+        return refused;
+    }
+    if let Err(e) = land(stage, git) {
+        remove(stage);
+        refused.push(format!(
+            "git: the repository this run created in .git was not kept ({e})"
+        ));
+    }
+    refused
 }
 
 /// The refusals logged (the async launcher's) and as [`lines_text`].
@@ -229,7 +237,20 @@ fn land(stage: &Path, git: &Path) -> std::io::Result<()> {
 /// The stage's own control files, its submodules' (`modules/**`) and its linked worktrees'
 /// (`worktrees/*`).
 fn sanitize(stage: &Path, git: &Path) -> Vec<String> {
-    let mut refused = super::validate::sanitize_git_dir(stage, ".git", false, None);
+    let mut refused = Vec::new();
+    // The sandbox's own names (a fake stage a later sweep would take for a killed run's).
+    for entry in std::fs::read_dir(stage).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".zeroclaw-") {
+            remove(&entry.path());
+            refused.push(format!(
+                "git: refused .git/{name} (a name the sandbox keeps for itself)"
+            ));
+        }
+    }
+    refused.extend(super::validate::sanitize_git_dir(
+        stage, ".git", false, None,
+    ));
     let workspace = git.parent().unwrap_or(git);
     super::validate::sanitize_modules(
         &stage.join("modules"),
