@@ -80,14 +80,15 @@ impl Caller {
             bubblewrap: backend == crate::Backend::Bubblewrap,
         });
         let run = Running::new(kill, pid, self.pipes, self.signals, supervisor)?;
-        let Some(mut egress) = egress else {
-            return run.supervise(profile.limits.wall_time, on_output, None);
-        };
-        if !egress.started() {
+        let mut egress = egress;
+        if egress.as_mut().is_some_and(|e| !e.started()) {
             run.kill.send(&run.pidfd);
         }
-        let result = run.supervise(profile.limits.wall_time, on_output, Some(&mut egress));
-        egress.finish(result)
+        let result = run.supervise(profile.limits.wall_time, on_output, egress.as_mut());
+        match egress {
+            Some(egress) => egress.finish(result),
+            None => result,
+        }
     }
 }
 
@@ -147,9 +148,8 @@ impl Drop for HeldSignals {
     }
 }
 
-/// Both ends of the command's stdin, stdout, stderr and of the report and lifeline pipes (and
-/// the child's copy of a plan socket); the child's ends are duplicated high so installing them
-/// on 0–5 cannot clobber another.
+/// Both ends of the command's stdin, stdout, stderr, report and lifeline pipes (and the child's
+/// copy of a plan socket), the child's duplicated high: installing them cannot clobber another.
 struct Pipes {
     stdin: OwnedFd,
     stdout: OwnedFd,
