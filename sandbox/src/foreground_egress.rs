@@ -93,3 +93,63 @@ impl<'a> Egress<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(result: Result<Outcome, SandboxError>) -> String {
+        match result {
+            Err(e) => e.to_string(),
+            Ok(outcome) => panic!("succeeded: {outcome:?}"),
+        }
+    }
+
+    #[test]
+    fn listeners_sent_back_are_served_once() {
+        let (ours, theirs) = crate::egress_launch::plan_channel().unwrap();
+        let ports = crate::egress_fds::ProxyPorts { http: 0, socks: 0 };
+        let sent = crate::egress_fds::bind_and_send(theirs.as_fd(), ports).unwrap();
+        let mut served = Vec::new();
+        let mut egress = Egress::new(
+            Pending::Channel(ours),
+            Box::new(|listeners: EgressListeners| {
+                served.push(listeners.ports);
+                Ok(())
+            }),
+        );
+        assert!(egress.started() && egress.channel().is_some());
+        assert!(egress.receive());
+        assert!(egress.channel().is_none() && egress.receive());
+        let setup = SandboxError::Profile("the child's own error".into());
+        assert!(failed(egress.finish(Err(setup))).contains("the child's own error"));
+        assert_eq!(served, vec![sent]);
+    }
+
+    #[test]
+    fn a_socket_closed_unsent_or_a_failed_hook_fails_the_run() {
+        let (ours, theirs) = crate::egress_launch::plan_channel().unwrap();
+        drop(theirs);
+        let mut egress = Egress::new(Pending::Channel(ours), Box::new(|_| Ok(())));
+        assert!(!egress.receive(), "nothing came");
+        // The child's report says why it failed: that comes first.
+        let setup = SandboxError::Profile("namespaces: the child's own error".into());
+        assert!(failed(egress.finish(Err(setup))).contains("the child's own error"));
+
+        let (ours, theirs) = crate::egress_launch::plan_channel().unwrap();
+        let ports = crate::egress_fds::ProxyPorts { http: 0, socks: 0 };
+        crate::egress_fds::bind_and_send(theirs.as_fd(), ports).unwrap();
+        let refuse = |_| Err(std::io::Error::other("no runtime"));
+        let mut egress = Egress::new(Pending::Channel(ours), Box::new(refuse));
+        assert!(!egress.receive(), "the hook failed");
+        let killed = Ok(Outcome {
+            exit: crate::wire::ExitInfo::Signal(15),
+            end: crate::End::Exited,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            truncated: false,
+            enforcement: crate::wire::Enforcement::default(),
+        });
+        assert!(failed(egress.finish(killed)).contains("serve the egress proxy: no runtime"));
+    }
+}
