@@ -4,7 +4,8 @@
 //! pipe (the command never holds the caller's terminal), output goes to the caller within the
 //! output limit, and the wall-time limit, the output limit and SIGINT/SIGTERM/SIGHUP kill the
 //! whole tree, as with the async [`crate::Sandbox::spawn`]: this poll loop is the second
-//! driver of [`crate::supervise::Supervisor`], which decides.
+//! driver of [`crate::supervise::Supervisor`], which decides. A proxy run's listeners come
+//! back over a plan socket it watches too ([`crate::foreground_egress`]).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
@@ -18,8 +19,9 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use crate::error::{SandboxError, SetupError, Stage};
+use crate::foreground_egress::Egress;
 use crate::supervise::{Config, Event, Kill, Outcome, Reaper, Reply, Stream, Supervisor};
-use crate::wire::{ExitInfo, LIFELINE_FD, REPORT_FD, SETUP_FAILED};
+use crate::wire::{ExitInfo, LIFELINE_FD, PLAN_FD, REPORT_FD, SETUP_FAILED};
 
 const CHUNK: usize = 32 * 1024;
 
@@ -32,16 +34,17 @@ pub(crate) struct Caller {
 }
 
 impl Caller {
-    /// Checks the caller is single-threaded, holds SIGINT, SIGTERM and SIGHUP, makes the pipes.
-    pub(crate) fn prepare() -> Result<Caller, SandboxError> {
+    /// Checks the caller is single-threaded, holds SIGINT, SIGTERM and SIGHUP, makes the pipes
+    /// (and the child's copy of a proxy run's `plan_socket`, for [`PLAN_FD`]).
+    pub(crate) fn prepare(plan_socket: Option<&OwnedFd>) -> Result<Caller, SandboxError> {
         single_threaded()?;
         let signals = HeldSignals::new()?;
-        let pipes = Pipes::new()?;
+        let pipes = Pipes::new(plan_socket)?;
         Ok(Caller { signals, pipes })
     }
 
     /// In the child: the caller's signal mask back, and the pipes on 0–2, [`REPORT_FD`] and
-    /// [`LIFELINE_FD`] (exits on failure).
+    /// [`LIFELINE_FD`], a plan socket on [`PLAN_FD`] (exits on failure).
     pub(crate) fn install_in_child(&self) {
         let _ = self.signals.old.thread_set_mask();
         for (fd, target) in &self.pipes.child {
@@ -52,7 +55,8 @@ impl Caller {
     }
 
     /// Supervises the run of `pid` (the init when `init`, else a helper of `backend`) until
-    /// it has ended: relays stdin, passes output to `on_output`, enforces the limits.
+    /// it has ended: relays stdin, passes output to `on_output`, enforces the limits, hands a
+    /// proxy run's listeners to its `egress` hook.
     pub(crate) fn supervise(
         self,
         pid: i32,
@@ -60,6 +64,7 @@ impl Caller {
         backend: crate::Backend,
         profile: &crate::Profile,
         on_output: impl FnMut(Stream, &[u8]),
+        egress: Option<Egress<'_>>,
     ) -> Result<Outcome, SandboxError> {
         let kill = if init {
             Kill::Init
@@ -80,7 +85,15 @@ impl Caller {
             bubblewrap: backend == crate::Backend::Bubblewrap,
         });
         let run = Running::new(kill, pid, self.pipes, self.signals, supervisor)?;
-        run.supervise(profile.limits.wall_time, on_output)
+        let mut egress = egress;
+        if egress.as_mut().is_some_and(|e| !e.started()) {
+            run.kill.send(&run.pidfd);
+        }
+        let result = run.supervise(profile.limits.wall_time, on_output, egress.as_mut());
+        match egress {
+            Some(egress) => egress.finish(result),
+            None => result,
+        }
     }
 }
 
@@ -140,8 +153,8 @@ impl Drop for HeldSignals {
     }
 }
 
-/// Both ends of the command's stdin, stdout, stderr and of the report and lifeline pipes;
-/// the child's ends are duplicated high so installing them on 0–5 cannot clobber another.
+/// Both ends of the command's stdin, stdout, stderr, report and lifeline pipes (and the child's
+/// copy of a plan socket), the child's duplicated high: installing them cannot clobber another.
 struct Pipes {
     stdin: OwnedFd,
     stdout: OwnedFd,
@@ -153,7 +166,7 @@ struct Pipes {
 }
 
 impl Pipes {
-    fn new() -> Result<Self, SandboxError> {
+    fn new(plan_socket: Option<&OwnedFd>) -> Result<Self, SandboxError> {
         let pipe =
             || nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_error("pipe2()", &io(e)));
         let high = |fd: &OwnedFd| {
@@ -164,13 +177,16 @@ impl Pipes {
         let (err_r, err_w) = pipe()?;
         let (rep_r, rep_w) = pipe()?;
         let (life_r, life_w) = pipe()?;
-        let child = vec![
+        let mut child = vec![
             (high(&in_r)?, 0),
             (high(&out_w)?, 1),
             (high(&err_w)?, 2),
             (high(&rep_w)?, REPORT_FD),
             (high(&life_r)?, LIFELINE_FD),
         ];
+        if let Some(socket) = plan_socket {
+            child.push((high(socket)?, PLAN_FD));
+        }
         Ok(Pipes {
             stdin: in_w,
             stdout: out_r,
@@ -264,6 +280,7 @@ impl Running {
         mut self,
         wall_time: std::time::Duration,
         mut on_output: impl FnMut(Stream, &[u8]),
+        mut egress: Option<&mut Egress<'_>>,
     ) -> Result<Outcome, SandboxError> {
         let deadline = Instant::now() + wall_time;
         let mut deadline_seen = false;
@@ -291,7 +308,8 @@ impl Running {
                 let ms = (deadline - now).as_millis().min(i32::MAX as u128) as i32;
                 PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
             };
-            for (source, revents) in self.poll_once(wait)? {
+            let channel = egress.as_deref().and_then(Egress::channel);
+            for (source, revents) in self.poll_once(wait, channel)? {
                 match source {
                     Source::Signal => {
                         while self.signals.fd.read_signal().ok().flatten().is_some() {}
@@ -306,6 +324,13 @@ impl Running {
                     Source::Out(stream) => self.read_output(stream, &mut buf, &mut on_output),
                     Source::CallerStdin => self.read_caller_stdin(&mut buf, revents),
                     Source::CommandStdin => self.write_command_stdin(),
+                    Source::Egress => {
+                        if let Some(egress) = egress.as_deref_mut()
+                            && !egress.receive()
+                        {
+                            self.kill.send(&self.pidfd);
+                        }
+                    }
                 }
             }
         }
@@ -322,8 +347,16 @@ impl Running {
         }
     }
 
-    fn poll_once(&self, timeout: PollTimeout) -> Result<Vec<(Source, PollFlags)>, SandboxError> {
+    /// Waits for the next ready descriptors: ours, and a proxy run's plan socket `channel`.
+    fn poll_once(
+        &self,
+        timeout: PollTimeout,
+        channel: Option<BorrowedFd<'_>>,
+    ) -> Result<Vec<(Source, PollFlags)>, SandboxError> {
         let mut sources = vec![(Source::Signal, self.signals.fd.as_fd())];
+        if let Some(fd) = channel {
+            sources.push((Source::Egress, fd));
+        }
         if !self.supervisor.ended_known() {
             sources.push((Source::Exit, self.pidfd.as_fd()));
         }
@@ -471,4 +504,6 @@ enum Source {
     Out(Stream),
     CallerStdin,
     CommandStdin,
+    /// A proxy run's plan socket: its listeners, or the child's end.
+    Egress,
 }

@@ -15,7 +15,8 @@
 //! - the daemon side: `sandbox` ([`Sandbox`]), `planner` (checks, the call's plan),
 //!   `launcher` (start; the async driver of `supervise`), `spawner` (the launcher's link to
 //!   its zygote), `warm` (helpers prepared ahead of the next call), `foreground` (the
-//!   caller's side of a foreground run; the poll driver of `supervise`), `detect` (probes,
+//!   caller's side of a foreground run; the poll driver of `supervise`; `foreground_egress`,
+//!   a proxy run's listeners on their way to the caller's hook), `detect` (probes,
 //!   choice, report), `egress_plan` / `egress_launch`
 //!   (`network = proxy`: the plan's part, the listeners coming back);
 //! - the child side: `helper` (one file per stage, `helper/backends/` with one entry per
@@ -45,6 +46,7 @@ mod egress_launch;
 pub mod egress_plan;
 pub mod error;
 mod foreground;
+mod foreground_egress;
 pub mod git;
 pub mod gitconfig;
 pub mod helper;

@@ -170,7 +170,14 @@ fn run_once(
         };
     };
     if let Some(policy) = egress {
-        return super::sandbox_network::run(sandbox, profile, &args.command, policy, on_output);
+        return super::sandbox_network::run(
+            sandbox,
+            profile,
+            &args.command,
+            policy,
+            args.through_launcher,
+            on_output,
+        );
     }
     if args.through_launcher {
         return through_launcher(sandbox, profile, &args.command, on_output);

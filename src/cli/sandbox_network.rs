@@ -1,12 +1,13 @@
 //! `zeroclaw sandbox run --network proxy`: the egress policy of the run (the configuration's
 //! `[sandbox.network]`, with `--allow-domain` / `--deny-domain` replacing its lists when
-//! given), and the run itself through the launcher with the egress proxy serving the command
-//! (its refusals are printed to stderr once it ended).
+//! given), and the run itself, in the foreground with the egress proxy served from a thread of
+//! its own (its refusals are printed to stderr once it ended).
 
-use zeroclaw_sandbox::{Network, Outcome, Profile, Sandbox, SandboxError, Stream};
+use zeroclaw_sandbox::{EgressListeners, Network, Outcome, Profile, Sandbox, SandboxError, Stream};
 
 use crate::config::{NetworkConfig, NetworkMode};
 use crate::egress::EgressPolicy;
+use crate::egress::proxy::Refusal;
 
 /// The run's egress policy: `Some` for `--network proxy`; the domain flags need it.
 pub fn policy(
@@ -41,18 +42,50 @@ pub fn policy(
         })
 }
 
-/// Runs `command` with the egress proxy serving it, on a runtime of its own.
+/// Runs `command` in the foreground ([`Sandbox::run_foreground_proxied`]: stdin relayed,
+/// SIGINT/SIGTERM/SIGHUP end it as cancelled) with the egress proxy serving it from a thread of
+/// its own; `through_launcher` (a test hook): through the async launcher tool calls take,
+/// stdin closed. The proxy's refusals are printed to stderr once the run has ended.
 pub fn run(
     sandbox: &Sandbox,
     profile: &Profile,
     command: &[std::ffi::OsString],
     policy: &EgressPolicy,
+    through_launcher: bool,
     on_output: impl FnMut(Stream, &[u8]),
 ) -> Result<Outcome, SandboxError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let (result, refusals) = if through_launcher {
+        launched(sandbox, profile, command, policy, on_output)
+    } else {
+        let mut proxy = None;
+        let result = sandbox.run_foreground_proxied(profile, command, on_output, |listeners| {
+            proxy = Some(ProxyThread::start(policy, listeners)?);
+            Ok(())
+        });
+        (result, proxy.map(ProxyThread::finish).unwrap_or_default())
+    };
+    for refusal in refusals {
+        eprintln!("zeroclaw sandbox: {refusal}");
+    }
+    result
+}
+
+/// The run through the launcher, on a runtime of its own.
+fn launched(
+    sandbox: &Sandbox,
+    profile: &Profile,
+    command: &[std::ffi::OsString],
+    policy: &EgressPolicy,
+    on_output: impl FnMut(Stream, &[u8]),
+) -> (Result<Outcome, SandboxError>, Vec<Refusal>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
-    let (outcome, refusals) = runtime.block_on(crate::egress::serve::run_proxied(
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return (Err(e.into()), Vec::new()),
+    };
+    let served = runtime.block_on(crate::egress::serve::run_proxied(
         sandbox,
         profile,
         command,
@@ -60,9 +93,66 @@ pub fn run(
         None,
         on_output,
         std::future::pending(),
-    ))?;
-    for refusal in refusals {
-        eprintln!("zeroclaw sandbox: {refusal}");
+    ));
+    match served {
+        Ok((outcome, refusals)) => (Ok(outcome), refusals),
+        Err(e) => (Err(e), Vec::new()),
     }
-    Ok(outcome)
+}
+
+/// The egress proxy of a foreground run, served on a current-thread runtime in a thread of its
+/// own (started after the fork: the run's thread polls the child) until [`ProxyThread::finish`].
+struct ProxyThread {
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<Vec<Refusal>>,
+}
+
+impl ProxyThread {
+    /// Starts serving on `listeners`; returns once the proxy accepts on them.
+    fn start(policy: &EgressPolicy, listeners: EgressListeners) -> std::io::Result<ProxyThread> {
+        let policy = policy.clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (ready, serving) = std::sync::mpsc::sync_channel::<std::io::Result<()>>(1);
+        let thread = std::thread::Builder::new()
+            .name("egress-proxy".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                let runtime = match runtime {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                        return Vec::new();
+                    }
+                };
+                let refusals = runtime.block_on(async move {
+                    let serving = match crate::egress::serve::serve(&policy, listeners, None) {
+                        Ok(serving) => serving,
+                        Err(e) => {
+                            let _ = ready.send(Err(e));
+                            return Vec::new();
+                        }
+                    };
+                    let _ = ready.send(Ok(()));
+                    let _ = stopped.await;
+                    serving.finish()
+                });
+                // A name still being resolved on the blocking pool is not waited for.
+                runtime.shutdown_background();
+                refusals
+            })?;
+        match serving.recv() {
+            Ok(Ok(())) => Ok(ProxyThread { stop, thread }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(std::io::Error::other("the egress proxy thread ended")),
+        }
+    }
+
+    /// Stops the proxy (connections still open are dropped: the run has ended) and returns its
+    /// refusals, oldest first.
+    fn finish(self) -> Vec<Refusal> {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_default()
+    }
 }

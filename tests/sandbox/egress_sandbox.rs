@@ -143,7 +143,7 @@ macro_rules! per_proxy_rung {
 /// Whether `backend` can run proxy calls here (printing why not, failing when `CI=true`):
 /// the backend works, and for the Landlock-only rung the kernel has Landlock's TCP rules
 /// (any other failure of a trivial proxy call there fails the test).
-fn serves_proxy(backend: Backend, test: &str, needs: &[&str]) -> bool {
+pub(super) fn serves_proxy(backend: Backend, test: &str, needs: &[&str]) -> bool {
     if !backend.available(test) || !needs.iter().all(|p| support::have_program(p)) {
         return false;
     }

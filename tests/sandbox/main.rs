@@ -18,7 +18,9 @@ mod sandbox_support;
 mod tools_support;
 
 mod cli_sandbox_run;
+#[macro_use]
 mod egress_sandbox;
+mod egress_sandbox_foreground;
 mod sandbox_escape_api;
 mod sandbox_escape_failclosed;
 mod sandbox_escape_fs;

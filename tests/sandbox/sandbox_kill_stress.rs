@@ -9,8 +9,9 @@
 //! Cases: the namespaces and bubblewrap rungs, each cold (the process's first tool calls: the
 //! zygote and every helper start while the calls arrive) and warm (after a call has ended: the
 //! zygote runs, and on namespaces a helper is prepared for the next call); `sandbox run` also on
-//! the Landlock rung. Every iteration prints nothing; each case prints its iteration count and
-//! how many survivors it found. Survivors are killed before the test fails.
+//! the Landlock rung, with the network denied and with the egress proxy served by the CLI
+//! (`--network proxy`). Every iteration prints nothing; each case prints its iteration count
+//! and how many survivors it found. Survivors are killed before the test fails.
 
 use crate::sandbox_support;
 use crate::support;
@@ -355,11 +356,12 @@ fn daemon_killed_with_calls_on_several_connections() {
     }
 }
 
-/// `zeroclaw sandbox run` of the run's command, SIGKILLed after `delay`.
-fn sandbox_run(backend: &str, ws: &Path, delay: Duration, pending: &mut Pending) {
+/// `zeroclaw sandbox run --network NETWORK` of the run's command, SIGKILLed after `delay`.
+fn sandbox_run(backend: &str, network: &str, ws: &Path, delay: Duration, pending: &mut Pending) {
     let marker = marker();
     let mut cli: Child = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
-        .args(["sandbox", "run", "--backend", backend, "--workspace"])
+        .args(["sandbox", "run", "--backend", backend, "--network", network])
+        .arg("--workspace")
         .arg(ws)
         .args(["--", "/bin/sh", "-c", &command(&marker)])
         .current_dir(ws)
@@ -376,16 +378,22 @@ fn sandbox_run(backend: &str, ws: &Path, delay: Duration, pending: &mut Pending)
 }
 
 fn sandbox_run_case(backend: &'static str, iterations: usize) {
+    sandbox_run_network_case(backend, "deny", iterations);
+}
+
+/// The same with the egress proxy served by the CLI: its listeners still on their way back
+/// from the child, or being served.
+fn sandbox_run_network_case(backend: &'static str, network: &str, iterations: usize) {
     if !backend_available(backend) {
         return;
     }
-    let case = format!("sandbox run {backend}");
+    let case = format!("sandbox run {backend} --network {network}");
     let mut rng = Rng::new(&case);
     let mut pending = Pending::default();
     let ws = tempfile::tempdir().expect("ws");
     for _ in 0..iterations {
         let delay = rng.kill_delay(Duration::from_millis(30), Duration::from_millis(300));
-        sandbox_run(backend, ws.path(), delay, &mut pending);
+        sandbox_run(backend, network, ws.path(), delay, &mut pending);
     }
     pending.finish(&case);
 }
@@ -403,4 +411,19 @@ fn sandbox_run_killed_mid_setup_bubblewrap() {
 #[test]
 fn sandbox_run_killed_mid_setup_landlock() {
     sandbox_run_case("landlock", 150);
+}
+
+#[test]
+fn sandbox_run_proxied_killed_mid_setup_namespaces() {
+    sandbox_run_network_case("namespaces", "proxy", 150);
+}
+
+#[test]
+fn sandbox_run_proxied_killed_mid_setup_bubblewrap() {
+    sandbox_run_network_case("bubblewrap", "proxy", 100);
+}
+
+#[test]
+fn sandbox_run_proxied_killed_mid_setup_landlock() {
+    sandbox_run_network_case("landlock", "proxy", 100);
 }

@@ -4,13 +4,21 @@
 //! namespace backend does it all in the helper ([`send_listeners`]); bubblewrap makes the
 //! namespace itself, so its helper passes the socket through bwrap on [`EGRESS_FD`]
 //! ([`keep_for_inner`], [`pass_to_inner`]) and the inner stage sends from there
-//! ([`send_from_inner`]).
+//! ([`send_from_inner`]). A child forked by a single-threaded caller finds the socket on
+//! [`PLAN_FD`] too ([`channel_fd`]), the pid namespace's init that caller cloned included.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use crate::error::{SetupError, Stage};
 use crate::plan::Plan;
 use crate::wire::{EGRESS_FD, PLAN_FD};
+
+/// The descriptor a child forked by a single-threaded caller keeps open beside its stdio, report
+/// and lifeline: the plan socket on [`PLAN_FD`], when `plan` sends its listeners back (a
+/// proxy call with a network namespace; `None` otherwise).
+pub(crate) fn channel_fd(plan: &Plan) -> Option<RawFd> {
+    (plan.egress.is_some() && !plan.egress_on_host).then_some(PLAN_FD)
+}
 
 /// Sends the listeners when the plan asks for them (the plan socket was kept open for this
 /// by `read_plan`); nothing otherwise.

@@ -22,8 +22,10 @@ pub(crate) enum Started {
 }
 
 /// Starts `plan` from a single-threaded caller. In the child, `install` runs first: it must put
-/// the stdio on 0–2 and the report and lifeline pipes on [`REPORT_FD`] and [`LIFELINE_FD`]
-/// (exiting on failure); every other inherited descriptor is closed after it.
+/// the stdio on 0–2, the report and lifeline pipes on [`REPORT_FD`] and [`LIFELINE_FD`] and a
+/// proxy call's plan socket on [`crate::wire::PLAN_FD`] (exiting on failure); every other
+/// inherited descriptor is closed after it. The child sends the proxy's listeners back on that
+/// socket once it has made the call's network namespace.
 pub(crate) fn start(plan: &Plan, install: impl FnOnce()) -> Result<Started, SetupError> {
     // The namespace backend needs no helper between us and the init: one process fewer.
     if namespaces::can_start_init(plan) {
@@ -32,9 +34,11 @@ pub(crate) fn start(plan: &Plan, install: impl FnOnce()) -> Result<Started, Setu
     match crate::sys::fork().map_err(|e| SetupError::os(Stage::Spawn, "fork()", &e))? {
         None => {
             install();
-            // Only 0–2, the report and the lifeline stay: fd 3 and up may be anything of the
-            // caller's.
-            let _ = crate::sys::close_from_except(3, &[REPORT_FD, LIFELINE_FD]);
+            // Only 0–2, the report, the lifeline (and a proxy call's plan socket) stay: fd 3
+            // and up may be anything of the caller's.
+            let mut keep = vec![REPORT_FD, LIFELINE_FD];
+            keep.extend(super::egress::channel_fd(plan));
+            let _ = crate::sys::close_from_except(3, &keep);
             super::run_forked(plan)
         }
         Some(pid) => Ok(Started::Helper(pid)),

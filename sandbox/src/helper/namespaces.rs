@@ -54,9 +54,10 @@ pub(crate) fn can_start_init(plan: &Plan) -> bool {
 /// Starts a run's init straight from a single-threaded caller, without a helper process
 /// between them (see [`can_start_init`]): the protected-path placeholders and the idmapped
 /// trees are made here, then the init is cloned into its new namespaces. In the init,
-/// `install` runs first: it must put the stdio on 0–2 and the report and lifeline pipes on
-/// [`crate::wire::REPORT_FD`] and [`crate::wire::LIFELINE_FD`]; every other inherited descriptor is closed
-/// after it. The init ends the namespace, scrubs and reports `Ended` itself, and does so too
+/// `install` runs first: it must put the stdio on 0–2, the report and lifeline pipes on
+/// [`crate::wire::REPORT_FD`] and [`crate::wire::LIFELINE_FD`] and a proxy call's plan socket
+/// on [`crate::wire::PLAN_FD`] (the init sends the listeners back on it); every other
+/// inherited descriptor is closed after it. The init ends the namespace, scrubs and reports `Ended` itself, and does so too
 /// when the lifeline hangs up (the caller died). The caller stops a run with SIGKILL to the
 /// init (pid 1 ignores SIGTERM from outside), then scrubs ([`mounts::scrub`]) from outside.
 pub(crate) fn start_init(plan: &Plan, install: impl FnOnce()) -> Result<i32, SetupError> {
@@ -75,6 +76,7 @@ pub(crate) fn start_init(plan: &Plan, install: impl FnOnce()) -> Result<i32, Set
         Ok(None) => {
             install();
             let mut keep = vec![crate::wire::REPORT_FD, crate::wire::LIFELINE_FD];
+            keep.extend(super::egress::channel_fd(plan));
             keep.extend(unowned.fds());
             let _ = crate::sys::close_from_except(3, &keep);
             super::report::finish(started_init(plan, unowned, ids, &user_limits))
@@ -101,6 +103,8 @@ fn started_init(
     }
     super::inherited::new_session()?;
     write_maps(uid.as_raw(), gid.as_raw())?;
+    // In the call's network namespace already: a proxy call's listeners go back first.
+    super::egress::send_listeners(plan)?;
     super::report::ROOT_PROCESS_LIMIT.store(
         crate::host::pid_max::usable(plan.limits.processes),
         std::sync::atomic::Ordering::Relaxed,
