@@ -106,37 +106,39 @@ fn a_full_turn_fetches_the_allowed_host_on(backend: &'static str) {
         out.describe()
     );
     // Each call's proxy ends with it: the daemon holds no listener or connection after.
-    // Measured once the daemon is idle (a warm helper may still be being prepared after
-    // the turn), and judged on sockets: the proxy's listeners and relays are sockets.
-    let before = settled_sockets(s.client.pid());
+    // Judged on the sockets a proxy uses — listeners, connections to the upstream, and
+    // sockets of another network namespace (a namespaced call's listeners) — not on the
+    // daemon's pooled connections to the model, whose number may change between turns.
+    // Measured once the daemon is idle (a warm helper may still be being prepared).
+    let pid = s.client.pid();
+    let before = settled(|| proxy_sockets(pid, port));
     for _ in 0..3 {
         s.call("shell", json!({ "command": command }))
             .assert_result_contains("hello from upstream");
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut after = sockets(s.client.pid());
+    let mut after = proxy_sockets(pid, port);
     while after.len() > before.len() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
-        after = sockets(s.client.pid());
+        after = proxy_sockets(pid, port);
     }
     let new: Vec<_> = after.iter().filter(|s| !before.contains(s)).collect();
     assert!(
         after.len() <= before.len(),
-        "sockets leaked: {} before, {} after three proxied calls; new: {new:?}",
+        "proxy sockets leaked: {} before, {} after three proxied calls; new: {new:?}",
         before.len(),
         after.len()
     );
 }
 
-/// The sockets the process `pid` holds (`socket:[inode]`), once their number has held
-/// still for half a second (at most ten seconds).
-fn settled_sockets(pid: u32) -> Vec<String> {
+/// `measure()` once its number has held still for half a second (at most ten seconds).
+fn settled(measure: impl Fn() -> Vec<String>) -> Vec<String> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut last = sockets(pid);
+    let mut last = measure();
     let mut still_since = std::time::Instant::now();
     while std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
-        let now = sockets(pid);
+        let now = measure();
         if now.len() != last.len() {
             still_since = std::time::Instant::now();
         } else if still_since.elapsed() >= std::time::Duration::from_millis(500) {
@@ -147,14 +149,57 @@ fn settled_sockets(pid: u32) -> Vec<String> {
     last
 }
 
-/// The sockets the process `pid` has open, by their `/proc/PID/fd` link text.
-fn sockets(pid: u32) -> Vec<String> {
+/// The sockets of process `pid` a proxy would hold (by inode, with what they are): TCP
+/// listeners, TCP connections from or to `upstream_port`, and sockets of no table of the
+/// process's network namespace (another namespace's: a namespaced call's listeners).
+fn proxy_sockets(pid: u32, upstream_port: u16) -> Vec<String> {
+    let mut known = std::collections::HashMap::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for row in text.lines().skip(1) {
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            let port = |addr: &str| {
+                addr.rsplit(':')
+                    .next()
+                    .and_then(|p| u16::from_str_radix(p, 16).ok())
+            };
+            if let [_, local, remote, state, _, _, _, _, _, inode, ..] = cols[..] {
+                let ours = state == "0A"
+                    || port(local) == Some(upstream_port)
+                    || port(remote) == Some(upstream_port);
+                known.insert(inode.to_string(), ours.then(|| format!("{table} {row}")));
+            }
+        }
+    }
+    for table in ["udp", "udp6", "raw", "raw6", "unix", "netlink", "packet"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        let column = match table {
+            "unix" => 6,
+            "packet" => 8,
+            _ => 9,
+        };
+        for row in text.lines().skip(1) {
+            if let Some(inode) = row.split_whitespace().nth(column) {
+                known.entry(inode.to_string()).or_insert(None);
+            }
+        }
+    }
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return Vec::new();
     };
     dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .map(|target| target.to_string_lossy().into_owned())
-        .filter(|target| target.starts_with("socket:"))
+        .filter_map(|target| {
+            let target = target.to_string_lossy();
+            let inode = target
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .to_string();
+            match known.get(&inode) {
+                Some(Some(what)) => Some(what.clone()),
+                Some(None) => None,
+                None => Some(format!("socket {inode} of another network namespace")),
+            }
+        })
         .collect()
 }
 
