@@ -43,7 +43,7 @@ pub fn first(plan: &Plan) -> Option<(&Path, &Path)> {
 }
 
 /// Whether `path` is the `.git` of one of the plan's stages.
-fn is_stage_git(plan: &Plan, path: &Path) -> bool {
+pub fn is_stage_git(plan: &Plan, path: &Path) -> bool {
     stages(plan).any(|(_, git)| git == path)
 }
 

@@ -49,12 +49,15 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
         .and_then(|()| run_bwrap_guarded(&inner, &bwrap, &helper, (memfd, egress), &mut guards));
     let (refused, empty) = crate::git::stage::finish_leaving(plan, |git| guards.alone(git));
     super::super::report::git_refusals(refused);
-    // The end is told before the removals (see `crate::git::stage::finish_leaving`).
+    // Denied-path placeholders are gone when the call ends; the git stage's empty parts and
+    // its `.git` placeholder go just after (see `crate::git::stage::finish_leaving`).
+    let git_placeholder = guards.split_off(|p| crate::git::stage::is_stage_git(plan, p));
+    guards.release();
     if let Ok(code) = result {
         super::super::report::ended(code);
     }
     empty.remove();
-    guards.release();
+    git_placeholder.release();
     result
 }
 

@@ -28,13 +28,16 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     let alone = |git: &std::path::Path| guards.alone(git) || late.alone(git);
     let (refused, empty) = crate::git::stage::finish_leaving(plan, alone);
     super::super::report::git_refusals(refused);
-    // The end is told before the removals (see `finish_leaving`).
+    // Denied-path placeholders are gone when the call ends; the git stage's empty parts and
+    // its `.git` placeholder go just after (see `finish_leaving`).
+    let git_placeholder = guards.split_off(|p| crate::git::stage::is_stage_git(plan, p));
+    guards.release();
     if let Ok(code) = result {
         super::super::report::ended(code);
     }
     empty.remove();
     late.release();
-    guards.release();
+    git_placeholder.release();
     result
 }
 

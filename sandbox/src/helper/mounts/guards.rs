@@ -178,6 +178,15 @@ impl Guards {
         self.0.clear();
     }
 
+    /// The guards of the paths `which` takes, moved out (to be released later than the rest).
+    pub fn split_off(&mut self, which: impl Fn(&Path) -> bool) -> Guards {
+        let (taken, kept) = std::mem::take(&mut self.0)
+            .into_iter()
+            .partition(|g| which(&g.path));
+        self.0 = kept;
+        Guards(taken)
+    }
+
     /// After the run, deepest first: each placeholder no other run holds is removed when it
     /// is still the directory we locked and holds nothing but our marker (or nothing, if this
     /// run created it). Never follows symlinks; anything else found in it stays, our marker
