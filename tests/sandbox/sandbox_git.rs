@@ -4,6 +4,7 @@
 //! Linux backend. (The escape side — nothing executable reaches the host's git — is in
 //! `sandbox_escape_protected.rs`.)
 
+use super::sandbox_git_litter::ours_in;
 use crate::sandbox_support;
 
 use std::fs;
@@ -144,18 +145,6 @@ const EXISTING_REPO: &str = "set -e; git init -q; git config user.name h; \
     git config user.email h@example.invalid; mkdir a b; echo a > a/f; echo b > b/f; \
     git add .; git commit -qm first";
 
-/// Whether `ws/.git` holds a stage a run left behind.
-fn stage_left(ws: &Path) -> Vec<String> {
-    fs::read_dir(ws.join(".git"))
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(".zeroclaw-"))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// In an EXISTING repository: identity, remotes, sparse-checkout, a submodule of a local
 /// path and its update, and a commit after those — confined (today's read-only
 /// `.git/config` made each fail with EBUSY); judged by the host's git afterwards.
@@ -199,7 +188,7 @@ fn git_work_in_an_existing_repository(w: &World, b: Backend) {
         !run.stderr.contains("git: refused"),
         "ordinary git work was refused\n{run}"
     );
-    assert_eq!(stage_left(&w.ws), Vec::<String>::new(), "{run}");
+    assert_eq!(ours_in(&w.ws.join(".git")), Vec::<String>::new(), "{run}");
 }
 per_backend!(
     git_work_in_an_existing_repository,
@@ -238,7 +227,7 @@ fn git_work_in_a_linked_worktree(w: &World, b: Backend) {
     ));
     assert_eq!(host.stdout, "1\n1\nzc\n", "{run}\n{host}");
     assert!(!run.stderr.contains("git: refused"), "{run}");
-    assert_eq!(stage_left(&main), Vec::<String>::new(), "{run}");
+    assert_eq!(ours_in(&main.join(".git")), Vec::<String>::new(), "{run}");
 }
 per_backend!(
     git_work_in_a_linked_worktree,

@@ -17,8 +17,9 @@ use sandbox_support::{Backend, World};
 const REPO: &str = "set -e; git init -q; git config user.name h; \
     git config user.email h@example.invalid; echo a > f; git add f; git commit -qm first";
 
-/// Entries of `dir` named like the sandbox's own (`.zeroclaw-*`).
-fn ours_in(dir: &Path) -> Vec<String> {
+/// Entries of `dir` named like the sandbox's own (`.zeroclaw-*`): in a `.git`, the stages
+/// runs left behind.
+pub(super) fn ours_in(dir: &Path) -> Vec<String> {
     fs::read_dir(dir)
         .map(|d| {
             d.flatten()
@@ -97,6 +98,12 @@ fn killed_mid_run(w: &World, b: Backend, script: &str) {
     kill_tree(&mut run);
 }
 
+/// Makes [`REPO`] in the workspace, on the host.
+fn make_repository(w: &World) {
+    let setup = w.plain().sh(REPO);
+    assert_eq!(setup.status_code(), Some(0), "{setup}");
+}
+
 /// The host's git sees the repository as it was: clean, its commit there, its objects whole.
 fn assert_repository_intact(w: &World, what: &str) {
     let host = w
@@ -109,8 +116,7 @@ fn assert_repository_intact(w: &World, what: &str) {
 /// An existing repository: a run SIGKILLed mid-command leaves its stage in `.git`; the next
 /// run removes it, and the host's repository is intact.
 fn a_killed_runs_stage_is_removed_by_the_next(w: &World, b: Backend) {
-    let setup = w.plain().sh(REPO);
-    assert_eq!(setup.status_code(), Some(0), "{setup}");
+    make_repository(w);
     killed_mid_run(w, b, "git config user.name killed; echo started; sleep 30");
     let left = ours_in(&w.ws.join(".git"));
     assert!(
@@ -166,8 +172,7 @@ per_backend!(
 /// ends first removes the dead stage but not the other's live one, whose work still lands;
 /// afterwards no stage is left.
 fn overlapping_runs_keep_each_others_stage(w: &World, b: Backend) {
-    let setup = w.plain().sh(REPO);
-    assert_eq!(setup.status_code(), Some(0), "{setup}");
+    make_repository(w);
     let dead = w.ws.join(".git/.zeroclaw-stage-1-0-1");
     fs::create_dir_all(dead.join("refs")).expect("mkdir");
     w.write(&dead.join("config"), "[core]\n\tfsmonitor = x\n");
@@ -201,8 +206,7 @@ per_backend!(
 /// on the host, or made by a confined run in its `.git` — never makes the removal touch what
 /// they point at; the run's one is refused, never moved into the host's `.git`.
 fn a_planted_fake_stage_never_leads_the_removal_outside(w: &World, b: Backend) {
-    let setup = w.plain().sh(REPO);
-    assert_eq!(setup.status_code(), Some(0), "{setup}");
+    make_repository(w);
     let target = w.outside.join("target.txt");
     let before = fs::read_to_string(&target).expect("target");
     w.write(&w.outside.join("dir/inner.txt"), "inner");

@@ -14,6 +14,7 @@
 
 mod dial;
 mod http;
+mod idle;
 mod socks;
 #[cfg(target_os = "linux")]
 mod splice;

@@ -29,7 +29,7 @@ pub(super) async fn relay(a: &TcpStream, b: &TcpStream, idle: Duration) -> io::R
     let last = AtomicU64::new(0);
     let moved = || last.store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
     let both = async { tokio::try_join!(ab.pump(a, b, &moved), ba.pump(b, a, &moved)).map(|_| ()) };
-    let watchdog = super::tunnel::quiet_for(idle, start, &last);
+    let watchdog = super::idle::quiet_for(idle, start, &last);
     tokio::select! {
         result = both => {
             if let Err(e) = result {

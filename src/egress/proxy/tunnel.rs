@@ -145,7 +145,7 @@ where
         last: last.clone(),
     };
     let copy = tokio::io::copy_bidirectional_with_sizes(&mut a, &mut b, COPY_BUF, COPY_BUF);
-    let watchdog = quiet_for(idle, start, &last);
+    let watchdog = super::idle::quiet_for(idle, start, &last);
     tokio::select! {
         _ = copy => {}
         () = watchdog => tracing::debug!("egress tunnel idle; closed"),
@@ -188,19 +188,5 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-/// Ends once nothing has moved for `idle`: `last` holds the milliseconds since `start` of
-/// the last transfer (the tunnel relays, copying or splicing, keep it).
-pub(super) async fn quiet_for(idle: Duration, start: Instant, last: &AtomicU64) {
-    loop {
-        let quiet = start
-            .elapsed()
-            .saturating_sub(Duration::from_millis(last.load(Ordering::Relaxed)));
-        if quiet >= idle {
-            return;
-        }
-        tokio::time::sleep(idle - quiet).await;
     }
 }
