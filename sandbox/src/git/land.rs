@@ -85,7 +85,7 @@ fn git_dir(s: &Staged, rel: &Path, ws: &Path, out: &mut Vec<String>) {
             continue;
         }
         // Names the sandbox keeps for itself, made by the run (a fake stage): not moved.
-        if name.starts_with(".zeroclaw-") && !s.files.contains_key(&here) {
+        if super::stage_path::is_ours(&name) && !s.files.contains_key(&here) {
             out.push(format!(
                 "git: refused {} (a name the sandbox keeps for itself)",
                 shown(s, &here)
@@ -120,7 +120,7 @@ fn git_dir(s: &Staged, rel: &Path, ws: &Path, out: &mut Vec<String>) {
 /// A staged (or new) file: applied when the run changed it and the host did not.
 fn file(s: &Staged, rel: &Path, out: &mut Vec<String>) {
     let name = rel.file_name().unwrap_or_default().to_string_lossy();
-    if name.ends_with(".lock") || name.starts_with(".zeroclaw-") {
+    if name.ends_with(".lock") || super::stage_path::is_ours(&name) {
         return;
     }
     let (staged, real) = (s.stage.join(rel), s.git.join(rel));

@@ -241,7 +241,7 @@ fn sanitize(stage: &Path, git: &Path) -> Vec<String> {
     // The sandbox's own names (a fake stage a later sweep would take for a killed run's).
     for entry in std::fs::read_dir(stage).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(".zeroclaw-") {
+        if super::stage_path::is_ours(&name) {
             remove(&entry.path());
             refused.push(format!(
                 "git: refused .git/{name} (a name the sandbox keeps for itself)"

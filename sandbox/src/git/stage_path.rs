@@ -6,6 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Whether `name` is one the sandbox keeps for itself in a `.git` or beside it (`.zeroclaw-*`:
+/// a stage, the placeholder's marker, a temporary file): one a run made is refused, never
+/// landed (a fake stage a later sweep would take for a killed run's).
+pub fn is_ours(name: &str) -> bool {
+    name.starts_with(".zeroclaw-")
+}
+
 /// Name prefix of a stage inside a `.git` placeholder.
 pub const PREFIX: &str = ".zeroclaw-stage-";
 
