@@ -33,15 +33,18 @@ pub fn guarded_git_dir(profile: &Profile) -> Option<PathBuf> {
 
 /// Whether the directory `git` is a placeholder: empty but for our marker and stages of runs
 /// (see [`crate::git::stage`]), or empty — one a run is removing (its marker goes first), or
-/// an empty `.git`, which git takes for no repository either. A repository has our marker
-/// or its `HEAD`: one more `lstat` or two, no listing.
+/// an empty `.git`, which git takes for no repository either — or gone since it was seen (the
+/// run removing it got there first). A repository has our marker or its `HEAD`: one more
+/// `lstat` or two, no listing.
 pub fn is_placeholder(git: &Path) -> bool {
     let exists = |name: &str| git.join(name).symlink_metadata().is_ok();
     if !exists(crate::wire::PLACEHOLDER_MARKER) && exists("HEAD") {
         return false;
     }
-    let Ok(entries) = std::fs::read_dir(git) else {
-        return false;
+    let entries = match std::fs::read_dir(git) {
+        Ok(entries) => entries,
+        // Taken for a repository, it would be staged as one, in a directory that is gone.
+        Err(e) => return e.kind() == std::io::ErrorKind::NotFound,
     };
     entries.flatten().all(|e| {
         let name = e.file_name();
@@ -142,6 +145,19 @@ mod tests {
         std::fs::create_dir(&git).unwrap();
         std::fs::write(git.join(crate::wire::PLACEHOLDER_MARKER), "").unwrap();
         assert_eq!(guarded_git_dir(&p), Some(git));
+    }
+
+    /// The next run plans while the last one removes its placeholder: a `.git` seen as a
+    /// directory and gone by the listing is no repository (staged as one, its stage could
+    /// not be made: "mkdir(.git/.zeroclaw-stage-…): No such file or directory").
+    #[test]
+    fn a_git_gone_since_it_was_seen_is_no_repository() {
+        let (_d, p) = ws();
+        let git = p.workspace.join(".git");
+        assert!(is_placeholder(&git));
+        std::fs::create_dir(&git).unwrap();
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert!(!is_placeholder(&git));
     }
 
     #[test]
