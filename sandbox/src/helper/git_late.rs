@@ -52,14 +52,19 @@ pub(super) fn made() -> bool {
     MADE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// In the warm init, once its call has arrived: has the helper make the stage in our mount
-/// namespace, and waits. Nothing when no stage is deferred.
-pub(super) fn request() -> Result<(), SetupError> {
+/// A request sent ([`request`]), its answer not yet read ([`Asked::answer`]).
+#[must_use = "the stage is there only once answered"]
+pub(super) struct Asked(Option<OwnedFd>);
+
+/// In the warm init, once its call has arrived: asks the helper to make the stage in our
+/// mount namespace (the init checks its root meanwhile, then waits for [`Asked::answer`]).
+/// Nothing is asked when no stage is deferred.
+pub(super) fn request() -> Result<Asked, SetupError> {
     use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
     use std::os::fd::AsRawFd;
     let end = INIT_END.lock().unwrap_or_else(|e| e.into_inner()).take();
     let Some(end) = end else {
-        return Ok(());
+        return Ok(Asked(None));
     };
     MADE.store(true, std::sync::atomic::Ordering::Relaxed);
     let failed = |what: &str| SetupError::new(Stage::Placeholders, format!("git stage: {what}"));
@@ -75,12 +80,27 @@ pub(super) fn request() -> Result<(), SetupError> {
         None,
     )
     .map_err(|_| failed("the helper is gone"))?;
-    let mut byte = [0u8; 1];
-    loop {
-        match nix::unistd::read(&end, &mut byte) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            Ok(1) if byte[0] == 0 => return Ok(()),
-            _ => return Err(failed("the helper could not make it (see its log)")),
+    Ok(Asked(Some(end)))
+}
+
+impl Asked {
+    /// Waits for the helper's answer: the stage is bound at `.git`.
+    pub(super) fn answer(self) -> Result<(), SetupError> {
+        let Some(end) = self.0 else {
+            return Ok(());
+        };
+        let mut byte = [0u8; 1];
+        loop {
+            match nix::unistd::read(&end, &mut byte) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                Ok(1) if byte[0] == 0 => return Ok(()),
+                _ => {
+                    return Err(SetupError::new(
+                        Stage::Placeholders,
+                        "git stage: the helper could not make it (see its log)",
+                    ));
+                }
+            }
         }
     }
 }

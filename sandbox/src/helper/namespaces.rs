@@ -27,10 +27,13 @@ pub fn names(net: bool) -> Vec<String> {
 /// Who started the init, and so what it owes them.
 pub(super) enum Parent {
     /// The helper, which holds the mount namespace once told (one byte on `unshared_w`) that
-    /// it exists; `helper` is its pidfd.
+    /// it exists; `helper` is its pidfd. A helper that reports the call's end itself (after
+    /// a git stage or denied-path placeholders) learns on `tree_gone` when everything but
+    /// the init is gone ([`reaper::tell_tree_gone`]).
     Helper {
         unshared_w: std::os::fd::OwnedFd,
         helper: std::os::fd::OwnedFd,
+        tree_gone: std::os::fd::OwnedFd,
     },
     /// The caller itself ([`start_init`]): nobody between them, nothing to tell.
     Caller,
@@ -156,8 +159,12 @@ pub(super) fn init_main(
     // An init the caller started watches the lifeline instead: if the caller dies, the init
     // must live on long enough to end the namespace and scrub (a SIGKILL would skip that).
     let caller = matches!(parent, Parent::Caller);
-    let unshared = match parent {
-        Parent::Helper { unshared_w, helper } => {
+    let (unshared, tree_gone) = match parent {
+        Parent::Helper {
+            unshared_w,
+            helper,
+            tree_gone,
+        } => {
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
                 .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
             // A helper that died between our fork and the line above sent no signal: we
@@ -168,9 +175,9 @@ pub(super) fn init_main(
                     "the helper exited before the init started",
                 ));
             }
-            Some(unshared_w)
+            (Some(unshared_w), Some(tree_gone))
         }
-        Parent::Caller => None,
+        Parent::Caller => (None, None),
     };
     let _ = nix::unistd::sethostname("zeroclaw");
     if crate::host::pid_max::usable(plan.limits.processes) {
@@ -214,14 +221,16 @@ pub(super) fn init_main(
             exec::confine_self(plan, &mut enforcement)?;
             enforcement.warm = true;
             call = await_call(plan, fingerprint)?;
+            // Git hook: the helper makes the deferred stage now (see `helper::git_late`),
+            // while we check the root.
+            let staging = super::git_late::request()?;
             if crate::warm_key::mount_ids(&call) != mounted {
                 return Err(SetupError::new(
                     Stage::Plan,
                     "warm helper: a path its root depends on changed on the host",
                 ));
             }
-            // Git hook: the helper makes the deferred stage now (see `helper::git_late`).
-            super::git_late::request()?;
+            staging.answer()?;
             &call
         }
         None => {
@@ -289,6 +298,10 @@ pub(super) fn init_main(
             send(&Message::Exited(exit));
         } else {
             send_all(&[Message::Exited(exit), Message::Ended(ExitInfo::Code(code))]);
+        }
+        // The helper's report need not wait for our exit (the namespaces' teardown).
+        if let Some(told) = tree_gone {
+            reaper::tell_tree_gone(told, code);
         }
     } else {
         mounts::scrub(&plan.scrub);

@@ -111,23 +111,67 @@ pub(super) fn finish_tree(exit: Option<ExitInfo>, report_exit: bool) -> i32 {
 /// Waits for the command, answering `supervisor`'s notifications meanwhile; `None` when
 /// SIGTERM asked us to stop first.
 pub(super) fn wait_main(main: Pid, supervisor: Option<&notify::Supervisor>) -> Option<ExitInfo> {
+    match wait(main, supervisor, None) {
+        Waited::Exited(exit) => exit,
+        Waited::Told(code) => Some(ExitInfo::Code(code)),
+    }
+}
+
+/// How [`wait_init`] ended.
+pub(super) enum Waited {
+    /// The process exited (`None`: SIGTERM or the launcher's end came first).
+    Exited(Option<ExitInfo>),
+    /// A namespace's init told us its tree is gone, with the command's shell code; it is
+    /// still exiting, and is reaped by [`kill_descendants`].
+    Told(i32),
+}
+
+/// [`wait_main`] for a namespace's init that says on `told` (a pipe) when it has killed and
+/// reaped everything else in its namespace ([`tell_tree_gone`]): its own exit (the
+/// namespaces' teardown, about half a millisecond) is then not waited for.
+pub(super) fn wait_init(main: Pid, told: std::os::fd::OwnedFd) -> Waited {
+    wait(main, None, Some(told))
+}
+
+/// In a namespace's init whose helper waits in [`wait_init`]: the tree is gone, the command
+/// ended with shell code `code`.
+pub(super) fn tell_tree_gone(told: std::os::fd::OwnedFd, code: i32) {
+    let _ = nix::unistd::write(&told, &code.to_le_bytes());
+}
+
+fn wait(
+    main: Pid,
+    supervisor: Option<&notify::Supervisor>,
+    mut told: Option<std::os::fd::OwnedFd>,
+) -> Waited {
     let pidfd = crate::sys::pidfd_open(main.as_raw()).ok();
     let mut supervisor = supervisor;
     loop {
         if crate::sys::terminate_requested() {
-            return None;
+            return Waited::Exited(None);
         }
         match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == main => return Some(ExitInfo::Code(code)),
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => {
+                return Waited::Exited(Some(ExitInfo::Code(code)));
+            }
             Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
-                return Some(ExitInfo::Signal(sig as i32));
+                return Waited::Exited(Some(ExitInfo::Signal(sig as i32)));
             }
             Ok(WaitStatus::StillAlive) => {}
             Ok(_) | Err(Errno::EINTR) => continue,
-            Err(_) => return None,
+            Err(_) => return Waited::Exited(None),
         }
-        match wake(pidfd.as_ref(), supervisor) {
-            Wake::LauncherGone => return None,
+        match wake(pidfd.as_ref(), supervisor, told.as_ref()) {
+            Wake::Told => {
+                let mut code = [0u8; 4];
+                match told.as_ref().map(|fd| nix::unistd::read(fd, &mut code)) {
+                    Some(Ok(4)) => return Waited::Told(i32::from_le_bytes(code)),
+                    Some(Err(Errno::EINTR)) => {}
+                    // Closed without a word (the init failed or was killed): its exit tells.
+                    _ => told = None,
+                }
+            }
+            Wake::LauncherGone => return Waited::Exited(None),
             Wake::Notification => {
                 if let Some(s) = supervisor
                     && !s.serve_one()
@@ -145,6 +189,7 @@ pub(super) fn wait_main(main: Pid, supervisor: Option<&notify::Supervisor>) -> O
 
 /// Why [`wake`] returned.
 enum Wake {
+    Told,
     LauncherGone,
     Notification,
     ListenerDone,
@@ -153,7 +198,11 @@ enum Wake {
 
 /// Sleeps until the command may have ended (its pidfd is readable), the lifeline hangs up or
 /// the supervisor's listener has a notification.
-fn wake(pidfd: Option<&std::os::fd::OwnedFd>, supervisor: Option<&notify::Supervisor>) -> Wake {
+fn wake(
+    pidfd: Option<&std::os::fd::OwnedFd>,
+    supervisor: Option<&notify::Supervisor>,
+    told: Option<&std::os::fd::OwnedFd>,
+) -> Wake {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     // Installed by the launcher and never closed by the supervisor.
@@ -168,10 +217,14 @@ fn wake(pidfd: Option<&std::os::fd::OwnedFd>, supervisor: Option<&notify::Superv
     if let Some(p) = pidfd {
         fds.push(PollFd::new(p.as_fd(), PollFlags::POLLIN));
     }
-    let listener_at = fds.len();
-    if let Some(s) = supervisor {
+    let listener_at = supervisor.map(|s| {
         fds.push(PollFd::new(s.fd(), PollFlags::POLLIN));
-    }
+        fds.len() - 1
+    });
+    let told_at = told.map(|fd| {
+        fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+        fds.len() - 1
+    });
     let timeout = if pidfd.is_some() {
         PollTimeout::NONE
     } else {
@@ -185,7 +238,10 @@ fn wake(pidfd: Option<&std::os::fd::OwnedFd>, supervisor: Option<&notify::Superv
     if gone(0) || launcher_at.is_some_and(gone) {
         return Wake::LauncherGone;
     }
-    match fds.get(listener_at).and_then(|f| f.revents()) {
+    if told_at.is_some_and(gone) {
+        return Wake::Told;
+    }
+    match listener_at.and_then(|at| fds[at].revents()) {
         Some(r) if r.contains(PollFlags::POLLIN) => Wake::Notification,
         Some(r) if r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) => {
             Wake::ListenerDone

@@ -35,6 +35,8 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     if let Ok(code) = result {
         super::super::report::ended(code);
     }
+    // An init that told us its tree was gone may still be exiting.
+    reaper::kill_descendants();
     empty.remove();
     late.release();
     git_placeholder.release();
@@ -57,6 +59,8 @@ fn run_guarded(
     reaper::become_subreaper()?;
     let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| SetupError::os(Stage::Init, "pipe2()", &e.into()))?;
+    let (tree_gone_r, tree_gone) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| SetupError::os(Stage::Init, "pipe2()", &e.into()))?;
     // For the init to check, once its parent-death signal is armed, that we did not die
     // before (its getppid() is 0: we are outside its pid namespace).
     let helper = crate::sys::pidfd_open(std::process::id() as i32)
@@ -69,7 +73,7 @@ fn run_guarded(
     let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match init {
         Some(pid) => {
-            drop((unshared_w, helper));
+            drop((unshared_w, helper, tree_gone));
             namespaces::hold_mount_namespace(pid, unshared_r);
             drop(unowned);
             super::super::inherited::release_stdio();
@@ -80,8 +84,11 @@ fn run_guarded(
             if let (Some(channel), Some((full, late))) = (channel, late) {
                 *late = channel.serve(full);
             }
-            let exit = reaper::wait_main(Pid::from_raw(pid), None);
-            let code = reaper::finish_tree(exit, false);
+            let (exit, code) = match reaper::wait_init(Pid::from_raw(pid), tree_gone_r) {
+                // The init, still exiting, is reaped once the call's end is told (`run`).
+                reaper::Waited::Told(code) => (Some(ExitInfo::Code(code)), code),
+                reaper::Waited::Exited(exit) => (exit, reaper::finish_tree(exit, false)),
+            };
             // An init that exited by itself has scrubbed inside and reported the end (the
             // launcher may be running its next call already), unless denied-path
             // placeholders are left to us: then our own report ends the call, after this. A
@@ -97,12 +104,16 @@ fn run_guarded(
         }
         None => {
             // The helper's ends of the git stage channel are not the init's.
-            drop(channel);
+            drop((channel, tree_gone_r));
             super::super::report::finish(namespaces::init_main(
                 plan,
                 unowned,
                 guards,
-                namespaces::Parent::Helper { unshared_w, helper },
+                namespaces::Parent::Helper {
+                    unshared_w,
+                    helper,
+                    tree_gone,
+                },
                 &user_limits,
             ))
         }
