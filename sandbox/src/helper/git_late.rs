@@ -16,6 +16,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::git_binder::{Binder, bind_in, receive_fd, send_fd};
 use super::mounts::{self, Guards};
 use crate::error::{SetupError, Stage};
 use crate::plan::{Placeholder, Plan};
@@ -60,8 +61,6 @@ pub(super) struct Asked(Option<OwnedFd>);
 /// mount namespace (the init checks its root meanwhile, then waits for [`Asked::answer`]).
 /// Nothing is asked when no stage is deferred.
 pub(super) fn request() -> Result<Asked, SetupError> {
-    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
-    use std::os::fd::AsRawFd;
     let end = INIT_END.lock().unwrap_or_else(|e| e.into_inner()).take();
     let Some(end) = end else {
         return Ok(Asked(None));
@@ -70,16 +69,9 @@ pub(super) fn request() -> Result<Asked, SetupError> {
     let failed = |what: &str| SetupError::new(Stage::Placeholders, format!("git stage: {what}"));
     let ns = std::fs::File::open("/proc/self/ns/mnt")
         .map_err(|e| SetupError::os(Stage::Placeholders, "open(/proc/self/ns/mnt)", &e))?;
-    let fds = [ns.as_raw_fd()];
-    let iov = [std::io::IoSlice::new(&[1])];
-    sendmsg::<()>(
-        end.as_raw_fd(),
-        &iov,
-        &[ControlMessage::ScmRights(&fds)],
-        MsgFlags::empty(),
-        None,
-    )
-    .map_err(|_| failed("the helper is gone"))?;
+    if !send_fd(&end, std::os::fd::AsFd::as_fd(&ns)) {
+        return Err(failed("the helper is gone"));
+    }
     Ok(Asked(Some(end)))
 }
 
@@ -112,57 +104,36 @@ impl Channel {
     /// the run's end.
     pub(super) fn serve(self, plan: &Plan) -> Guards {
         drop(INIT_END.lock().unwrap_or_else(|e| e.into_inner()).take());
-        let Some(ns) = self.receive() else {
+        // Forked now, while we wait: dropped unused when no call comes.
+        let binder = crate::git::stage::first(plan).and_then(|(stage, git)| {
+            Binder::spawn(&self.0, stage, git, &inner_binds(plan, stage, git))
+        });
+        let Some(ns) = receive_fd(&self.0) else {
             return Guards::default();
         };
-        let (guards, made) = match make(plan, &ns) {
-            Ok(guards) => (guards, true),
+        let (guards, answer) = match make(plan, &ns, binder) {
+            Ok((guards, answered)) => (guards, (!answered).then_some(0)),
             Err((guards, e)) => {
                 tracing::warn!("{e}");
-                (guards, false)
+                (guards, Some(1))
             }
         };
-        let _ = nix::unistd::write(&self.0, &[u8::from(!made)]);
-        guards
-    }
-
-    /// The request's mount namespace; `None` at end of file (the init ended without one) or
-    /// once SIGTERM arrived.
-    fn receive(&self) -> Option<OwnedFd> {
-        use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
-        use std::os::fd::AsRawFd;
-        let mut byte = [0u8; 1];
-        let mut iov = [std::io::IoSliceMut::new(&mut byte)];
-        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
-        // A SIGTERM (the launcher discarding us) ends the wait: the reaper then ends the init.
-        let msg = loop {
-            if crate::sys::terminate_requested() {
-                return None;
-            }
-            match recvmsg::<()>(
-                self.0.as_raw_fd(),
-                &mut iov,
-                Some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC,
-            ) {
-                Err(nix::errno::Errno::EINTR) => continue,
-                other => break other.ok()?,
-            }
-        };
-        let mut fds = Vec::new();
-        for cmsg in msg.cmsgs().ok()? {
-            if let ControlMessageOwned::ScmRights(received) = cmsg {
-                fds.extend(crate::sys::adopt_received(received));
-            }
+        if let Some(answer) = answer {
+            let _ = nix::unistd::write(&self.0, &[answer]);
         }
-        (msg.bytes == 1 && fds.len() == 1).then(|| fds.remove(0))
+        guards
     }
 }
 
-/// The placeholder (none for an existing repository), its guard, the stage and the binds.
-fn make(plan: &Plan, ns: &OwnedFd) -> Result<Guards, (Guards, SetupError)> {
+/// The placeholder (none for an existing repository), its guard, the stage and the binds:
+/// by `binder`, which then answers the init itself (`true`), or from here.
+fn make(
+    plan: &Plan,
+    ns: &OwnedFd,
+    binder: Option<Binder>,
+) -> Result<(Guards, bool), (Guards, SetupError)> {
     let Some((stage, git)) = crate::git::stage::first(plan) else {
-        return Ok(Guards::default());
+        return Ok((Guards::default(), false));
     };
     let guards = if crate::git::stage::is_existing(plan, git) {
         Guards::default()
@@ -177,8 +148,11 @@ fn make(plan: &Plan, ns: &OwnedFd) -> Result<Guards, (Guards, SetupError)> {
     if let Err(e) = crate::git::stage::prepare(plan) {
         return Err((guards, e));
     }
+    if binder.is_some_and(|b| b.bind(ns)) {
+        return Ok((guards, true));
+    }
     match bind_in(ns, stage, git, &inner_binds(plan, stage, git)) {
-        Ok(()) => Ok(guards),
+        Ok(()) => Ok((guards, false)),
         Err(e) => Err((guards, e)),
     }
 }
@@ -197,58 +171,4 @@ fn inner_binds(plan: &Plan, stage: &Path, git: &Path) -> Vec<(PathBuf, PathBuf, 
             _ => None,
         })
         .collect()
-}
-
-/// Binds `inner` into `stage`, then `stage` (with them) at `git`, inside the mount namespace
-/// `ns`, from a child that enters it.
-fn bind_in(
-    ns: &OwnedFd,
-    stage: &Path,
-    git: &Path,
-    inner: &[(PathBuf, PathBuf, bool)],
-) -> Result<(), SetupError> {
-    use nix::mount::{MsFlags, mount};
-    let err = |what: String, e: std::io::Error| SetupError::os(Stage::Mounts, what, &e);
-    let child = crate::sys::fork().map_err(|e| err("fork()".into(), e))?;
-    let Some(pid) = child else {
-        let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
-        let entered = nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNS).is_ok()
-            && [stage, git]
-                .iter()
-                .all(|p| p.symlink_metadata().is_ok_and(|m| m.is_dir()));
-        // A bound directory gone since the plan was made is skipped, as the cold path does.
-        let inner_bound = entered
-            && inner.iter().all(|(src, at, ro)| {
-                let Ok(m) = src.symlink_metadata() else {
-                    return !ro;
-                };
-                !m.file_type().is_symlink()
-                    && at
-                        .symlink_metadata()
-                        .is_ok_and(|a| a.is_dir() == m.is_dir())
-                    && mount(Some(src), at, None::<&str>, flags, None::<&str>).is_ok()
-                    && crate::sys::harden_mount(at, *ro).is_ok()
-            });
-        let bound = inner_bound
-            && mount(Some(stage), git, None::<&str>, flags, None::<&str>).is_ok()
-            && crate::sys::harden_mount(git, false).is_ok();
-        crate::sys::exit_now(if bound { 0 } else { 1 })
-    };
-    let status = loop {
-        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            other => break other,
-        }
-    };
-    match status {
-        Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(()),
-        _ => Err(SetupError::new(
-            Stage::Mounts,
-            format!(
-                "bind {} at {} in the warm root failed",
-                stage.display(),
-                git.display()
-            ),
-        )),
-    }
 }

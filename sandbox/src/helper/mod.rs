@@ -17,6 +17,7 @@ mod cgroup;
 mod egress;
 mod exec;
 pub(crate) mod forked;
+mod git_binder;
 mod git_late;
 mod inherited;
 mod landlock;
