@@ -220,10 +220,8 @@ pub(super) fn init_main(
             // the command only has its limits, cwd and descriptors left to set.
             exec::confine_self(plan, &mut enforcement)?;
             enforcement.warm = true;
-            call = await_call(plan, fingerprint)?;
-            // Git hook: the helper makes the deferred stage now (see `helper::git_late`),
-            // while we check the root.
-            let staging = super::git_late::request()?;
+            let staging;
+            (call, staging) = await_call(plan, fingerprint)?;
             if crate::warm_key::mount_ids(&call) != mounted {
                 return Err(SetupError::new(
                     Stage::Plan,
@@ -336,10 +334,14 @@ fn end_the_namespace() {
 /// A warm init with its root built: reports [`Message::Prepared`], then waits on
 /// [`crate::wire::GO_FD`] for the call — its plan (one message) with the command's stdin,
 /// stdout and stderr attached, which replace the placeholders on 0–2.
-fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
+fn await_call(
+    prepared: &Plan,
+    fingerprint: u64,
+) -> Result<(Plan, super::git_late::Asked), SetupError> {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     use std::io::IoSliceMut;
     use std::os::fd::{AsRawFd, OwnedFd};
+    let shape = crate::warm_key::key(prepared);
     send(&Message::Prepared(fingerprint));
     let fail = |what: String| SetupError::new(Stage::Plan, format!("warm helper: {what}"));
     let mut buf = vec![0u8; crate::wire::MAX_CALL_BYTES];
@@ -366,6 +368,9 @@ fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
     if bytes == 0 {
         return Err(fail("the launcher let it go unused".into()));
     }
+    // Git hook: the helper makes the deferred stage (see `helper::git_late`) while the call
+    // and the root are checked; a call refused below leaves it to the helper's clean-up.
+    let staging = super::git_late::request()?;
     if truncated || stdio.len() != 3 {
         return Err(fail(format!(
             "malformed call ({bytes} bytes, {} descriptors)",
@@ -374,7 +379,7 @@ fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
     }
     let call: Plan = serde_json::from_slice(&buf[..bytes])
         .map_err(|e| fail(format!("parse the call's plan: {e}")))?;
-    if crate::warm_key::key(&call) != crate::warm_key::key(prepared) {
+    if crate::warm_key::key(&call) != shape {
         return Err(fail("the call does not match the prepared root".into()));
     }
     for (target, fd) in stdio.iter().enumerate() {
@@ -382,7 +387,7 @@ fn await_call(prepared: &Plan, fingerprint: u64) -> Result<Plan, SetupError> {
             .map_err(|e| SetupError::os(Stage::Plan, "dup2(stdio)", &e))?;
     }
     let _ = nix::unistd::close(crate::wire::GO_FD);
-    Ok(call)
+    Ok((call, staging))
 }
 
 /// The namespaces a run gets besides the init's mount namespace: user, pid, ipc, uts (and net).
