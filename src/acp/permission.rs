@@ -41,8 +41,10 @@ impl Asker for PeerAsker {
 pub fn tool_env(conn: &Connection, session: &Arc<Session>, peer: Peer) -> Arc<ToolEnv> {
     let config = conn.server.config();
     let timeout = Duration::from_secs(config.acp.session_timeout_secs);
+    let mode = session.chosen_mode();
+    let policy = Policy::for_session(&config, &session.agent_alias, mode);
     Arc::new(ToolEnv {
-        policy: Policy::for_session(&config, &session.agent_alias, session.chosen_mode()),
+        policy: policy.clone(),
         approvals: session.approvals.clone(),
         agent_approvals: conn
             .server
@@ -68,6 +70,7 @@ pub fn tool_env(conn: &Connection, session: &Arc<Session>, peer: Peer) -> Arc<To
         levels: Some(Arc::new(SessionPolicy {
             config,
             session: session.clone(),
+            last: std::sync::Mutex::new((mode, policy)),
         })),
     })
 }
@@ -76,11 +79,23 @@ pub fn tool_env(conn: &Connection, session: &Arc<Session>, peer: Peer) -> Arc<To
 struct SessionPolicy {
     config: Arc<crate::config::Config>,
     session: Arc<Session>,
+    /// The policy last built and the mode it was built for: built again only when the client
+    /// has chosen another mode (building resolves every forbidden path on the host, a few
+    /// hundred microseconds per tool call otherwise).
+    last: std::sync::Mutex<(Option<crate::config::AutonomyLevel>, Policy)>,
 }
 
 impl PolicySource for SessionPolicy {
     fn current(&self) -> Policy {
         let session = &self.session;
-        Policy::for_session(&self.config, &session.agent_alias, session.chosen_mode())
+        let mode = session.chosen_mode();
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.0 != mode {
+            *last = (
+                mode,
+                Policy::for_session(&self.config, &session.agent_alias, mode),
+            );
+        }
+        last.1.clone()
     }
 }

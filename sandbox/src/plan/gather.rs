@@ -192,8 +192,12 @@ impl HostFacts {
         self.paths.insert(path, fact);
     }
 
-    /// Records the real path of `path`, when it resolves.
+    /// Records the real path of `path`, when it resolves. A path [`Self::look`] found nothing
+    /// at resolves to nothing either (`realpath` fails on it): not asked again.
     fn resolve(&mut self, path: &Path) {
+        if self.paths.get(path).is_some_and(|f| f.kind.is_none()) {
+            return;
+        }
         let canonical = std::fs::canonicalize(path).ok();
         self.paths.entry(path.to_path_buf()).or_default().canonical = canonical;
     }
