@@ -18,7 +18,7 @@ pub(super) struct Binder {
 impl Binder {
     /// Forks the binder of `stage` at `git` (with `inner`, see `git_late::inner_binds`); it
     /// answers on `answer`, the helper's end of the init's channel. `None` when it could not
-    /// be forked (the helper then binds as before). Dropping the binder ends it unused.
+    /// be forked (the helper then binds through [`bind_in`]). Dropping the binder ends it unused.
     pub(super) fn spawn(
         answer: &OwnedFd,
         stage: &Path,

@@ -104,14 +104,16 @@ impl Channel {
     /// the run's end.
     pub(super) fn serve(self, plan: &Plan) -> Guards {
         drop(INIT_END.lock().unwrap_or_else(|e| e.into_inner()).take());
+        let Some((stage, git)) = crate::git::stage::first(plan) else {
+            return Guards::default();
+        };
+        let inner = inner_binds(plan, stage, git);
         // Forked now, while we wait: dropped unused when no call comes.
-        let binder = crate::git::stage::first(plan).and_then(|(stage, git)| {
-            Binder::spawn(&self.0, stage, git, &inner_binds(plan, stage, git))
-        });
+        let binder = Binder::spawn(&self.0, stage, git, &inner);
         let Some(ns) = receive_fd(&self.0) else {
             return Guards::default();
         };
-        let (guards, answer) = match make(plan, &ns, binder) {
+        let (guards, answer) = match make(plan, (stage, git, &inner), &ns, binder) {
             Ok((guards, answered)) => (guards, (!answered).then_some(0)),
             Err((guards, e)) => {
                 tracing::warn!("{e}");
@@ -125,16 +127,15 @@ impl Channel {
     }
 }
 
-/// The placeholder (none for an existing repository), its guard, the stage and the binds:
-/// by `binder`, which then answers the init itself (`true`), or from here.
+/// The placeholder (none for an existing repository), its guard, the stage and the binds
+/// (`inner` into the stage, the stage at `git`): by `binder`, which then answers the init
+/// itself (`true`), or from here.
 fn make(
     plan: &Plan,
+    (stage, git, inner): (&Path, &Path, &[(PathBuf, PathBuf, bool)]),
     ns: &OwnedFd,
     binder: Option<Binder>,
 ) -> Result<(Guards, bool), (Guards, SetupError)> {
-    let Some((stage, git)) = crate::git::stage::first(plan) else {
-        return Ok((Guards::default(), false));
-    };
     let guards = if crate::git::stage::is_existing(plan, git) {
         Guards::default()
     } else {
@@ -151,7 +152,7 @@ fn make(
     if binder.is_some_and(|b| b.bind(ns)) {
         return Ok((guards, true));
     }
-    match bind_in(ns, stage, git, &inner_binds(plan, stage, git)) {
+    match bind_in(ns, stage, git, inner) {
         Ok(()) => Ok((guards, false)),
         Err(e) => Err((guards, e)),
     }
