@@ -141,7 +141,16 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     let memory_cgroup = if nix::unistd::geteuid().is_root()
         && !matches!(plan.backend, Backend::None | Backend::Seatbelt)
     {
-        cgroup::enter_memory(plan.limits.memory_bytes)?
+        match cgroup::enter_memory(plan.limits.memory_bytes) {
+            Ok(memory) => memory,
+            Err(e) => {
+                // The pids cgroup is ours to remove too.
+                if let Some(cg) = cgroup {
+                    cg.remove();
+                }
+                return Err(e);
+            }
+        }
     } else {
         None
     };

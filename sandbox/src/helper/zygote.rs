@@ -218,7 +218,11 @@ impl Zygote {
         let _ = crate::sys::close_from_except(high.len() as RawFd, &keep);
         if high.len() == WARM_REQUEST_FDS {
             // A warm helper waits for a call the launcher may never make: it ends with us.
-            if nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err()
+            // Caught first: one still setting up when we end must live on to remove its
+            // cgroups (we, their other remover, are gone), and one cleaning up after its call
+            // must finish; its waits see the signal (`reaper`).
+            if crate::sys::catch_sigterm().is_err()
+                || nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err()
                 || nix::unistd::getppid() != self.pid
             {
                 crate::sys::exit_now(SETUP_FAILED);
