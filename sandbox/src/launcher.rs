@@ -28,6 +28,8 @@ pub(crate) struct Launcher {
     helper: PathBuf,
     spawner: crate::spawner::Spawner,
     warm: crate::warm::Pool,
+    /// A call returns only once its helper has exited ([`crate::Sandbox::settling`]).
+    pub(crate) settle: bool,
 }
 
 impl Launcher {
@@ -38,6 +40,7 @@ impl Launcher {
             helper,
             spawner: crate::spawner::Spawner::default(),
             warm: crate::warm::Pool::default(),
+            settle: false,
         }
     }
 
@@ -161,7 +164,12 @@ impl Launcher {
         let mut supervisor = Supervisor::new(Config {
             cap: profile.limits.output_bytes,
             keep: true,
-            ends: if backend == Backend::Namespaces { 2 } else { 1 },
+            // Settling: every report up to the zygote's word on the helper's exit.
+            ends: match backend {
+                _ if self.settle => u8::MAX,
+                Backend::Namespaces => 2,
+                _ => 1,
+            },
             reaper: Reaper::Zygote,
             log_git: true,
             bubblewrap: backend == Backend::Bubblewrap,

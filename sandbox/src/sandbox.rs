@@ -53,7 +53,18 @@ impl Sandbox {
     /// Uses `exe` as the helper (it must call [`crate::helper::run_if_helper`] first thing).
     /// Defaults to `/proc/self/exe`.
     pub fn with_helper(mut self, exe: impl Into<PathBuf>) -> Self {
+        let settle = self.launcher.settle;
         self.launcher = Launcher::new(self.launcher.planner, exe.into());
+        self.launcher.settle = settle;
+        self
+    }
+
+    /// Each call returns only once its helper has exited, with every clean-up done: for a
+    /// caller that exits right after its calls. Otherwise a call returns at the helper's word
+    /// that it has ended, and the last of the clean-up (a git stage's `.git` placeholder, the
+    /// call's cgroups) follows it, off the caller's path.
+    pub fn settling(mut self) -> Self {
+        self.launcher.settle = true;
         self
     }
 

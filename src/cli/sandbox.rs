@@ -131,8 +131,9 @@ pub fn run_with(
     // The run itself tries user namespaces (no probe child first) and bwrap (no preflight
     // run). When `auto` finds namespaces blocked there, or bwrap fails, nothing has run yet:
     // the probed choice takes over, or explains what is unavailable.
+    // One shot: the process exits right after, so each call waits for its helper's clean-up.
     let sandbox = match Sandbox::new_unprobed(backend, allow_partial) {
-        Ok(s) => s,
+        Ok(s) => s.settling(),
         Err(e) => return explain(e),
     };
     let result = run_once(&sandbox, &profile, &args, egress.as_ref());
@@ -142,6 +143,7 @@ pub fn run_with(
     if trial_failed {
         match Sandbox::new(backend, allow_partial) {
             Ok(probed) if probed.backend() != sandbox.backend() => {
+                let probed = probed.settling();
                 return report(run_once(&probed, &profile, &args, egress.as_ref()));
             }
             Ok(_) => {}
