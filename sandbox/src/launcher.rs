@@ -44,6 +44,15 @@ impl Launcher {
         }
     }
 
+    /// The same planner and settling with another helper: a zygote of its own, no warm
+    /// helpers yet.
+    pub(crate) fn for_helper(&self, helper: PathBuf) -> Launcher {
+        Launcher {
+            settle: self.settle,
+            ..Launcher::new(self.planner.clone(), helper)
+        }
+    }
+
     /// Starts the call; returns once the helper reports the confinement complete.
     pub(crate) async fn start(
         &self,

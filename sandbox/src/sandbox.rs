@@ -53,9 +53,7 @@ impl Sandbox {
     /// Uses `exe` as the helper (it must call [`crate::helper::run_if_helper`] first thing).
     /// Defaults to `/proc/self/exe`.
     pub fn with_helper(mut self, exe: impl Into<PathBuf>) -> Self {
-        let settle = self.launcher.settle;
-        self.launcher = Launcher::new(self.launcher.planner, exe.into());
-        self.launcher.settle = settle;
+        self.launcher = self.launcher.for_helper(exe.into());
         self
     }
 
