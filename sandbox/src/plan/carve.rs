@@ -1,6 +1,7 @@
 //! Carving denied paths out of Landlock roots: a root holding one is replaced by its entries,
 //! recursively. Pure: the directory listings come from the caller.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Replaces every root that contains a denied path by its children, recursively, leaving the
@@ -14,11 +15,7 @@ pub fn subtract_with(
     denied: &[PathBuf],
     entries: &dyn Fn(&Path) -> Option<Vec<PathBuf>>,
 ) -> Vec<PathBuf> {
-    // Paths are compared as bytes, normalized (`.` and repeated or trailing `/` gone): then a
-    // byte prefix that ends at a `/` is what `Path::starts_with` tests component by component,
-    // at a fraction of the cost for the hundreds of `/etc` entries against every hidden path.
-    let normalized = |p: &Path| p.components().collect::<PathBuf>();
-    let denied: Vec<PathBuf> = denied.iter().map(|d| normalized(d)).collect();
+    let denied = normalized_set(denied.iter().map(|d| d.as_path()));
     let mut out = Vec::new();
     for root in roots {
         subtract_normalized(normalized(&root), &denied, entries, &mut out);
@@ -26,24 +23,21 @@ pub fn subtract_with(
     out
 }
 
-/// [`subtract_with`] of one normalized root (a directory entry joined to one is normalized too).
+/// [`subtract_with`] of one normalized root (a directory entry joined to one is normalized
+/// too); `denied` is a [`normalized_set`].
 fn subtract_normalized(
     root: PathBuf,
     denied: &[PathBuf],
     entries: &dyn Fn(&Path) -> Option<Vec<PathBuf>>,
     out: &mut Vec<PathBuf>,
 ) {
-    use std::os::unix::ffi::OsStrExt;
-    let key = root.as_os_str().as_bytes();
-    let under = |path: &Path| {
-        let path = path.as_os_str().as_bytes();
-        path.starts_with(key)
-            && (path.len() == key.len() || key.ends_with(b"/") || path[key.len()] == b'/')
-    };
-    if denied.iter().any(|d| d.as_os_str().as_bytes() == key) {
+    if denied
+        .binary_search_by(|d| bytes(d).cmp(bytes(&root)))
+        .is_ok()
+    {
         return;
     }
-    if !denied.iter().any(|d| under(d)) {
+    if below(denied, &root).is_empty() {
         out.push(root);
         return;
     }
@@ -53,4 +47,39 @@ fn subtract_normalized(
     for child in children {
         subtract_normalized(child, denied, entries, out);
     }
+}
+
+/// `path` normalized: `.` and repeated or trailing `/` gone. Then a byte prefix that ends at
+/// a `/` is what `Path::starts_with` tests component by component, at a fraction of the cost
+/// for the hundreds of `/etc` entries against every hidden path.
+pub(super) fn normalized(path: &Path) -> PathBuf {
+    path.components().collect()
+}
+
+/// `paths` normalized, in byte order, without repeats: the paths below a directory are then
+/// one run of it ([`below`]).
+pub(super) fn normalized_set<'a>(paths: impl Iterator<Item = &'a Path>) -> Vec<PathBuf> {
+    let mut set: Vec<PathBuf> = paths.map(normalized).collect();
+    set.sort_unstable_by(|a, b| bytes(a).cmp(bytes(b)));
+    set.dedup();
+    set
+}
+
+/// The paths of the [`normalized_set`] `set` that lie strictly below the normalized `root`:
+/// those starting with `root/`, one run in byte order.
+pub(super) fn below<'a>(set: &'a [PathBuf], root: &Path) -> &'a [PathBuf] {
+    let mut prefix = bytes(root).to_vec();
+    if !prefix.ends_with(b"/") {
+        prefix.push(b'/');
+    }
+    let start = set.partition_point(|p| bytes(p) < &prefix[..]);
+    let len = set[start..]
+        .iter()
+        .take_while(|p| bytes(p).starts_with(&prefix))
+        .count();
+    &set[start..start + len]
+}
+
+fn bytes(path: &Path) -> &[u8] {
+    path.as_os_str().as_bytes()
 }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::carve::{below, normalized, normalized_set};
 use super::facts::{HostFacts, Kind, PathFact};
 use super::roots::{toolchain_roots, unowned_roots};
 use crate::backend::Backend;
@@ -34,28 +35,32 @@ impl HostFacts {
                 facts.vars.insert(name.into(), value);
             }
         }
-        // Every root; every protected and denied path, with the directories between it and
-        // the outermost writable root holding it (placeholders and pins are planned along
-        // them); the fixed places.
+        // The read-only roots (their kinds and links decide what is bound or ruled) and the
+        // fixed places; on the namespace backends also the writable roots and every protected
+        // and denied path, with the directories between it and the outermost writable root
+        // holding it (placeholders and pins are planned along them). The Landlock-only rung
+        // mounts nothing: it only resolves its roots and hidden paths (`gather_carving`).
         let mut at: Vec<PathBuf> = profile.read_only.clone();
-        at.extend(profile.writable_roots().cloned());
-        let guarded = profile
-            .protected
-            .iter()
-            .chain(facts.git_targets.iter().map(|t| &t.path))
-            .chain(&profile.denied);
-        for path in guarded {
-            let outermost = profile
-                .writable_roots()
-                .filter(|r| path.starts_with(r))
-                .min_by_key(|r| r.components().count());
-            match outermost {
-                Some(root) => at.extend(
-                    path.ancestors()
-                        .take_while(|a| *a != root.as_path())
-                        .map(Path::to_path_buf),
-                ),
-                None => at.push(path.clone()),
+        if namespaced {
+            at.extend(profile.writable_roots().cloned());
+            let guarded = profile
+                .protected
+                .iter()
+                .chain(facts.git_targets.iter().map(|t| &t.path))
+                .chain(&profile.denied);
+            for path in guarded {
+                let outermost = profile
+                    .writable_roots()
+                    .filter(|r| path.starts_with(r))
+                    .min_by_key(|r| r.components().count());
+                match outermost {
+                    Some(root) => at.extend(
+                        path.ancestors()
+                            .take_while(|a| *a != root.as_path())
+                            .map(Path::to_path_buf),
+                    ),
+                    None => at.push(path.clone()),
+                }
             }
         }
         at.push(PathBuf::from("/etc"));
@@ -128,35 +133,42 @@ impl HostFacts {
             .cloned()
             .collect();
         roots.extend(profile.writable_roots().cloned());
-        let mut hidden: Vec<PathBuf> = profile.denied.clone();
+        // What `super::landlock` hides: the denied paths and the toolchains' root-only files,
+        // each also by its real path, and `/etc`'s root-only files as they are named.
+        let mut resolved: Vec<PathBuf> = profile.denied.clone();
         if self.root {
-            hidden.extend(self.etc_private.iter().cloned());
-            hidden.extend(self.toolchain_private.values().flatten().cloned());
+            resolved.extend(self.toolchain_private.values().flatten().cloned());
         }
-        for path in roots.iter().chain(&hidden) {
+        for path in roots.iter().chain(&resolved) {
             self.resolve(path);
         }
-        let normalized = |p: &Path| p.components().collect::<PathBuf>();
         let real: Vec<PathBuf> = roots
             .iter()
             .map(|r| normalized(&self.canonical(r)))
             .collect();
-        let mut hidden: Vec<PathBuf> = hidden
-            .iter()
-            .flat_map(|h| [normalized(h), normalized(&self.canonical(h))])
-            .collect();
-        hidden.sort();
-        hidden.dedup();
+        let etc_private = if self.root {
+            &self.etc_private[..]
+        } else {
+            &[]
+        };
+        let canonical: Vec<PathBuf> = resolved.iter().map(|h| self.canonical(h)).collect();
+        let hidden = normalized_set(
+            resolved
+                .iter()
+                .chain(&canonical)
+                .chain(etc_private)
+                .map(PathBuf::as_path),
+        );
         for root in &real {
-            for denied in hidden.iter().filter(|h| h.starts_with(root) && *h != root) {
+            for denied in below(&hidden, root) {
                 for dir in denied.ancestors().skip(1) {
-                    if !dir.starts_with(root) {
-                        break;
-                    }
                     if !self.entries.contains_key(dir)
                         && let Some(entries) = scan::entries(dir)
                     {
                         self.entries.insert(dir.to_path_buf(), entries);
+                    }
+                    if dir == root {
+                        break;
                     }
                 }
             }
