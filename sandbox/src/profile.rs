@@ -84,8 +84,13 @@ pub struct EnvPolicy {
 /// What a confined child may do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
-    /// The session workspace: read-write, the default cwd.
+    /// The session workspace: read-write (unless [`Profile::read_only_workspace`]), the default
+    /// cwd.
     pub workspace: PathBuf,
+    /// The workspace is not writable ([`Profile::read_only_workspace`]): it is then one of the
+    /// read-only roots.
+    #[serde(default)]
+    pub workspace_read_only: bool,
     /// Read-only roots (missing ones are skipped).
     pub read_only: Vec<PathBuf>,
     /// Read-write roots besides the workspace.
@@ -197,6 +202,7 @@ impl Profile {
         Profile {
             cwd: workspace.clone(),
             workspace,
+            workspace_read_only: false,
             read_only,
             read_write: Vec::new(),
             protected,
@@ -261,16 +267,32 @@ impl Profile {
         self
     }
 
-    /// All writable roots: the workspace first.
-    pub fn writable_roots(&self) -> impl Iterator<Item = &PathBuf> {
-        std::iter::once(&self.workspace).chain(self.read_write.iter())
+    /// The workspace read-only, for a call that only reads (the file tools' reads and
+    /// searches): it becomes one of the read-only roots. Nothing of it can then be created
+    /// or changed, so nothing is guarded or staged in it (its `.git` neither: see
+    /// `crate::git::missing`).
+    pub fn read_only_workspace(mut self) -> Self {
+        if !self.workspace_read_only {
+            self.read_only.push(self.workspace.clone());
+            self.workspace_read_only = true;
+        }
+        self
     }
 
-    /// The first writable root that equals or lies inside one of this profile's denied paths,
-    /// with that denied path. A denied path *inside* a root is masked; one holding a root
-    /// cannot be, so such a profile is a setup error on every backend.
+    /// All writable roots: the workspace first (unless it is read-only).
+    pub fn writable_roots(&self) -> impl Iterator<Item = &PathBuf> {
+        std::iter::once(&self.workspace)
+            .filter(|_| !self.workspace_read_only)
+            .chain(self.read_write.iter())
+    }
+
+    /// The first writable root (or the workspace, writable or not) that equals or lies inside
+    /// one of this profile's denied paths, with that denied path. A denied path *inside* a
+    /// root is masked; one holding a root cannot be, so such a profile is a setup error on
+    /// every backend.
     pub fn root_inside_denied(&self) -> Option<(&Path, &Path)> {
-        self.writable_roots().find_map(|root| {
+        let mut roots = std::iter::once(&self.workspace).chain(self.read_write.iter());
+        roots.find_map(|root| {
             self.denied
                 .iter()
                 .find(|denied| root.starts_with(denied))
@@ -388,6 +410,27 @@ mod tests {
         assert_eq!(p.root_inside_denied(), None, "masked inside the root");
         let p = Profile::for_workspace("/srv/secretive").deny("/srv/secret");
         assert_eq!(p.root_inside_denied(), None, "whole components only");
+    }
+
+    #[test]
+    fn a_read_only_workspace_is_a_read_only_root_and_still_checked_against_denied_paths() {
+        let p = Profile::for_workspace("/w")
+            .allow_write("/out")
+            .read_only_workspace();
+        assert_eq!(
+            p.writable_roots().collect::<Vec<_>>(),
+            [&PathBuf::from("/out")]
+        );
+        let twice = p.clone().read_only_workspace();
+        let as_root = |p: &Profile| p.read_only.iter().filter(|r| *r == Path::new("/w")).count();
+        assert_eq!((as_root(&p), as_root(&twice)), (1, 1));
+        let p = Profile::for_workspace("/srv/secret/project")
+            .read_only_workspace()
+            .deny("/srv/secret");
+        assert_eq!(
+            p.root_inside_denied().map(|(root, _)| root),
+            Some(Path::new("/srv/secret/project"))
+        );
     }
 
     #[test]

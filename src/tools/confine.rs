@@ -35,6 +35,12 @@ pub fn profile(ctx: &ToolContext, extra: &[(&Path, bool)]) -> Profile {
     ctx.env.policy.profile(&ctx.cwd, extra)
 }
 
+/// The profile of a call that only reads (the file tools' reads and searches): [`profile`]
+/// with the workspace read-only, so nothing in it is guarded or staged for the call.
+pub fn read_profile(ctx: &ToolContext, extra: &[(&Path, bool)]) -> Profile {
+    profile(ctx, extra).read_only_workspace()
+}
+
 /// The profile of a `shell` command (the whole host but the denied paths in `full`).
 pub fn shell_profile(ctx: &ToolContext) -> Profile {
     ctx.env.policy.shell_profile(&ctx.cwd)

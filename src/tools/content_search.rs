@@ -64,7 +64,7 @@ impl Tool for ContentSearch {
                 pattern,
             )
             .await?;
-            let profile = confine::profile(ctx, &[]);
+            let profile = confine::read_profile(ctx, &[]);
             let request = ContentRequest {
                 root: ctx.cwd.clone(),
                 pattern: pattern.to_owned(),

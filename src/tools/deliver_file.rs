@@ -113,7 +113,7 @@ impl Tool for DeliverFile {
 /// One confined read of `path` (the `read_bytes` op, 10 MiB cap): the bytes and their
 /// SHA-256, computed here from the bytes received.
 pub async fn read_confined(ctx: &ToolContext, path: &Path) -> Result<(Vec<u8>, String), ToolError> {
-    let mut profile = confine::profile(ctx, &[(parent(path), false)]);
+    let mut profile = confine::read_profile(ctx, &[(parent(path), false)]);
     // base64 of the largest file, plus JSON framing.
     profile.limits.output_bytes = profile.limits.output_bytes.max(MAX_FILE_BYTES * 2);
     let request = BytesRequest {

@@ -67,7 +67,7 @@ impl Tool for FileRead {
                 let text = buffers::read(ctx, &path).await?;
                 select_lines(&text, offset as usize, limit as usize)
             } else {
-                let profile = confine::profile(ctx, &[(parent(&path), false)]);
+                let profile = confine::read_profile(ctx, &[(parent(&path), false)]);
                 let request = ReadRequest {
                     path: path.clone(),
                     offset: offset as usize,

@@ -47,7 +47,7 @@ impl Tool for GlobSearch {
             let pattern = args::string(&args, "pattern")?;
             check_relative(pattern)?;
             approve::gate(ctx, "glob_search", ToolKind::Search, Action::Read, pattern).await?;
-            let profile = confine::profile(ctx, &[]);
+            let profile = confine::read_profile(ctx, &[]);
             let request = GlobRequest {
                 root: ctx.cwd.clone(),
                 pattern: pattern.to_owned(),

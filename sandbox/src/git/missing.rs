@@ -96,6 +96,35 @@ mod tests {
     }
 
     #[test]
+    fn a_read_only_workspace_guards_nothing_and_is_bound_read_only() {
+        let (_d, p) = ws();
+        let p = p.read_only_workspace();
+        assert_eq!(guarded_git_dir(&p), None);
+        let mut plan =
+            crate::plan::build_on_host(Backend::Namespaces, &p, vec!["true".into()], None);
+        guard_if_missing(&mut plan, &p);
+        let git = p.workspace.join(".git");
+        assert!(
+            !plan
+                .placeholders
+                .iter()
+                .any(|ph| ph.path.starts_with(&p.workspace)),
+            "{:?}",
+            plan.placeholders
+        );
+        assert!(!plan.mounts.iter().any(|op| op.path().starts_with(&git)));
+        let binds: Vec<&MountOp> = plan
+            .mounts
+            .iter()
+            .filter(|op| op.path() == p.workspace)
+            .collect();
+        assert!(
+            matches!(binds[..], [MountOp::Bind { rw: false, .. }]),
+            "{binds:?}"
+        );
+    }
+
+    #[test]
     fn a_missing_git_is_one_masked_guarded_placeholder() {
         let (_d, p) = ws();
         let git = p.workspace.join(".git");

@@ -17,6 +17,7 @@ fn profile() -> Profile {
         workspace: ws.clone(),
         read_only: vec!["/usr".into(), "/bin".into(), "/etc".into()],
         read_write: Vec::new(),
+        workspace_read_only: false,
         protected: vec![ws.join(".git/hooks"), ws.join(".git/config")],
         denied: vec!["/zc-fabricated/home/.ssh".into(), ws.join(".ssh")],
         network: Network::Deny,

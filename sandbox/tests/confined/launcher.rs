@@ -538,6 +538,46 @@ async fn missing_denied_paths_in_a_writable_root_stay_absent_and_leave_nothing(s
     assert_eq!(left, ["sub"], "{backend}: left on the host\n{out}");
 }
 
+/// A profile whose workspace is read-only (the file tools' reads): the command reads the
+/// workspace but can create nothing in it, and no `.git` placeholder or stage is made there,
+/// neither seen by the command nor left on the host; an operation reads it too.
+async fn a_read_only_workspace_is_read_never_written_and_gets_no_git(s: Sandbox) {
+    let backend = s.backend();
+    let ws = workspace();
+    let file = ws.path().join("note.txt");
+    std::fs::write(&file, "inside").unwrap();
+    let p = Profile::for_workspace(ws.path()).read_only_workspace();
+    let o = run(
+        &s,
+        &p,
+        "cat note.txt; echo; ls -a; echo x > new.txt && echo WROTE; mkdir .git && echo MADE; true",
+    )
+    .await;
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.starts_with("inside\n"), "{backend}: {out}");
+    assert!(!stdout.lines().any(|l| l == ".git"), "{backend}: {out}");
+    assert!(
+        !out.contains("WROTE") && !out.contains("MADE"),
+        "{backend}: {out}"
+    );
+    let read = s
+        .run_op(&p, "read", path_bytes(&file), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(read.stdout, b"inside", "{backend}");
+    let left: Vec<String> = std::fs::read_dir(ws.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["note.txt"], "{backend}: left on the host\n{out}");
+}
+
 /// Two runs on the same writable root denying the same missing path, the first ending while
 /// the second still runs: the first must not remove the placeholder the second's mask sits on
 /// (that would detach the mask), and the last one out removes it.
@@ -729,6 +769,7 @@ per_backend!(
     nested_denied_paths_are_hidden_and_the_run_succeeds,
     an_entry_swapped_for_a_symlink_after_planning_grants_nothing,
     missing_denied_paths_in_a_writable_root_stay_absent_and_leave_nothing,
+    a_read_only_workspace_is_read_never_written_and_gets_no_git,
     a_concurrent_run_keeps_the_denied_placeholder_until_the_last_one_ends,
     the_zygote_is_reused_replaced_when_killed_and_gone_with_the_sandbox,
 );
