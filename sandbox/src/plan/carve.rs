@@ -80,6 +80,35 @@ pub(super) fn below<'a>(set: &'a [PathBuf], root: &Path) -> &'a [PathBuf] {
     &set[start..start + len]
 }
 
+/// Whether the normalized `path` is the normalized `root` or lies below it: what
+/// `Path::starts_with` says, as a byte prefix.
+pub(super) fn at_or_below(path: &Path, root: &Path) -> bool {
+    let (path, key) = (bytes(path), bytes(root));
+    path.starts_with(key)
+        && (path.len() == key.len() || key.ends_with(b"/") || path[key.len()] == b'/')
+}
+
 fn bytes(path: &Path) -> &[u8] {
     path.as_os_str().as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_prefixes_compare_whole_components() {
+        let p = |s: &str| PathBuf::from(s);
+        assert!(at_or_below(&p("/a/b"), &p("/a")) && at_or_below(&p("/a"), &p("/a")));
+        assert!(at_or_below(&p("/a"), &p("/")) && !at_or_below(&p("/ab"), &p("/a")));
+        let set = normalized_set(
+            ["/a/b", "/ab", "/a", "/a//c/", "/b", "/a/b"]
+                .iter()
+                .map(Path::new),
+        );
+        assert_eq!(set, [p("/a"), p("/a/b"), p("/a/c"), p("/ab"), p("/b")]);
+        assert_eq!(below(&set, Path::new("/a")), [p("/a/b"), p("/a/c")]);
+        assert_eq!(below(&set, Path::new("/")).len(), 5);
+        assert!(below(&set, Path::new("/a/b")).is_empty());
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::carve::{below, normalized, normalized_set};
+use super::carve::{at_or_below, below, normalized, normalized_set};
 use super::facts::{HostFacts, Kind, PathFact};
 use super::roots::{toolchain_roots, unowned_roots};
 use crate::backend::Backend;
@@ -48,11 +48,19 @@ impl HostFacts {
                 .iter()
                 .chain(facts.git_targets.iter().map(|t| &t.path))
                 .chain(&profile.denied);
+            // Compared as normalized bytes (`carve::at_or_below`): a full shell's profile has
+            // dozens of writable roots for each of dozens of guarded paths.
+            let roots: Vec<(PathBuf, &PathBuf)> = profile
+                .writable_roots()
+                .map(|r| (normalized(r), r))
+                .collect();
             for path in guarded {
-                let outermost = profile
-                    .writable_roots()
-                    .filter(|r| path.starts_with(r))
-                    .min_by_key(|r| r.components().count());
+                let normal = normalized(path);
+                let outermost = roots
+                    .iter()
+                    .filter(|(n, _)| at_or_below(&normal, n))
+                    .min_by_key(|(n, _)| n.as_os_str().len())
+                    .map(|(_, r)| *r);
                 match outermost {
                     Some(root) => at.extend(
                         path.ancestors()
@@ -69,6 +77,7 @@ impl HostFacts {
             at.push(home.join(".rustup"));
             at.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
         }
+        facts.paths.reserve(at.len());
         for path in at {
             facts.look(path);
         }
