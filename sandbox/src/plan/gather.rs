@@ -142,8 +142,8 @@ impl HostFacts {
             .cloned()
             .collect();
         roots.extend(profile.writable_roots().cloned());
-        // What `super::landlock` hides: the denied paths and the toolchains' root-only files,
-        // each also by its real path, and `/etc`'s root-only files as they are named.
+        // What `super::landlock::hidden` names by its real path: the denied paths and the
+        // toolchains' root-only files.
         let mut resolved: Vec<PathBuf> = profile.denied.clone();
         if self.root {
             resolved.extend(self.toolchain_private.values().flatten().cloned());
@@ -155,19 +155,8 @@ impl HostFacts {
             .iter()
             .map(|r| normalized(&self.canonical(r)))
             .collect();
-        let etc_private = if self.root {
-            &self.etc_private[..]
-        } else {
-            &[]
-        };
-        let canonical: Vec<PathBuf> = resolved.iter().map(|h| self.canonical(h)).collect();
-        let hidden = normalized_set(
-            resolved
-                .iter()
-                .chain(&canonical)
-                .chain(etc_private)
-                .map(PathBuf::as_path),
-        );
+        let hidden = super::landlock::hidden(profile, self);
+        let hidden = normalized_set(hidden.iter().map(PathBuf::as_path));
         for root in &real {
             for denied in below(&hidden, root) {
                 for dir in denied.ancestors().skip(1) {

@@ -36,18 +36,7 @@ pub(super) fn landlock(
             .collect();
         let read = canonical(facts, read);
         write = canonical(facts, write);
-        // Without a new root nothing masks the denied paths: Landlock must leave them out of
-        // every rule. Root owns /etc's root-only files (TLS keys, database auth): those too.
-        let mut hidden = profile.denied.clone();
-        hidden.extend(canonical(facts, profile.denied.clone()));
-        if facts.root {
-            hidden.extend(facts.etc_private.iter().cloned());
-            for toolchain in toolchain_roots(profile, facts) {
-                let private = facts.toolchain_private(&toolchain).to_vec();
-                hidden.extend(canonical(facts, private.clone()));
-                hidden.extend(private);
-            }
-        }
+        let hidden = hidden(profile, facts);
         let entries = |dir: &Path| facts.entries.get(dir).cloned();
         let mut read = subtract_with(read, &hidden, &entries);
         // A writable root holding a denied path (a workspace with `.ssh` in it) is carved the
@@ -87,6 +76,25 @@ pub(super) fn landlock(
         no_symlinks: !namespaced,
         proc_hidden: Vec::new(),
     }
+}
+
+/// What the Landlock-only rung leaves out of every rule: without a new root nothing masks the
+/// denied paths, so Landlock must. Root owns /etc's root-only files (TLS keys, database
+/// auth) and the toolchains' (registry tokens): those too. Each denied path and toolchain
+/// file also by its real path; the gather lists the directories above them all
+/// (`HostFacts::gather_carving`).
+pub(super) fn hidden(profile: &Profile, facts: &HostFacts) -> Vec<PathBuf> {
+    let mut hidden = profile.denied.clone();
+    hidden.extend(canonical(facts, profile.denied.clone()));
+    if facts.root {
+        hidden.extend(facts.etc_private.iter().cloned());
+        for toolchain in toolchain_roots(profile, facts) {
+            let private = facts.toolchain_private(&toolchain).to_vec();
+            hidden.extend(canonical(facts, private.clone()));
+            hidden.extend(private);
+        }
+    }
+    hidden
 }
 
 /// Each path by its real path (symlinks resolved), or as given when it cannot be resolved.
