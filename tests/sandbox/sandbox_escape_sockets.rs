@@ -13,9 +13,9 @@ use std::io::ErrorKind;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
-use sandbox_support::judge::{Confine, confined, control, defaults, with_ro};
+use sandbox_support::judge::{Confine, confined, control, defaults, marked, with_ro};
 use sandbox_support::py::{self, py};
-use sandbox_support::{Backend, PYTHON, World};
+use sandbox_support::{ATTEMPT, Backend, PYTHON, World};
 
 fn reached(listener: &UnixListener) -> bool {
     match listener.accept() {
@@ -127,6 +127,81 @@ fn socket_in_system_root(w: &World, b: Backend) {
     judge(w, b, network_allowed, &listener, &path);
 }
 per_backend!(socket_in_system_root);
+
+/// A tmpfs the test mounts at `dir/sub`: a host mount below a read-only root. Detached on drop.
+struct HostSubmount(PathBuf);
+
+impl HostSubmount {
+    fn new(dir: &Path) -> Option<HostSubmount> {
+        use nix::mount::{MsFlags, mount};
+        let at = dir.join("sub");
+        std::fs::create_dir_all(&at).expect("the mount point");
+        let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        match mount(Some("tmpfs"), &at, Some("tmpfs"), flags, Some("size=1m")) {
+            Ok(()) => Some(HostSubmount(at)),
+            Err(e) => {
+                crate::support::require_feature(&format!(
+                    "cannot mount a tmpfs at {}: {e} (needs root)",
+                    at.display()
+                ));
+                None
+            }
+        }
+    }
+}
+
+impl Drop for HostSubmount {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+/// A host mount below an `--allow-read` directory: a listener beside it or inside it is not
+/// reached. The child either reads the mount's files through the root, or gets no run at
+/// all, with an error naming the mount (a user namespace cannot overlay a directory with the
+/// host's mounts below it).
+fn socket_beside_and_inside_a_host_mount_in_a_read_root(w: &World, b: Backend) {
+    if !hidden_here(b) {
+        return;
+    }
+    let Some(sub) = HostSubmount::new(&w.ro) else {
+        return;
+    };
+    let note = sub.0.join("note.txt");
+    std::fs::write(&note, "below the root\n").expect("the mount's file");
+    for path in [w.ro.join("beside.sock"), sub.0.join("inside.sock")] {
+        let listener = listen(&path);
+        let script = py(
+            &py::net_send(),
+            &["unix".into(), path.display().to_string(), "0".into()],
+        );
+        let run =
+            with_ro(w.confined(b), w).sh(&marked(&format!("cat {}; {script}", note.display())));
+        assert!(
+            !reached(&listener),
+            "ESCAPE: the listener at {path:?} was reached from inside\n{run}"
+        );
+        if run.shows(ATTEMPT) {
+            assert!(
+                run.shows("below the root"),
+                "the host mount's file was not seen\n{run}"
+            );
+        } else {
+            assert!(
+                run.shows(&format!("{} is a host mount", sub.0.display())),
+                "a refused run names the host mount\n{run}"
+            );
+        }
+        let control = control(w, &script);
+        assert!(
+            reached(&listener),
+            "positive control failed: nothing reached {path:?}\n{control}"
+        );
+        drop(listener);
+        std::fs::remove_file(&path).expect("remove the socket");
+    }
+}
+per_backend!(socket_beside_and_inside_a_host_mount_in_a_read_root);
 
 /// A socket the child binds and connects to in its workspace and in `/tmp` still works with
 /// the network denied.

@@ -21,18 +21,26 @@ pub use crate::wire::EMPTY_DIR as EMPTY;
 /// sockets in the writable roots and `/tmp` (plain binds and tmpfs) work as before. An
 /// overlay does not show the mounts below its lower layer, so those (a host's submounts, our
 /// masks) are cloned first and attached again on top.
+///
+/// The mount table is read once, when the seal is made: sealing a root changes no mount
+/// point's path (its overlay and the attached clones sit where the root and its submounts
+/// were). On the namespace backend that is before the plan's mounts: a read-only root's
+/// recursive bind then carries the host's mounts below it, and the plan's own mounts below a
+/// root come after it (parents first). On bubblewrap it is once bwrap has built the root.
 pub struct SocketSeal {
-    /// Where this process's mount table is readable (before the new `/proc` exists, the
-    /// host's under [`OLD`]).
-    mountinfo: PathBuf,
+    /// Every mount point a sealed root may have below it, as paths of the root being built.
+    mount_points: Vec<PathBuf>,
 }
 
 impl SocketSeal {
-    /// For the namespace backend's init, right after `pivot_root` (creates [`EMPTY`]).
+    /// For the namespace backend's init, right after `pivot_root` (creates [`EMPTY`]): the
+    /// host's mounts, read below [`super::prim::OLD`], as the recursive binds of the
+    /// read-only roots will carry them into the new root.
     pub(super) fn new() -> Result<SocketSeal, SetupError> {
         mkdir_p(Path::new(EMPTY))?;
+        let info = read_mount_table(&old(Path::new("/proc/self/mountinfo")))?;
         Ok(SocketSeal {
-            mountinfo: old(Path::new("/proc/self/mountinfo")),
+            mount_points: bound_below(&info, Path::new(super::prim::OLD)),
         })
     }
 
@@ -42,23 +50,7 @@ impl SocketSeal {
         if !path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             return Ok(());
         }
-        let info = std::fs::read_to_string(&self.mountinfo)
-            .map_err(|e| err(format!("read({})", self.mountinfo.display()), e))?;
-        let mut below: Vec<PathBuf> = info
-            .lines()
-            .filter_map(|l| l.split(' ').nth(4))
-            .map(unescape_mountinfo)
-            .filter(|m| m.starts_with(path) && m != path)
-            .collect();
-        below.sort_by_key(|m| m.components().count());
-        below.dedup();
-        // The outermost ones: a recursive clone carries what is below them.
-        let mut outer: Vec<PathBuf> = Vec::new();
-        for m in below {
-            if !outer.iter().any(|o| m.starts_with(o)) {
-                outer.push(m);
-            }
-        }
+        let outer = outermost_below(&self.mount_points, path);
         let clones = outer
             .iter()
             .map(|m| {
@@ -80,8 +72,22 @@ impl SocketSeal {
             Some(data.as_str()),
         )
         .map_err(|e| {
-            err(format!("mount(overlay, {}, {data})", path.display()), e)
-                .hint("read-only roots are mounted as overlays (Linux >= 5.11 in a user namespace)")
+            let failed = err(format!("mount(overlay, {}, {data})", path.display()), e);
+            match clones.first() {
+                // The kernel locks the host's mounts copied into a user namespace, and overlayfs
+                // takes no lower layer with locked mounts below it (EINVAL).
+                Some((below, _)) if e == nix::errno::Errno::EINVAL => failed.hint(format!(
+                    "{} is a host mount below the read-only root {}: the kernel locks it in the \
+                     sandbox's user namespace, and overlayfs takes no lower layer with locked \
+                     mounts below it; leave {} out of the read-only roots, or unmount it",
+                    below.display(),
+                    path.display(),
+                    path.display()
+                )),
+                _ => failed.hint(
+                    "read-only roots are mounted as overlays (Linux >= 5.11 in a user namespace)",
+                ),
+            }
         })?;
         for (m, fd) in clones {
             crate::sys::attach_tree(fd.as_raw_fd(), m)
@@ -110,8 +116,10 @@ pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<bool, SetupError> {
     if !can_mount {
         return Ok(false);
     }
+    // bwrap has built the whole root: the table as it is now is the one every seal sees.
+    let info = read_mount_table(Path::new("/proc/self/mountinfo"))?;
     let seal = SocketSeal {
-        mountinfo: PathBuf::from("/proc/self/mountinfo"),
+        mount_points: info.lines().filter_map(mount_point).collect(),
     };
     for op in ops {
         if let MountOp::Bind {
@@ -124,6 +132,55 @@ pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<bool, SetupError> {
         }
     }
     Ok(true)
+}
+
+fn read_mount_table(path: &Path) -> Result<String, SetupError> {
+    std::fs::read_to_string(path).map_err(|e| err(format!("read({})", path.display()), e))
+}
+
+/// A line's mount point (the fifth field).
+fn mount_point(line: &str) -> Option<PathBuf> {
+    line.split(' ').nth(4).map(unescape_mountinfo)
+}
+
+/// The mount points of a table read after `pivot_root` that a recursive bind of a host
+/// directory carries, as paths of the new root: those below `old` (the host's root) with the
+/// prefix taken off. Unbindable mounts, and what is below them, a recursive bind leaves out.
+fn bound_below(info: &str, old: &Path) -> Vec<PathBuf> {
+    let mut points = Vec::new();
+    let mut unbindable = Vec::new();
+    for line in info.lines() {
+        let Some(Ok(rel)) = mount_point(line).map(|m| m.strip_prefix(old).map(Path::to_path_buf))
+        else {
+            continue;
+        };
+        let point = Path::new("/").join(rel);
+        let optional = line.split(' ').skip(6).take_while(|f| *f != "-");
+        if optional.into_iter().any(|f| f == "unbindable") {
+            unbindable.push(point);
+        } else {
+            points.push(point);
+        }
+    }
+    points.retain(|p| !unbindable.iter().any(|u| p.starts_with(u)));
+    points
+}
+
+/// The outermost of `mount_points` strictly below `path` (a recursive clone of each carries
+/// what is below it), each once.
+fn outermost_below(mount_points: &[PathBuf], path: &Path) -> Vec<PathBuf> {
+    let mut below: Vec<&PathBuf> = mount_points
+        .iter()
+        .filter(|m| m.starts_with(path) && m.as_path() != path)
+        .collect();
+    below.sort_by_key(|m| m.components().count());
+    let mut outer: Vec<PathBuf> = Vec::new();
+    for m in below {
+        if !outer.iter().any(|o| m.starts_with(o)) {
+            outer.push(m.clone());
+        }
+    }
+    outer
 }
 
 /// A mount point as `/proc/self/mountinfo` writes it (space, tab, newline and backslash as
@@ -175,5 +232,54 @@ mod tests {
         );
         assert_eq!(unescape_mountinfo("/usr"), PathBuf::from("/usr"));
         assert_eq!(escape_overlay("/a:b,c\\d"), r"/a\:b\,c\\d");
+    }
+
+    /// A line of `/proc/self/mountinfo` mounted at `point`, with `optional` fields.
+    fn line(id: u32, point: &str, optional: &str) -> String {
+        format!("{id} 1 0:{id} / {point} rw,relatime {optional} - tmpfs tmpfs rw")
+    }
+
+    #[test]
+    fn the_host_mounts_a_recursive_bind_carries_are_read_below_the_old_root() {
+        let info = [
+            line(1, "/", ""),
+            line(2, "/oldroot", "shared:1"),
+            line(3, "/oldroot/usr/lib/a\\040b", "master:2"),
+            line(4, "/oldroot/etc/hosts", ""),
+            line(5, "/oldroot/opt/private", "unbindable"),
+            line(6, "/oldroot/opt/private/inner", ""),
+            line(7, "/oldrootx/usr", ""),
+            line(8, "/usr", ""),
+        ]
+        .join("\n");
+        assert_eq!(
+            bound_below(&info, Path::new("/oldroot")),
+            [
+                PathBuf::from("/"),
+                PathBuf::from("/usr/lib/a b"),
+                PathBuf::from("/etc/hosts"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_root_is_sealed_around_the_outermost_mounts_below_it() {
+        let points: Vec<PathBuf> = [
+            "/",
+            "/usr/lib/x/y",
+            "/usr",
+            "/usr/lib/x",
+            "/usr/share",
+            "/usrx",
+            "/usr/lib/x",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(
+            outermost_below(&points, Path::new("/usr")),
+            [PathBuf::from("/usr/share"), PathBuf::from("/usr/lib/x")]
+        );
+        assert!(outermost_below(&points, Path::new("/opt")).is_empty());
     }
 }
