@@ -134,6 +134,7 @@ pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<bool, SetupError> {
     Ok(true)
 }
 
+/// The mount table readable at `path`, whole.
 fn read_mount_table(path: &Path) -> Result<String, SetupError> {
     std::fs::read_to_string(path).map_err(|e| err(format!("read({})", path.display()), e))
 }
