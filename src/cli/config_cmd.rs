@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::terminal;
 use crate::config::mask::mask_secrets;
 use crate::config::{Config, ConfigError};
 
@@ -29,44 +30,47 @@ pub fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let loaded = Config::load(args.config_dir.as_deref());
     match args.command {
         ConfigCommand::Show => show(loaded?),
-        ConfigCommand::Check => Ok(check(loaded)),
+        ConfigCommand::Check => check(loaded),
     }
 }
 
 fn show(config: Config) -> anyhow::Result<ExitCode> {
     let mut tree = toml::Value::try_from(&config)?;
     mask_secrets(&mut tree);
-    println!("# zeroclaw configuration, resolved from the built-in defaults,");
-    println!(
+    let mut out = terminal::stdout();
+    out.line("# zeroclaw configuration, resolved from the built-in defaults,")?;
+    out.line(format_args!(
         "# {} ({}),",
         config.config_file().display(),
         file_state(&config)
-    );
-    println!("# and the ZEROCLAW_* environment. Secrets are shown as \"***\".");
-    println!();
-    print!("{}", toml::to_string_pretty(&tree)?);
+    ))?;
+    out.line("# and the ZEROCLAW_* environment. Secrets are shown as \"***\".")?;
+    out.line("")?;
+    let text = toml::to_string_pretty(&tree)?;
+    out.raw(&terminal::structured_for_terminal(&text))?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn check(loaded: Result<Config, ConfigError>) -> ExitCode {
+fn check(loaded: Result<Config, ConfigError>) -> anyhow::Result<ExitCode> {
     let config = match loaded {
         Ok(config) => config,
         Err(error) => {
             eprintln!("error: {error}");
-            return ExitCode::FAILURE;
+            return Ok(ExitCode::FAILURE);
         }
     };
+    let mut out = terminal::stdout();
     for warning in warnings(&config) {
-        println!("warning: {warning}");
+        out.line(format_args!("warning: {warning}"))?;
     }
-    println!(
+    out.line(format_args!(
         "OK: {} ({}; {} agent(s), {} provider(s))",
         config.config_file().display(),
         file_state(&config),
         config.agents.len(),
         config.providers.len()
-    );
-    ExitCode::SUCCESS
+    ))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn file_state(config: &Config) -> &'static str {
