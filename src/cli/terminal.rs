@@ -50,7 +50,7 @@ impl Terminal {
         self.raw(&(escape(&text).into_owned() + "\n"))
     }
 
-    /// A block the command laid out in lines itself (a table, a TOML document): each line
+    /// A block the command laid out in lines itself (doctor's tables): each line
     /// printed as by [`line`](Self::line).
     pub fn lines(&mut self, text: &str) -> anyhow::Result<()> {
         let mut shown = String::with_capacity(text.len() + 1);
