@@ -12,7 +12,7 @@ use zeroclaw::cli::config_cmd::{self, ConfigArgs};
 use zeroclaw::cli::sessions_cmd::{self, SessionsArgs};
 use zeroclaw::cli::store_cmd::{self, StoreArgs};
 use zeroclaw::cli::token_cmd::{self, TokenArgs};
-use zeroclaw::cli::{doctor, sandbox};
+use zeroclaw::cli::{doctor, sandbox, terminal};
 use zeroclaw::gateway::daemon::{self, DaemonArgs};
 
 #[derive(Parser)]
@@ -94,19 +94,25 @@ fn main() -> ExitCode {
         Command::Sandbox(sandbox::SandboxCommand::Run(args)) => Ok(sandbox::run(args)),
         Command::Doctor(args) => {
             let (json, config_dir) = (args.json, args.config_dir.clone());
-            let code = doctor::run(args);
-            if !json && let Some(line) = audit_cmd::doctor_line(config_dir.as_deref()) {
-                println!("{line}");
-            }
-            Ok(code)
+            doctor::run(args).and_then(|code| {
+                if !json && let Some(line) = audit_cmd::doctor_line(config_dir.as_deref()) {
+                    terminal::stdout().line(line)?;
+                }
+                Ok(code)
+            })
         }
     };
     finish(result)
 }
 
+/// The command's exit status; an error is reported on stderr, except a closed stdout (`| head`),
+/// which ends it quietly.
 fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
+        Err(error) if terminal::is_stdout_closed(&error) => {
+            ExitCode::from(terminal::EXIT_STDOUT_CLOSED)
+        }
         Err(error) => {
             eprintln!("zeroclaw: {error:#}");
             ExitCode::FAILURE

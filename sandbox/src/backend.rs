@@ -128,7 +128,7 @@ pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
     "the command's descendants cannot read /proc/self (only the command's own /proc entry is granted)",
     "no user namespace: inotify instances and watches count against the host uid's own limits while the call runs",
     "names and link targets of denied paths can be learned (stat, readlink and inotify_add_watch are not covered by Landlock; extended-attribute reads are refused)",
-    "/proc/net lists the host's sockets",
+    "the command's own /proc/<pid>/net lists the host's sockets (its descendants' /proc/net answers EACCES, the command's does not)",
 ];
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The `config.reload` record: what a configuration reload changed, as the dotted names of
-//! the sections and entries that differ (`agents.b`, `providers.local`, `gateway.tokens`),
+//! the sections and entries that differ (`agents.b`, `providers.local`, `gateway.require_auth`),
 //! never their values, so a changed API key shows only as its provider's name.
 
 use serde_json::Value;

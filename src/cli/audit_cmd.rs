@@ -2,12 +2,12 @@
 //! log `zeroclaw acp` and `zeroclaw daemon` write; `verify` walks the chain and exits non-zero
 //! naming the first broken `seq`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::Value;
 
+use super::terminal;
 use super::time::format_time;
 use crate::audit::db::{self, Db, Target};
 use crate::audit::{self, chain, export};
@@ -82,7 +82,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         } => {
             let since = since.as_deref().map(parse_time).transpose()?;
             let rows = read_rows(&target)?;
-            let mut out = std::io::stdout().lock();
+            let mut out = terminal::stdout();
             for row in &rows {
                 let body: Value = serde_json::from_str(&row.body).unwrap_or(Value::Null);
                 let keep = session
@@ -95,7 +95,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                         .is_none_or(|d| body["decision"] == *d.as_str())
                     && kind.as_ref().is_none_or(|k| body["kind"] == *k.as_str());
                 if keep {
-                    writeln!(out, "{}", line(row.seq, &body))?;
+                    out.line(line(row.seq, &body))?;
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -104,7 +104,8 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             let rows = read_rows(&target)?;
             match rows.iter().find(|r| r.seq == seq) {
                 Some(row) => {
-                    println!("{}", serde_json::to_string_pretty(&export::jsonl(row))?);
+                    let json = serde_json::to_string_pretty(&export::jsonl(row))? + "\n";
+                    terminal::stdout().raw(&terminal::structured_for_terminal(&json))?;
                     Ok(ExitCode::SUCCESS)
                 }
                 None => {
@@ -125,7 +126,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             });
             match verified {
                 Ok(v) => {
-                    println!(
+                    terminal::stdout().line(format_args!(
                         "ok: {} records, seq {}..{}, head {}{}{}",
                         v.records,
                         v.first_seq.unwrap_or(0),
@@ -136,11 +137,14 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                             Some(a) => format!(", anchored at seq {}", a.seq),
                             None => String::new(),
                         }
-                    );
+                    ))?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(broken) => {
-                    println!("broken at seq {}: {}", broken.seq, broken.reason);
+                    terminal::stdout().line(format_args!(
+                        "broken at seq {}: {}",
+                        broken.seq, broken.reason
+                    ))?;
                     Ok(ExitCode::FAILURE)
                 }
             }
@@ -148,13 +152,13 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         AuditCommand::Export { format } => {
             let rows = read_rows(&target)?;
             let host = hostname();
-            let mut out = std::io::stdout().lock();
+            let mut out = terminal::stdout();
             for row in &rows {
                 let value = match format {
                     ExportFormat::Jsonl => export::jsonl(row),
                     ExportFormat::Ocsf => export::ocsf(row, &host),
                 };
-                writeln!(out, "{value}")?;
+                out.raw(&format!("{value}\n"))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -163,7 +167,10 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             let mut log = Db::open(&target)?;
             let pruned = db::prune(&mut log, &path, before, key.as_deref())
                 .map_err(|e| anyhow::anyhow!("pruning {}: {e}", target.describe()))?;
-            println!("pruned {pruned} records before {}", format_time(before));
+            terminal::stdout().line(format_args!(
+                "pruned {pruned} records before {}",
+                format_time(before)
+            ))?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -2,7 +2,6 @@
 //! Exit codes: 0 the configured sandbox applies; 1 it cannot be applied; 78 (`EX_CONFIG`) the
 //! configuration is invalid (with `--json`, a JSON error object on stdout); 2 bad arguments.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,7 +9,7 @@ use serde_json::json;
 use zeroclaw_sandbox::BackendChoice;
 use zeroclaw_sandbox::detect::{Report, report};
 
-use super::doctor_network;
+use super::{doctor_network, terminal};
 use crate::config::{Config, NetworkConfig};
 
 /// Exit code when the configuration is invalid (sysexits' `EX_CONFIG`, clear of clap's 2).
@@ -35,7 +34,7 @@ pub struct DoctorArgs {
 
 /// Loads the configuration and checks its `[sandbox] backend` and `allow_partial`; flags
 /// override them. An invalid configuration is reported (as JSON with `--json`) and exits 78.
-pub fn run(args: DoctorArgs) -> ExitCode {
+pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let settings = Config::load(args.config_dir.as_deref())
         .map_err(|e| e.to_string())
         .map(|config| {
@@ -53,19 +52,23 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     }
 }
 
-fn config_invalid(as_json: bool, message: &str) -> ExitCode {
+fn config_invalid(as_json: bool, message: &str) -> anyhow::Result<ExitCode> {
     if as_json {
         let error = json!({"error": {"kind": "config_invalid", "message": message}});
         let text = serde_json::to_string_pretty(&error).unwrap_or_default() + "\n";
-        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        terminal::stdout().raw(&text)?;
     } else {
         eprintln!("zeroclaw: {message}");
     }
-    ExitCode::from(EXIT_CONFIG_INVALID)
+    Ok(ExitCode::from(EXIT_CONFIG_INVALID))
 }
 
 /// Checks the config's `[sandbox] backend` and `allow_partial`; flags override them.
-pub fn run_with(args: DoctorArgs, backend: BackendChoice, allow_partial: bool) -> ExitCode {
+pub fn run_with(
+    args: DoctorArgs,
+    backend: BackendChoice,
+    allow_partial: bool,
+) -> anyhow::Result<ExitCode> {
     run_with_network(args, backend, allow_partial, None)
 }
 
@@ -75,32 +78,31 @@ fn run_with_network(
     backend: BackendChoice,
     allow_partial: bool,
     network: Option<&NetworkConfig>,
-) -> ExitCode {
+) -> anyhow::Result<ExitCode> {
     let r = report(
         args.backend.unwrap_or(backend),
         args.allow_partial || allow_partial,
     );
     let network = network.map(|n| doctor_network::describe(n, &r));
-    let text = if args.json {
+    if args.json {
         let mut value = serde_json::to_value(&r).unwrap_or_default();
         if let (Some(map), Some(n)) = (value.as_object_mut(), &network) {
             map.insert("network".into(), n.to_json());
         }
-        serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+        terminal::stdout()
+            .raw(&(serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"))?;
     } else {
         let mut text = table(&r);
         if let Some(n) = &network {
             text += &n.table();
         }
-        text
-    };
-    // A closed pipe (`| head`) is not an error worth a panic.
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    if r.chosen.is_some() {
+        terminal::stdout().lines(&text)?;
+    }
+    Ok(if r.chosen.is_some() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    }
+    })
 }
 
 fn yes(ok: bool) -> &'static str {

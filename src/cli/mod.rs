@@ -10,5 +10,6 @@ pub mod sandbox;
 mod sandbox_network;
 pub mod sessions_cmd;
 pub mod store_cmd;
+pub mod terminal;
 pub use crate::time;
 pub mod token_cmd;

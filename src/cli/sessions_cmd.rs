@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde_json::Value;
 
+use super::terminal;
 use super::time::format_time;
 use crate::config::Config;
 use crate::store::{Location, SessionSummary, Store, StoredEntry, StoredTurn};
@@ -39,7 +40,7 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
     if let Location::Sqlite(path) = &location
         && !path.exists()
     {
-        return Ok(no_store(&args.command, path));
+        return no_store(&args.command, path);
     }
     let store = Store::open_location(&location, 2)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -58,18 +59,22 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Without a database there is nothing to list, show or delete (and nothing is created).
-fn no_store(command: &SessionsCommand, path: &std::path::Path) -> ExitCode {
+fn no_store(command: &SessionsCommand, path: &std::path::Path) -> anyhow::Result<ExitCode> {
     match command {
         SessionsCommand::List => {
-            println!("no sessions (no session store at {})", path.display());
-            ExitCode::SUCCESS
+            terminal::stdout().line(format_args!(
+                "no sessions (no session store at {})",
+                path.display()
+            ))?;
+            Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Show { id } | SessionsCommand::Delete { id } => {
             eprintln!(
-                "error: session `{id}` not found (no session store at {})",
+                "error: session `{}` not found (no session store at {})",
+                terminal::escape(id),
                 path.display()
             );
-            ExitCode::FAILURE
+            Ok(ExitCode::FAILURE)
         }
     }
 }
@@ -77,7 +82,7 @@ fn no_store(command: &SessionsCommand, path: &std::path::Path) -> ExitCode {
 async fn list(store: &Store) -> anyhow::Result<ExitCode> {
     let sessions = store.list_summaries().await?;
     if sessions.is_empty() {
-        println!("no sessions in {}", store.location());
+        terminal::stdout().line(format_args!("no sessions in {}", store.location()))?;
         return Ok(ExitCode::SUCCESS);
     }
     let header = [
@@ -90,12 +95,13 @@ async fn list(store: &Store) -> anyhow::Result<ExitCode> {
         "TURNS",
     ];
     let rows: Vec<[String; COLUMNS]> = sessions.iter().map(row).collect();
-    print_table(&header, &rows);
+    print_table(&header, &rows)?;
     Ok(ExitCode::SUCCESS)
 }
 
 const COLUMNS: usize = 7;
 
+/// A session's cells, escaped (so the widths are those shown).
 fn row(s: &SessionSummary) -> [String; COLUMNS] {
     let r = &s.record;
     [
@@ -107,6 +113,7 @@ fn row(s: &SessionSummary) -> [String; COLUMNS] {
         format_time(r.last_activity),
         s.turns.to_string(),
     ]
+    .map(|cell| terminal::escape(&cell).into_owned())
 }
 
 /// The owner principal; `-` for a session stored without one (made over stdio before owners
@@ -115,60 +122,81 @@ fn owner(owner: Option<&str>) -> String {
     owner.unwrap_or("-").to_owned()
 }
 
-fn print_table(header: &[&str; COLUMNS], rows: &[[String; COLUMNS]]) {
+fn print_table(header: &[&str; COLUMNS], rows: &[[String; COLUMNS]]) -> anyhow::Result<()> {
     let mut widths = header.map(str::len);
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: Vec<&str>| {
+    let mut out = terminal::stdout();
+    let mut line = |cells: Vec<&str>| {
         let padded: Vec<String> = cells
             .iter()
             .zip(widths)
             .map(|(c, w)| format!("{c:<w$}"))
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        out.line(padded.join("  ").trim_end())
     };
-    line(header.to_vec());
+    line(header.to_vec())?;
     for row in rows {
-        line(row.iter().map(String::as_str).collect());
+        line(row.iter().map(String::as_str).collect())?;
     }
+    Ok(())
 }
 
 async fn show(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
     let Some(rec) = store.get_session(id).await? else {
-        eprintln!("error: session `{id}` not found in {}", store.location());
+        eprintln!(
+            "error: session `{}` not found in {}",
+            terminal::escape(id),
+            store.location()
+        );
         return Ok(ExitCode::FAILURE);
     };
     let turns = store.turns(id).await.context("reading the history")?;
     let entries: usize = turns.iter().map(|t| t.entries.len()).sum();
-    println!("id:            {}", rec.id);
-    println!("agent:         {}", rec.agent_alias);
-    println!("workspace:     {}", rec.workspace_dir.display());
-    println!("owner:         {}", owner(rec.owner.as_deref()));
-    println!("created:       {}", format_time(rec.created_at));
-    println!("last activity: {}", format_time(rec.last_activity));
-    println!("mcp servers:   {}", mcp_names(&rec.mcp_servers));
-    println!("history:       {entries} entries in {} turns", turns.len());
+    let mut out = terminal::stdout();
+    out.line(format_args!("id:            {}", rec.id))?;
+    out.line(format_args!("agent:         {}", rec.agent_alias))?;
+    let workspace = rec.workspace_dir.display();
+    out.line(format_args!("workspace:     {workspace}"))?;
+    let owner = owner(rec.owner.as_deref());
+    out.line(format_args!("owner:         {owner}"))?;
+    out.line(format_args!(
+        "created:       {}",
+        format_time(rec.created_at)
+    ))?;
+    let last = format_time(rec.last_activity);
+    out.line(format_args!("last activity: {last}"))?;
+    let mcp = mcp_names(&rec.mcp_servers);
+    out.line(format_args!("mcp servers:   {mcp}"))?;
+    let count = turns.len();
+    out.line(format_args!(
+        "history:       {entries} entries in {count} turns"
+    ))?;
     if let Some(line) = usage_line(&turns) {
-        println!("usage:         {line}");
+        out.line(format_args!("usage:         {line}"))?;
     }
     let files = store.files(id).await.context("reading the file records")?;
     if !files.is_empty() {
         let columns = "kind, turn, path in the workspace, size in bytes, sha256";
-        println!("files:         {} ({columns})", files.len());
+        out.line(format_args!("files:         {} ({columns})", files.len()))?;
     }
     for file in &files {
         let (kind, path, size, sha) = (&file.kind, &file.path, file.size, &file.sha256);
-        println!("  {kind:<10} turn {:<4} {path}  {size}  {sha}", file.turn);
+        let turn = file.turn;
+        out.line(format_args!(
+            "  {kind:<10} turn {turn:<4} {path}  {size}  {sha}"
+        ))?;
     }
     let mut n = 0;
     for turn in &turns {
-        println!("  {}", turn_heading(turn));
+        out.line(format_args!("  {}", turn_heading(turn)))?;
         for entry in &turn.entries {
             n += 1;
-            println!("  {n:>4}  {:<12} {}", entry.kind, summary(entry));
+            let kind = &entry.kind;
+            out.line(format_args!("  {n:>4}  {kind:<12} {}", summary(entry)))?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -178,9 +206,10 @@ async fn delete(store: &Store, id: &str) -> anyhow::Result<ExitCode> {
     if store.delete_session(id).await? {
         let event = crate::audit::session_event("session.delete", id, None);
         crate::audit::note(event.with("by", "cli")).await;
-        println!("deleted session {id}");
+        terminal::stdout().line(format_args!("deleted session {id}"))?;
         Ok(ExitCode::SUCCESS)
     } else {
+        let id = terminal::escape(id);
         eprintln!("error: session `{id}` not found in {}", store.location());
         Ok(ExitCode::FAILURE)
     }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use super::terminal;
 use crate::audit::db::{self, Db, Target};
 use crate::config::Config;
 use crate::store::{Location, Store, copy};
@@ -47,7 +48,7 @@ pub fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
             StoreCommand::Migrate => {
                 let location = config.store_location();
                 Store::open_location_async(&location, 1).await?;
-                println!("session store ready: {location}");
+                terminal::stdout().line(format_args!("session store ready: {location}"))?;
                 Ok(ExitCode::SUCCESS)
             }
             StoreCommand::Copy { from, to } => {
@@ -84,21 +85,25 @@ pub fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
                 let copied = copy::copy_all(&source, &target)
                     .await
                     .with_context(|| format!("copying {from} to {to}"))?;
-                println!(
+                let sessions = format!(
                     "copied {} sessions ({} turns, {} entries, {} file records, {} agent approvals) \
                      from {from} to {to}",
                     copied.sessions, copied.turns, copied.entries, copied.files, copied.approvals
                 );
-                if audit_from.exists() {
+                // Reported once everything is copied: a closed stdout stops no copy.
+                let audit = if audit_from.exists() {
                     let (described, into) = (audit_from.describe(), audit_to.describe());
                     let records =
                         tokio::task::spawn_blocking(move || db::copy(&audit_from, &audit_to))
                             .await?
                             .map_err(|e| anyhow::anyhow!("copying the audit log: {e}"))?;
-                    println!("copied {records} audit records from {described} to {into}");
+                    format!("copied {records} audit records from {described} to {into}")
                 } else {
-                    println!("no audit log at {} to copy", audit_from.describe());
-                }
+                    format!("no audit log at {} to copy", audit_from.describe())
+                };
+                let mut out = terminal::stdout();
+                out.line(sessions)?;
+                out.line(audit)?;
                 Ok(ExitCode::SUCCESS)
             }
         }

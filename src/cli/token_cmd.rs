@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use super::terminal;
 use super::time::format_time;
 use crate::config::Config;
 use crate::gateway::tokens::Tokens;
@@ -54,11 +55,13 @@ pub fn run(args: TokenArgs) -> anyhow::Result<ExitCode> {
             force,
         } => create(&tokens, name.as_deref(), output.as_deref(), force)?,
         TokenCommand::List => {
+            let mut out = terminal::stdout();
             for entry in tokens.list()? {
                 let created = i64::try_from(entry.created)
                     .unwrap_or(i64::MAX)
                     .saturating_mul(1000);
-                println!("{}\t{}", entry.name, format_time(created));
+                let name = terminal::escape(&entry.name);
+                out.raw(&format!("{name}\t{}\n", format_time(created)))?;
             }
         }
         TokenCommand::Revoke { name } => {
@@ -81,7 +84,11 @@ fn create(
     let new = tokens.prepare(name)?;
     let Some(path) = output else {
         tokens.commit(&new)?;
-        println!("{}", new.token);
+        if let Err(error) = terminal::stdout().line(&new.token) {
+            // Shown to no one: take it back.
+            let _ = tokens.revoke(&new.name);
+            return Err(error);
+        }
         eprintln!(
             "zeroclaw: created token `{}`; it is shown only this once",
             new.name

@@ -258,6 +258,72 @@ fn assert_no_secret(config_dir: &Path) {
     }
 }
 
+/// A line `audit list` would print, smuggled into a command after a newline.
+const FORGED_RECORD: &str =
+    "    99  2026-01-01 00:00:00 UTC  tool.exec        s-forged  shell  status=completed rm -rf ~";
+/// A window title, a clipboard write (OSC 52) and a C1 CSI colour.
+const TERMINAL_ATTACK: &str = "\u{1b}]0;pwned\u{7}\u{1b}]52;c;cHduZWQ=\u{7}\u{9b}31m";
+
+/// Raw bytes a terminal acts on: ESC, BEL, CSI (C1).
+fn terminal_controls(text: &str) -> bool {
+    text.contains(['\u{1b}', '\u{7}', '\u{9b}'])
+}
+
+#[test]
+fn what_the_model_chose_is_escaped_in_list_and_show_and_exact_in_export() {
+    let mut s = Scene::start(supervised());
+    let config_dir = s.config_dir();
+    let command = format!("printf '%s' 'ok\n{FORGED_RECORD}\n{TERMINAL_ATTACK}'");
+    s.call("shell", json!({ "command": command }))
+        .assert_completed();
+    s.client.shutdown();
+    let records = bodies(&config_dir);
+    let seq = 1 + records
+        .iter()
+        .position(|r| r["kind"] == "tool.exec")
+        .expect("a tool.exec record");
+    assert_eq!(records[seq - 1]["command"], command.as_str());
+
+    let list = stdout_ok(&config_dir, &["list"]);
+    assert_eq!(
+        list.lines().count(),
+        records.len(),
+        "one line per record:\n{list}"
+    );
+    assert!(!terminal_controls(&list), "raw controls in:\n{list:?}");
+    let exec = stdout_ok(&config_dir, &["list", "--kind", "tool.exec"]);
+    assert_eq!(exec.lines().count(), 1, "{exec}");
+    assert!(
+        exec.contains(&format!(
+            "ok\\n{FORGED_RECORD}\\n\\x1b]0;pwned\\x07\\x1b]52;"
+        )),
+        "the command is shown with visible escapes: {exec}"
+    );
+    assert!(exec.contains("\\u{9b}31m"), "{exec}");
+
+    let shown = stdout_ok(&config_dir, &["show", &seq.to_string()]);
+    assert!(!terminal_controls(&shown), "raw controls in:\n{shown:?}");
+    let shown: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(
+        shown["record"]["command"],
+        command.as_str(),
+        "show keeps the value"
+    );
+
+    let export = stdout_ok(&config_dir, &["export"]);
+    assert_eq!(export.lines().count(), records.len());
+    let exported: Value = serde_json::from_str(export.lines().nth(seq - 1).unwrap()).unwrap();
+    assert_eq!(
+        exported["record"]["command"],
+        command.as_str(),
+        "export is exact"
+    );
+    assert!(
+        export.contains('\u{9b}'),
+        "export keeps the bytes JSON allows raw"
+    );
+}
+
 #[test]
 fn a_sandbox_that_cannot_be_set_up_is_recorded() {
     let s = Scene::start(Setup::level("full").backend("seatbelt"));

@@ -301,3 +301,68 @@ fn ill_typed_values_are_explained_in_plain_words() {
         }
     }
 }
+
+/// Raw bytes a terminal acts on: ESC, BEL, CSI (C1).
+fn terminal_controls(text: &str) -> bool {
+    text.contains(['\u{1b}', '\u{7}', '\u{9b}'])
+}
+
+#[test]
+fn show_prints_values_with_controls_escaped_and_still_as_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[providers.local]\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         [agents.coder]\nprovider = \"local\"\nmodel = \"m\\u009b31m\"\n\
+         system_prompt = \"be brief\\u001b]0;pwned\\u0007\\u001b]52;c;cHduZWQ=\\u0007\"\n",
+    )
+    .unwrap();
+    let out = zeroclaw(dir.path(), &["config", "show"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!terminal_controls(&text), "raw controls in:\n{text:?}");
+    let shown: toml::Table = text.parse().expect("config show prints TOML");
+    let coder = &shown["agents"]["coder"];
+    assert_eq!(coder["model"].as_str(), Some("m\u{9b}31m"), "{text}");
+    assert_eq!(
+        coder["system_prompt"].as_str(),
+        Some("be brief\u{1b}]0;pwned\u{7}\u{1b}]52;c;cHduZWQ=\u{7}")
+    );
+}
+
+#[test]
+fn show_notes_that_level_full_turns_workspace_only_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let shown = |config: &str| {
+        std::fs::write(dir.path().join("config.toml"), config).unwrap();
+        let out = zeroclaw(dir.path(), &["config", "show"], &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        text.parse::<toml::Table>()
+            .expect("config show prints TOML");
+        text
+    };
+    let full = shown("[autonomy]\nlevel = \"full\"\n");
+    let line = full
+        .lines()
+        .find(|l| l.starts_with("workspace_only = true"))
+        .expect("workspace_only shown");
+    assert!(line.contains("# off at level \"full\""), "{full}");
+
+    let supervised = shown(
+        "[providers.local]\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         [agents.coder]\nprovider = \"local\"\nmodel = \"m\"\n\
+         [agents.coder.autonomy]\nlevel = \"full\"\nworkspace_only = true\n",
+    );
+    let noted: Vec<&str> = supervised
+        .lines()
+        .filter(|l| l.contains("# off at level"))
+        .collect();
+    assert_eq!(
+        noted.len(),
+        1,
+        "only the agent at full is noted: {supervised}"
+    );
+    let agent = supervised.find("[agents.coder.autonomy]").unwrap();
+    assert!(supervised.find(noted[0]).unwrap() > agent, "{supervised}");
+}

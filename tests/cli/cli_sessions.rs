@@ -218,3 +218,80 @@ async fn the_cli_reads_and_deletes_while_a_server_keeps_writing() {
     assert!(store.get_session("sess-old").await.unwrap().is_none());
     assert_eq!(store.history("sess-new").await.unwrap().len(), 6 + turns);
 }
+
+/// A line `sessions list` would print, smuggled in after a newline.
+const FORGED_ROW: &str = "sess-forged  coder  /projects/x  -  2023-11-14 22:13:20 UTC";
+/// A window title, a clipboard write (OSC 52) and a C1 CSI colour.
+const TERMINAL_ATTACK: &str = "\u{1b}]0;pwned\u{7}\u{1b}]52;c;cHduZWQ=\u{7}\u{9b}31m";
+
+/// Raw bytes a terminal acts on: ESC, BEL, CSI (C1).
+fn terminal_controls(text: &str) -> bool {
+    text.contains(['\u{1b}', '\u{7}', '\u{9b}'])
+}
+
+/// A session whose workspace, agent, history and file records carry newlines, forged lines
+/// and escape sequences, as a client (its cwd) and the model (tool calls, text) could choose.
+async fn seed_hostile(config_dir: &Path) {
+    let store = Store::open(&store_path(config_dir)).unwrap();
+    store
+        .create_session(SessionRecord {
+            id: "sess-hostile".into(),
+            agent_alias: format!("coder{TERMINAL_ATTACK}"),
+            workspace_dir: PathBuf::from(format!("/projects/a\n{FORGED_ROW}\n{TERMINAL_ATTACK}")),
+            mcp_servers: json!([{"name": format!("fs\n{TERMINAL_ATTACK}"), "command": "x"}]),
+            owner: None,
+            created_at: 1_700_000_000_000,
+            last_activity: 1_700_000_000_000,
+        })
+        .await
+        .unwrap();
+    let turn = vec![
+        entry("user", json!({"text": format!("hi {TERMINAL_ATTACK}")})),
+        entry(
+            "tool_call",
+            json!({"id": "c1", "name": "shell", "arguments": format!("{{\"command\":\"printf '{TERMINAL_ATTACK}'\"}}")}),
+        ),
+        entry(
+            "assistant",
+            json!({"text": format!("done\n{FORGED_ROW}\r{TERMINAL_ATTACK}")}),
+        ),
+    ];
+    store.append_turn("sess-hostile", turn).await.unwrap();
+}
+
+#[tokio::test]
+async fn list_and_show_escape_what_the_client_and_model_chose() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path()).await;
+    seed_hostile(dir.path()).await;
+
+    let out = zeroclaw(dir.path(), &["sessions", "list"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list = text(&out.stdout);
+    assert_eq!(
+        list.lines().count(),
+        4,
+        "a header and one line per session:\n{list}"
+    );
+    assert!(!terminal_controls(&list), "raw controls in:\n{list:?}");
+    assert!(
+        list.contains(&format!("/projects/a\\n{FORGED_ROW}\\n\\x1b]0;pwned\\x07")),
+        "{list}"
+    );
+
+    let out = zeroclaw(dir.path(), &["sessions", "show", "sess-hostile"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let show = text(&out.stdout);
+    assert!(!terminal_controls(&show), "raw controls in:\n{show:?}");
+    // id, agent, workspace, owner, created, last activity, mcp servers, history; the turn
+    // heading and its three entries.
+    assert_eq!(show.lines().count(), 8 + 1 + 3, "{show}");
+    assert!(
+        show.contains("agent:         coder\\x1b]0;pwned\\x07\\x1b]52;c;cHduZWQ=\\x07\\u{9b}31m\n"),
+        "{show}"
+    );
+    assert!(
+        !show.lines().any(|l| l.starts_with("sess-forged")),
+        "{show}"
+    );
+}

@@ -144,3 +144,25 @@ fn token_list_prints_creation_dates() {
     let now: i32 = String::from_utf8_lossy(&now.stdout).trim().parse().unwrap();
     assert!((now - 1..=now).contains(&year), "{text}");
 }
+
+#[test]
+fn token_list_escapes_controls_in_a_hand_edited_name() {
+    let config = tempfile::tempdir().unwrap();
+    create_token(config.path(), "ci");
+    let file = config.path().join("tokens.json");
+    let mut tokens: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let forged = "x\nadmin\t2026-01-01 00:00:00 UTC\n\u{1b}]0;pwned\u{7}\u{9b}31m";
+    tokens["tokens"][0]["name"] = forged.into();
+    std::fs::write(&file, tokens.to_string()).unwrap();
+    let text = listed(config.path());
+    assert_eq!(text.lines().count(), 1, "one line per token: {text}");
+    assert!(
+        !text.contains(['\u{1b}', '\u{7}', '\u{9b}']),
+        "raw controls in {text:?}"
+    );
+    assert!(
+        text.starts_with("x\\nadmin\\t2026-01-01 00:00:00 UTC\\n\\x1b]0;pwned\\x07\\u{9b}31m\t"),
+        "{text}"
+    );
+}
