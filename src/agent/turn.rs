@@ -188,7 +188,7 @@ impl Turn<'_> {
                 .map(|tool| ToolSpec {
                     name: tool.name().to_owned(),
                     description: tool.description().to_owned(),
-                    parameters: tool.parameters(),
+                    parameters: tool.parameters_for(&self.ctx.env.policy),
                 })
                 .collect(),
         }

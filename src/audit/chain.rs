@@ -16,6 +16,10 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 pub const ALG_SHA256: &str = "sha256";
 /// `alg` of a keyed record.
 pub const ALG_HMAC: &str = "hmac-sha256";
+/// `kind` of the record that opens an imported segment (`zeroclaw store copy` into a log that
+/// already has records): it names the imported chain's `records`, `first_seq`, `head_seq`
+/// and `head_hash`, and that many records of the other log follow it unchanged.
+pub const IMPORT_KIND: &str = "audit.import";
 
 /// `value` in the canonical encoding.
 pub fn canonical(value: &Value) -> String {
@@ -130,6 +134,8 @@ pub struct Verified {
 
 /// Walks `rows` (in `seq` order) and checks every link; `key` is required for keyed records
 /// and, when given, required of every record (an unkeyed record in a keyed log is forged).
+/// An `audit.import` record opens a segment: the records after it are another log's, walked
+/// as their own chain ([`verify_segment`]); the record after the segment links to its head.
 pub fn verify(rows: &[Row], key: Option<&[u8]>) -> Result<Verified, Broken> {
     let broken = |seq: i64, reason: String| Broken { seq, reason };
     let mut bodies = Vec::with_capacity(rows.len());
@@ -171,7 +177,9 @@ pub fn verify(rows: &[Row], key: Option<&[u8]>) -> Result<Verified, Broken> {
     }
     let mut expected_seq = first.seq;
     let mut prev_hash = first.prev_hash.clone();
-    for (row, body) in rows.iter().zip(&bodies) {
+    let mut at = 0;
+    while let (Some(row), Some(body)) = (rows.get(at), bodies.get(at)) {
+        at += 1;
         if row.seq != expected_seq {
             return Err(broken(
                 expected_seq,
@@ -218,6 +226,12 @@ pub fn verify(rows: &[Row], key: Option<&[u8]>) -> Result<Verified, Broken> {
         }
         prev_hash = row.hash.clone();
         expected_seq += 1;
+        if body["kind"] == IMPORT_KIND {
+            let (records, head_hash) = verify_segment(row, body, &rows[at..], key)?;
+            at += records;
+            expected_seq += records as i64;
+            prev_hash = head_hash;
+        }
     }
     Ok(Verified {
         records: rows.len() as u64,
@@ -225,6 +239,89 @@ pub fn verify(rows: &[Row], key: Option<&[u8]>) -> Result<Verified, Broken> {
         head_seq: Some(expected_seq - 1),
         head_hash: prev_hash,
     })
+}
+
+/// Checks the segment the import record `import` (already verified as a link of its own
+/// chain) opens: the `records` rows after it, at the next seqs, are the imported log's from
+/// its `first_seq` on, a chain of their own (walked by [`verify`], so a pruned or itself
+/// importing source verifies too) that ends at the named `head_hash`. Answers how many rows
+/// the segment holds and its head; a break is named by the row's seq in this log.
+fn verify_segment(
+    import: &Row,
+    body: &Value,
+    following: &[Row],
+    key: Option<&[u8]>,
+) -> Result<(usize, String), Broken> {
+    let field = |name: &str| {
+        body.get(name).cloned().ok_or_else(|| Broken {
+            seq: import.seq,
+            reason: format!("the import record has no `{name}`"),
+        })
+    };
+    let (records, first_seq, head_hash) =
+        (field("records")?, field("first_seq")?, field("head_hash")?);
+    let (Some(records), Some(first_seq), Some(head_hash)) =
+        (records.as_u64(), first_seq.as_i64(), head_hash.as_str())
+    else {
+        return Err(Broken {
+            seq: import.seq,
+            reason: "the import record's `records`, `first_seq` or `head_hash` is malformed".into(),
+        });
+    };
+    let records = records as usize;
+    let segment = &following[..records.min(following.len())];
+    // Every imported row at its place: a removed one shows as the seq that is missing.
+    for (n, row) in segment.iter().enumerate() {
+        let expected = import.seq + 1 + n as i64;
+        if row.seq != expected {
+            return Err(Broken {
+                seq: expected,
+                reason: format!(
+                    "imported record {expected} is missing (the import at seq {} names {records})",
+                    import.seq
+                ),
+            });
+        }
+    }
+    if segment.len() < records {
+        let missing = import.seq + 1 + segment.len() as i64;
+        return Err(Broken {
+            seq: missing,
+            reason: format!(
+                "imported record {missing} is missing (the import at seq {} names {records})",
+                import.seq
+            ),
+        });
+    }
+    let offset = import.seq + 1 - first_seq;
+    let theirs: Vec<Row> = segment
+        .iter()
+        .map(|row| Row {
+            seq: row.seq - offset,
+            ..row.clone()
+        })
+        .collect();
+    let keyed = theirs
+        .first()
+        .and_then(|r| serde_json::from_str::<Value>(&r.body).ok())
+        .is_some_and(|b| b["alg"] == ALG_HMAC);
+    let verified = verify(&theirs, if keyed { key } else { None }).map_err(|b| Broken {
+        seq: b.seq + offset,
+        reason: format!(
+            "imported record (seq {} of the log imported at seq {}): {}",
+            b.seq, import.seq, b.reason
+        ),
+    })?;
+    if verified.head_hash != head_hash {
+        return Err(Broken {
+            seq: import.seq + records as i64,
+            reason: format!(
+                "the imported records do not end at the head the import at seq {} names",
+                import.seq
+            ),
+        });
+    }
+    Ok((records, verified.head_hash))
 }
 
 #[cfg(test)]
@@ -239,6 +336,100 @@ mod tests {
             hex::encode(mac),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
+    }
+
+    /// A log of `n` records from seq `from` after `prev` (unkeyed).
+    fn log(from: i64, n: i64, mut prev: String, kind: &str) -> Vec<Row> {
+        (from..from + n)
+            .map(|seq| {
+                let body = json!({"kind": kind, "seq": seq, "alg": ALG_SHA256, "time_ms": seq});
+                let hash = link_hash(&prev, &body, None);
+                let row = Row {
+                    seq,
+                    body: canonical(&body),
+                    prev_hash: prev.clone(),
+                    hash: hash.clone(),
+                };
+                prev = hash;
+                row
+            })
+            .collect()
+    }
+
+    /// `target` with `source` imported after it, then `after` more records.
+    fn imported(target: Vec<Row>, source: &[Row], after: i64) -> Vec<Row> {
+        let head = target.last().unwrap();
+        let body = json!({
+            "kind": IMPORT_KIND, "seq": head.seq + 1, "alg": ALG_SHA256, "time_ms": 0,
+            "records": source.len(), "first_seq": source[0].seq,
+            "head_seq": source.last().unwrap().seq, "head_hash": source.last().unwrap().hash,
+        });
+        let import = Row {
+            seq: head.seq + 1,
+            body: canonical(&body),
+            prev_hash: head.hash.clone(),
+            hash: link_hash(&head.hash, &body, None),
+        };
+        let mut rows = target;
+        rows.push(import.clone());
+        for (n, row) in source.iter().enumerate() {
+            rows.push(Row {
+                seq: import.seq + 1 + n as i64,
+                ..row.clone()
+            });
+        }
+        let last = rows.last().unwrap().clone();
+        rows.extend(log(last.seq + 1, after, last.hash, "after"));
+        rows
+    }
+
+    #[test]
+    fn an_imported_segment_verifies_and_a_change_in_it_is_named() {
+        let source = log(1, 4, GENESIS.to_owned(), "theirs");
+        let rows = imported(log(1, 3, GENESIS.to_owned(), "ours"), &source, 2);
+        let verified = verify(&rows, None).unwrap();
+        assert_eq!(verified.records, 10);
+        assert_eq!(verified.head_seq, Some(10));
+
+        let mut edited = rows.clone();
+        edited[5].body = edited[5].body.replace("theirs", "forged");
+        let broken = verify(&edited, None).unwrap_err();
+        assert_eq!(broken.seq, 6, "{broken:?}");
+        assert!(
+            broken.reason.contains("imported record (seq 2"),
+            "{broken:?}"
+        );
+
+        let mut removed = rows.clone();
+        removed.remove(6);
+        assert_eq!(verify(&removed, None).unwrap_err().seq, 7);
+
+        let mut cut = rows[..7].to_vec();
+        assert_eq!(
+            verify(&cut, None).unwrap_err().seq,
+            8,
+            "records after the cut"
+        );
+        cut = rows.clone();
+        cut.remove(8);
+        for (n, row) in cut.iter_mut().enumerate().skip(8) {
+            row.seq = n as i64 + 1;
+        }
+        assert!(
+            verify(&cut, None).is_err(),
+            "a record moved into the segment"
+        );
+    }
+
+    #[test]
+    fn a_source_that_itself_imported_verifies_inside_a_segment() {
+        let inner = log(1, 2, GENESIS.to_owned(), "inner");
+        let source = imported(log(1, 2, GENESIS.to_owned(), "middle"), &inner, 1);
+        let rows = imported(log(1, 1, GENESIS.to_owned(), "outer"), &source, 1);
+        assert_eq!(verify(&rows, None).unwrap().records, 9);
+        let mut edited = rows.clone();
+        edited[6].body = edited[6].body.replace("inner", "forged");
+        assert_eq!(verify(&edited, None).unwrap_err().seq, 7);
     }
 
     #[test]

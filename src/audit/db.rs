@@ -93,6 +93,20 @@ impl Db {
         }
     }
 
+    /// Appends `body` like [`Db::append`], then `rows` unchanged at the next seqs, in one
+    /// transaction holding the appenders' lock (an imported segment, [`super::import`]).
+    pub fn append_then(
+        &mut self,
+        body: Value,
+        key: Option<&[u8]>,
+        rows: &[Row],
+    ) -> Result<(i64, String), String> {
+        match self {
+            Db::Sqlite(conn) => store::append_then(conn, body, key, rows),
+            Db::Postgres(log) => log.append_then(body, key, rows),
+        }
+    }
+
     /// Every row in seq order.
     pub fn rows(&mut self) -> Result<Vec<Row>, String> {
         match self {
@@ -161,19 +175,4 @@ pub fn prune(
         tracing::warn!(%error, "cannot write the audit anchor");
     }
     db.delete_through(through)
-}
-
-/// Copies every record of the log at `from` into the empty log at `to`, unchanged (so the
-/// copy verifies as the original did); returns how many. A log that is not empty is refused.
-pub fn copy(from: &Target, to: &Target) -> Result<usize, String> {
-    let mut target = Db::open(to).map_err(|e| e.to_string())?;
-    if !target.rows()?.is_empty() {
-        return Err(format!(
-            "the audit log {} is not empty; copy into a new one",
-            to.describe()
-        ));
-    }
-    let rows = Db::open_read(from).map_err(|e| e.to_string())?.rows()?;
-    target.insert_rows(&rows)?;
-    Ok(rows.len())
 }

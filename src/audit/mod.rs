@@ -9,7 +9,7 @@
 //! default) a record that cannot be written is an error the caller fails with; in
 //! `best_effort` it is logged and the caller goes on. [`db`] says where the log is ([`store`]:
 //! SQLite, [`postgres`]), [`writer`] owns the thread that appends. [`chain`] owns the canonical encoding
-//! and verification, [`anchor`] the head written beside the file, [`tool`] the per-call
+//! and verification, [`import`] another log brought in by `store copy`, [`anchor`] the head written beside the file, [`tool`] the per-call
 //! record, [`reload`] the configuration-reload record, [`export`] the JSONL and OCSF forms.
 //! Secrets never enter a record: tool arguments are digested, env values are never read.
 
@@ -17,6 +17,7 @@ pub mod anchor;
 pub mod chain;
 pub mod db;
 pub mod export;
+pub mod import;
 pub mod postgres;
 pub mod reload;
 pub mod store;

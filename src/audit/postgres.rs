@@ -129,6 +129,18 @@ impl PgLog {
 
     /// Appends `body` as the next record; returns its seq and hash.
     pub fn append(&mut self, body: Value, key: Option<&[u8]>) -> Result<(i64, String), String> {
+        self.append_then(body, key, &[])
+    }
+
+    /// Appends `body` like [`PgLog::append`] and, in the same transaction (so no daemon's
+    /// record lands between them), `rows` after it as they are (an imported segment: their
+    /// own hashes, at the next seqs); returns the appended seq and hash.
+    pub fn append_then(
+        &mut self,
+        body: Value,
+        key: Option<&[u8]>,
+        rows: &[Row],
+    ) -> Result<(i64, String), String> {
         self.write(async |tx| {
             let mut body = body.clone();
             let head = tx
@@ -151,6 +163,20 @@ impl PgLog {
                 &[&seq, &time_ms, &chain::canonical(&body), &prev_hash, &hash],
             )
             .await?;
+            for (n, row) in rows.iter().enumerate() {
+                tx.execute(
+                    "INSERT INTO audit_records (seq, time_ms, body, prev_hash, hash)
+                     VALUES ($1, $2, $3, $4, $5)",
+                    &[
+                        &(seq + 1 + n as i64),
+                        &row.time_ms(),
+                        &row.body,
+                        &row.prev_hash,
+                        &row.hash,
+                    ],
+                )
+                .await?;
+            }
             Ok((seq, hash))
         })
     }

@@ -72,8 +72,20 @@ pub fn open_read(path: &Path) -> Result<Connection, AuditError> {
 /// hash.
 pub fn append(
     conn: &mut Connection,
+    body: Value,
+    key: Option<&[u8]>,
+) -> Result<(i64, String), String> {
+    append_then(conn, body, key, &[])
+}
+
+/// Appends `body` like [`append`] and, in the same transaction, `rows` after it as they are
+/// (an imported segment: their own hashes, at the next seqs); returns the appended seq and
+/// hash.
+pub fn append_then(
+    conn: &mut Connection,
     mut body: Value,
     key: Option<&[u8]>,
+    rows: &[Row],
 ) -> Result<(i64, String), String> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -99,6 +111,19 @@ pub fn append(
         params![seq, time_ms, chain::canonical(&body), prev_hash, hash],
     )
     .map_err(|e| e.to_string())?;
+    for (n, row) in rows.iter().enumerate() {
+        tx.execute(
+            "INSERT INTO records (seq, time_ms, body, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                seq + 1 + n as i64,
+                row.time_ms(),
+                row.body,
+                row.prev_hash,
+                row.hash
+            ],
+        )
+        .map_err(|e| e.to_string())?;
+    }
     tx.commit().map_err(|e| e.to_string())?;
     Ok((seq, hash))
 }

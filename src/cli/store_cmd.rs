@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::terminal;
-use crate::audit::db::{self, Db, Target};
+use crate::audit::db::Target;
+use crate::audit::import::{self, Brought};
 use crate::config::Config;
 use crate::store::{Location, Store, copy};
 
@@ -26,8 +27,9 @@ pub struct StoreArgs {
 pub enum StoreCommand {
     /// Create or migrate the configured store (`[store] url`) and print where it is.
     Migrate,
-    /// Copy every session with its history from one store to another; the target must not
-    /// hold any of the sessions yet.
+    /// Copy every session with its history from one store to another (the target must not
+    /// hold any of the sessions yet), and the audit log beside it (into a log that already has
+    /// records, as an `audit.import` segment).
     Copy {
         /// `sqlite:PATH` or `postgres://…` (default: the configured store).
         #[arg(long)]
@@ -68,20 +70,17 @@ pub fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
                     .await
                     .with_context(|| format!("opening {to}"))?;
                 let (audit_from, audit_to) = (Target::beside(&from), Target::beside(&to));
-                let audit_to_check = audit_to.clone();
-                let audit_empty = tokio::task::spawn_blocking(move || {
-                    Db::open(&audit_to_check)
-                        .map_err(|e| e.to_string())?
-                        .rows()
-                        .map(|rows| rows.is_empty())
-                })
-                .await?
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-                anyhow::ensure!(
-                    audit_empty,
-                    "the audit log {} is not empty; copy into a new store",
-                    audit_to.describe()
-                );
+                let key = crate::audit::load_key(&config)?;
+                if audit_from.exists() {
+                    // Refused before any session moves: a source log that would not verify
+                    // in the target, or one already brought there.
+                    let (from_log, to_log, key) = (audit_from.clone(), audit_to.clone(), key.clone());
+                    tokio::task::spawn_blocking(move || {
+                        import::check(&from_log, &to_log, key.as_deref())
+                    })
+                    .await?
+                    .map_err(|e| anyhow::anyhow!("copying the audit log: {e}"))?;
+                }
                 let copied = copy::copy_all(&source, &target)
                     .await
                     .with_context(|| format!("copying {from} to {to}"))?;
@@ -93,11 +92,20 @@ pub fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
                 // Reported once everything is copied: a closed stdout stops no copy.
                 let audit = if audit_from.exists() {
                     let (described, into) = (audit_from.describe(), audit_to.describe());
-                    let records =
-                        tokio::task::spawn_blocking(move || db::copy(&audit_from, &audit_to))
-                            .await?
-                            .map_err(|e| anyhow::anyhow!("copying the audit log: {e}"))?;
-                    format!("copied {records} audit records from {described} to {into}")
+                    let brought = tokio::task::spawn_blocking(move || {
+                        import::bring(&audit_from, &audit_to, key.as_deref())
+                    })
+                    .await?
+                    .map_err(|e| anyhow::anyhow!("copying the audit log: {e}"))?;
+                    match brought {
+                        Brought::Copied(records) => {
+                            format!("copied {records} audit records from {described} to {into}")
+                        }
+                        Brought::Imported { records, at } => format!(
+                            "imported {records} audit records from {described} into {into} \
+                             after its record {at} (audit.import)"
+                        ),
+                    }
                 } else {
                     format!("no audit log at {} to copy", audit_from.describe())
                 };

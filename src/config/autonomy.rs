@@ -129,8 +129,10 @@ impl AutonomyConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
-    /// Wall-clock cap of one execution; `shell`'s `timeout_secs` can only lower it.
+    /// Wall-clock cap of one execution, unless `shell`'s `timeout_secs` asks for another.
     pub wall_time_secs: u64,
+    /// The most `shell`'s `timeout_secs` may ask for (at least `wall_time_secs`).
+    pub max_wall_time_secs: u64,
     pub cpu_secs: u64,
     pub memory_mb: u64,
     pub processes: u64,
@@ -144,6 +146,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
             wall_time_secs: 120,
+            max_wall_time_secs: 600,
             cpu_secs: 120,
             memory_mb: 4096,
             processes: 1024,

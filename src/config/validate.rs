@@ -1,4 +1,5 @@
-//! Checks that need the whole configuration: positive limits, parsable
+//! Checks that need the whole configuration: positive limits, a wall-time maximum not below
+//! its default, parsable
 //! gateway addresses, well-formed network patterns (`crate::egress`), usable provider URLs, agents that name an existing provider, and a
 //! `workspace_dir` that is a directory (or does not exist yet).
 
@@ -36,6 +37,17 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
         if value == 0 {
             return Err(invalid(key.into(), "must be greater than 0".into()));
         }
+    }
+    let limits = &config.sandbox.limits;
+    if limits.max_wall_time_secs < limits.wall_time_secs {
+        return Err(invalid(
+            "sandbox.limits.max_wall_time_secs".into(),
+            format!(
+                "{} is below `sandbox.limits.wall_time_secs` ({}): the maximum a `shell` call \
+                 may ask for cannot be less than the default",
+                limits.max_wall_time_secs, limits.wall_time_secs
+            ),
+        ));
     }
     if let Some(problem) = workspace_problem(&config.workspace_dir) {
         return Err(invalid("workspace_dir".into(), problem));

@@ -259,6 +259,10 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     /// JSON schema of the arguments object.
     fn parameters(&self) -> Value;
+    /// The schema as offered to a session with `policy` (its limits may show in it).
+    fn parameters_for(&self, _policy: &Policy) -> Value {
+        self.parameters()
+    }
     fn kind(&self) -> ToolKind;
     /// A short human title for one call, shown by the client.
     fn title(&self, args: &Value) -> String;

@@ -155,6 +155,31 @@ fn check_fails_when_an_agent_names_a_missing_provider() {
 }
 
 #[test]
+fn check_fails_when_the_wall_time_maximum_is_below_the_default_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[sandbox.limits]\nwall_time_secs = 300\nmax_wall_time_secs = 200\n",
+    )
+    .unwrap();
+    let out = zeroclaw(dir.path(), &["config", "check"], &[]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("sandbox.limits.max_wall_time_secs")
+            && err.contains("sandbox.limits.wall_time_secs"),
+        "{err}"
+    );
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[sandbox.limits]\nwall_time_secs = 300\nmax_wall_time_secs = 300\n",
+    )
+    .unwrap();
+    let out = zeroclaw(dir.path(), &["config", "check"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
 fn the_config_dir_flag_beats_the_variable() {
     let flagged = tempfile::tempdir().unwrap();
     let ignored = tempfile::tempdir().unwrap();

@@ -2,7 +2,8 @@
 //! `zeroclaw acp` binary on every rung that serves it (`a_full_turn_...::{namespaces,
 //! bubblewrap, landlock}`): a full-autonomy turn whose shell fetches from
 //! an allowed and a denied host gets the allowed body, and its tool result ends with one line
-//! naming the refused host and the rule, which the model reads too; the upstream saw only the
+//! naming the refused host and the rule, which the model reads too (and a failed command
+//! no line saying the network is off); the upstream saw only the
 //! allowed request, and the daemon holds no descriptor of a finished call's proxy. Two agents of one daemon with different allowlists, their sessions'
 //! shells running at once, each get only their own allowance. The upstream is a loopback
 //! server started here, the names resolve through the policy's `hosts`.
@@ -99,6 +100,14 @@ fn a_full_turn_fetches_the_allowed_host_on(backend: &'static str) {
             "network: refused other.example:{port} — not in allow_domains"
         ));
     assert!(out.permission_requests.is_empty(), "full never asks");
+    // A failed command in proxy mode is not told the network is off (it is not).
+    let failed = s.call("shell", json!({"command": "echo failing; exit 1"}));
+    failed.assert_completed().assert_result_contains("failing");
+    assert!(
+        !failed.model_saw.contains("the network is off"),
+        "{}",
+        failed.describe()
+    );
     assert_eq!(
         up.seen(),
         [format!("GET /pkg host=files.example:{port}")],

@@ -13,4 +13,5 @@ mod injection;
 mod policy_approval;
 mod policy_levels;
 mod session_files;
+mod shell_limits;
 mod tools_e2e;
