@@ -1,4 +1,5 @@
-# zeroclaw as a Nix flake: the package (both binaries and the systemd units), `nix run` for
+# zeroclaw as a Nix flake: the package (both binaries and the systemd units), the container
+# image (Linux: `nix build .#image`, the image deploy/kubernetes deploys), `nix run` for
 # `zeroclaw acp`, a development shell, checks (build, clippy, fmt, tests, the NixOS VM test),
 # the NixOS module `services.zeroclaw`, an overlay and the formatter.
 #
@@ -34,10 +35,14 @@
     {
       overlays.default = final: _prev: { zeroclaw = final.callPackage ./nix/package.nix { }; };
 
-      packages = forAllSystems (pkgs: {
-        default = pkgs.zeroclaw;
-        zeroclaw = pkgs.zeroclaw;
-      });
+      packages = forAllSystems (
+        pkgs:
+        {
+          default = pkgs.zeroclaw;
+          zeroclaw = pkgs.zeroclaw;
+        }
+        // lib.optionalAttrs pkgs.stdenv.isLinux { image = pkgs.callPackage ./nix/image.nix { }; }
+      );
 
       apps = forAllSystems (pkgs: {
         default = {

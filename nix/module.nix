@@ -2,7 +2,8 @@
 #
 # The units come from the package (systemd.packages: packaging/systemd/*, the same files the
 # Debian package ships); this module only adds drop-ins: the listen addresses, the secrets
-# file, and the workspace paths the service may write. The hardening stays in one place.
+# file, and project roots besides the packaged one (/var/lib/zeroclaw-projects, which the
+# package's tmpfiles.d creates and its unit opens). The hardening stays in one place.
 # Evaluated offline against a stub of lib/pkgs by nix/tests/eval-module.nix.
 {
   config,
@@ -25,10 +26,13 @@ let
   } cfg.settings;
   configFile = settingsFormat.generate "zeroclaw-config.toml" settings;
 
-  # ProtectHome=yes hides these trees entirely; workspaces inside them are bind-mounted into
+  # ProtectHome=yes hides these trees entirely; project roots inside them are bind-mounted into
   # an empty tmpfs instead (ProtectHome=tmpfs + BindPaths=).
   hiddenByProtectHome = path: lib.any (top: lib.hasPrefix top path) [ "/home/" "/root/" "/run/user/" ];
-  homeWorkspaces = lib.filter hiddenByProtectHome cfg.workspacePaths;
+  homeProjectRoots = lib.filter hiddenByProtectHome cfg.extraProjectRoots;
+  # The daemon's state (workspace_dir): a denied path, so no session opens in or below it.
+  stateDir = "/var/lib/zeroclaw";
+  insideState = path: path == stateDir || lib.hasPrefix "${stateDir}/" path;
 in
 {
   options.services.zeroclaw = {
@@ -111,7 +115,7 @@ in
       };
     };
 
-    workspacePaths = lib.mkOption {
+    extraProjectRoots = lib.mkOption {
       type = lib.types.listOf lib.types.str;
       default = [ ];
       example = [
@@ -119,15 +123,26 @@ in
         "/home/alice/src"
       ];
       description = ''
-        Directories sessions may work in besides /var/lib/zeroclaw: opened for writing
-        (ReadWritePaths=); those under /home, /root or /run/user are bind-mounted into an
-        otherwise empty home (ProtectHome=tmpfs). The user `zeroclaw` needs write access to
-        them (a group or an ACL).
+        Project roots besides /var/lib/zeroclaw-projects (which the packaged unit always
+        opens): directories whose subdirectories sessions may work in (session/new cwd),
+        opened for writing (ReadWritePaths=, added to the unit's); those under /home, /root or
+        /run/user are bind-mounted into an otherwise empty home (ProtectHome=tmpfs). The user
+        `zeroclaw` needs write access to them (a group or an ACL). The daemon's state,
+        /var/lib/zeroclaw (workspace_dir), is never a session's cwd.
       '';
     };
   };
 
   config = lib.mkIf cfg.enable {
+    assertions = [
+      {
+        assertion = !lib.any insideState cfg.extraProjectRoots;
+        message = ''
+          services.zeroclaw.extraProjectRoots: ${stateDir} is the daemon's state
+          (workspace_dir), a denied path where no session opens; use a directory outside it.
+        '';
+      }
+    ];
     systemd.packages = [ cfg.package ];
     systemd.tmpfiles.packages = [ cfg.package ];
     environment.systemPackages = [ cfg.package ];
@@ -167,10 +182,10 @@ in
       serviceConfig = lib.mkMerge [
         (lib.mkIf (cfg.environmentFile != null) { EnvironmentFile = cfg.environmentFile; })
         (lib.mkIf (cfg.audit.keyFile != null) { LoadCredential = "audit-key:${cfg.audit.keyFile}"; })
-        (lib.mkIf (cfg.workspacePaths != [ ]) { ReadWritePaths = cfg.workspacePaths; })
-        (lib.mkIf (homeWorkspaces != [ ]) {
+        (lib.mkIf (cfg.extraProjectRoots != [ ]) { ReadWritePaths = cfg.extraProjectRoots; })
+        (lib.mkIf (homeProjectRoots != [ ]) {
           ProtectHome = "tmpfs";
-          BindPaths = homeWorkspaces;
+          BindPaths = homeProjectRoots;
         })
       ];
     };

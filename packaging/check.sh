@@ -13,7 +13,9 @@
 #   5. the same two on the packaged units plus the module's drop-ins
 #   6. systemd-sysusers (dry run, then into a scratch root) and systemd-tmpfiles --create there
 #   7. config.example.toml and the module's settings through `zeroclaw config check`
-#   8. cargo deb, then the package's file list, control data and maintainer scripts
+#   8. cargo deb, then the package's file list, control data and maintainer scripts; its postrm
+#      run with `purge` in a scratch root (chroot in a private mount namespace): it deletes
+#      the configuration, the state and /run/zeroclaw, and keeps the projects root
 #   9. shellcheck on this script, packaging/tests/*.sh and the maintainer scripts
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -174,7 +176,8 @@ fi
 [ "$home" = /var/lib/zeroclaw ] || fail "zeroclaw's home is $home"
 ok "systemd-sysusers --root: system user zeroclaw ($uid:$gid)"
 systemd-tmpfiles --create --root="$root" "$PWD/packaging/tmpfiles.d/zeroclaw.conf" || fail "systemd-tmpfiles --create"
-for expect in "etc/zeroclaw 700 $uid $gid" "var/lib/zeroclaw 700 $uid $gid" "run/zeroclaw 750 0 $gid"; do
+for expect in "etc/zeroclaw 700 $uid $gid" "var/lib/zeroclaw 700 $uid $gid" \
+  "var/lib/zeroclaw-projects 2770 $uid $gid" "run/zeroclaw 750 0 $gid"; do
   read -r path mode owner group <<<"$expect"
   got=$(stat -c '%a %u %g' "$root/$path") || fail "tmpfiles did not create /$path"
   [ "$got" = "$mode $owner $group" ] || fail "/$path is '$got', expected '$mode $owner $group'"
@@ -261,6 +264,33 @@ done
 grep -q 'systemd-sysusers.*zeroclaw.conf' "$work/deb-control/postinst" || fail "postinst does not create the user"
 grep -q 'deb-systemd-helper enable zeroclaw.socket' "$work/deb-control/postinst" || fail "postinst does not enable zeroclaw.socket"
 ok "control: conffiles, maintainer scripts (sysusers, tmpfiles, units enabled)"
+# `apt purge`: the package's postrm in a scratch root holding each directory the package
+# creates (tmpfiles.d) with a file inside; /usr is the host's, read-only. The projects root is
+# the service's ReadWritePaths= (a tmpfiles.d directory too).
+projects=$(sed -n 's/^ReadWritePaths=//p' packaging/systemd/zeroclaw.service)
+[ -n "$projects" ] || fail "zeroclaw.service has no ReadWritePaths= (the projects root)"
+purge_root=$work/purge-root
+mapfile -t created < <(awk '$1 == "d" { print $2 }' packaging/tmpfiles.d/zeroclaw.conf)
+[[ " ${created[*]} " == *" $projects "* ]] || fail "tmpfiles.d does not create the projects root $projects"
+for dir in "${created[@]}"; do mkdir -p "$purge_root$dir" && touch "$purge_root$dir/file"; done
+mkdir -p "$purge_root/usr" "$purge_root/tmp"
+for link in bin sbin lib lib64; do [ -L "/$link" ] && ln -s "$(readlink "/$link")" "$purge_root/$link"; done
+cp "$work/deb-control/postrm" "$purge_root/postrm"
+# shellcheck disable=SC2016 # $1 is expanded by the inner sh
+unshare --mount --propagation private sh -c \
+  'mount --bind -o ro /usr "$1/usr" && chroot "$1" /bin/sh /postrm purge' sh "$purge_root" ||
+  fail "postrm purge failed in the scratch root"
+deleted=()
+for dir in "${created[@]}"; do
+  if [ "$dir" = "$projects" ]; then
+    [ -f "$purge_root$dir/file" ] || fail "purge deleted the projects root $dir"
+  elif [ -e "$purge_root$dir" ]; then
+    fail "purge left $dir"
+  else
+    deleted+=("$dir")
+  fi
+done
+ok "postrm purge: deletes ${deleted[*]}, keeps $projects"
 
 step "9. shellcheck"
 shellcheck packaging/check.sh packaging/tests/*.sh packaging/debian/postinst packaging/debian/postrm ||

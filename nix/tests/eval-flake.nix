@@ -14,6 +14,14 @@ let
   systems = builtins.attrNames self.packages;
   linux = "x86_64-linux";
   pkgs = import ./stub-nixpkgs { system = linux; };
+  image = self.packages.${linux}.image;
+  cargoVersion = (builtins.fromTOML (builtins.readFile ../../Cargo.toml)).workspace.package.version;
+  envValue =
+    name:
+    let
+      m = builtins.filter (e: builtins.match "${name}=.*" e != null) image.config.Env;
+    in
+    if m == [ ] then null else builtins.substring (builtins.stringLength name + 1) (-1) (builtins.head m);
   module = self.nixosModules.default {
     inherit pkgs;
     inherit (nixpkgs) lib;
@@ -26,6 +34,34 @@ let
     {
       ok = builtins.all (s: self.packages.${s}.default.pname == "zeroclaw") systems;
       what = "packages.<system>.default is zeroclaw";
+    }
+    {
+      ok = builtins.all (s: (self.packages.${s} ? image) == (builtins.match ".*-linux" s != null)) systems;
+      what = "packages.<system>.image on Linux only";
+    }
+    {
+      ok =
+        image._builder == "buildLayeredImage"
+        && image.name == "zeroclaw"
+        && image.tag == cargoVersion
+        && image.config.Labels."org.opencontainers.image.version" == cargoVersion;
+      what = "the image is dockerTools.buildLayeredImage zeroclaw:<Cargo.toml's version>";
+    }
+    {
+      ok =
+        builtins.all (p: builtins.elem p.outPath (builtins.map (c: c.outPath) image.contents)) [
+          self.packages.${linux}.default
+          pkgs.bubblewrap
+          pkgs.git
+        ];
+      what = "the image holds the package, bubblewrap and git";
+    }
+    {
+      ok =
+        builtins.match "[0-9]+:[0-9]+" image.config.User != null
+        && image.config.User != "0:0"
+        && builtins.match ".*chown ${image.config.User} [^\n]*${envValue "ZEROCLAW_workspace_dir"}[^\n]*\n.*" image.fakeRootCommands != null;
+      what = "the image runs as a numeric non-root user that owns workspace_dir";
     }
     {
       ok = builtins.all (s: self.apps.${s}.default.type == "app" && builtins.isString self.apps.${s}.default.program) systems;
@@ -75,4 +111,10 @@ if failed != [ ] then
 else
   {
     passed = builtins.map (c: c.what) checks;
+    # For deploy/kubernetes/check.sh: the image the manifests must name, and its layout.
+    image = {
+      inherit (image) name tag;
+      user = image.config.User;
+      workspaceDir = envValue "ZEROCLAW_workspace_dir";
+    };
   }

@@ -17,6 +17,7 @@ let
   packagedUnits = builtins.attrNames (builtins.readDir unitDir);
   packagedService = builtins.readFile (unitDir + "/zeroclaw.service");
   packagedSocket = builtins.readFile (unitDir + "/zeroclaw.socket");
+  packagedTmpfiles = builtins.readFile ../../packaging/tmpfiles.d/zeroclaw.conf;
   # The value of the last `Key=` line of a unit file (the one systemd uses for a single value).
   unitValue =
     key: text:
@@ -53,7 +54,7 @@ let
     environmentFile = "/run/secrets/zeroclaw.env";
     listen.tcp = [ "127.0.0.1:42617" ];
     audit.keyFile = "/run/secrets/zeroclaw-audit.key";
-    workspacePaths = [
+    extraProjectRoots = [
       "/srv/agents"
       "/home/alice/src"
     ];
@@ -168,10 +169,29 @@ let
   );
 
   errors = typeErrors declared testConfig "";
+  # The projects root: the packaged unit's ReadWritePaths=, a directory tmpfiles.d creates.
+  projectsRoot = unitValue "ReadWritePaths" packagedService;
+  failedAssertions = cfg: builtins.filter (a: !a.assertion) ((evaluate cfg).assertions or [ ]);
   checks = [
     {
       ok = errors == [ ];
       what = "the test configuration type-checks" + lib.concatMapStrings (e: "; ${e}") errors;
+    }
+    {
+      ok =
+        builtins.match ".*\nd +${projectsRoot} +2770 +zeroclaw +zeroclaw +-\n.*" packagedTmpfiles != null
+        && unitValue "Environment=ZEROCLAW_workspace_dir" packagedService != projectsRoot;
+      what = "the packaged unit opens the projects root ${projectsRoot}, which tmpfiles.d creates (2770)";
+    }
+    {
+      ok = !(builtins.elem "" (enabled.systemd.services.zeroclaw.serviceConfig.ReadWritePaths or [ ]));
+      what = "the module's drop-in adds to the unit's ReadWritePaths= (never resets them)";
+    }
+    {
+      ok =
+        failedAssertions testConfig == [ ]
+        && builtins.length (failedAssertions (testConfig // { extraProjectRoots = [ "/var/lib/zeroclaw/p" ]; })) == 1;
+      what = "a project root inside the state directory (workspace_dir) is an assertion failure";
     }
     {
       ok = disabled == { };

@@ -1,6 +1,7 @@
 # NixOS VM test (pkgs.testers.runNixOSTest): the module's socket-activated daemon, one session
-# driven through zeroclaw-acp-bridge against a loopback model server, and an escape attempt by
-# the model (read /etc/shadow, write /etc) that the sandbox must deny.
+# driven through zeroclaw-acp-bridge against a loopback model server in a project under the
+# packaged projects root (another opens under an extra root), and an escape attempt by the
+# model (read /etc/shadow, write /etc) that the sandbox must deny.
 #
 # Run on a Linux machine with KVM and network access to nixpkgs:  nix build .#checks.x86_64-linux.vm
 # It has never run where it was written (no nixpkgs, no KVM there); see packaging/README.md.
@@ -88,8 +89,10 @@ let
 
 
     call(1, "initialize", {"protocolVersion": 1})
-    session = call(2, "session/new", {"cwd": "/srv/work", "mcpServers": []})
+    # A project in the packaged projects root, and one in an extra root (extraProjectRoots).
+    session = call(2, "session/new", {"cwd": "/var/lib/zeroclaw-projects/demo", "mcpServers": []})
     sid = session["sessionId"]
+    call(5, "session/new", {"cwd": "/srv/work/other", "mcpServers": []})
     hello = call(3, "session/prompt", {"sessionId": sid, "prompt": "say hello"})
     assert "hello from the VM" in json.dumps(hello), hello
     call(4, "session/prompt", {"sessionId": sid, "prompt": "escape now"})
@@ -119,9 +122,13 @@ in
             model = "scripted";
           };
         };
-        workspacePaths = [ "/srv/work" ];
+        extraProjectRoots = [ "/srv/work" ];
       };
-      systemd.tmpfiles.rules = [ "d /srv/work 0700 zeroclaw zeroclaw -" ];
+      systemd.tmpfiles.rules = [
+        "d /var/lib/zeroclaw-projects/demo 0770 zeroclaw zeroclaw -"
+        "d /srv/work 0770 zeroclaw zeroclaw -"
+        "d /srv/work/other 0770 zeroclaw zeroclaw -"
+      ];
 
       systemd.services.model-server = {
         wantedBy = [ "multi-user.target" ];

@@ -143,7 +143,8 @@ daemon() {
 session() {
   local bridge=$repo/target/release/zeroclaw-acp-bridge
   [ -x "$bridge" ] || { echo "no $bridge: session not run"; return; }
-  in_ct install -d -o zeroclaw -g zeroclaw -m 0700 /srv/work
+  # A project in the packaged projects root (tmpfiles.d): no drop-in needed.
+  in_ct install -d -o zeroclaw -g zeroclaw -m 2770 /var/lib/zeroclaw-projects/work
   in_ct tee /etc/zeroclaw/config.toml >/dev/null <<'EOF'
 [providers.mock]
 kind = "openai"
@@ -153,11 +154,8 @@ base_url = "http://127.0.0.1:8080/v1"
 provider = "mock"
 model = "scripted"
 EOF
-  in_ct mkdir -p /etc/systemd/system/zeroclaw.service.d
-  printf '[Service]\nReadWritePaths=/srv/work\n' | in_ct tee /etc/systemd/system/zeroclaw.service.d/workspace.conf >/dev/null
-  in_ct systemctl daemon-reload
   in_ct systemctl restart zeroclaw.service
-  in_ct python3 "$repo/packaging/tests/session.py" "$bridge" /run/zeroclaw/acp.sock /srv/work || {
+  in_ct python3 "$repo/packaging/tests/session.py" "$bridge" /run/zeroclaw/acp.sock /var/lib/zeroclaw-projects/work || {
     in_ct journalctl -u zeroclaw.service --no-pager | tail -n 30
     echo "FAILED: the session" >&2
     exit 1

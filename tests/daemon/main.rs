@@ -16,6 +16,7 @@ mod daemon_health;
 mod daemon_lifecycle;
 mod daemon_load;
 mod daemon_metrics;
+mod daemon_packaged;
 mod daemon_reload;
 mod daemon_socket;
 mod daemon_systemd;

@@ -22,10 +22,15 @@ let
     writeShellScript = name: text: drv "writeShellScript" { inherit name text; };
     mkShell = args: drv "mkShell" args;
     testers.runNixOSTest = test: drv "runNixOSTest" { inherit test; };
+    dockerTools = {
+      buildLayeredImage = args: drv "buildLayeredImage" args;
+      binSh = drv "binSh" { };
+      caCertificates = drv "caCertificates" { };
+    };
     formats = stub.pkgs.formats;
   } // builtins.listToAttrs (builtins.map (n: { name = n; value = drv n { }; }) [
     "bubblewrap" "git" "python3" "util-linux" "clippy" "rustfmt" "rust-analyzer" "cargo-deb"
-    "nixfmt-rfc-style" "systemd"
+    "nixfmt-rfc-style" "systemd" "coreutils" "bashInteractive"
   ]);
   pkgs = builtins.foldl' (acc: overlay: acc // overlay pkgs acc) (base pkgs) overlays;
 in
