@@ -1,5 +1,5 @@
 //! Checks that need the whole configuration: positive limits, parsable
-//! gateway addresses, well-formed network patterns (`crate::egress`), usable provider URLs, agents that name an existing provider, and a
+//! gateway addresses and browser origins, well-formed network patterns (`crate::egress`), usable provider URLs, agents that name an existing provider, and a
 //! `workspace_dir` that is a directory (or does not exist yet).
 
 use std::path::Path;
@@ -51,6 +51,11 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
     for (i, address) in config.gateway.listen.iter().enumerate() {
         if let Err(message) = crate::gateway::listen::Address::parse(address) {
             return Err(invalid(format!("gateway.listen[{i}]"), message));
+        }
+    }
+    for (i, origin) in config.gateway.allowed_origins.iter().enumerate() {
+        if let Some(message) = crate::gateway::origin::entry_problem(origin) {
+            return Err(invalid(format!("gateway.allowed_origins[{i}]"), message));
         }
     }
     for (name, provider) in &config.providers {

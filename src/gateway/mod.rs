@@ -5,6 +5,7 @@
 //! - [`socket_file`]: claiming a Unix socket path (never a live daemon's) and removing on exit
 //!   only the socket this process bound.
 //! - [`auth`]: principals from tokens and peer credentials, checked before the upgrade.
+//! - [`origin`]: the browser `Origin` check of `/acp` on TCP (`allowed_origins`).
 //! - [`tokens`]: the hashed token file behind `zeroclaw token`.
 //! - [`ws`]: `GET /acp`, frames <-> the JSON-RPC loop; [`health`]: `GET /health`.
 //! - [`systemd`]: socket activation, `sd_notify`, the watchdog.
@@ -18,6 +19,7 @@ pub mod daemon;
 pub mod health;
 pub mod listen;
 pub mod metrics;
+pub mod origin;
 pub mod socket_file;
 pub mod systemd;
 pub mod tokens;
