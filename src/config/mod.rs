@@ -106,6 +106,8 @@ pub struct GatewayConfig {
     pub require_auth: bool,
     pub allowed_uids: Vec<u32>,
     pub allowed_gids: Vec<u32>,
+    /// Browser origins (`scheme://host[:port]`) whose pages may open `/acp` on TCP.
+    pub allowed_origins: Vec<String>,
     pub max_connections: usize,
     pub max_frame_bytes: usize,
     pub idle_timeout_secs: u64,
@@ -127,6 +129,7 @@ impl Default for GatewayConfig {
             require_auth: true,
             allowed_uids: Vec::new(),
             allowed_gids: Vec::new(),
+            allowed_origins: Vec::new(),
             max_connections: 1024,
             max_frame_bytes: AcpConfig::default().max_line_bytes,
             idle_timeout_secs: 120,

@@ -161,6 +161,26 @@ fn zero_limits_and_bad_backends_are_rejected() {
 }
 
 #[test]
+fn an_allowed_origin_with_a_path_is_rejected_naming_the_entry() {
+    let msg = err(
+        Some("[gateway]\nallowed_origins = [\"https://ok.example\", \"https://app.example/\"]\n"),
+        &[],
+    );
+    assert!(
+        msg.contains("gateway.allowed_origins[1]") && msg.contains("https://app.example/"),
+        "{msg}"
+    );
+    let (_dir, cfg) = load(
+        Some("[gateway]\nallowed_origins = [\"http://localhost:5173\"]\n"),
+        &[],
+    );
+    assert_eq!(
+        cfg.unwrap().gateway.allowed_origins,
+        ["http://localhost:5173"]
+    );
+}
+
+#[test]
 fn missing_agent_field_names_the_agent() {
     let msg = err(None, &[("ZEROCLAW_agents__solo__provider", "openrouter")]);
     assert!(msg.contains("agents.solo"), "{msg}");

@@ -1,6 +1,6 @@
 //! Checks that need the whole configuration: positive limits, a wall-time maximum not below
-//! its default, parsable
-//! gateway addresses, well-formed network patterns (`crate::egress`), usable provider URLs, agents that name an existing provider, and a
+//! its default, parsable gateway addresses and browser origins, well-formed network patterns
+//! (`crate::egress`), usable provider URLs, agents that name an existing provider, and a
 //! `workspace_dir` that is a directory (or does not exist yet).
 
 use std::path::Path;
@@ -63,6 +63,11 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
     for (i, address) in config.gateway.listen.iter().enumerate() {
         if let Err(message) = crate::gateway::listen::Address::parse(address) {
             return Err(invalid(format!("gateway.listen[{i}]"), message));
+        }
+    }
+    for (i, origin) in config.gateway.allowed_origins.iter().enumerate() {
+        if let Some(message) = crate::gateway::origin::entry_problem(origin) {
+            return Err(invalid(format!("gateway.allowed_origins[{i}]"), message));
         }
     }
     for (name, provider) in &config.providers {

@@ -1,8 +1,9 @@
-//! Who is connecting, decided before any WebSocket upgrade: a bearer token (from
-//! `Authorization: Bearer`, a `Sec-WebSocket-Protocol` entry `bearer.<token>`, or `?token=`),
-//! else the Unix socket's peer credentials (`SO_PEERCRED`: the daemon's uid, root, or an allowed
-//! uid/gid), else — only with `require_auth = false` on a loopback TCP connection — `local`.
-//! Anything else is refused with a plain 401.
+//! Who is connecting, decided before any WebSocket upgrade. On the Unix socket the peer's
+//! credentials are the principal (`SO_PEERCRED`: the daemon's uid, root, or an allowed uid/gid);
+//! a token presented there is ignored (and the log says so). On TCP a bearer token (from
+//! `Authorization: Bearer` or a `Sec-WebSocket-Protocol` entry `bearer.<token>`; never from the
+//! URL, see [`url_token_refusal`]), else — only with `require_auth = false` on a loopback
+//! connection — `local`. Anything else is refused with a plain 401.
 
 use std::net::SocketAddr;
 
@@ -76,6 +77,8 @@ pub struct Policy {
     pub require_auth: bool,
     pub allowed_uids: Vec<u32>,
     pub allowed_gids: Vec<u32>,
+    /// Browser origins admitted on TCP (see [`super::origin`]).
+    pub allowed_origins: Vec<String>,
     pub daemon_uid: u32,
 }
 
@@ -85,6 +88,7 @@ impl Policy {
             require_auth: gateway.require_auth,
             allowed_uids: gateway.allowed_uids.clone(),
             allowed_gids: gateway.allowed_gids.clone(),
+            allowed_origins: gateway.allowed_origins.clone(),
             daemon_uid: nix::unistd::geteuid().as_raw(),
         }
     }
@@ -101,26 +105,57 @@ impl Policy {
 pub fn admit(
     peer: &PeerInfo,
     headers: &HeaderMap,
-    query_token: Option<&str>,
     policy: &Policy,
     tokens: &Tokens,
 ) -> Option<String> {
-    if let Some(token) = presented_token(headers, query_token) {
-        // A presented token is judged on its own: a wrong or revoked one is refused even where
-        // peer credentials would have admitted the connection.
-        return tokens.verify(&token).map(|name| format!("token:{name}"));
-    }
+    let token = presented_token(headers);
     match peer {
-        PeerInfo::Unix {
-            cred: Some((uid, gid)),
-        } if policy.admits_unix(*uid, *gid) => Some(format!("uid:{uid}")),
+        PeerInfo::Unix { cred } => {
+            let (uid, gid) = (*cred)?;
+            if token.is_some() {
+                tracing::info!(
+                    uid,
+                    "a token presented on the Unix socket is ignored: the peer's credentials are its principal"
+                );
+            }
+            policy.admits_unix(uid, gid).then(|| format!("uid:{uid}"))
+        }
+        // A presented token is judged on its own: a wrong or revoked one is refused even where
+        // `require_auth = false` would have admitted the connection.
+        PeerInfo::Tcp { .. } if token.is_some() => token
+            .and_then(|t| tokens.verify(&t))
+            .map(|name| format!("token:{name}")),
         PeerInfo::Tcp { loopback: true, .. } if !policy.require_auth => Some("local".into()),
-        _ => None,
+        PeerInfo::Tcp { .. } => None,
     }
 }
 
-/// The first token found in the header, the subprotocol list, then the query.
-fn presented_token(headers: &HeaderMap, query_token: Option<&str>) -> Option<String> {
+/// Whether the request carries a token where the daemon reads one.
+pub fn presents_token(headers: &HeaderMap) -> bool {
+    presented_token(headers).is_some()
+}
+
+/// The refusal of a request carrying `?token=` (proxies, logs and browser histories keep URLs),
+/// saying where the token goes instead; `None` when the URL carries none.
+pub fn url_token_refusal(query_has_token: bool, peer: &PeerInfo) -> Option<String> {
+    if !query_has_token {
+        return None;
+    }
+    let instead = match peer {
+        PeerInfo::Unix { .. } => {
+            "on the Unix socket no token is needed: the peer's credentials decide".to_owned()
+        }
+        PeerInfo::Tcp { .. } => format!(
+            "send it as `Authorization: Bearer <token>` or as the `Sec-WebSocket-Protocol` entry `{PROTOCOL_TOKEN_PREFIX}<token>`"
+        ),
+    };
+    Some(format!(
+        "a token in the URL is refused (proxies, logs and browser histories keep URLs): {instead}\n"
+    ))
+}
+
+/// The first token found in the `Authorization` header, then the subprotocol list.
+fn presented_token(headers: &HeaderMap) -> Option<String> {
     let bearer = headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -136,7 +171,6 @@ fn presented_token(headers: &HeaderMap, query_token: Option<&str>) -> Option<Str
         .find_map(|p| p.trim().strip_prefix(PROTOCOL_TOKEN_PREFIX));
     bearer
         .or(protocol)
-        .or(query_token)
         .filter(|t| !t.is_empty())
         .map(str::to_owned)
 }
@@ -151,6 +185,7 @@ mod tests {
             require_auth,
             allowed_uids: vec![1234],
             allowed_gids: vec![77],
+            allowed_origins: Vec::new(),
             daemon_uid: 1000,
         }
     }
@@ -158,14 +193,14 @@ mod tests {
     #[test]
     fn token_positions_in_order() {
         let mut h = HeaderMap::new();
-        assert_eq!(presented_token(&h, Some("q")).as_deref(), Some("q"));
+        assert_eq!(presented_token(&h), None);
         h.insert(
             SEC_WEBSOCKET_PROTOCOL,
             HeaderValue::from_static("zeroclaw.acp.v1, bearer.p"),
         );
-        assert_eq!(presented_token(&h, Some("q")).as_deref(), Some("p"));
+        assert_eq!(presented_token(&h).as_deref(), Some("p"));
         h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer a"));
-        assert_eq!(presented_token(&h, Some("q")).as_deref(), Some("a"));
+        assert_eq!(presented_token(&h).as_deref(), Some("a"));
     }
 
     #[test]
@@ -182,29 +217,37 @@ mod tests {
         };
         let p = policy(true);
         assert_eq!(
-            admit(&unix(1000, 5), &h, None, &p, &tokens).as_deref(),
+            admit(&unix(1000, 5), &h, &p, &tokens).as_deref(),
             Some("uid:1000")
         );
         assert_eq!(
-            admit(&unix(0, 0), &h, None, &p, &tokens).as_deref(),
+            admit(&unix(0, 0), &h, &p, &tokens).as_deref(),
             Some("uid:0")
         );
         assert_eq!(
-            admit(&unix(1234, 5), &h, None, &p, &tokens).as_deref(),
+            admit(&unix(1234, 5), &h, &p, &tokens).as_deref(),
             Some("uid:1234")
         );
         assert_eq!(
-            admit(&unix(9, 77), &h, None, &p, &tokens).as_deref(),
+            admit(&unix(9, 77), &h, &p, &tokens).as_deref(),
             Some("uid:9")
         );
-        assert_eq!(admit(&unix(9, 9), &h, None, &p, &tokens), None);
-        assert_eq!(admit(&tcp(true), &h, None, &p, &tokens), None);
+        assert_eq!(admit(&unix(9, 9), &h, &p, &tokens), None);
+        assert_eq!(admit(&tcp(true), &h, &p, &tokens), None);
         let open = policy(false);
         assert_eq!(
-            admit(&tcp(true), &h, None, &open, &tokens).as_deref(),
+            admit(&tcp(true), &h, &open, &tokens).as_deref(),
             Some("local")
         );
-        assert_eq!(admit(&tcp(false), &h, None, &open, &tokens), None);
-        assert_eq!(admit(&unix(1000, 5), &h, Some("bad"), &p, &tokens), None);
+        assert_eq!(admit(&tcp(false), &h, &open, &tokens), None);
+        let mut bad = HeaderMap::new();
+        bad.insert(AUTHORIZATION, HeaderValue::from_static("Bearer bad"));
+        assert_eq!(admit(&tcp(true), &bad, &open, &tokens), None);
+        // On the Unix socket a token is ignored: the credentials decide either way.
+        assert_eq!(
+            admit(&unix(1000, 5), &bad, &p, &tokens).as_deref(),
+            Some("uid:1000")
+        );
+        assert_eq!(admit(&unix(9, 9), &bad, &p, &tokens), None);
     }
 }

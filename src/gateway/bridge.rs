@@ -2,8 +2,10 @@
 //! relays every line as one WebSocket text frame to a running daemon's `/acp` (and back).
 //! The daemon is found in the same config as the daemon's (its Unix socket when present, else
 //! its TCP address) unless `--url` says otherwise (a `ws://` URL, or an address as
-//! `[gateway] listen` writes it: `unix:PATH`, `tcp:HOST:PORT`); the token comes from
-//! `ZEROCLAW_ACP_BRIDGE_TOKEN`, else `<config_dir>/acp-bridge-token`. At end of input the
+//! `[gateway] listen` writes it: `unix:PATH`, `tcp:HOST:PORT`). Over TCP the token comes from
+//! `ZEROCLAW_ACP_BRIDGE_TOKEN`, else `<config_dir>/acp-bridge-token`; over the Unix socket no
+//! token is sent: the daemon takes the peer's credentials as the principal (`uid:<n>`), so the
+//! user's stdio sessions stay theirs through the bridge. At end of input the
 //! bridge waits for the answers to the requests it relayed, then closes; a daemon closing the
 //! connection with nothing unanswered is a normal end too. Normal ends print nothing; when the
 //! daemon goes away or refuses, the bridge says so on stderr and exits 1.
@@ -99,19 +101,21 @@ async fn bridge(args: BridgeArgs) -> anyhow::Result<()> {
         None => target_from_config(&config.gateway.listen)?,
     };
     let token_file = config.config_dir.join(TOKEN_FILE);
-    let token = token(&token_file)?;
     match &target {
         Target::Unix(path) => {
             let stream = tokio::net::UnixStream::connect(path)
                 .await
                 .with_context(|| format!("cannot reach the daemon at unix:{}", path.display()))?;
-            let request = request("ws://localhost/acp", token.as_deref())?;
+            // No token here: the daemon ignores one on its Unix socket (peer credentials are
+            // the principal), and sending it would only spread the secret.
+            let request = request("ws://localhost/acp", None)?;
             let (ws, _) = client_async(request, stream)
                 .await
                 .map_err(|e| handshake_error(&target, &token_file, e))?;
             relay(ws).await
         }
         Target::Url(url) => {
+            let token = token(&token_file)?;
             // TCP_NODELAY: every relayed line is one small frame.
             let (ws, _) = connect_async_with_config(request(url, token.as_deref())?, None, true)
                 .await
@@ -186,6 +190,14 @@ fn handshake_error(
 ) -> anyhow::Error {
     use tokio_tungstenite::tungstenite::Error;
     match error {
+        Error::Http(response)
+            if response.status() == http::StatusCode::UNAUTHORIZED
+                && matches!(target, Target::Unix(_)) =>
+        {
+            anyhow::anyhow!(
+                "the daemon at {target} refused the connection (401): its Unix socket admits the daemon's own uid, root and [gateway] allowed_uids/allowed_gids; add this uid there, or use --url tcp:HOST:PORT with a token"
+            )
+        }
         Error::Http(response) if response.status() == http::StatusCode::UNAUTHORIZED => {
             anyhow::anyhow!(
                 "the daemon at {target} refused the connection (401): set {TOKEN_ENV}, or run `zeroclaw token create --output {}`",

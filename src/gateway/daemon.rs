@@ -4,7 +4,9 @@
 //! is logged and the old one kept); SIGTERM/SIGINT (or `--idle-exit`) drain: `/readyz` and new
 //! `/acp` upgrades answer 503, connections stop reading, running turns finish within
 //! `shutdown_grace_secs`, the rest are cancelled (persisted as cancelled); then the listeners
-//! stop accepting and the daemon exits 0.
+//! stop accepting and the daemon exits 0. The drain says on stderr what it waits for (or that
+//! nothing runs and it exits at once) and waits on the turns and connections themselves, not
+//! on a timer.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,7 +28,6 @@ use zeroclaw_sandbox::{Profile, Sandbox};
 
 /// How long the drain waits for cancelled turns and closing connections after the grace.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
-const POLL: Duration = Duration::from_millis(100);
 
 /// Flags of `zeroclaw daemon`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -87,11 +88,11 @@ async fn serve(
     systemd::ready();
     systemd::status(&status_line(&gateway));
     systemd::spawn_watchdog();
-    run_until_stopped(&gateway, args.config_dir.as_deref(), args.idle_exit).await?;
+    let why = run_until_stopped(&gateway, args.config_dir.as_deref(), args.idle_exit).await?;
     systemd::stopping();
     // The listeners keep answering during the drain, so probes see `/readyz` go 503 (new
     // `/acp` upgrades get 503 too); they stop accepting once the turns are done.
-    drain(&gateway, gateway_config.shutdown_grace_secs).await;
+    drain(&gateway, why, gateway_config.shutdown_grace_secs).await;
     stop_accepting.cancel();
     let _ = tokio::time::timeout(CLOSE_WAIT, async {
         while serving.join_next().await.is_some() {}
@@ -190,12 +191,13 @@ fn status_line(gateway: &Gateway) -> String {
     )
 }
 
-/// Serves until SIGTERM/SIGINT, or until idle for `idle_exit` seconds; SIGHUP reloads.
+/// Serves until SIGTERM/SIGINT, or until idle for `idle_exit` seconds (the answer says which);
+/// SIGHUP reloads.
 async fn run_until_stopped(
     gateway: &Gateway,
     config_dir: Option<&Path>,
     idle_exit: Option<u64>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<&'static str> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
@@ -204,8 +206,8 @@ async fn run_until_stopped(
     let mut last_status = status_line(gateway);
     loop {
         tokio::select! {
-            _ = term.recv() => return stopped("SIGTERM"),
-            _ = int.recv() => return stopped("SIGINT"),
+            _ = term.recv() => return Ok("SIGTERM"),
+            _ = int.recv() => return Ok("SIGINT"),
             _ = hup.recv() => reload(gateway, config_dir).await,
             _ = ticks.tick() => {
                 let status = status_line(gateway);
@@ -217,16 +219,11 @@ async fn run_until_stopped(
                     idle_since = Instant::now();
                 }
                 if idle_exit.is_some_and(|secs| idle_since.elapsed() >= Duration::from_secs(secs)) {
-                    return stopped("idle past --idle-exit");
+                    return Ok("idle past --idle-exit");
                 }
             }
         }
     }
-}
-
-fn stopped(why: &str) -> anyhow::Result<()> {
-    tracing::info!("{why}: shutting down");
-    Ok(())
 }
 
 /// Re-reads the config: agents, providers and admission policy change for what starts next;
@@ -256,15 +253,30 @@ async fn reload(gateway: &Gateway, config_dir: Option<&Path>) {
     }
 }
 
-/// Stops every connection's reader, waits up to `grace_secs` for running turns, cancels what
-/// is left and waits for those turns to be persisted and the connections to close.
-async fn drain(gateway: &Gateway, grace_secs: u64) {
-    gateway.closing.cancel();
+/// Says what the drain waits for (on stderr, whatever the log filter, and in the log), stops
+/// every connection's reader, waits up to `grace_secs` for running turns, cancels what is left
+/// and waits for those turns to be persisted and the connections to close.
+async fn drain(gateway: &Gateway, why: &str, grace_secs: u64) {
     let sessions = &gateway.server.sessions;
-    let deadline = Instant::now() + Duration::from_secs(grace_secs);
-    while sessions.busy() > 0 && Instant::now() < deadline {
-        tokio::time::sleep(POLL).await;
-    }
+    let running = sessions.busy();
+    let connections = gateway.open_connections();
+    let plan = match (running, connections) {
+        (0, 0) => "nothing running, exiting now".to_owned(),
+        (0, n) => format!("no turn running; closing {n} open connection(s)"),
+        (t, n) => format!(
+            "waiting up to {grace_secs}s (shutdown_grace_secs) for {t} running turn(s) to finish, then cancelling them; {n} open connection(s)"
+        ),
+    };
+    eprintln!("zeroclaw: {why}: {plan}");
+    tracing::info!(running, connections, "{why}: {plan}");
+    gateway.closing.cancel();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(grace_secs);
+    let finished = async {
+        for session in sessions.all() {
+            session.wait_idle().await;
+        }
+    };
+    let _ = tokio::time::timeout_at(deadline, finished).await;
     let running = sessions.busy();
     if running > 0 {
         tracing::warn!(running, "grace period over: cancelling the running turns");
@@ -276,9 +288,7 @@ async fn drain(gateway: &Gateway, grace_secs: u64) {
         for session in sessions.all() {
             session.wait_idle().await;
         }
-        while gateway.open_connections() > 0 {
-            tokio::time::sleep(POLL).await;
-        }
+        gateway.connections_closed().await;
     };
     if tokio::time::timeout(CLOSE_WAIT, closed).await.is_err() {
         tracing::warn!("connections still open after the drain; exiting anyway");

@@ -5,6 +5,7 @@
 //! - [`socket_file`]: claiming a Unix socket path (never a live daemon's) and removing on exit
 //!   only the socket this process bound.
 //! - [`auth`]: principals from tokens and peer credentials, checked before the upgrade.
+//! - [`origin`]: the browser `Origin` check of `/acp` on TCP (`allowed_origins`).
 //! - [`tokens`]: the hashed token file behind `zeroclaw token`.
 //! - [`ws`]: `GET /acp`, frames <-> the JSON-RPC loop; [`health`]: `GET /health`.
 //! - [`systemd`]: socket activation, `sd_notify`, the watchdog.
@@ -18,6 +19,7 @@ pub mod daemon;
 pub mod health;
 pub mod listen;
 pub mod metrics;
+pub mod origin;
 pub mod socket_file;
 pub mod systemd;
 pub mod tokens;
@@ -44,6 +46,8 @@ pub struct Gateway {
     pub max_connections: usize,
     /// Open WebSocket connections.
     pub connections: Arc<AtomicUsize>,
+    /// Woken whenever a connection closes (the drain waits on it).
+    connection_closed: Arc<tokio::sync::Notify>,
     /// Cancelled when the daemon stops: every connection stops reading.
     pub closing: CancellationToken,
     /// The sandbox backend the self-test ran with (`namespaces`, `landlock`, ...).
@@ -60,6 +64,7 @@ impl Gateway {
             idle_timeout: Duration::from_secs(gateway.idle_timeout_secs),
             max_connections: gateway.max_connections,
             connections: Arc::default(),
+            connection_closed: Arc::default(),
             closing: CancellationToken::new(),
             backend,
             server,
@@ -87,21 +92,38 @@ impl Gateway {
             });
         claimed.ok().map(|_| ConnectionSlot {
             connections: self.connections.clone(),
+            closed: self.connection_closed.clone(),
         })
     }
 
     pub fn open_connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }
+
+    /// Returns once no connection is open (at once when none is).
+    pub async fn connections_closed(&self) {
+        loop {
+            let closed = self.connection_closed.notified();
+            tokio::pin!(closed);
+            // Registered before the count is read, so a close in between is not missed.
+            closed.as_mut().enable();
+            if self.open_connections() == 0 {
+                return;
+            }
+            closed.await;
+        }
+    }
 }
 
 /// One open connection, counted until dropped.
 pub struct ConnectionSlot {
     connections: Arc<AtomicUsize>,
+    closed: Arc<tokio::sync::Notify>,
 }
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
         self.connections.fetch_sub(1, Ordering::SeqCst);
+        self.closed.notify_waiters();
     }
 }

@@ -1,4 +1,5 @@
-//! `GET /acp`: authentication before the upgrade (plain 401), the connection limit (503), then
+//! `GET /acp`: a browser `Origin` check on TCP (403), authentication before the upgrade (401;
+//! a token in the URL is refused, saying where it goes), the connection limit (503), then
 //! one JSON-RPC message per WebSocket text frame (binary frames accepted when UTF-8) served by
 //! the same [`rpc::serve`] loop as stdio. Frames over `max_frame_bytes` get a JSON-RPC error;
 //! the daemon pings every half `idle_timeout_secs` and drops a peer silent for the whole of it.
@@ -35,23 +36,37 @@ pub async fn acp(
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     let policy = gateway.policy();
-    let token = query.get("token").map(String::as_str);
-    let Some(principal) = auth::admit(&peer, &headers, token, &policy, &gateway.tokens) else {
+    if let Err(origin) = super::origin::check(&peer, &headers, &policy.allowed_origins) {
+        tracing::info!(?peer, %origin, "connection refused: Origin not in [gateway] allowed_origins");
+        refused(&peer, "origin not allowed", Some(origin.clone())).await;
+        let body = format!(
+            "origin {origin} is not allowed: list it in [gateway] allowed_origins to let its pages connect\n"
+        );
+        return (StatusCode::FORBIDDEN, body).into_response();
+    }
+    if let Some(body) = auth::url_token_refusal(query.contains_key("token"), &peer) {
+        tracing::info!(?peer, "connection refused: token in the URL");
+        refused(&peer, "token in the URL", None).await;
+        return unauthorized(body);
+    }
+    let Some(principal) = auth::admit(&peer, &headers, &policy, &gateway.tokens) else {
         tracing::info!(?peer, "connection refused: not authenticated");
-        let presented = headers.contains_key(header::AUTHORIZATION) || token.is_some();
-        let event = crate::audit::Event::new("auth.failure")
-            .with("peer", format!("{peer:?}"))
-            .with(
-                "reason",
-                if presented {
-                    "invalid or revoked token"
-                } else {
-                    "no credentials admitted this peer"
-                },
-            );
-        crate::audit::note(event).await;
-        crate::metrics::get().auth_failure();
-        return unauthorized();
+        let presented = matches!(peer, PeerInfo::Tcp { .. }) && auth::presents_token(&headers);
+        let reason = if presented {
+            "invalid or revoked token"
+        } else {
+            "no credentials admitted this peer"
+        };
+        refused(&peer, reason, None).await;
+        let body = match peer {
+            PeerInfo::Unix {
+                cred: Some((uid, _)),
+            } => format!(
+                "unauthorized: uid {uid} is not admitted on this socket (add it to [gateway] allowed_uids)\n"
+            ),
+            _ => "unauthorized\n".to_owned(),
+        };
+        return unauthorized(body);
     };
     let upgrade = match upgrade {
         Ok(upgrade) => upgrade,
@@ -91,8 +106,18 @@ pub async fn acp(
     response
 }
 
-fn unauthorized() -> Response {
-    let mut response = (StatusCode::UNAUTHORIZED, "unauthorized\n").into_response();
+/// Records the refusal (`auth.failure`) and counts it.
+async fn refused(peer: &PeerInfo, reason: &str, origin: Option<String>) {
+    let event = crate::audit::Event::new("auth.failure")
+        .with("peer", format!("{peer:?}"))
+        .with("reason", reason)
+        .with("origin", origin);
+    crate::audit::note(event).await;
+    crate::metrics::get().auth_failure();
+}
+
+fn unauthorized(body: String) -> Response {
+    let mut response = (StatusCode::UNAUTHORIZED, body).into_response();
     response
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

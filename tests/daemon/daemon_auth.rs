@@ -1,8 +1,10 @@
 //! Authentication of the daemon's `GET /acp`, judged by the raw HTTP status before any upgrade:
-//! no token, a wrong token, each of the three token positions, a revoked token; the selected
+//! no token, a wrong token, both token positions, a token in the URL (refused, saying where it
+//! goes), a revoked token; browser `Origin`s on TCP (only `allowed_origins`); the selected
 //! subprotocol (`zeroclaw.acp.v1` whenever offered, a `bearer.` entry never echoed);
-//! `require_auth = false` only on loopback; peer credentials on the Unix socket (a client run as
-//! `nobody` through `setpriv`); and isolation of sessions between two principals.
+//! `require_auth = false` only on loopback; peer credentials on the Unix socket (a token there
+//! is ignored; a client run as `nobody` through `setpriv`); and isolation of sessions between
+//! two principals.
 
 use crate::support;
 
@@ -71,10 +73,10 @@ fn tcp_without_a_valid_token_is_401_before_the_upgrade() {
 }
 
 #[test]
-fn each_of_the_three_token_positions_is_accepted() {
+fn both_token_positions_are_accepted() {
     let daemon = Daemon::builder().spawn();
     let token = daemon.token().to_string();
-    for at in [TokenAt::Header, TokenAt::Query, TokenAt::Subprotocol] {
+    for at in [TokenAt::Header, TokenAt::Subprotocol] {
         let upgrade = Upgrade::new(tcp(&daemon)).token(at.clone(), &token);
         let client = connect_and_initialize(&upgrade, &daemon);
         drop(client);
@@ -86,6 +88,73 @@ fn each_of_the_three_token_positions_is_accepted() {
     let offered = format!("bearer.{token}");
     let raw = tcp_upgrade(&daemon, "/acp", &[("Sec-WebSocket-Protocol", &offered)]);
     assert_eq!(status_of(&raw), 101, "{raw}");
+}
+
+#[test]
+fn a_token_in_the_url_is_refused_saying_where_it_goes() {
+    let daemon = Daemon::builder().spawn();
+    // A valid token, alone in the URL or next to a valid header: refused either way.
+    let target = format!("/acp?token={}", daemon.token());
+    let bearer = format!("Bearer {}", daemon.token());
+    for headers in [vec![], vec![("Authorization", bearer.as_str())]] {
+        let raw = tcp_upgrade(&daemon, &target, &headers);
+        assert_refused(&raw, "token in the URL");
+        assert!(
+            raw.contains("a token in the URL is refused")
+                && raw.contains("Authorization: Bearer <token>")
+                && raw.contains("bearer.<token>"),
+            "{raw}"
+        );
+    }
+    // On the Unix socket too, where no token is needed at all.
+    let stream = UnixStream::connect(daemon.unix()).expect("connect");
+    let raw = raw_get(stream, &target, &[], true);
+    assert_refused(&raw, "token in the URL on the socket");
+    assert!(raw.contains("no token is needed"), "{raw}");
+}
+
+#[test]
+fn a_browser_origin_on_tcp_must_be_allowed() {
+    let daemon = Daemon::builder()
+        .env(
+            "ZEROCLAW_gateway__allowed_origins",
+            r#"["https://app.example"]"#,
+        )
+        .spawn();
+    let bearer = format!("Bearer {}", daemon.token());
+    let with_origin = |origin: &str| {
+        tcp_upgrade(
+            &daemon,
+            "/acp",
+            &[("Authorization", &bearer), ("Origin", origin)],
+        )
+    };
+    let raw = with_origin("https://evil.example");
+    assert_eq!(status_of(&raw), 403, "{raw}");
+    assert!(!raw.to_ascii_lowercase().contains("sec-websocket-accept"));
+    assert!(raw.contains("allowed_origins"), "{raw}");
+    assert_eq!(status_of(&with_origin("https://app.example")), 101);
+    // No `Origin`: not a browser, unaffected.
+    let raw = tcp_upgrade(&daemon, "/acp", &[("Authorization", &bearer)]);
+    assert_eq!(status_of(&raw), 101, "{raw}");
+    // The Unix socket (no browser reaches it) does not check `Origin`.
+    let stream = UnixStream::connect(daemon.unix()).expect("connect");
+    let raw = raw_get(stream, "/acp", &[("Origin", "https://evil.example")], true);
+    assert_eq!(status_of(&raw), 101, "{raw}");
+    drop(daemon);
+
+    // By default no origin is allowed, not even a local page's.
+    let default = Daemon::builder().spawn();
+    let bearer = format!("Bearer {}", default.token());
+    let raw = tcp_upgrade(
+        &default,
+        "/acp",
+        &[
+            ("Authorization", &bearer),
+            ("Origin", "http://localhost:8000"),
+        ],
+    );
+    assert_eq!(status_of(&raw), 403, "{raw}");
 }
 
 #[test]
@@ -173,7 +242,7 @@ fn a_revoked_token_is_refused_by_the_running_daemon() {
         "revoked token",
     );
     // Other tokens keep working.
-    let still = Upgrade::new(tcp(&daemon)).token(TokenAt::Query, daemon.token());
+    let still = Upgrade::new(tcp(&daemon)).token(TokenAt::Subprotocol, daemon.token());
     connect_and_initialize(&still, &daemon);
 }
 
@@ -307,7 +376,7 @@ fn require(feature: &str, present: bool) -> bool {
 
 /// Runs the upgrade helper below as `nobody` (gid 0, so the 0660 socket can be opened and only
 /// the peer-credential check decides); returns the HTTP status it saw.
-fn status_as_nobody(socket: &std::path::Path, query: &str) -> u16 {
+fn status_as_nobody(socket: &std::path::Path, token: Option<&str>) -> u16 {
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=0", "--clear-groups", "--"])
         .arg(std::env::current_exe().unwrap())
@@ -320,7 +389,7 @@ fn status_as_nobody(socket: &std::path::Path, query: &str) -> u16 {
             "--test-threads=1",
         ])
         .env("ZC_PEER_SOCKET", socket)
-        .env("ZC_PEER_QUERY", query)
+        .env("ZC_PEER_TOKEN", token.unwrap_or_default())
         .output()
         .expect("run setpriv");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -340,10 +409,51 @@ fn status_as_nobody(socket: &std::path::Path, query: &str) -> u16 {
 #[ignore = "helper: run by the peer-credential tests as another uid through setpriv"]
 fn peer_helper() {
     let socket = std::env::var("ZC_PEER_SOCKET").expect("ZC_PEER_SOCKET");
-    let query = std::env::var("ZC_PEER_QUERY").unwrap_or_default();
+    let token = std::env::var("ZC_PEER_TOKEN").unwrap_or_default();
+    let bearer = format!("Bearer {token}");
+    let headers: &[(&str, &str)] = match token.is_empty() {
+        true => &[],
+        false => &[("Authorization", &bearer)],
+    };
     let stream = UnixStream::connect(&socket).expect("connect as nobody");
-    let raw = raw_get(stream, &format!("/acp{query}"), &[], true);
+    let raw = raw_get(stream, "/acp", headers, true);
     println!("PEER-STATUS {}", status_of(&raw));
+}
+
+/// The ids `session/list` answers.
+fn listed_ids(client: &AcpClient) -> Vec<String> {
+    let listed = client.call("session/list", json!({}));
+    listed["sessions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no sessions array: {listed}"))
+        .iter()
+        .filter_map(|s| s["sessionId"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_token_on_the_unix_socket_is_ignored_and_the_peer_stays_its_uid() {
+    let daemon = Daemon::builder().env("ZEROCLAW_LOG", "info").spawn();
+    let unix = || Upgrade::new(Endpoint::Unix(daemon.unix().into()));
+    let work = tempfile::tempdir().unwrap();
+    let owner = connect_and_initialize(&unix(), &daemon);
+    let session = owner.new_session(work.path());
+    assert_eq!(listed_ids(&owner), [session.as_str()]);
+    // A valid token (header) and a wrong one (subprotocol entry): the same uid either way.
+    let with_tokens = [
+        unix().token(TokenAt::Header, daemon.token()),
+        unix().token(TokenAt::Subprotocol, "not-the-token"),
+    ];
+    for upgrade in &with_tokens {
+        let client = connect_and_initialize(upgrade, &daemon);
+        assert_eq!(listed_ids(&client), [session.as_str()], "{upgrade:?}");
+    }
+    let log = daemon.log();
+    assert!(
+        log.contains("a token presented on the Unix socket is ignored"),
+        "{log}"
+    );
+    assert!(!log.contains("not-the-token"), "the token is logged: {log}");
 }
 
 /// Lets `nobody` reach the socket inside the daemon's private temp dir.
@@ -367,7 +477,7 @@ fn the_unix_socket_is_0660_and_admits_the_daemons_own_uid_by_peer_credentials() 
 }
 
 #[test]
-fn another_uid_on_the_unix_socket_needs_a_token_or_an_allowed_uid() {
+fn another_uid_on_the_unix_socket_needs_an_allowed_uid_and_a_token_does_not_help() {
     if !require("root (to run a client as nobody)", running_as_root())
         || !require(
             "setpriv",
@@ -378,9 +488,14 @@ fn another_uid_on_the_unix_socket_needs_a_token_or_an_allowed_uid() {
     }
     let daemon = Daemon::builder().spawn();
     open_socket_dir(&daemon);
-    assert_eq!(status_as_nobody(daemon.unix(), ""), 401, "{}", daemon.log());
-    let with_token = format!("?token={}", daemon.token());
-    assert_eq!(status_as_nobody(daemon.unix(), &with_token), 101);
+    assert_eq!(
+        status_as_nobody(daemon.unix(), None),
+        401,
+        "{}",
+        daemon.log()
+    );
+    // Peer credentials are the principal on the socket: a valid token is ignored there.
+    assert_eq!(status_as_nobody(daemon.unix(), Some(daemon.token())), 401);
     drop(daemon);
 
     let allowed = Daemon::builder()
@@ -388,7 +503,7 @@ fn another_uid_on_the_unix_socket_needs_a_token_or_an_allowed_uid() {
         .spawn();
     open_socket_dir(&allowed);
     assert_eq!(
-        status_as_nobody(allowed.unix(), ""),
+        status_as_nobody(allowed.unix(), None),
         101,
         "{}",
         allowed.log()

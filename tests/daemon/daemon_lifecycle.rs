@@ -1,6 +1,7 @@
 //! The daemon's life around its connections: SIGTERM during a turn (finished within the grace
 //! period, or cancelled after it; either way answered or closed cleanly, exit 0, and the turn
-//! persisted for a fresh daemon), and a full session driven through `zeroclaw-acp-bridge`
+//! persisted for a fresh daemon), SIGTERM saying on stderr what it waits for (or that nothing
+//! runs and it exits at once), and a full session driven through `zeroclaw-acp-bridge`
 //! (stdio in, daemon behind) over TCP with a token and over the configured Unix socket. The
 //! start-up's sandbox self-test leaves nothing in the temporary directory.
 
@@ -79,7 +80,14 @@ fn sigterm_lets_a_running_turn_finish_within_the_grace_period_and_persists_it() 
     let session = client.new_session(work.path());
     let id = start_turn(&client, &session);
     let exit = first.terminate();
-    assert!(exit.success(), "exit {exit}\n{}", first.log());
+    let log = first.log();
+    assert!(exit.success(), "exit {exit}\n{log}");
+    assert!(
+        log.contains(
+            "SIGTERM: waiting up to 60s (shutdown_grace_secs) for 1 running turn(s) to finish"
+        ),
+        "the drain does not say what it waits for:\n{log}"
+    );
     let response = client.wait_response(&id);
     assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
     assert_eq!(response["result"]["content"], "partial rest");
@@ -121,6 +129,32 @@ fn sigterm_cancels_a_turn_that_outlasts_the_grace_period_and_persists_it() {
     assert!(
         agent_text(&replayed).starts_with("partial"),
         "the streamed part is kept: {replayed:?}"
+    );
+}
+
+#[test]
+fn sigterm_with_nothing_running_says_it_exits_at_once_or_which_connections_it_closes() {
+    let config = tempfile::tempdir().unwrap();
+    let mut idle = Daemon::builder()
+        .config_dir(config.path())
+        .no_token()
+        .spawn();
+    assert!(idle.terminate().success(), "{}", idle.log());
+    let log = idle.log();
+    assert!(
+        log.contains("zeroclaw: SIGTERM: nothing running, exiting now"),
+        "{log}"
+    );
+
+    let model = ModelServer::start_blocking(vec![]);
+    let mut connected = daemon(&model, config.path(), 30);
+    let client = connect(&connected);
+    assert!(connected.terminate().success(), "{}", connected.log());
+    client.wait_eof();
+    let log = connected.log();
+    assert!(
+        log.contains("zeroclaw: SIGTERM: no turn running; closing 1 open connection(s)"),
+        "{log}"
     );
 }
 
