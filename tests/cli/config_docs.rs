@@ -63,12 +63,26 @@ fn collect_leaf_keys(value: &toml::Value, out: &mut BTreeSet<String>) {
     }
 }
 
-/// Dotted names in code spans that start like a section but are not configuration keys.
+/// Dotted names in code spans that start like a section but are not configuration keys
+/// (besides the audit record kinds, which [`record_kinds`] reads from docs/audit.md).
 const NOT_KEYS: &[(&str, &str)] = &[
     ("audit.db", "the SQLite file of the audit log"),
     ("audit.head", "the audit log's anchor file"),
-    ("sandbox.failure", "an audit record kind"),
 ];
+
+/// The audit record kinds docs/audit.md's kind table names (its rows start with the kinds in
+/// code spans): `sandbox.failure`, `audit.import`, … read like keys but are not.
+fn record_kinds() -> BTreeSet<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let audit = std::fs::read_to_string(root.join("docs/audit.md")).unwrap();
+    audit
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|row| row.split(" | ").next())
+        .flat_map(|cell| cell.split(", "))
+        .map(|kind| kind.trim_matches('`').to_owned())
+        .collect()
+}
 
 /// Override tables whose keys are those of another section (the reference's row for the
 /// override says "any `[autonomy]` key").
@@ -234,6 +248,7 @@ fn mentions(file: &str, text: &str, reference: &Reference) -> Vec<Mention> {
         .filter_map(|s| s.split('.').next())
         .filter(|s| !s.is_empty())
         .collect();
+    let kinds = record_kinds();
     let mut out = Vec::new();
     let mut add = |section: &str, key: Option<&str>| {
         out.push(Mention {
@@ -249,6 +264,7 @@ fn mentions(file: &str, text: &str, reference: &Reference) -> Vec<Mention> {
             && span.split('.').all(is_key)
             && tops.contains(span.split('.').next().unwrap_or(""))
             && !NOT_KEYS.iter().any(|(name, _)| *name == span)
+            && !kinds.contains(span)
         {
             add(section, Some(key));
         }
