@@ -34,9 +34,15 @@ impl Policy {
                 profile = grant(profile, root, *write);
             }
         }
+        self.deny_forbidden(profile)
+    }
+
+    /// `profile` with every forbidden path denied: the one way a session's profile and
+    /// `zeroclaw sandbox run`'s get them. A forbidden dir holding the workspace is denied
+    /// too: the sandbox then refuses the profile (the callers refuse such a workspace first:
+    /// see [`super::cwd`]).
+    pub fn deny_forbidden(&self, mut profile: Profile) -> Profile {
         for path in &self.forbidden {
-            // A forbidden dir holding the cwd is denied too: the sandbox then refuses the
-            // profile (a session cannot get such a cwd: see [`super::cwd`]).
             profile = profile.deny(path);
         }
         profile
