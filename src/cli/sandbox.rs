@@ -240,7 +240,8 @@ fn profile(args: &SandboxRunArgs, policy: &Policy) -> Result<Profile, String> {
     policy.check_cwd(&workspace)?;
     let mut p = Profile::for_workspace(&workspace)
         .network(args.network)
-        .limits(crate::policy::profile::limits(&policy.limits));
+        .limits(crate::policy::profile::limits(&policy.limits))
+        .umask(policy.umask);
     for r in &args.allow_read {
         p = p.allow_read(existing_path("--allow-read", r)?);
     }

@@ -62,6 +62,8 @@ pub struct Policy {
     pub allow_partial: bool,
     /// `/` may be a session cwd (`[autonomy] allow_root_cwd`).
     pub allow_root_cwd: bool,
+    /// The umask of tool children (`[sandbox] umask`).
+    pub umask: u32,
 }
 
 impl Policy {
@@ -129,6 +131,7 @@ impl Policy {
             backend: config.sandbox.backend,
             allow_partial: config.sandbox.allow_partial,
             allow_root_cwd: autonomy.allow_root_cwd,
+            umask: config.sandbox.umask.bits(),
         }
     }
 
@@ -162,6 +165,7 @@ impl Default for Policy {
             backend: zeroclaw_sandbox::BackendChoice::Auto,
             allow_partial: false,
             allow_root_cwd: autonomy.allow_root_cwd,
+            umask: zeroclaw_sandbox::profile::DEFAULT_UMASK,
         }
     }
 }
