@@ -124,6 +124,7 @@ impl FromStr for BackendChoice {
 pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
     ".git/hooks and .git/config are not protected (no mount namespace to make them read-only)",
     "/tmp is the host's (only TMPDIR and HOME are private)",
+    "the private TMPDIR and HOME have no size cap (directories on the host's file system, not tmpfs capped at the file-size limit): only each file's size (RLIMIT_FSIZE) is bounded",
     "no Unix datagram socket can be made (a filter cannot read a sendto address)",
     "the command's descendants cannot read /proc/self (only the command's own /proc entry is granted)",
     "no user namespace: inotify instances and watches count against the host uid's own limits while the call runs",

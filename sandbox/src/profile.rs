@@ -107,6 +107,19 @@ pub struct Profile {
     pub env: EnvPolicy,
     /// Working directory of the command (defaults to the workspace).
     pub cwd: PathBuf,
+    /// The file mode creation mask of the child and of what the helper writes for it (a git
+    /// stage's files), whatever the launcher's own (a service's `UMask=0077`): [`DEFAULT_UMASK`]
+    /// unless set.
+    #[serde(default = "default_umask")]
+    pub umask: u32,
+}
+
+/// The umask a child gets unless the profile sets one: files it creates are readable by the
+/// user whose project it works in (`0644`, directories `0755`).
+pub const DEFAULT_UMASK: u32 = 0o022;
+
+pub(crate) fn default_umask() -> u32 {
+    DEFAULT_UMASK
 }
 
 /// System roots every toolchain needs, read-only (skipped when absent).
@@ -210,6 +223,7 @@ impl Profile {
             network: Network::Deny,
             limits: Limits::default(),
             env: EnvPolicy::default(),
+            umask: DEFAULT_UMASK,
         }
     }
 
@@ -246,6 +260,12 @@ impl Profile {
     /// Replaces the limits.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets the child's umask (only the permission bits, `0o777`, count).
+    pub fn umask(mut self, mask: u32) -> Self {
+        self.umask = mask & 0o777;
         self
     }
 

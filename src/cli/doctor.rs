@@ -1,4 +1,6 @@
-//! `zeroclaw doctor`: prints the sandbox capability report (a table, or JSON with `--json`).
+//! `zeroclaw doctor`: prints the sandbox capability report (a table, or JSON with `--json`),
+//! and when zeroclaw runs as root what root-only files a child could read on the chosen rung
+//! (`root_readable`).
 //! Exit codes: 0 the configured sandbox applies; 1 it cannot be applied; 78 (`EX_CONFIG`) the
 //! configuration is invalid (with `--json`, a JSON error object on stdout); 2 bad arguments.
 
@@ -9,8 +11,9 @@ use serde_json::json;
 use zeroclaw_sandbox::BackendChoice;
 use zeroclaw_sandbox::detect::{Report, report};
 
-use super::{doctor_network, terminal};
+use super::{doctor_network, doctor_root_files, terminal};
 use crate::config::{Config, NetworkConfig};
+use crate::policy::Policy;
 
 /// Exit code when the configuration is invalid (sysexits' `EX_CONFIG`, clear of clap's 2).
 pub const EXIT_CONFIG_INVALID: u8 = 78;
@@ -35,20 +38,9 @@ pub struct DoctorArgs {
 /// Loads the configuration and checks its `[sandbox] backend` and `allow_partial`; flags
 /// override them. An invalid configuration is reported (as JSON with `--json`) and exits 78.
 pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    let settings = Config::load(args.config_dir.as_deref())
-        .map_err(|e| e.to_string())
-        .map(|config| {
-            (
-                config.sandbox.backend,
-                config.sandbox.allow_partial,
-                config.sandbox.network,
-            )
-        });
-    match settings {
-        Ok((backend, allow_partial, network)) => {
-            run_with_network(args, backend, allow_partial, Some(&network))
-        }
-        Err(message) => config_invalid(args.json, &message),
+    match Config::load(args.config_dir.as_deref()) {
+        Ok(config) => run_with_network(args, &Policy::for_config(&config), Some(&config)),
+        Err(e) => config_invalid(args.json, &e.to_string()),
     }
 }
 
@@ -69,30 +61,46 @@ pub fn run_with(
     backend: BackendChoice,
     allow_partial: bool,
 ) -> anyhow::Result<ExitCode> {
-    run_with_network(args, backend, allow_partial, None)
+    let policy = Policy {
+        backend,
+        allow_partial,
+        ..Policy::default()
+    };
+    run_with_network(args, &policy, None)
 }
 
-/// [`run_with`], also showing the effective `[sandbox.network]` policy when given.
+/// [`run_with`] for a session of `policy` (its backend, `allow_partial` and read-only roots),
+/// also showing the effective `[sandbox.network]` policy when the configuration is given.
 fn run_with_network(
     args: DoctorArgs,
-    backend: BackendChoice,
-    allow_partial: bool,
-    network: Option<&NetworkConfig>,
+    policy: &Policy,
+    config: Option<&Config>,
 ) -> anyhow::Result<ExitCode> {
     let r = report(
-        args.backend.unwrap_or(backend),
-        args.allow_partial || allow_partial,
+        args.backend.unwrap_or(policy.backend),
+        args.allow_partial || policy.allow_partial,
     );
+    let network: Option<&NetworkConfig> = config.map(|c| &c.sandbox.network);
     let network = network.map(|n| doctor_network::describe(n, &r));
+    let root_files = doctor_root_files::scan(r.chosen, policy);
     if args.json {
         let mut value = serde_json::to_value(&r).unwrap_or_default();
         if let (Some(map), Some(n)) = (value.as_object_mut(), &network) {
             map.insert("network".into(), n.to_json());
         }
+        if let (Some(map), Some(files)) = (value.as_object_mut(), &root_files) {
+            map.insert(
+                "root_readable".into(),
+                serde_json::to_value(files).unwrap_or_default(),
+            );
+        }
         terminal::stdout()
             .raw(&(serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"))?;
     } else {
         let mut text = table(&r);
+        if let Some(files) = &root_files {
+            text += &doctor_root_files::table(files);
+        }
         if let Some(n) = &network {
             text += &n.table();
         }

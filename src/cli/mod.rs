@@ -6,6 +6,7 @@ pub mod audit_cmd;
 pub mod config_cmd;
 pub mod doctor;
 mod doctor_network;
+mod doctor_root_files;
 pub mod sandbox;
 mod sandbox_network;
 pub mod sessions_cmd;

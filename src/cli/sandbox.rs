@@ -1,8 +1,10 @@
 //! `zeroclaw sandbox run`: runs one command confined with exactly the defaults a supervised
 //! session's shell tool uses: the configuration's `[sandbox]` backend, `allow_partial` and
-//! `[sandbox.limits]` (loaded as every other command loads it), flags overriding them. Exit
-//! code: the command's (128 + signal when killed); 124 wall-time limit; 123 output limit; 125
-//! the sandbox could not be set up (a workspace or extra root that does not exist, an invalid
+//! `[sandbox.limits]` (loaded as every other command loads it), flags overriding them, and a
+//! session's denied paths (`[autonomy] forbidden_paths`, the config directory,
+//! `workspace_dir`, ...). Exit code: the command's (128 + signal when killed); 124 wall-time
+//! limit; 123 output limit; 125 the sandbox could not be set up (a workspace or extra root
+//! that does not exist, a workspace or writable root inside a denied path, an invalid
 //! configuration); 126/127 the command could not be executed / was not found inside the
 //! sandbox; 2 bad arguments (clap).
 
@@ -14,10 +16,11 @@ use std::time::Duration;
 
 use clap::builder::TypedValueParser;
 use zeroclaw_sandbox::{
-    BackendChoice, End, Limits, Network, Profile, Sandbox, SandboxError, SetupError, Stage, Stream,
+    BackendChoice, End, Network, Profile, Sandbox, SandboxError, SetupError, Stage, Stream,
 };
 
 use crate::config::Config;
+use crate::policy::Policy;
 
 /// Exit code when the sandbox itself failed.
 pub const EXIT_SETUP: u8 = 125;
@@ -92,7 +95,8 @@ pub struct SandboxRunArgs {
 }
 
 /// Loads the configuration (`--config-dir`, else `ZEROCLAW_CONFIG_DIR`, else `~/.zeroclaw`, and
-/// the `ZEROCLAW_*` overlay) and runs with its `[sandbox]` settings; flags override them.
+/// the `ZEROCLAW_*` overlay) and runs with its `[sandbox]` settings and the denied paths of
+/// its `[autonomy]` (a session's: [`Policy::for_config`]); flags override the settings.
 /// Must be called before any other thread exists: the command is confined by a child forked
 /// from this process ([`Sandbox::run_foreground`]), not by a re-executed helper.
 pub fn run(args: SandboxRunArgs) -> ExitCode {
@@ -100,8 +104,7 @@ pub fn run(args: SandboxRunArgs) -> ExitCode {
         Ok(config) => config,
         Err(e) => return fail(&e.to_string()),
     };
-    let backend = config.sandbox.backend;
-    let limits = crate::policy::profile::limits(&config.sandbox.limits);
+    let policy = Policy::for_config(&config);
     let egress = match super::sandbox_network::policy(
         args.network,
         &args.allow_domain,
@@ -111,20 +114,19 @@ pub fn run(args: SandboxRunArgs) -> ExitCode {
         Ok(egress) => egress,
         Err(e) => return fail(&e),
     };
-    run_with(args, backend, config.sandbox.allow_partial, limits, egress)
+    run_with(args, &policy, egress)
 }
 
-/// Runs with this backend, `allow_partial` and limits; flags override them.
+/// Runs with the policy's backend, `allow_partial`, limits and denied paths; flags override
+/// the first three.
 pub fn run_with(
     args: SandboxRunArgs,
-    backend: BackendChoice,
-    allow_partial: bool,
-    limits: Limits,
+    policy: &Policy,
     egress: Option<crate::egress::EgressPolicy>,
 ) -> ExitCode {
-    let backend = args.backend.unwrap_or(backend);
-    let allow_partial = args.allow_partial || allow_partial;
-    let profile = match profile(&args, limits) {
+    let backend = args.backend.unwrap_or(policy.backend);
+    let allow_partial = args.allow_partial || policy.allow_partial;
+    let profile = match profile(&args, policy) {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
@@ -225,18 +227,34 @@ fn report(result: Result<zeroclaw_sandbox::Outcome, SandboxError>) -> ExitCode {
     }
 }
 
-fn profile(args: &SandboxRunArgs, limits: Limits) -> Result<Profile, String> {
+/// The profile a session in the workspace would get (its denied paths: the policy's, through
+/// [`Policy::deny_forbidden`]), with this run's network, roots and limits. A workspace inside
+/// a denied path is refused as a session's cwd is ([`Policy::check_cwd`]); a denied path
+/// inside it is masked.
+fn profile(args: &SandboxRunArgs, policy: &Policy) -> Result<Profile, String> {
     let workspace = match &args.workspace {
         Some(w) => existing_dir("--workspace", w)?,
         None => std::env::current_dir().map_err(|e| format!("current directory: {e}"))?,
     };
-    let mut p = Profile::for_workspace(&workspace).network(args.network);
-    p.limits = limits;
+    let workspace = crate::policy::paths::normalize(&workspace);
+    policy.check_cwd(&workspace)?;
+    let mut p = Profile::for_workspace(&workspace)
+        .network(args.network)
+        .limits(crate::policy::profile::limits(&policy.limits))
+        .umask(policy.umask);
     for r in &args.allow_read {
         p = p.allow_read(existing_path("--allow-read", r)?);
     }
     for w in &args.allow_write {
         p = p.allow_write(existing_path("--allow-write", w)?);
+    }
+    let mut p = policy.deny_forbidden(p);
+    if let Some((root, denied)) = p.root_inside_denied() {
+        return Err(format!(
+            "--allow-write {} is refused: it lies inside the denied path {}",
+            root.display(),
+            denied.display()
+        ));
     }
     if let Some(t) = args.timeout {
         p.limits.wall_time = Duration::from_secs(t);

@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod models;
 pub mod network;
 mod sources;
+pub mod umask;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -274,6 +275,8 @@ pub struct SandboxConfig {
     pub limits: LimitsConfig,
     /// `[sandbox.network]`: the egress policy of tool children.
     pub network: NetworkConfig,
+    /// The umask of tool children (an octal string; default `"022"`), whatever the daemon's.
+    pub umask: umask::Umask,
 }
 
 impl Default for SandboxConfig {
@@ -283,6 +286,7 @@ impl Default for SandboxConfig {
             allow_partial: false,
             limits: LimitsConfig::default(),
             network: NetworkConfig::default(),
+            umask: umask::Umask::default(),
         }
     }
 }

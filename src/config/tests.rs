@@ -274,3 +274,18 @@ fn agents_with_other_names_get_nothing_from_the_built_in() {
         "{msg}"
     );
 }
+
+#[test]
+fn sandbox_umask_is_an_octal_string_from_the_file_or_the_environment() {
+    let (_d, config) = load(None, &[]);
+    assert_eq!(config.unwrap().sandbox.umask.bits(), 0o022);
+    let (_d, config) = load(Some("[sandbox]\numask = \"027\"\n"), &[]);
+    assert_eq!(config.unwrap().sandbox.umask.bits(), 0o027);
+    let (_d, config) = load(None, &[("ZEROCLAW_sandbox__umask", "077")]);
+    assert_eq!(config.unwrap().sandbox.umask.bits(), 0o077);
+    for bad in ["umask = \"rw-\"", "umask = \"1022\"", "umask = 18"] {
+        let (_d, config) = load(Some(&format!("[sandbox]\n{bad}\n")), &[]);
+        let error = config.unwrap_err().to_string();
+        assert!(error.contains("sandbox.umask"), "{bad}: {error}");
+    }
+}

@@ -62,6 +62,8 @@ pub struct Policy {
     pub allow_partial: bool,
     /// `/` may be a session cwd (`[autonomy] allow_root_cwd`).
     pub allow_root_cwd: bool,
+    /// The umask of tool children (`[sandbox] umask`).
+    pub umask: u32,
 }
 
 impl Policy {
@@ -80,12 +82,23 @@ impl Policy {
     /// The policy of a session of agent `alias` whose client chose level `chosen`: the lower
     /// of it and the configured level applies, as if configured.
     pub fn for_session(config: &Config, alias: &str, chosen: Option<AutonomyLevel>) -> Policy {
-        let agent = config.agents.get(alias).and_then(|a| a.autonomy.as_ref());
+        Self::build(config, Some(alias), chosen)
+    }
+
+    /// The policy of `[autonomy]` and `[sandbox]` alone, no agent's override: what
+    /// `zeroclaw sandbox run` confines its command by (its denied paths, its workspace rule).
+    pub fn for_config(config: &Config) -> Policy {
+        Self::build(config, None, None)
+    }
+
+    fn build(config: &Config, alias: Option<&str>, chosen: Option<AutonomyLevel>) -> Policy {
+        let agent_config = alias.and_then(|alias| config.agents.get(alias));
+        let agent = agent_config.and_then(|a| a.autonomy.as_ref());
         let mut autonomy = config.autonomy.with_override(agent);
         if let Some(chosen) = chosen {
             autonomy.level = autonomy.level.min(chosen);
         }
-        let agent_network = config.agents.get(alias).and_then(|a| a.network.as_ref());
+        let agent_network = agent_config.and_then(|a| a.network.as_ref());
         let network_config = config.sandbox.network.with_override(agent_network);
         let network_mode = network_config.mode;
         // Checked when the config was loaded; a policy that does not parse gives no network.
@@ -94,14 +107,7 @@ impl Policy {
             && autonomy.level != AutonomyLevel::ReadOnly)
             .then(|| crate::egress::EgressPolicy::from_config(&network_config).ok())
             .flatten();
-        let mut forbidden = forbidden_paths(&autonomy);
-        forbidden.push(config.config_dir.clone());
-        forbidden.push(config.workspace_dir.clone());
-        forbidden.push(config.store_path());
-        if let Some(sessions) = config.store_path().parent() {
-            forbidden.push(sessions.to_path_buf());
-        }
-        let forbidden = forbidden.iter().map(|p| paths::normalize(p)).collect();
+        let forbidden = denied_paths(config, &autonomy);
         Policy {
             level: autonomy.level,
             workspace_only: autonomy.workspace_only && autonomy.level != AutonomyLevel::Full,
@@ -125,6 +131,7 @@ impl Policy {
             backend: config.sandbox.backend,
             allow_partial: config.sandbox.allow_partial,
             allow_root_cwd: autonomy.allow_root_cwd,
+            umask: config.sandbox.umask.bits(),
         }
     }
 
@@ -158,8 +165,24 @@ impl Default for Policy {
             backend: zeroclaw_sandbox::BackendChoice::Auto,
             allow_partial: false,
             allow_root_cwd: autonomy.allow_root_cwd,
+            umask: zeroclaw_sandbox::profile::DEFAULT_UMASK,
         }
     }
+}
+
+/// Every path the policy forbids, normalized: the built-in list, `forbidden_paths`, the
+/// config directory, `workspace_dir`, the session database and its directory. The one list
+/// a session's policy and `zeroclaw sandbox run` deny (through [`Policy::profile`] and
+/// [`Policy::deny_forbidden`]).
+fn denied_paths(config: &Config, autonomy: &AutonomyConfig) -> Vec<PathBuf> {
+    let mut forbidden = forbidden_paths(autonomy);
+    forbidden.push(config.config_dir.clone());
+    forbidden.push(config.workspace_dir.clone());
+    forbidden.push(config.store_path());
+    if let Some(sessions) = config.store_path().parent() {
+        forbidden.push(sessions.to_path_buf());
+    }
+    forbidden.iter().map(|p| paths::normalize(p)).collect()
 }
 
 fn forbidden_paths(autonomy: &AutonomyConfig) -> Vec<PathBuf> {

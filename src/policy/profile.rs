@@ -25,7 +25,8 @@ impl Policy {
         };
         let mut profile = Profile::for_workspace(cwd)
             .network(network)
-            .limits(limits(&self.limits));
+            .limits(limits(&self.limits))
+            .umask(self.umask);
         for (root, write) in &self.allowed_roots {
             profile = grant(profile, root, *write);
         }
@@ -34,9 +35,15 @@ impl Policy {
                 profile = grant(profile, root, *write);
             }
         }
+        self.deny_forbidden(profile)
+    }
+
+    /// `profile` with every forbidden path denied: the one way a session's profile and
+    /// `zeroclaw sandbox run`'s get them. A forbidden dir holding the workspace is denied
+    /// too: the sandbox then refuses the profile (the callers refuse such a workspace first:
+    /// see [`super::cwd`]).
+    pub fn deny_forbidden(&self, mut profile: Profile) -> Profile {
         for path in &self.forbidden {
-            // A forbidden dir holding the cwd is denied too: the sandbox then refuses the
-            // profile (a session cannot get such a cwd: see [`super::cwd`]).
             profile = profile.deny(path);
         }
         profile
@@ -74,5 +81,33 @@ pub fn limits(config: &LimitsConfig) -> Limits {
         file_size_bytes: config.file_size_mb << 20,
         open_files: config.open_files,
         output_bytes: config.output_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn the_profile_carries_the_configured_umask_and_the_config_dirs_denied() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "[sandbox]\numask = \"027\"\n",
+        )
+        .unwrap();
+        let config = Config::load_with_env(dir.path(), Vec::new()).unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        for policy in [
+            Policy::for_agent(&config, "default"),
+            Policy::for_config(&config),
+        ] {
+            let profile = policy.shell_profile(ws.path());
+            assert_eq!(profile.umask, 0o027);
+            let config_dir = super::super::paths::normalize(dir.path());
+            assert!(profile.denied.contains(&config_dir), "{:?}", profile.denied);
+        }
+        assert_eq!(Policy::default().profile(ws.path(), &[]).umask, 0o022);
     }
 }

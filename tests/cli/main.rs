@@ -15,6 +15,7 @@ mod audit_reload;
 mod cli_closed_stdout;
 mod cli_config;
 mod cli_doctor;
+mod cli_doctor_gaps;
 mod cli_doctor_network;
 mod cli_sessions;
 mod cli_token;

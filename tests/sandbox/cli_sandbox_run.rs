@@ -2,7 +2,9 @@
 //! `ZEROCLAW_CONFIG_DIR`, the `ZEROCLAW_*` overlay): `[sandbox.limits]` applies, `--timeout`
 //! still overrides it; a missing `--allow-read`/`--allow-write` root or workspace is refused
 //! by name (125, as every setup failure), an unknown `--network` by clap (2); `--help` lists
-//! the network policies.
+//! the network policies. It denies what a session denies: run in a directory holding the
+//! config directory or a `forbidden_paths` entry, the confined `cat` cannot read them; a
+//! workspace (or `--allow-write` root) inside one is refused by name with 125.
 
 use crate::sandbox_support;
 
@@ -12,15 +14,25 @@ use std::time::{Duration, Instant};
 
 use sandbox_support::Backend;
 
-/// `zeroclaw sandbox run ARGS` with a clean `ZEROCLAW_*` environment plus `env`.
-fn sandbox_run(config_dir: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
+/// `program` (`zeroclaw`, or a shell that execs it) with a clean `ZEROCLAW_*` environment and
+/// `ZEROCLAW_CONFIG_DIR=config_dir`.
+pub(crate) fn clean_command(program: &str, config_dir: &Path) -> Command {
+    let mut cmd = Command::new(program);
     for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("ZEROCLAW_")) {
         cmd.env_remove(name);
     }
+    cmd.env("ZEROCLAW_CONFIG_DIR", config_dir);
+    cmd
+}
+
+/// `zeroclaw sandbox run ARGS` with a clean `ZEROCLAW_*` environment plus `env`.
+fn sandbox_run(config_dir: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Output {
     // Never the machine's own ~/.zeroclaw: an empty config dir unless the test gives one.
     let scratch = tempfile::tempdir().unwrap();
-    cmd.env("ZEROCLAW_CONFIG_DIR", config_dir.unwrap_or(scratch.path()));
+    let mut cmd = clean_command(
+        env!("CARGO_BIN_EXE_zeroclaw"),
+        config_dir.unwrap_or(scratch.path()),
+    );
     cmd.args(["sandbox", "run"])
         .args(args)
         .envs(env.iter().copied());
@@ -190,4 +202,100 @@ fn help_lists_the_network_policies() {
     );
     assert!(help.contains("--allow-domain"), "{help}");
     assert!(help.contains("--config-dir"), "{help}");
+}
+
+const VISIBLE: &str = "zc-visible-5b1e";
+const TOKEN: &str = "zc-token-canary-a93f";
+
+/// `top/` holds the config directory `conf/` (with the bridge token and `tokens.json`, and a
+/// config forbidding `top/private/`), `private/secret.txt` and a `visible.txt`.
+fn scene_holding_the_config_dir() -> (tempfile::TempDir, std::path::PathBuf) {
+    let top = tempfile::tempdir().unwrap();
+    let root = top.path().canonicalize().unwrap();
+    let conf = root.join("conf");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::create_dir_all(root.join("private/sub")).unwrap();
+    std::fs::write(
+        conf.join("config.toml"),
+        format!(
+            "[autonomy]\nforbidden_paths = [\"{}\"]\n",
+            root.join("private").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(conf.join("acp-bridge-token"), TOKEN).unwrap();
+    std::fs::write(conf.join("tokens.json"), format!("{{\"t\": \"{TOKEN}\"}}")).unwrap();
+    std::fs::write(root.join("private/secret.txt"), TOKEN).unwrap();
+    std::fs::write(root.join("visible.txt"), VISIBLE).unwrap();
+    (top, root)
+}
+
+/// Run in `top/` (the current directory, no `--workspace`): the config directory's tokens and
+/// the forbidden `private/` are masked, what is beside them is read.
+fn config_dir_and_forbidden_paths_inside_the_workspace_are_masked(b: Backend) {
+    let (_top, root) = scene_holding_the_config_dir();
+    let script = "cat visible.txt; echo; cat conf/acp-bridge-token conf/tokens.json \
+                  private/secret.txt; echo done";
+    let out = clean_command(env!("CARGO_BIN_EXE_zeroclaw"), &root.join("conf"))
+        .current_dir(&root)
+        .args([
+            "sandbox",
+            "run",
+            "--backend",
+            b.name(),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+        .output()
+        .expect("run zeroclaw");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(VISIBLE) && stdout.contains("done"),
+        "{b:?}: the command ran: {stdout}\n{}",
+        stderr(&out)
+    );
+    assert!(
+        !stdout.contains(TOKEN),
+        "{b:?}: a denied file was read: {stdout}"
+    );
+}
+
+#[test]
+fn the_config_dir_and_forbidden_paths_inside_the_workspace_are_masked() {
+    on_each_backend(
+        "the_config_dir_and_forbidden_paths_inside_the_workspace_are_masked",
+        config_dir_and_forbidden_paths_inside_the_workspace_are_masked,
+    );
+}
+
+#[test]
+fn a_workspace_or_writable_root_inside_a_denied_path_is_refused_by_name() {
+    let (_top, root) = scene_holding_the_config_dir();
+    let conf = root.join("conf");
+    let private = root.join("private");
+    let inner = private.join("sub");
+    let zeroclaw = env!("CARGO_BIN_EXE_zeroclaw");
+    let cases: [(&[&str], &std::path::Path, &std::path::Path); 4] = [
+        (&["--workspace", conf.to_str().unwrap()], &root, &conf),
+        (&[], &conf, &conf),
+        (&["--workspace", inner.to_str().unwrap()], &root, &private),
+        (&["--allow-write", inner.to_str().unwrap()], &root, &private),
+    ];
+    for (flags, cwd, denied) in cases {
+        let out = clean_command(zeroclaw, &conf)
+            .current_dir(cwd)
+            .args(["sandbox", "run"])
+            .args(flags)
+            .args(["--", "true"])
+            .output()
+            .expect("run zeroclaw");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(125), "{flags:?} in {cwd:?}: {err}");
+        assert!(
+            err.contains(&format!("inside the denied path {}", denied.display())),
+            "{flags:?} in {cwd:?}: {err}"
+        );
+    }
 }

@@ -18,6 +18,7 @@ mod sandbox_support;
 mod tools_support;
 
 mod cli_sandbox_run;
+mod cli_sandbox_umask;
 #[macro_use]
 mod egress_sandbox;
 mod egress_sandbox_foreground;

@@ -375,3 +375,31 @@ fn deliver_file_refuses_files_over_ten_mebibytes_and_outside_the_workspace() {
         .any(|c| c["content"]["type"] == "resource");
     assert!(!embedded, "nothing was embedded");
 }
+
+/// `[sandbox] umask` reaches the daemon's tool children (a shell command and the in-process
+/// `file_write`), not the daemon's own umask: files `0640`, directories `0750` with `"027"`.
+#[test]
+fn files_the_tools_create_follow_the_configured_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Scene::start(Setup::level("full").extra("[sandbox]\numask = \"027\""));
+    s.call(
+        "shell",
+        json!({"command": "echo made > by-shell.txt && mkdir by-shell.d"}),
+    )
+    .assert_completed();
+    s.call(
+        "file_write",
+        json!({"path": "by-tool.txt", "content": "made\n"}),
+    )
+    .assert_completed();
+    let mode = |name: &str| {
+        fs::metadata(s.ws().join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("by-shell.txt"), 0o640);
+    assert_eq!(mode("by-shell.d"), 0o750);
+    assert_eq!(mode("by-tool.txt"), 0o640);
+}

@@ -7,6 +7,7 @@
 mod choice;
 mod guarantees;
 mod probes;
+mod root_files;
 #[cfg(test)]
 mod tests;
 mod types;
@@ -14,6 +15,7 @@ mod types;
 pub use choice::{choose, report, report_from, statuses};
 pub use guarantees::{guarantees, guarantees_here};
 pub use probes::{FirstRunTries, Live, bwrap_path, probes, process_limit};
+pub use root_files::{LIST_CAP, RootReadable, SCAN_CAP, root_readable};
 pub use types::{
     BackendStatus, Check, FULL_LANDLOCK_ABI, Guarantee, ProbeSource, Probes, ProcessLimitProbe,
     Report,

@@ -80,6 +80,7 @@ fn prepare(
     }
     rlimits::apply(&plan.limits)?;
     report.rlimits = true;
+    set_umask(plan);
     std::env::set_current_dir(&plan.cwd)
         .map_err(|e| SetupError::os(Stage::Chdir, format!("chdir({})", plan.cwd.display()), &e))?;
     let target = target(plan)?;
@@ -120,6 +121,13 @@ fn confine_and_exec_with(
     }
     send(&Message::Ready(report));
     run_target(target, plan)
+}
+
+/// The plan's umask for the calling process (and what it forks or execs): the helper sets it
+/// first, for what it writes on the command's behalf; every exec path sets it again (a warm
+/// init, bubblewrap's inner stage), whatever the launcher's own was.
+pub(super) fn set_umask(plan: &Plan) {
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(plan.umask & 0o777));
 }
 
 /// What the helper ends with: a program to exec or a registered operation.

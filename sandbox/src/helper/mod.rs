@@ -94,6 +94,7 @@ fn run_forked(plan: &Plan) -> ! {
 }
 
 fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
+    exec::set_umask(plan);
     if inner {
         // In bwrap's network namespace: a proxy call's listeners go back first.
         egress::send_from_inner(plan)?;

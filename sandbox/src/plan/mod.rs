@@ -134,6 +134,7 @@ pub fn build(
             proxy_only: None,
         },
         limits: profile.limits.clone(),
+        umask: profile.umask,
         allow_partial: false,
         unshare_net: profile.network != Network::Allow,
         egress: None,

@@ -23,6 +23,7 @@ fn profile() -> Profile {
         network: Network::Deny,
         limits: Limits::default(),
         env: EnvPolicy::default(),
+        umask: crate::profile::DEFAULT_UMASK,
     }
 }
 

@@ -173,6 +173,9 @@ pub struct Plan {
     pub seccomp: SeccompPlan,
     /// Resource limits.
     pub limits: Limits,
+    /// The umask of the helper and the command (the profile's).
+    #[serde(default = "crate::profile::default_umask")]
+    pub umask: u32,
     /// Accept a partially enforced Landlock ruleset.
     pub allow_partial: bool,
     /// New network namespace.
