@@ -11,6 +11,7 @@ mod sandbox_support;
 mod tools_support;
 
 mod audit_log;
+mod audit_refusals;
 mod audit_reload;
 mod cli_config;
 mod cli_doctor;
