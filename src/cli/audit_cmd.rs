@@ -206,6 +206,7 @@ fn line(seq: i64, body: &Value) -> String {
         .unwrap_or("");
     let detail = match body["kind"].as_str().unwrap_or("") {
         "tool.exec" => format!("status={} {about}", text("status")),
+        "tool.start" => about.to_owned(),
         "policy.decision" => format!(
             "decision={} rule={} {about}",
             text("decision"),

@@ -117,6 +117,14 @@ pub fn call_event(ctx: &ToolContext, kind: &str, tool: &str) -> audit::Event {
     }
 }
 
+/// Records that the call's work is about to start (`tool.start`, with the command or path
+/// and the arguments' digest): written before a confined child runs (or an MCP server is
+/// called), so what ran is in the log even when its end cannot be recorded; a record that
+/// cannot be written refuses the call.
+pub async fn record_start(ctx: &ToolContext) -> Result<(), ToolError> {
+    audit(call_event(ctx, "tool.start", "")).await
+}
+
 /// Records a refusal of the call (`policy.decision` with decision `deny`, `rule` and the
 /// reason) and returns the reason as the call's error; when the record cannot be written,
 /// the error says so (the call is refused either way).

@@ -55,6 +55,7 @@ pub async fn run_shell(
     command: &str,
 ) -> Result<(Outcome, Vec<Refusal>), ToolError> {
     let sandbox = audited(ctx, sandbox(&ctx.env.policy)).await?;
+    super::approve::record_start(ctx).await?;
     let started = Instant::now();
     let cancel = ctx.cancel.clone().cancelled_owned();
     let run = match &ctx.env.policy.egress {
@@ -134,6 +135,7 @@ pub async fn run_op<P: Serialize, R: DeserializeOwned>(
         profile.network = Network::Deny;
     }
     let profile = &profile;
+    super::approve::record_start(ctx).await?;
     let started = Instant::now();
     let run = sandbox
         .run_op(profile, op, payload, ctx.cancel.clone().cancelled_owned())

@@ -10,6 +10,7 @@ mod sandbox_support;
 #[path = "../tools_support/mod.rs"]
 mod tools_support;
 
+mod audit_exec_start;
 mod audit_log;
 mod audit_refusals;
 mod audit_reload;
