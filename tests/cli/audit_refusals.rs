@@ -1,7 +1,7 @@
 //! Every refusal of a tool call is an audit record with its rule, found by `zeroclaw audit
 //! list --decision deny` through the real binary: a forbidden path, a protected git path, a
-//! path outside the workspace, an absolute search pattern, a tool that does not exist, a
-//! sandbox that cannot be set up, and a git change refused when the repository lands. An
+//! path outside the workspace, an absolute search pattern, a tool that does not exist,
+//! arguments that are not JSON, a sandbox that cannot be set up, and a git change refused when the repository lands. An
 //! approval is listed with the command or path it was about.
 
 use crate::audit_log::{bodies, stdout_ok};
@@ -11,6 +11,7 @@ use crate::tools_support;
 use serde_json::{Value, json};
 
 use support::acp_client::Permission;
+use support::model_server::{Reply, finish, text_reply, tool_call_args, tool_call_start};
 use tools_support::{Scene, Setup, backend_available};
 
 /// The `--decision deny` lines of the scene's log.
@@ -113,6 +114,29 @@ fn a_call_of_an_unknown_tool_is_recorded_with_its_rule() {
     assert!(listed.contains("rule=unknown_tool rm -rf /"), "{listed}");
     let record = denial(&s, "unknown_tool");
     assert_eq!(record["reason"], "unknown tool: no_such_tool", "{record}");
+}
+
+#[test]
+fn a_call_whose_arguments_are_not_json_is_recorded_with_its_rule() {
+    let s = Scene::start(Setup::level("full"));
+    s.model.push(Reply::Sse(vec![
+        tool_call_start(0, "bad-args", "shell"),
+        tool_call_args(0, "{\"command\": \"echo hi"),
+        finish("tool_calls"),
+    ]));
+    s.model.push(text_reply("done"));
+    s.client.prompt(&s.session, "go");
+    let listed = denials(&s);
+    assert!(listed.contains("rule=invalid_arguments"), "{listed}");
+    let record = denial(&s, "invalid_arguments");
+    assert_eq!(record["tool"], "shell", "{record}");
+    assert_eq!(record["tool_call_id"], "bad-args", "{record}");
+    assert!(
+        record["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("the arguments are not valid JSON")),
+        "{record}"
+    );
 }
 
 #[test]
