@@ -18,7 +18,7 @@ use crate::audit;
 use crate::provider::{
     self, ChatMessage, ChatRequest, Provider, ProviderError, ThinkingBlock, ToolSpec,
 };
-use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
+use crate::tools::{ToolContext, ToolOutput, ToolRegistry, approve};
 
 /// Appended to the partial text of a turn the client cancelled.
 pub const CANCELLED_MARKER: &str = "\n\n[turn cancelled via client]";
@@ -300,12 +300,6 @@ impl Turn<'_> {
         call: &AnnouncedCall,
         recorder: Arc<PlanRecorder>,
     ) -> Result<ToolOutput, String> {
-        let Some(tool) = self.tools.get(&call.name) else {
-            return Err(format!("unknown tool: {}", call.name));
-        };
-        if let Value::String(raw) = &call.args {
-            return Err(format!("the arguments are not valid JSON: {raw}"));
-        }
         let ctx = ToolContext {
             session_id: self.ctx.session_id.clone(),
             cwd: self.ctx.cwd.clone(),
@@ -315,9 +309,26 @@ impl Turn<'_> {
             // A mode the client chose during the turn applies from this call on.
             env: self.ctx.env.for_next_call(),
         };
+        let subject = audit::tool::Subject::of(&call.name, &call.args);
+        // A call that cannot be dispatched is refused, and the refusal recorded.
+        let tool = match (self.tools.get(&call.name), &call.args) {
+            (None, _) => Err(("unknown_tool", format!("unknown tool: {}", call.name))),
+            (Some(_), Value::String(raw)) => Err((
+                "invalid_arguments",
+                format!("the arguments are not valid JSON: {raw}"),
+            )),
+            (Some(tool), _) => Ok(tool),
+        };
+        let tool = match tool {
+            Ok(tool) => tool,
+            Err((rule, reason)) => {
+                let refused = approve::refuse(&ctx, &call.name, rule, reason);
+                return Err(audit::tool::traced(subject, refused).await.0.0);
+            }
+        };
         let started = Instant::now();
         let span = crate::telemetry::execute_tool(&call.name, &call.id);
-        let (result, trail) = audit::tool::traced(tool.execute(call.args.clone(), &ctx))
+        let (result, trail) = audit::tool::traced(subject, tool.execute(call.args.clone(), &ctx))
             .instrument(span.clone())
             .await;
         if result.is_err() {

@@ -8,8 +8,10 @@
 //! appends an [`Event`] and waits for its commit. With `[audit] mode = "required"` (the
 //! default) a record that cannot be written is an error the caller fails with; in
 //! `best_effort` it is logged and the caller goes on. [`db`] says where the log is ([`store`]:
-//! SQLite, [`postgres`]), [`writer`] owns the thread that appends. [`chain`] owns the canonical encoding
-//! and verification, [`import`] another log brought in by `store copy`, [`anchor`] the head written beside the file, [`tool`] the per-call
+//! SQLite, [`postgres`]), [`writer`] owns the thread that appends, [`reserve`] the room kept
+//! for a SQLite log on a full file system. [`chain`] owns the canonical encoding
+//! and verification, [`import`] another log brought in by `store copy`, [`anchor`] the head
+//! written beside the file, [`tool`] the per-call
 //! record, [`reload`] the configuration-reload record, [`export`] the JSONL and OCSF forms.
 //! Secrets never enter a record: tool arguments are digested, env values are never read.
 
@@ -20,6 +22,7 @@ pub mod export;
 pub mod import;
 pub mod postgres;
 pub mod reload;
+pub mod reserve;
 pub mod store;
 pub mod tool;
 pub mod writer;

@@ -1,6 +1,8 @@
 //! The record of one tool execution, and the trail a call leaves on its way: the sandbox
 //! outcome (backend, enforcement report, exit, output size), noted by `tools::confine` in
-//! the call's task and read back by the agent loop when the call ends.
+//! the call's task and read back by the agent loop when the call ends; and the call's
+//! [`Subject`] (its tool, the command or path it names, the digest of its arguments), which
+//! every record written during the call carries.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -11,6 +13,48 @@ use zeroclaw_sandbox::{End, ExitInfo, Outcome, Profile};
 
 tokio::task_local! {
     static TRAIL: Arc<Mutex<Trail>>;
+    static SUBJECT: Subject;
+}
+
+/// What one call is about: known to the agent loop, recorded with each of the call's records.
+#[derive(Debug, Clone)]
+pub struct Subject {
+    pub tool: String,
+    /// `command`, `path` or `pattern` and its value: the first the arguments name.
+    pub target: Option<(&'static str, String)>,
+    /// SHA-256 of the canonical encoding of all arguments.
+    pub args_sha256: String,
+}
+
+impl Subject {
+    pub fn of(tool: &str, args: &Value) -> Subject {
+        Subject {
+            tool: tool.to_owned(),
+            target: target(args),
+            args_sha256: super::chain::digest(args),
+        }
+    }
+
+    /// The subject of the call running in this task, if any.
+    pub fn current() -> Option<Subject> {
+        SUBJECT.try_with(Subject::clone).ok()
+    }
+
+    /// `event` with the command or path and the arguments' digest.
+    pub fn describe(&self, event: super::Event) -> super::Event {
+        let event = event.with("args_sha256", self.args_sha256.as_str());
+        match &self.target {
+            Some((key, value)) => event.with(key, value.as_str()),
+            None => event,
+        }
+    }
+}
+
+/// The command, path or pattern a call's arguments name (the first of these present).
+fn target(args: &Value) -> Option<(&'static str, String)> {
+    ["command", "path", "pattern"]
+        .iter()
+        .find_map(|k| args[*k].as_str().map(|v| (*k, v.to_owned())))
 }
 
 /// What the confined runs of one call reported (the last run wins).
@@ -19,10 +63,13 @@ pub struct Trail {
     pub sandbox: Option<Value>,
 }
 
-/// Runs `call` with a fresh trail and returns its output with what the trail collected.
-pub async fn traced<F: Future>(call: F) -> (F::Output, Trail) {
+/// Runs `call` (about `subject`) with a fresh trail and returns its output with what the
+/// trail collected.
+pub async fn traced<F: Future>(subject: Subject, call: F) -> (F::Output, Trail) {
     let trail = Arc::new(Mutex::new(Trail::default()));
-    let output = TRAIL.scope(trail.clone(), call).await;
+    let output = SUBJECT
+        .scope(subject, TRAIL.scope(trail.clone(), call))
+        .await;
     let collected = trail.lock().unwrap_or_else(|e| e.into_inner()).clone();
     (output, collected)
 }
@@ -85,9 +132,7 @@ impl Execution<'_> {
     /// The `tool.exec` event: the command or path named, never the other arguments (their
     /// SHA-256 over the canonical encoding stands for them).
     pub fn event(self) -> super::Event {
-        let target = ["command", "path", "pattern"]
-            .iter()
-            .find_map(|k| self.args[*k].as_str().map(|v| (*k, v.to_owned())));
+        let target = target(self.args);
         let mut event = super::Event::new("tool.exec")
             .with("session", self.session)
             .with("turn", self.turn)

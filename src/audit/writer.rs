@@ -1,6 +1,7 @@
 //! The writer thread of the process's audit log: it opens the log ([`super::db`], SQLite or
 //! PostgreSQL) itself, appends one record at a time and answers each caller after the commit,
-//! and writes the anchor ([`super::anchor`]) at most once a second while records come in.
+//! minding a SQLite log's reserve ([`super::reserve`]), and writes the anchor
+//! ([`super::anchor`]) at most once a second while records come in.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +13,7 @@ use tokio::sync::oneshot;
 
 use super::anchor;
 use super::db::{Db, Target};
+use super::reserve::{self, Need, Reserve};
 
 /// How often, at most, the anchor is rewritten while records come in.
 const ANCHOR_EVERY: Duration = Duration::from_secs(1);
@@ -25,6 +27,40 @@ pub struct Writer {
     jobs: mpsc::Sender<Job>,
     /// Whether the file opened and the last append committed (for `/readyz`).
     healthy: Arc<AtomicBool>,
+}
+
+/// Appends `body`; with a `reserve` (a SQLite log), a record that lets a call go on is
+/// refused unless the reserve is held, and one that ends a call under way is written again
+/// in the reserve's room when the file system is full.
+fn append(
+    db: &mut Db,
+    body: Value,
+    key: Option<&[u8]>,
+    reserve: Option<&Reserve>,
+) -> Result<(i64, String), String> {
+    let Some(reserve) = reserve else {
+        return db.append(body, key);
+    };
+    match Need::of(&body) {
+        Need::Start => {
+            reserve.hold().map_err(|e| {
+                format!("the file system is full: {e}; no tool call starts until space is freed")
+            })?;
+            db.append(body, key)
+        }
+        Need::Finish => match db.append(body.clone(), key) {
+            Err(e) if reserve::is_full(&e) && reserve.release() => {
+                tracing::error!(
+                    reserve = %reserve.path().display(),
+                    "the audit log's file system is full: its reserve is released for the \
+                     records of the calls under way, and no tool call starts until space is freed"
+                );
+                db.append(body, key)
+            }
+            written => written,
+        },
+        Need::Other => db.append(body, key),
+    }
 }
 
 impl Writer {
@@ -51,6 +87,13 @@ impl Writer {
                 let open = || Db::open(&target).map_err(|e| e.to_string());
                 let mut conn = key.clone().and_then(|key| Ok((open()?, key)));
                 health.store(conn.is_ok(), Ordering::SeqCst);
+                let reserve = match &target {
+                    Target::Sqlite(path) if conn.is_ok() => Some(Reserve::beside(path)),
+                    _ => None,
+                };
+                if let Some(Err(error)) = reserve.as_ref().map(Reserve::hold) {
+                    tracing::warn!(%error, "tool calls are refused until it can be made");
+                }
                 // The newest head not yet anchored, and when the anchor was last written.
                 let mut unanchored: Option<(i64, String)> = None;
                 let mut anchored_at = Instant::now();
@@ -69,7 +112,9 @@ impl Writer {
                             conn = open().map(|db| (db, key.clone()));
                         }
                         let answer = match (&mut conn, body) {
-                            (Ok((db, key)), Some(body)) => db.append(body, key.as_deref()),
+                            (Ok((db, key)), Some(body)) => {
+                                append(db, body, key.as_deref(), reserve.as_ref())
+                            }
                             (Ok(_), None) => Ok((0, String::new())),
                             (Err(e), _) => Err(e.clone()),
                         };

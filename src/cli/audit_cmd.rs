@@ -206,18 +206,26 @@ fn read_rows(target: &Target) -> anyhow::Result<Vec<chain::Row>> {
 /// One record as a listing line: seq, time, kind, session, tool, then the verdict.
 fn line(seq: i64, body: &Value) -> String {
     let text = |k: &str| body[k].as_str().unwrap_or("-").to_owned();
+    // What the call was about: its command or path (pattern, network target).
+    let about = ["command", "path", "pattern", "target"]
+        .iter()
+        .find_map(|k| body[*k].as_str())
+        .unwrap_or("");
     let detail = match body["kind"].as_str().unwrap_or("") {
-        "tool.exec" => format!(
-            "status={} {}",
-            text("status"),
-            body["command"]
-                .as_str()
-                .or(body["path"].as_str())
-                .unwrap_or("")
+        "tool.exec" => format!("status={} {about}", text("status")),
+        "tool.start" => about.to_owned(),
+        "policy.decision" => format!(
+            "decision={} rule={} {about}",
+            text("decision"),
+            text("rule")
         ),
-        "policy.decision" => format!("decision={} rule={}", text("decision"), text("rule")),
-        "approval" => format!("answer={}", text("option_kind")),
-        "sandbox.failure" => format!("stage={} {}", text("stage"), text("error")),
+        "approval" => format!("answer={} {about}", text("option_kind")),
+        "sandbox.failure" => format!(
+            "rule={} stage={} {}",
+            text("rule"),
+            text("stage"),
+            text("error")
+        ),
         "auth.failure" => format!("peer={} {}", text("peer"), text("reason")),
         "config.reload" => format!(
             "outcome={} changed={}",

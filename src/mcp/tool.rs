@@ -142,6 +142,7 @@ impl Tool for McpTool {
                 self.server.name, self.remote
             );
             approve::gate(ctx, &self.name, self.kind, Action::Shell(risk), &summary).await?;
+            approve::record_start(ctx).await?;
             let result = self
                 .server
                 .call(&self.remote, arguments, self.timeout, &ctx.cancel)

@@ -16,6 +16,27 @@ pub enum Access {
 /// Paths inside the workspace a tool may never write (git runs them on the host later).
 const PROTECTED: &[&str] = &[".git/hooks", ".git/config", ".git/commondir"];
 
+/// A path the policy refuses: the rule that refused it (as the audit log names it) and the
+/// reason shown to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denied {
+    /// `forbidden_path`, `process_secret`, `protected_git_path` or `outside_workspace`.
+    pub rule: &'static str,
+    pub reason: String,
+}
+
+impl Denied {
+    fn new(rule: &'static str, reason: String) -> Denied {
+        Denied { rule, reason }
+    }
+}
+
+impl std::fmt::Display for Denied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
 /// `~` and `~/...` against `$HOME`.
 pub fn expand_home(path: &Path) -> PathBuf {
     let Ok(rest) = path.strip_prefix("~") else {
@@ -63,38 +84,48 @@ impl Policy {
         normalize(&cwd.join(expanded))
     }
 
-    /// Resolves `raw` and checks it; the error is the reason shown to the model.
-    pub fn check_path(&self, cwd: &Path, raw: &str, access: Access) -> Result<PathBuf, String> {
+    /// Resolves `raw` and checks it; the error is the rule and the reason shown to the model.
+    pub fn check_path(&self, cwd: &Path, raw: &str, access: Access) -> Result<PathBuf, Denied> {
         let path = self.resolve(cwd, raw);
         if !self.checks {
             return Ok(path);
         }
         if let Some(forbidden) = self.forbidden_match(&path) {
-            return Err(format!(
-                "denied by policy: {} is inside the forbidden path {}",
-                path.display(),
-                forbidden.display()
+            return Err(Denied::new(
+                "forbidden_path",
+                format!(
+                    "denied by policy: {} is inside the forbidden path {}",
+                    path.display(),
+                    forbidden.display()
+                ),
             ));
         }
         if let Some(name) = proc_secret(&path) {
-            return Err(format!(
-                "denied by policy: {} exposes another process's {name}",
-                path.display()
+            return Err(Denied::new(
+                "process_secret",
+                format!(
+                    "denied by policy: {} exposes another process's {name}",
+                    path.display()
+                ),
             ));
         }
         if access == Access::Write
             && let Some(p) = PROTECTED.iter().find(|p| path.starts_with(cwd.join(p)))
         {
-            return Err(format!(
-                "denied by policy: {p} is protected (git would run it on the host)"
+            return Err(Denied::new(
+                "protected_git_path",
+                format!("denied by policy: {p} is protected (git would run it on the host)"),
             ));
         }
         if self.workspace_only && !self.reachable(cwd, &path, access) {
-            return Err(format!(
-                "denied by policy: {} is outside the session workspace {} (workspace_only); \
-                 use a path inside it, or ask the user to add an allowed root",
-                path.display(),
-                cwd.display()
+            return Err(Denied::new(
+                "outside_workspace",
+                format!(
+                    "denied by policy: {} is outside the session workspace {} (workspace_only); \
+                     use a path inside it, or ask the user to add an allowed root",
+                    path.display(),
+                    cwd.display()
+                ),
             ));
         }
         Ok(path)
@@ -152,21 +183,30 @@ mod tests {
         let ws = dir.path().canonicalize().unwrap().join("ws");
         std::fs::create_dir(&ws).unwrap();
         let mut policy = Policy::default();
-        let denied = |p: &Policy, raw: &str, access| p.check_path(&ws, raw, access).unwrap_err();
+        let denied = |p: &Policy, raw: &str, access| {
+            let denied = p.check_path(&ws, raw, access).unwrap_err();
+            format!("{} {}", denied.rule, denied.reason)
+        };
+        let shadow = denied(&policy, "/etc/shadow", Access::Read);
+        assert!(shadow.starts_with("forbidden_path "), "{shadow}");
         assert!(denied(&policy, "~/.ssh/id_ed25519", Access::Read).contains("forbidden path"));
-        assert!(denied(&policy, "/etc/shadow", Access::Read).contains("forbidden path"));
-        assert!(denied(&policy, ".git/hooks/pre-commit", Access::Write).contains("protected"));
-        assert!(denied(&policy, "../outside", Access::Write).contains("outside the session"));
-        assert!(denied(&policy, "/proc/1/environ", Access::Read).contains("environ"));
+        assert!(shadow.contains("forbidden path"));
+        let hook = denied(&policy, ".git/hooks/pre-commit", Access::Write);
+        assert!(hook.starts_with("protected_git_path "), "{hook}");
+        assert!(hook.contains("protected"));
+        let outside = denied(&policy, "../outside", Access::Write);
+        assert!(outside.starts_with("outside_workspace "), "{outside}");
+        assert!(outside.contains("outside the session"));
+        let environ = denied(&policy, "/proc/1/environ", Access::Read);
+        assert!(environ.starts_with("process_secret "), "{environ}");
+        assert!(environ.contains("environ"));
         assert_eq!(
             policy.check_path(&ws, "a/b.txt", Access::Write),
             Ok(ws.join("a/b.txt"))
         );
         policy.workspace_only = false;
         assert!(policy.check_path(&ws, "../outside", Access::Write).is_ok());
-        assert!(
-            denied(&policy, "~/.aws/credentials", Access::Read).starts_with("denied by policy")
-        );
+        assert!(denied(&policy, "~/.aws/credentials", Access::Read).contains("denied by policy"));
         policy.checks = false;
         assert!(
             policy

@@ -95,14 +95,62 @@ fn event_kind(answer: &Result<String, ToolError>) -> &'static str {
     }
 }
 
-/// An audit event about the call `ctx` runs (`tool` empty where the caller does not know it).
+/// An audit event about the call `ctx` runs (`tool` empty where the caller does not know it:
+/// the call's own tool then), with the command or path the call names and its arguments'
+/// digest.
 pub fn call_event(ctx: &ToolContext, kind: &str, tool: &str) -> audit::Event {
-    audit::Event::new(kind)
+    let subject = audit::tool::Subject::current();
+    let tool = match (tool, &subject) {
+        ("", Some(subject)) => Some(subject.tool.clone()),
+        ("", None) => None,
+        (tool, _) => Some(tool.to_owned()),
+    };
+    let event = audit::Event::new(kind)
         .with("session", ctx.session_id.as_str())
         .with("tool_call_id", ctx.call_id.as_str())
         .with("principal", ctx.env.audit.principal.clone())
         .with("agent", ctx.env.audit.agent.as_str())
-        .with("tool", (!tool.is_empty()).then(|| tool.to_owned()))
+        .with("tool", tool);
+    match subject {
+        Some(subject) => subject.describe(event),
+        None => event,
+    }
+}
+
+/// Records that the call's work is about to start (`tool.start`, with the command or path
+/// and the arguments' digest): written before a confined child runs (or an MCP server is
+/// called), so what ran is in the log even when its end cannot be recorded; a record that
+/// cannot be written refuses the call.
+pub async fn record_start(ctx: &ToolContext) -> Result<(), ToolError> {
+    audit(call_event(ctx, "tool.start", "")).await
+}
+
+/// Records a refusal of the call (`policy.decision` with decision `deny`, `rule` and the
+/// reason) and returns the reason as the call's error; when the record cannot be written,
+/// the error says so (the call is refused either way).
+pub async fn refuse(ctx: &ToolContext, tool: &str, rule: &str, reason: String) -> ToolError {
+    let event = call_event(ctx, "policy.decision", tool)
+        .with("decision", "deny")
+        .with("rule", rule)
+        .with("reason", reason.as_str());
+    match audit(event).await {
+        Ok(()) => ToolError(reason),
+        Err(e) => e,
+    }
+}
+
+/// The policy's path check ([`crate::policy::Policy::check_path`]) for `tool`: a refused
+/// path is recorded with its rule before the call fails.
+pub async fn check_path(
+    ctx: &ToolContext,
+    tool: &str,
+    raw: &str,
+    access: crate::policy::Access,
+) -> Result<std::path::PathBuf, ToolError> {
+    match ctx.env.policy.check_path(&ctx.cwd, raw, access) {
+        Ok(path) => Ok(path),
+        Err(denied) => Err(refuse(ctx, tool, denied.rule, denied.reason).await),
+    }
 }
 
 /// Records `event`; a record that cannot be written refuses the call.

@@ -55,6 +55,7 @@ pub async fn run_shell(
     command: &str,
 ) -> Result<(Outcome, Vec<Refusal>), ToolError> {
     let sandbox = audited(ctx, sandbox(&ctx.env.policy)).await?;
+    super::approve::record_start(ctx).await?;
     let started = Instant::now();
     let cancel = ctx.cancel.clone().cancelled_owned();
     let run = match &ctx.env.policy.egress {
@@ -71,7 +72,21 @@ pub async fn run_shell(
     };
     let (outcome, refusals) = audited(ctx, run.map_err(setup_failure)).await?;
     audit::tool::note_outcome(profile, &outcome, started.elapsed());
+    git_refusals(ctx, &outcome).await?;
     Ok((outcome, refusals))
+}
+
+/// Records each change to a repository's git directory that validation refused at landing
+/// (`policy.decision`, decision `deny`, rule `git_landing`, the line as its reason).
+async fn git_refusals(ctx: &ToolContext, outcome: &Outcome) -> Result<(), ToolError> {
+    for line in &outcome.git_refused {
+        let event = super::approve::call_event(ctx, "policy.decision", "")
+            .with("decision", "deny")
+            .with("rule", "git_landing")
+            .with("reason", line.as_str());
+        super::approve::audit(event).await?;
+    }
+    Ok(())
 }
 
 /// A sandbox error as the tool's error, with its stage when the helper named one.
@@ -84,9 +99,12 @@ async fn audited<T>(ctx: &ToolContext, result: Result<T, ToolError>) -> Result<T
     if let Err(error) = &result {
         let stage = sandbox_stage(&error.0);
         crate::metrics::get().sandbox_failure(&stage);
+        // A refusal to run unconfined: found with the policy's denials too.
         let event = super::approve::call_event(ctx, "sandbox.failure", "")
             .with("stage", stage)
-            .with("error", error.0.as_str());
+            .with("error", error.0.as_str())
+            .with("decision", "deny")
+            .with("rule", "sandbox_setup");
         super::approve::audit(event).await?;
     }
     result
@@ -117,12 +135,14 @@ pub async fn run_op<P: Serialize, R: DeserializeOwned>(
         profile.network = Network::Deny;
     }
     let profile = &profile;
+    super::approve::record_start(ctx).await?;
     let started = Instant::now();
     let run = sandbox
         .run_op(profile, op, payload, ctx.cancel.clone().cancelled_owned())
         .await;
     let outcome = audited(ctx, run.map_err(setup_failure)).await?;
     audit::tool::note_outcome(profile, &outcome, started.elapsed());
+    git_refusals(ctx, &outcome).await?;
     if let Some(reason) = ended_early(&outcome) {
         return Err(ToolError(reason));
     }

@@ -54,7 +54,7 @@ impl Tool for ContentSearch {
             let pattern = args::string(&args, "pattern")?;
             let path_glob = args::opt_string(&args, "path_glob")?;
             if let Some(glob) = path_glob {
-                check_relative(glob)?;
+                check_relative(ctx, "content_search", glob).await?;
             }
             approve::gate(
                 ctx,

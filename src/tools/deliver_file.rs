@@ -79,7 +79,7 @@ impl Tool for DeliverFile {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let raw = args::string(&args, "path")?;
-            let path = ctx.env.policy.check_path(&ctx.cwd, raw, Access::Read)?;
+            let path = approve::check_path(ctx, "deliver_file", raw, Access::Read).await?;
             // Validated before the question, so the bytes the user approves are the ones
             // hashed; the ACP layer refuses the attachment if they changed since.
             let (bytes, sha256) = read_confined(ctx, &path).await?;

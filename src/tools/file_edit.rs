@@ -60,7 +60,7 @@ impl Tool for FileEdit {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let raw = args::string(&args, "path")?;
-            let path = ctx.env.policy.check_path(&ctx.cwd, raw, Access::Write)?;
+            let path = approve::check_path(ctx, "file_edit", raw, Access::Write).await?;
             let profile = confine::profile(ctx, &[(parent(&path), true)]);
             let request = EditRequest {
                 path: path.clone(),

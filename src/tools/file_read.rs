@@ -61,7 +61,7 @@ impl Tool for FileRead {
             let raw = args::string(&args, "path")?;
             let offset = args::opt_u64(&args, "offset")?.unwrap_or(1);
             let limit = args::opt_u64(&args, "limit")?.unwrap_or(DEFAULT_LIMIT);
-            let path = ctx.env.policy.check_path(&ctx.cwd, raw, Access::Read)?;
+            let path = approve::check_path(ctx, "file_read", raw, Access::Read).await?;
             approve::gate(ctx, "file_read", ToolKind::Read, Action::Read, raw).await?;
             let answer = if ctx.env.files.reads() {
                 let text = buffers::read(ctx, &path).await?;

@@ -56,7 +56,7 @@ impl Tool for FileWrite {
         Box::pin(async move {
             let raw = args::string(&args, "path")?;
             let content = args::string(&args, "content")?;
-            let path = ctx.env.policy.check_path(&ctx.cwd, raw, Access::Write)?;
+            let path = approve::check_path(ctx, "file_write", raw, Access::Write).await?;
             approve::gate(ctx, "file_write", ToolKind::Edit, Action::Write, raw).await?;
             let profile = confine::profile(ctx, &[(parent(&path), true)]);
             let request = WriteRequest {

@@ -45,7 +45,7 @@ impl Tool for GlobSearch {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let pattern = args::string(&args, "pattern")?;
-            check_relative(pattern)?;
+            check_relative(ctx, "glob_search", pattern).await?;
             approve::gate(ctx, "glob_search", ToolKind::Search, Action::Read, pattern).await?;
             let profile = confine::read_profile(ctx, &[]);
             let request = GlobRequest {
@@ -67,15 +67,14 @@ impl Tool for GlobSearch {
     }
 }
 
-/// Searches stay under the working directory.
-pub fn check_relative(pattern: &str) -> Result<(), ToolError> {
+/// Searches stay under the working directory (a refusal is recorded, rule
+/// `relative_pattern`).
+pub async fn check_relative(ctx: &ToolContext, tool: &str, pattern: &str) -> Result<(), ToolError> {
     if pattern.starts_with('/') || pattern.starts_with('~') || pattern.split('/').any(|p| p == "..")
     {
-        return Err(ToolError(
-            "denied by policy: search patterns are relative to the working directory \
-             (no leading /, ~ or ..)"
-                .into(),
-        ));
+        let reason = "denied by policy: search patterns are relative to the working directory \
+                      (no leading /, ~ or ..)";
+        return Err(approve::refuse(ctx, tool, "relative_pattern", reason.into()).await);
     }
     Ok(())
 }

@@ -35,7 +35,7 @@ fn zeroclaw_audit(config_dir: &Path, args: &[&str]) -> Output {
         .expect("run zeroclaw audit")
 }
 
-fn stdout_ok(config_dir: &Path, args: &[&str]) -> String {
+pub(crate) fn stdout_ok(config_dir: &Path, args: &[&str]) -> String {
     let out = zeroclaw_audit(config_dir, args);
     assert!(
         out.status.success(),
@@ -77,7 +77,7 @@ fn query_texts(config_dir: &Path, sql: &str) -> Vec<String> {
 }
 
 /// Every stored record body, in seq order (read from the database directly).
-fn bodies(config_dir: &Path) -> Vec<Value> {
+pub(crate) fn bodies(config_dir: &Path) -> Vec<Value> {
     query_texts(config_dir, "SELECT body FROM records ORDER BY seq")
         .iter()
         .map(|b| serde_json::from_str(b).unwrap())

@@ -10,7 +10,9 @@ mod sandbox_support;
 #[path = "../tools_support/mod.rs"]
 mod tools_support;
 
+mod audit_exec_start;
 mod audit_log;
+mod audit_refusals;
 mod audit_reload;
 mod cli_closed_stdout;
 mod cli_config;

@@ -27,6 +27,8 @@ pub(crate) struct Supervisor {
     reports_open: bool,
     streams_open: [bool; 2],
     deadline_passed: bool,
+    /// Git validation's refusals reported so far.
+    git_refused: Vec<String>,
 }
 
 fn slot(stream: Stream) -> usize {
@@ -52,6 +54,7 @@ impl Supervisor {
             reports_open: true,
             streams_open: [true; 2],
             deadline_passed: false,
+            git_refused: Vec::new(),
         }
     }
 
@@ -115,12 +118,16 @@ impl Supervisor {
                 self.ended.get_or_insert(info);
                 self.after_end();
             }
-            // Git hook: validation's refusals, told as stderr (see `crate::git::stage`).
-            Message::Git(lines) => told.extend(if self.config.log_git {
-                crate::git::stage::logged_text(&lines)
-            } else {
-                crate::git::stage::lines_text(&lines)
-            }),
+            // Git hook: validation's refusals, told as stderr (see `crate::git::stage`) and
+            // kept for the outcome.
+            Message::Git(lines) => {
+                told.extend(if self.config.log_git {
+                    crate::git::stage::logged_text(&lines)
+                } else {
+                    crate::git::stage::lines_text(&lines)
+                });
+                self.git_refused.extend(lines);
+            }
             Message::Prepared(_) => {}
         }
     }
@@ -225,6 +232,7 @@ impl Supervisor {
             stderr: std::mem::take(&mut self.output.stderr),
             truncated: self.output.truncated,
             enforcement,
+            git_refused: std::mem::take(&mut self.git_refused),
         })
     }
 

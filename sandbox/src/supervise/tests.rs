@@ -264,6 +264,11 @@ fn the_namespace_backend_waits_for_both_ends_and_tells_git_refusals() {
     let o = s.finish().unwrap();
     assert_eq!(o.exit, ExitInfo::Code(0), "the first end is the call's");
     assert_eq!(o.stderr, b"refused hook\n");
+    assert_eq!(
+        o.git_refused,
+        ["refused hook"],
+        "kept for the caller's record"
+    );
 }
 
 #[test]

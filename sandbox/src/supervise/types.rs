@@ -42,6 +42,9 @@ pub struct Outcome {
     pub truncated: bool,
     /// What was enforced.
     pub enforcement: Enforcement,
+    /// What git validation refused at landing, one line each (also passed on as stderr,
+    /// unless the output limit was reached); the caller records them.
+    pub git_refused: Vec<String>,
 }
 
 impl Outcome {
