@@ -68,7 +68,7 @@ fn collect_leaf_keys(value: &toml::Value, out: &mut BTreeSet<String>) {
 const NOT_KEYS: &[(&str, &str)] = &[
     ("audit.db", "the SQLite file of the audit log"),
     ("audit.head", "the audit log's anchor file"),
-    ("audit.db.reserve", "the audit log's reserve file for a full disk"),
+    ("audit.db.reserve", "the audit log's reserve file"),
 ];
 
 /// The audit record kinds docs/audit.md's kind table names (its rows start with the kinds in
