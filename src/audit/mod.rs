@@ -15,8 +15,10 @@
 
 pub mod anchor;
 pub mod chain;
+pub mod checkpoint;
 pub mod db;
 pub mod export;
+pub mod merkle;
 pub mod postgres;
 pub mod reload;
 pub mod store;
