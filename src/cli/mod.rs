@@ -3,6 +3,7 @@
 
 pub mod acp_cmd;
 pub mod audit_cmd;
+mod audit_proof;
 pub mod config_cmd;
 pub mod doctor;
 mod doctor_network;

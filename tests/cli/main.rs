@@ -12,6 +12,7 @@ mod tools_support;
 
 mod audit_log;
 mod audit_reload;
+mod audit_tlog;
 mod cli_config;
 mod cli_doctor;
 mod cli_doctor_network;
