@@ -13,10 +13,12 @@
 //! record, [`reload`] the configuration-reload record, [`export`] the JSONL and OCSF forms.
 //! The verifiable log: [`merkle`] the RFC 6962 tree and proofs, [`checkpoint`] the signed
 //! checkpoints and their Ed25519 keys (`[audit] signing_key_file`), [`tlog`] the tree over the
-//! records, signed by the writer and checked by `audit verify`.
+//! records, signed by the writer and checked by `audit verify`; [`attest`] the signed record
+//! of one session (in-toto Statement, DSSE).
 //! Secrets never enter a record: tool arguments are digested, env values are never read.
 
 pub mod anchor;
+pub mod attest;
 pub mod chain;
 pub mod checkpoint;
 pub mod db;

@@ -2,6 +2,7 @@
 //! entry point that wires config, runtime and the stdio transport together.
 
 pub mod acp_cmd;
+pub mod attest_cmd;
 pub mod audit_cmd;
 mod audit_proof;
 pub mod config_cmd;

@@ -22,12 +22,12 @@ use crate::tools_support::{Scene, Setup};
 const KEY_NAME: &str = "test.example/audit";
 
 /// A key pair made by `zeroclaw audit keygen` in its own temp dir.
-struct Keys {
+pub(crate) struct Keys {
     dir: tempfile::TempDir,
 }
 
 impl Keys {
-    fn new() -> Keys {
+    pub(crate) fn new() -> Keys {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("audit.key");
         stdout_ok(
@@ -41,12 +41,17 @@ impl Keys {
         self.dir.path().join("audit.key")
     }
 
-    fn public(&self) -> PathBuf {
+    pub(crate) fn public(&self) -> PathBuf {
         self.dir.path().join("audit.key.pub")
     }
 
     fn setup(&self) -> Setup {
-        Setup::level("full").extra(&format!(
+        self.on(Setup::level("full"))
+    }
+
+    /// `setup` with this key as `[audit] signing_key_file`.
+    pub(crate) fn on(&self, setup: Setup) -> Setup {
+        setup.extra(&format!(
             "[audit]\nsigning_key_file = \"{}\"\n",
             self.private().display()
         ))

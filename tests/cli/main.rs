@@ -19,6 +19,7 @@ mod cli_doctor_network;
 mod cli_sessions;
 mod cli_token;
 mod config_docs;
+mod session_attest;
 mod store;
 mod store_backends;
 mod store_copy_cli;
