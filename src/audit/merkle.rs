@@ -256,6 +256,112 @@ impl Frontier {
     }
 }
 
+/// A tree over all its leaves with every aligned perfect subtree's root kept (about 2n
+/// hashes): the root of any prefix and the proofs cost O(log² n) each instead of O(n), so
+/// `audit verify` checks a consistency proof per checkpoint in time linear in the log.
+pub struct Tree {
+    /// `levels[h][i]` is the root of leaves `i·2^h .. (i+1)·2^h`.
+    levels: Vec<Vec<Hash>>,
+}
+
+impl Tree {
+    pub fn new(leaves: Vec<Hash>) -> Tree {
+        let mut levels = vec![leaves];
+        while levels.last().is_some_and(|l| l.len() > 1) {
+            let below = levels.last().expect("checked");
+            let next = below
+                .chunks_exact(2)
+                .map(|pair| node_hash(&pair[0], &pair[1]))
+                .collect();
+            levels.push(next);
+        }
+        Tree { levels }
+    }
+
+    pub fn size(&self) -> usize {
+        self.levels[0].len()
+    }
+
+    /// The root of the leaves `start .. start + len` (as the RFC 6962 recursion splits them,
+    /// every perfect part is aligned, so it is kept).
+    fn range_root(&self, start: usize, len: usize) -> Hash {
+        match len {
+            0 => empty_root(),
+            _ if len.is_power_of_two() && start.is_multiple_of(len) => {
+                let h = len.trailing_zeros() as usize;
+                self.levels[h][start >> h]
+            }
+            _ => {
+                let k = split(len);
+                node_hash(
+                    &self.range_root(start, k),
+                    &self.range_root(start + k, len - k),
+                )
+            }
+        }
+    }
+
+    /// The root of the first `size` leaves.
+    pub fn root(&self, size: usize) -> Hash {
+        self.range_root(0, size.min(self.size()))
+    }
+
+    /// [`inclusion_proof`] of leaf `index` in the tree of the first `size` leaves.
+    pub fn inclusion_proof(&self, index: usize, size: usize) -> Option<Vec<Hash>> {
+        if index >= size || size > self.size() {
+            return None;
+        }
+        let mut proof = Vec::new();
+        let (mut start, mut len, mut index) = (0, size, index);
+        let mut sides = Vec::new();
+        while len > 1 {
+            let k = split(len);
+            if index < k {
+                sides.push(self.range_root(start + k, len - k));
+                len = k;
+            } else {
+                sides.push(self.range_root(start, k));
+                start += k;
+                index -= k;
+                len -= k;
+            }
+        }
+        proof.extend(sides.into_iter().rev());
+        Some(proof)
+    }
+
+    /// [`consistency_proof`] from the first `old` leaves to the first `new`.
+    pub fn consistency_proof(&self, old: usize, new: usize) -> Option<Vec<Hash>> {
+        if old > new || new > self.size() {
+            return None;
+        }
+        let mut proof = Vec::new();
+        if old == 0 || old == new {
+            return Some(proof);
+        }
+        let (mut start, mut len, mut m, mut complete) = (0, new, old, true);
+        let mut sides = Vec::new();
+        while m != len {
+            let k = split(len);
+            if m <= k {
+                sides.push(self.range_root(start + k, len - k));
+                len = k;
+            } else {
+                sides.push(self.range_root(start, k));
+                start += k;
+                m -= k;
+                len -= k;
+                complete = false;
+            }
+        }
+        if !complete {
+            proof.push(self.range_root(start, len));
+        }
+        proof.extend(sides.into_iter().rev());
+        Some(proof)
+    }
+}
+
 /// A 32-byte hash from hex.
 pub fn parse_hash(text: &str) -> Result<Hash, String> {
     hex::decode(text)
@@ -377,6 +483,29 @@ mod tests {
                 &h(ROOTS[8]),
                 &proof
             ));
+        }
+    }
+
+    #[test]
+    fn the_kept_tree_gives_the_same_roots_and_proofs() {
+        let leaves: Vec<Hash> = (0u32..70).map(|i| leaf_hash(&i.to_le_bytes())).collect();
+        let tree = Tree::new(leaves.clone());
+        for n in 0..=leaves.len() {
+            assert_eq!(tree.root(n), root(&leaves[..n]), "root {n}");
+            for i in 0..n {
+                assert_eq!(
+                    tree.inclusion_proof(i, n),
+                    inclusion_proof(&leaves[..n], i),
+                    "inclusion {i}/{n}"
+                );
+            }
+            for m in 0..=n {
+                assert_eq!(
+                    tree.consistency_proof(m, n),
+                    consistency_proof(&leaves[..n], m),
+                    "consistency {m}->{n}"
+                );
+            }
         }
     }
 

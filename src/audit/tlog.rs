@@ -195,7 +195,8 @@ pub fn verify(
             )
         })?
     };
-    let all: Option<Vec<Hash>> = (base == 0).then(|| leaves.iter().map(|(_, h)| *h).collect());
+    // Unpruned, the whole tree is kept so each consistency proof costs O(log² n).
+    let all = (base == 0).then(|| merkle::Tree::new(leaves.iter().map(|(_, h)| *h).collect()));
     let mut checked = 0;
     let mut previous: Option<&Checkpoint> = None;
     let mut next_leaf = leaves.iter();
@@ -206,9 +207,9 @@ pub fn verify(
         }
         let consistent = match (previous, &all) {
             (Some(old), Some(all)) => {
-                let proof =
-                    merkle::consistency_proof(&all[..checkpoint.size as usize], old.size as usize)
-                        .unwrap_or_default();
+                let proof = all
+                    .consistency_proof(old.size as usize, checkpoint.size as usize)
+                    .unwrap_or_default();
                 merkle::verify_consistency(
                     old.size,
                     checkpoint.size,

@@ -103,15 +103,17 @@ pub fn prove(rows: &[Row], checkpoints: &[Stored], seq: i64) -> Result<Value, St
         .ok_or_else(|| {
             format!("no checkpoint covers seq {seq} yet (the next one is signed at the interval, a session's end or the writer's exit)")
         })?;
-    let tree = &leaves[..checkpoint.size as usize];
-    if merkle::root(tree) != checkpoint.root {
+    let tree = merkle::Tree::new(leaves);
+    if tree.root(checkpoint.size as usize) != checkpoint.root {
         return Err(format!(
             "the records do not match the checkpoint of size {} (run `zeroclaw audit verify`)",
             checkpoint.size
         ));
     }
     let index = (seq - 1) as usize;
-    let proof = merkle::inclusion_proof(tree, index).expect("seq is in the tree");
+    let proof = tree
+        .inclusion_proof(index, checkpoint.size as usize)
+        .expect("seq is in the tree");
     Ok(json!({
         "body": row.body,
         "leaf_index": index,
