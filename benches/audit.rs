@@ -2,12 +2,15 @@
 //! `policy.decision` and a `tool.exec` record, each appended by the writer thread and awaited
 //! until committed (WAL, `synchronous = NORMAL`, as shipped). Measured here against the same
 //! path with nothing to write, in the same run, on a fresh file: the median and p99 of the
-//! pair of appends, and the throughput of 200 tasks appending at once. Nothing asserted.
+//! pair of appends, and the throughput of 200 tasks appending at once. Then the cost of
+//! signing one checkpoint (the Ed25519 signed note of a tree head) against computing the chain
+//! hash of one record, both in this process. Nothing asserted.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use zeroclaw::audit::writer::Writer;
+use zeroclaw::audit::checkpoint::{Checkpoint, Signer};
+use zeroclaw::audit::{chain, merkle, writer::Writer};
 
 const CALLS: usize = 2000;
 const CONCURRENT: usize = 200;
@@ -62,6 +65,55 @@ fn main() {
             records as f64 / took.as_secs_f64()
         );
     });
+    checkpoint_cost();
+}
+
+/// Signing a checkpoint, against the chain hash of one `tool.exec` record (the baseline),
+/// and one leaf added to the tree.
+fn checkpoint_cost() {
+    const ROUNDS: usize = 5000;
+    let signer = Signer::generate("bench.example/audit").expect("a key");
+    let mut body = execution(0);
+    body["seq"] = 1.into();
+    body["alg"] = "sha256".into();
+    let canonical = chain::canonical(&body);
+    let mut baseline = Vec::with_capacity(ROUNDS);
+    let mut signing = Vec::with_capacity(ROUNDS);
+    let mut leaves = Vec::with_capacity(ROUNDS);
+    let mut tree = merkle::Frontier::default();
+    for i in 0..ROUNDS {
+        let start = Instant::now();
+        std::hint::black_box(chain::link_hash(chain::GENESIS, &body, None));
+        baseline.push(start.elapsed());
+        let start = Instant::now();
+        tree.push(merkle::leaf_hash(canonical.as_bytes()));
+        leaves.push(start.elapsed());
+        let checkpoint = Checkpoint {
+            origin: "bench.example/audit".into(),
+            size: i as u64 + 1,
+            root: tree.root(),
+        };
+        let start = Instant::now();
+        std::hint::black_box(checkpoint.sign(&signer));
+        signing.push(start.elapsed());
+    }
+    let median = |samples: &mut Vec<Duration>| {
+        samples.sort();
+        samples[samples.len() / 2]
+    };
+    let (base, sign, leaf) = (
+        median(&mut baseline),
+        median(&mut signing),
+        median(&mut leaves),
+    );
+    println!(
+        "chain hash of one record (baseline): median {:.2} us; one leaf added to the tree: \
+         {:.2} us; signing one checkpoint: {:.2} us = {:.1}x the baseline",
+        base.as_secs_f64() * 1e6,
+        leaf.as_secs_f64() * 1e6,
+        sign.as_secs_f64() * 1e6,
+        sign.as_secs_f64() / base.as_secs_f64()
+    );
 }
 
 fn decision(i: usize) -> serde_json::Value {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use zeroclaw::cli::acp_cmd::{self, AcpArgs};
+use zeroclaw::cli::attest_cmd::{self, AttestArgs};
 use zeroclaw::cli::audit_cmd::{self, AuditArgs};
 use zeroclaw::cli::config_cmd::{self, ConfigArgs};
 use zeroclaw::cli::sessions_cmd::{self, SessionsArgs};
@@ -42,6 +43,8 @@ enum Command {
     Store(StoreArgs),
     /// List, show, verify, export or prune the tamper-evident audit log.
     Audit(AuditArgs),
+    /// Check a session attestation (`zeroclaw sessions attest`) offline.
+    Attest(AttestArgs),
     /// Run a command confined exactly as a supervised session's shell tool would.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
@@ -91,6 +94,7 @@ fn main() -> ExitCode {
         Command::Sessions(args) => sessions_cmd::run(args),
         Command::Store(args) => store_cmd::run(args),
         Command::Audit(args) => audit_cmd::run(args),
+        Command::Attest(args) => attest_cmd::run(args),
         Command::Sandbox(sandbox::SandboxCommand::Run(args)) => Ok(sandbox::run(args)),
         Command::Doctor(args) => {
             let (json, config_dir) = (args.json, args.config_dir.clone());

@@ -10,8 +10,9 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use super::chain::Row;
+use super::checkpoint::{Signer, Stored};
 use super::postgres::PgLog;
-use super::{AuditError, anchor, store};
+use super::{AuditError, anchor, store, tlog};
 use crate::config::Config;
 use crate::store::Location;
 
@@ -123,6 +124,30 @@ impl Db {
         }
     }
 
+    /// The bodies of the records after `seq`, in seq order.
+    pub fn bodies_after(&mut self, seq: i64) -> Result<Vec<(i64, String)>, String> {
+        match self {
+            Db::Sqlite(conn) => store::bodies_after(conn, seq),
+            Db::Postgres(log) => log.bodies_after(seq),
+        }
+    }
+
+    /// Stores a signed checkpoint beside the records.
+    pub fn insert_checkpoint(&mut self, checkpoint: &Stored) -> Result<(), String> {
+        match self {
+            Db::Sqlite(conn) => store::insert_checkpoint(conn, checkpoint),
+            Db::Postgres(log) => log.insert_checkpoint(checkpoint),
+        }
+    }
+
+    /// Every stored checkpoint, by tree size.
+    pub fn checkpoints(&mut self) -> Result<Vec<Stored>, String> {
+        match self {
+            Db::Sqlite(conn) => store::checkpoints(conn),
+            Db::Postgres(log) => log.checkpoints(),
+        }
+    }
+
     fn bounds(&mut self, before_ms: i64) -> Result<(Option<i64>, Option<i64>), String> {
         match self {
             Db::Sqlite(conn) => store::bounds(conn, before_ms),
@@ -147,12 +172,15 @@ impl Db {
 
 /// Deletes the records older than `before_ms` (a prefix of the chain) and appends a
 /// checkpoint naming the last pruned seq and its hash; returns how many went. `anchor_at` is
-/// the path the anchor is written beside ([`anchor::path_for`]).
+/// the path the anchor is written beside ([`anchor::path_for`]). With a `signer`, a signed
+/// checkpoint of the tree at the last pruned seq is stored first, so the tree of the records
+/// that stay can still be checked ([`super::tlog::verify`]).
 pub fn prune(
     db: &mut Db,
     anchor_at: &Path,
     before_ms: i64,
     key: Option<&[u8]>,
+    signer: Option<Signer>,
 ) -> Result<u64, String> {
     let (first_kept, newest) = db.bounds(before_ms)?;
     let through = match first_kept {
@@ -173,6 +201,11 @@ pub fn prune(
     let (seq, hash) = db.append(body, key)?;
     if let Err(error) = anchor::write(anchor_at, seq, &hash, key) {
         tracing::warn!(%error, "cannot write the audit anchor");
+    }
+    if let Some(signer) = signer {
+        let mut checkpointer = tlog::Checkpointer::new(signer);
+        checkpointer.checkpoint_at(db, through as u64)?;
+        checkpointer.checkpoint(db)?;
     }
     db.delete_through(through)
 }

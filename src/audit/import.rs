@@ -35,11 +35,16 @@ pub fn check(from: &Target, to: &Target, key: Option<&[u8]>) -> Result<(), Strin
 /// installation's (`[audit] key_file`): it signs the import record, and checks a keyed source.
 /// Refused with nothing written as [`check`] says.
 pub fn bring(from: &Target, to: &Target, key: Option<&[u8]>) -> Result<Brought, String> {
-    let rows = Db::open_read(from).map_err(|e| e.to_string())?.rows()?;
+    let mut source = Db::open_read(from).map_err(|e| e.to_string())?;
+    let rows = source.rows()?;
     let mut target = Db::open(to).map_err(|e| e.to_string())?;
     let present = target.rows()?;
     if present.is_empty() {
         target.insert_rows(&rows)?;
+        // The signed checkpoints go along, so the copy's tree verifies as the original's did.
+        for checkpoint in source.checkpoints()? {
+            target.insert_checkpoint(&checkpoint)?;
+        }
         return Ok(Brought::Copied(rows.len()));
     }
     let Some(body) = segment_body(from, to, &rows, &present, key)? else {

@@ -13,17 +13,25 @@
 //! and verification, [`import`] another log brought in by `store copy`, [`anchor`] the head
 //! written beside the file, [`tool`] the per-call
 //! record, [`reload`] the configuration-reload record, [`export`] the JSONL and OCSF forms.
+//! The verifiable log: [`merkle`] the RFC 6962 tree and proofs, [`checkpoint`] the signed
+//! checkpoints and their Ed25519 keys (`[audit] signing_key_file`), [`tlog`] the tree over the
+//! records, signed by the writer and checked by `audit verify`; [`attest`] the signed record
+//! of one session (in-toto Statement, DSSE).
 //! Secrets never enter a record: tool arguments are digested, env values are never read.
 
 pub mod anchor;
+pub mod attest;
 pub mod chain;
+pub mod checkpoint;
 pub mod db;
 pub mod export;
 pub mod import;
+pub mod merkle;
 pub mod postgres;
 pub mod reload;
 pub mod reserve;
 pub mod store;
+pub mod tlog;
 pub mod tool;
 pub mod writer;
 
@@ -70,11 +78,20 @@ static LOG: OnceLock<AuditLog> = OnceLock::new();
 pub fn init(config: &Config) -> &'static AuditLog {
     LOG.get_or_init(|| {
         let target = db::Target::of(config);
-        let key = load_key(config)
-            .map_err(|e| e.to_string())
-            .map(|key| key.map(|k| k.to_vec()));
+        // An unusable signing key stops the log like an unusable HMAC key: nothing is
+        // written unsigned when signing was asked for.
+        let (key, signing) = match (load_key(config), load_signer(config)) {
+            (Ok(key), Ok(signer)) => (
+                Ok(key),
+                signer.map(|signer| writer::Signing {
+                    signer,
+                    every: std::time::Duration::from_secs(config.audit.checkpoint_interval_secs),
+                }),
+            ),
+            (Err(e), _) | (_, Err(e)) => (Err(e.to_string()), None),
+        };
         AuditLog {
-            writer: writer::Writer::spawn_at(target.clone(), config.audit_path(), key),
+            writer: writer::Writer::spawn_at(target.clone(), config.audit_path(), key, signing),
             target,
             mode: config.audit.mode,
         }
@@ -112,6 +129,34 @@ pub fn load_key(config: &Config) -> Result<Option<Vec<u8>>, AuditError> {
         )));
     }
     Ok(Some(key))
+}
+
+/// The checkpoint signer of `[audit] signing_key_file` (a key `zeroclaw audit keygen` wrote,
+/// in a file only its owner can read).
+pub fn load_signer(config: &Config) -> Result<Option<checkpoint::Signer>, AuditError> {
+    let Some(path) = &config.audit.signing_key_file else {
+        return Ok(None);
+    };
+    checkpoint::Signer::load(path)
+        .map(Some)
+        .map_err(|message| AuditError::Key {
+            path: path.clone(),
+            message,
+        })
+}
+
+/// Writes the final anchor and checkpoint of the process's log and waits for them (at every
+/// exit: end of input, SIGTERM, SIGINT, a daemon's shutdown). Bounded, so a database that is
+/// gone does not hold the exit.
+pub async fn finish() {
+    let Some(log) = global() else {
+        return;
+    };
+    match tokio::time::timeout(std::time::Duration::from_secs(10), log.writer.finish()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::error!(%error, "the final audit checkpoint was not written"),
+        Err(_) => tracing::error!("the final audit checkpoint timed out"),
+    }
 }
 
 impl AuditLog {

@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio_postgres::{Client, Transaction};
 
 use super::chain::{self, ALG_HMAC, ALG_SHA256, GENESIS, Row};
+use super::checkpoint::Stored;
 use crate::store::{Location, postgres_client};
 
 /// An arbitrary key of PostgreSQL's advisory lock space, held while appending.
@@ -252,6 +253,61 @@ impl PgLog {
         self.write(async |tx| {
             tx.execute("DELETE FROM audit_records WHERE seq <= $1", &[&through])
                 .await
+        })
+    }
+
+    /// The bodies of the records after `seq`, in seq order.
+    pub fn bodies_after(&mut self, seq: i64) -> Result<Vec<(i64, String)>, String> {
+        self.run(async |client| {
+            let rows = client
+                .query(
+                    "SELECT seq, body FROM audit_records WHERE seq > $1 ORDER BY seq",
+                    &[&seq],
+                )
+                .await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
+    }
+
+    /// Stores a signed checkpoint.
+    pub fn insert_checkpoint(&mut self, checkpoint: &Stored) -> Result<(), String> {
+        let frontier = serde_json::to_string(&checkpoint.frontier).unwrap_or_default();
+        self.run(async |client| {
+            client
+                .execute(
+                    "INSERT INTO audit_checkpoints (tree_size, time_ms, note, frontier)
+                     VALUES ($1, $2, $3, $4)",
+                    &[
+                        &checkpoint.tree_size,
+                        &checkpoint.time_ms,
+                        &checkpoint.note,
+                        &frontier,
+                    ],
+                )
+                .await
+                .map(|_| ())
+        })
+    }
+
+    /// Every stored checkpoint, by tree size (then as stored).
+    pub fn checkpoints(&mut self) -> Result<Vec<Stored>, String> {
+        self.run(async |client| {
+            let rows = client
+                .query(
+                    "SELECT tree_size, time_ms, note, frontier FROM audit_checkpoints
+                     ORDER BY tree_size, id",
+                    &[],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|r| Stored {
+                    tree_size: r.get(0),
+                    time_ms: r.get(1),
+                    note: r.get(2),
+                    frontier: serde_json::from_str(r.get::<_, &str>(3)).unwrap_or_default(),
+                })
+                .collect())
         })
     }
 }

@@ -1,5 +1,6 @@
 //! The audit log on SQLite: one table of chained records in its own file (WAL,
-//! `synchronous = NORMAL`), versioned by `user_version` (1: the `records` table).
+//! `synchronous = NORMAL`), versioned by `user_version` (1: the `records` table; 2: the
+//! `checkpoints` table of signed tree heads beside them).
 //!
 //! Every append is one `BEGIN IMMEDIATE` transaction that reads the head, links the new record
 //! to it and commits, so two processes on the same file still build one chain. The caller
@@ -13,9 +14,10 @@ use serde_json::Value;
 
 use super::AuditError;
 use super::chain::{self, ALG_HMAC, ALG_SHA256, GENESIS, Row};
+use super::checkpoint::Stored;
 
 /// The schema version this zeroclaw writes (`PRAGMA user_version`).
-const VERSION: i64 = 1;
+const VERSION: i64 = 2;
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS records (
     seq       INTEGER PRIMARY KEY NOT NULL,
@@ -23,6 +25,13 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS records (
     body      TEXT NOT NULL,
     prev_hash TEXT NOT NULL,
     hash      TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    tree_size INTEGER NOT NULL,
+    time_ms   INTEGER NOT NULL,
+    note      TEXT NOT NULL,
+    frontier  TEXT NOT NULL
 );";
 
 /// Opens (creating the file and its directory) the audit database for writing.
@@ -41,7 +50,7 @@ pub fn open(path: &Path) -> Result<Connection, AuditError> {
         conn.execute_batch("PRAGMA synchronous = NORMAL;")?;
         conn.execute_batch(SCHEMA)?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version == 0 {
+        if version < VERSION {
             conn.pragma_update(None, "user_version", VERSION)?;
         }
         Ok(version)
@@ -183,4 +192,60 @@ pub fn insert_rows(conn: &mut Connection, rows: &[Row]) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     }
     tx.commit().map_err(|e| e.to_string())
+}
+
+/// The bodies of the records after `seq`, in seq order (the leaves a writer adds to its tree).
+pub fn bodies_after(conn: &Connection, seq: i64) -> Result<Vec<(i64, String)>, String> {
+    let mut stmt = conn
+        .prepare("SELECT seq, body FROM records WHERE seq > ?1 ORDER BY seq")
+        .map_err(|e| e.to_string())?;
+    let rows = stmt
+        .query_map([seq], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(|e| e.to_string())?;
+    rows.collect::<Result<_, _>>().map_err(|e| e.to_string())
+}
+
+/// Stores a signed checkpoint.
+pub fn insert_checkpoint(conn: &Connection, checkpoint: &Stored) -> Result<(), String> {
+    conn.execute(
+        "INSERT INTO checkpoints (tree_size, time_ms, note, frontier) VALUES (?1, ?2, ?3, ?4)",
+        params![
+            checkpoint.tree_size,
+            checkpoint.time_ms,
+            checkpoint.note,
+            serde_json::to_string(&checkpoint.frontier).unwrap_or_default()
+        ],
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+/// Every stored checkpoint, by tree size (then as stored); none in a log older than them.
+pub fn checkpoints(conn: &Connection) -> Result<Vec<Stored>, String> {
+    let has_table: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| e.to_string())?;
+    if !has_table {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn
+        .prepare(
+            "SELECT tree_size, time_ms, note, frontier FROM checkpoints ORDER BY tree_size, id",
+        )
+        .map_err(|e| e.to_string())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(Stored {
+                tree_size: r.get(0)?,
+                time_ms: r.get(1)?,
+                note: r.get(2)?,
+                frontier: serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or_default(),
+            })
+        })
+        .map_err(|e| e.to_string())?;
+    rows.collect::<Result<_, _>>().map_err(|e| e.to_string())
 }

@@ -1,7 +1,9 @@
 //! The writer thread of the process's audit log: it opens the log ([`super::db`], SQLite or
 //! PostgreSQL) itself, appends one record at a time and answers each caller after the commit,
-//! minding a SQLite log's reserve ([`super::reserve`]), and writes the anchor
-//! ([`super::anchor`]) at most once a second while records come in.
+//! minding a SQLite log's reserve ([`super::reserve`]), writes the anchor ([`super::anchor`]) at most once a second while records come in, and
+//! with a signing key signs a checkpoint ([`super::tlog`]) at the configured interval. Both are
+//! also written when a session ends (its `session.close` or `session.delete` record) and when
+//! the process stops ([`Writer::finish`]), so the last records of a process are covered.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,14 +14,33 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::anchor;
+use super::checkpoint::Signer;
 use super::db::{Db, Target};
 use super::reserve::{self, Need, Reserve};
+use super::tlog::Checkpointer;
 
 /// How often, at most, the anchor is rewritten while records come in.
 const ANCHOR_EVERY: Duration = Duration::from_secs(1);
 
-/// A body to append, or `None`: a probe answered with the open state.
-type Job = (Option<Value>, oneshot::Sender<Result<i64, String>>);
+/// The record kinds that end a session: the anchor and a checkpoint follow them at once.
+const SESSION_ENDS: [&str; 2] = ["session.close", "session.delete"];
+
+/// What the thread is asked to do.
+enum Work {
+    Append(Value),
+    /// Answered with the open state.
+    Probe,
+    /// Writes the anchor and a checkpoint of everything appended so far (the process stops).
+    Finish,
+}
+
+type Job = (Work, oneshot::Sender<Result<i64, String>>);
+
+/// The checkpoint key and how often, at most, it signs while records come in.
+pub struct Signing {
+    pub signer: Signer,
+    pub every: Duration,
+}
 
 /// The sender side of the writer thread.
 #[derive(Clone)]
@@ -63,20 +84,74 @@ fn append(
     }
 }
 
+/// The thread's state besides the connection: what is not yet anchored or signed.
+struct Seal {
+    anchor_at: PathBuf,
+    /// The newest head not yet anchored, and when the anchor was last written.
+    unanchored: Option<(i64, String)>,
+    anchored_at: Instant,
+    checkpointer: Option<(Checkpointer, Duration)>,
+    /// Records appended since the last checkpoint, and when it was signed.
+    unsigned: bool,
+    signed_at: Instant,
+}
+
+impl Seal {
+    fn anchor(&mut self, key: Option<&[u8]>) {
+        if let Some((seq, hash)) = self.unanchored.take() {
+            if let Err(error) = anchor::write(&self.anchor_at, seq, &hash, key) {
+                tracing::warn!(%error, "cannot write the audit anchor");
+            }
+            self.anchored_at = Instant::now();
+        }
+    }
+
+    fn checkpoint(&mut self, db: &mut Db) -> Result<(), String> {
+        let Some((checkpointer, _)) = &mut self.checkpointer else {
+            return Ok(());
+        };
+        if !self.unsigned {
+            return Ok(());
+        }
+        let signed = checkpointer.checkpoint(db);
+        self.signed_at = Instant::now();
+        match signed {
+            Ok(_) => {
+                self.unsigned = false;
+                Ok(())
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot sign an audit checkpoint");
+                Err(error)
+            }
+        }
+    }
+
+    /// Whether the interval since the last checkpoint has passed with records unsigned.
+    fn checkpoint_due(&self) -> bool {
+        self.unsigned
+            && self
+                .checkpointer
+                .as_ref()
+                .is_some_and(|(_, every)| self.signed_at.elapsed() >= *every)
+    }
+}
+
 impl Writer {
     /// Starts the thread, which opens `path` itself (start-up does not wait for the disk);
     /// an open failure is the answer to every append.
     /// `key` is the HMAC key (or why it is unusable: then nothing is written, never unkeyed).
     pub fn spawn(path: PathBuf, key: Result<Option<Vec<u8>>, String>) -> Writer {
-        Writer::spawn_at(Target::Sqlite(path.clone()), path, key)
+        Writer::spawn_at(Target::Sqlite(path.clone()), path, key, None)
     }
 
     /// [`Writer::spawn`] for any log; the anchor is written beside `anchor_at`
-    /// ([`anchor::path_for`]).
+    /// ([`anchor::path_for`]); with `signing`, checkpoints are signed.
     pub fn spawn_at(
         target: Target,
         anchor_at: PathBuf,
         key: Result<Option<Vec<u8>>, String>,
+        signing: Option<Signing>,
     ) -> Writer {
         let (jobs, inbox) = mpsc::channel::<Job>();
         let healthy = Arc::new(AtomicBool::new(false));
@@ -94,16 +169,21 @@ impl Writer {
                 if let Some(Err(error)) = reserve.as_ref().map(Reserve::hold) {
                     tracing::warn!(%error, "tool calls are refused until it can be made");
                 }
-                // The newest head not yet anchored, and when the anchor was last written.
-                let mut unanchored: Option<(i64, String)> = None;
-                let mut anchored_at = Instant::now();
+                let mut seal = Seal {
+                    anchor_at,
+                    unanchored: None,
+                    anchored_at: Instant::now(),
+                    checkpointer: signing.map(|s| (Checkpointer::new(s.signer), s.every)),
+                    unsigned: false,
+                    signed_at: Instant::now(),
+                };
                 loop {
                     let job = match inbox.recv_timeout(ANCHOR_EVERY) {
                         Ok(job) => Some(job),
                         Err(mpsc::RecvTimeoutError::Timeout) => None,
                         Err(mpsc::RecvTimeoutError::Disconnected) => break,
                     };
-                    if let Some((body, reply)) = job {
+                    if let Some((work, reply)) = job {
                         // A database that was down when the daemon started is tried again
                         // (a lost connection is remade by the PostgreSQL log itself).
                         if conn.is_err()
@@ -111,29 +191,44 @@ impl Writer {
                         {
                             conn = open().map(|db| (db, key.clone()));
                         }
-                        let answer = match (&mut conn, body) {
-                            (Ok((db, key)), Some(body)) => {
+                        let ends_session = match &work {
+                            Work::Append(body) => {
+                                SESSION_ENDS.contains(&body["kind"].as_str().unwrap_or(""))
+                            }
+                            _ => false,
+                        };
+                        let answer = match (&mut conn, work) {
+                            (Ok((db, key)), Work::Append(body)) => {
                                 append(db, body, key.as_deref(), reserve.as_ref())
                             }
-                            (Ok(_), None) => Ok((0, String::new())),
+                            (Ok(_), Work::Probe) => Ok((0, String::new())),
+                            (Ok((db, key)), Work::Finish) => {
+                                seal.anchor(key.as_deref());
+                                seal.checkpoint(db).map(|()| (0, String::new()))
+                            }
                             (Err(e), _) => Err(e.clone()),
                         };
                         health.store(answer.is_ok(), Ordering::SeqCst);
                         if let Ok((seq, hash)) = &answer
                             && *seq > 0
                         {
-                            unanchored = Some((*seq, hash.clone()));
+                            seal.unanchored = Some((*seq, hash.clone()));
+                            seal.unsigned = true;
+                        }
+                        if ends_session && let Ok((db, key)) = &mut conn {
+                            seal.anchor(key.as_deref());
+                            let _ = seal.checkpoint(db);
                         }
                         let _ = reply.send(answer.map(|(seq, _)| seq));
-                        if anchored_at.elapsed() < ANCHOR_EVERY {
+                        if seal.anchored_at.elapsed() < ANCHOR_EVERY {
                             continue;
                         }
                     }
-                    if let (Some((seq, hash)), Ok((_, key))) = (unanchored.take(), &conn) {
-                        if let Err(error) = anchor::write(&anchor_at, seq, &hash, key.as_deref()) {
-                            tracing::warn!(%error, "cannot write the audit anchor");
+                    if let Ok((db, key)) = &mut conn {
+                        seal.anchor(key.as_deref());
+                        if seal.checkpoint_due() {
+                            let _ = seal.checkpoint(db);
                         }
-                        anchored_at = Instant::now();
                     }
                 }
             });
@@ -150,18 +245,24 @@ impl Writer {
 
     /// Appends `body` and waits for its commit.
     pub async fn append(&self, body: Value) -> Result<i64, String> {
-        self.send(Some(body)).await
+        self.send(Work::Append(body)).await
+    }
+
+    /// Writes the anchor and a checkpoint of every record appended so far, and waits for
+    /// them (the process is about to exit).
+    pub async fn finish(&self) -> Result<(), String> {
+        self.send(Work::Finish).await.map(|_| ())
     }
 
     /// Waits until the thread has opened the file; `Err` says why it could not.
     pub async fn probe(&self) -> Result<(), String> {
-        self.send(None).await.map(|_| ())
+        self.send(Work::Probe).await.map(|_| ())
     }
 
-    async fn send(&self, body: Option<Value>) -> Result<i64, String> {
+    async fn send(&self, work: Work) -> Result<i64, String> {
         let (reply, answer) = oneshot::channel();
         self.jobs
-            .send((body, reply))
+            .send((work, reply))
             .map_err(|_| "the audit writer is not running".to_owned())?;
         answer
             .await

@@ -1,8 +1,9 @@
 //! `zeroclaw acp`: loads the config (with the command-line overrides), starts the audit log
 //! and the shared ACP server state, and serves one client over stdin/stdout until end of
 //! input. Started from a terminal (stdin a TTY), it first says on stderr what it is and where
-//! to register it. With `--metrics-file PATH` it writes its metrics ([`crate::metrics`]) to
-//! PATH as it exits: on end of input, SIGTERM or SIGINT.
+//! to register it. It exits on end of input, SIGTERM or SIGINT (status 128 + the signal),
+//! writing the audit log's final anchor and checkpoint first, and with `--metrics-file PATH`
+//! its metrics ([`crate::metrics`]) to PATH.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -44,7 +45,7 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         crate::metrics::file::check_target(path)?;
     }
     let (runtime, store) = server::runtime_and_store(&config)?;
-    let ended = runtime.block_on(serve_stdio(config, store, args.metrics_file.is_some()))?;
+    let ended = runtime.block_on(serve_stdio(config, store))?;
     // Tasks still running (an outbound request nobody answers) must not hold the exit.
     runtime.shutdown_background();
     if let Some(path) = &args.metrics_file {
@@ -74,34 +75,26 @@ struct Ended {
     signal: Option<i32>,
 }
 
-/// Serves until end of input; with `on_signal`, SIGTERM and SIGINT end it too (so the metrics
-/// file is written), else they keep their default action.
-async fn serve_stdio(
-    config: Config,
-    store: Option<Store>,
-    on_signal: bool,
-) -> anyhow::Result<Ended> {
+/// Serves until end of input, SIGTERM or SIGINT; then the audit log's final anchor and
+/// checkpoint are written (and the metrics file, if asked for).
+async fn serve_stdio(config: Config, store: Option<Store>) -> anyhow::Result<Ended> {
     use tokio::signal::unix::{SignalKind, signal};
     let max_line_bytes = config.acp.max_line_bytes;
     crate::audit::init(&config);
     let server = Server::with_store(config, store);
     let connection = Arc::new(Connection::new(server.clone(), None, None));
     let serving = rpc::stdio::run_process_stdio(max_line_bytes, connection);
-    let signal = if on_signal {
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        tokio::select! {
-            () = serving => None,
-            _ = term.recv() => Some(libc::SIGTERM),
-            _ = int.recv() => Some(libc::SIGINT),
-        }
-    } else {
-        serving.await;
-        None
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let signal = tokio::select! {
+        () = serving => None,
+        _ = term.recv() => Some(libc::SIGTERM),
+        _ = int.recv() => Some(libc::SIGINT),
     };
     if let Some(store) = &server.store {
         server.leases.release_all(store).await;
     }
+    crate::audit::finish().await;
     Ok(Ended {
         sessions: server.sessions.len(),
         signal,

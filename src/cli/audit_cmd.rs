@@ -1,15 +1,18 @@
-//! `zeroclaw audit list | show SEQ | verify | export | prune`: reads (and prunes) the audit
-//! log `zeroclaw acp` and `zeroclaw daemon` write; `verify` walks the chain and exits non-zero
-//! naming the first broken `seq`.
+//! `zeroclaw audit list | show SEQ | verify | export | prune | keygen | checkpoint export |
+//! prove SEQ | check-proof`: reads (and prunes) the audit log `zeroclaw acp` and `zeroclaw
+//! daemon` write; `verify` walks the chain and the signed checkpoints and exits non-zero
+//! naming the first broken `seq`. The checkpoint commands are in [`super::audit_proof`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::Value;
 
-use super::terminal;
 use super::time::format_time;
+use super::{audit_proof, terminal};
+use crate::audit::checkpoint::{Stored, Verifier};
 use crate::audit::db::{self, Db, Target};
+use crate::audit::tlog::TreeVerified;
 use crate::audit::{self, chain, export};
 use crate::config::Config;
 
@@ -45,8 +48,39 @@ pub enum AuditCommand {
     },
     /// Print one record (as stored, with its hashes) as JSON.
     Show { seq: i64 },
-    /// Walk the chain; non-zero exit naming the first broken seq.
-    Verify,
+    /// Walk the chain and check the signed checkpoints; non-zero exit naming the first broken seq.
+    Verify {
+        /// The public key that checks the checkpoints (default: that of [audit] signing_key_file).
+        #[arg(long, value_name = "PUB")]
+        key: Option<PathBuf>,
+        /// Also fail when records after the newest checkpoint are not signed (for a log no
+        /// process is writing: each signs a final checkpoint as it exits).
+        #[arg(long)]
+        all_signed: bool,
+    },
+    /// Write a new Ed25519 key pair for signing checkpoints: PATH (mode 600) and PATH.pub.
+    Keygen {
+        /// Where the private key goes (default: <config_dir>/audit-signing.key).
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+        /// The key's name, which is the origin line of its checkpoints (default:
+        /// zeroclaw-audit/<hostname>; give the same key to every daemon of one database).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Signed checkpoints of the log.
+    Checkpoint {
+        #[command(subcommand)]
+        command: CheckpointCommand,
+    },
+    /// Print record SEQ with its inclusion proof in the newest checkpoint, as JSON.
+    Prove { seq: i64 },
+    /// Check a proof from `audit prove` with only the public key (no log, no configuration).
+    CheckProof {
+        file: PathBuf,
+        #[arg(long, value_name = "PUB")]
+        key: PathBuf,
+    },
     /// Print every record as JSON lines (`jsonl`) or OCSF 1.3 events (`ocsf`).
     Export {
         #[arg(long, default_value = "jsonl")]
@@ -59,6 +93,12 @@ pub enum AuditCommand {
     },
 }
 
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum CheckpointCommand {
+    /// Print the newest signed checkpoint (a C2SP signed note).
+    Export,
+}
+
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum ExportFormat {
     Jsonl,
@@ -66,6 +106,24 @@ pub enum ExportFormat {
 }
 
 pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    // Checking a proof needs nothing but the file and the key.
+    if let AuditCommand::CheckProof { file, key } = &args.command {
+        let verifier = Verifier::load(key).map_err(anyhow::Error::msg)?;
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        let proof: Value = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: not a proof: {e}", file.display()))?;
+        return Ok(match audit_proof::check_proof(&proof, &verifier) {
+            Ok(line) => {
+                terminal::stdout().line(line)?;
+                ExitCode::SUCCESS
+            }
+            Err(why) => {
+                terminal::stdout().line(format_args!("bad proof: {why}"))?;
+                ExitCode::FAILURE
+            }
+        });
+    }
     let config = Config::load(args.config_dir.as_deref())?;
     let target = Target::of(&config);
     // The anchor file is beside `audit.db`; on PostgreSQL, in the same directory of this
@@ -117,17 +175,36 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        AuditCommand::Verify => {
+        AuditCommand::Verify {
+            key: public,
+            all_signed,
+        } => {
+            let verifier = audit_proof::verifier(&config, public.as_deref())?;
             let rows = read_rows(&target)?;
+            let checkpoints = read_checkpoints(&target)?;
             let anchored = audit::anchor::read(&path).map_err(|e| anyhow::anyhow!(e))?;
             let verified = chain::verify(&rows, key.as_deref()).and_then(|v| match &anchored {
                 Some(a) => audit::anchor::check(a, &rows, key.as_deref()).map(|()| v),
                 None => Ok(v),
             });
-            match verified {
-                Ok(v) => {
+            let tree = verified.and_then(|v| {
+                let tree = audit_proof::verify_tree(&rows, &checkpoints, verifier.as_ref())?;
+                if all_signed && tree.unsigned > 0 {
+                    let from = tree.latest.map_or(1, |(size, _)| size as i64 + 1);
+                    return Err(chain::Broken {
+                        seq: from,
+                        reason: format!(
+                            "{} records from seq {from} on are not covered by a signed checkpoint",
+                            tree.unsigned
+                        ),
+                    });
+                }
+                Ok((v, tree))
+            });
+            match tree {
+                Ok((v, tree)) => {
                     terminal::stdout().line(format_args!(
-                        "ok: {} records, seq {}..{}, head {}{}{}",
+                        "ok: {} records, seq {}..{}, head {}{}{}{}",
                         v.records,
                         v.first_seq.unwrap_or(0),
                         v.head_seq.unwrap_or(0),
@@ -136,7 +213,8 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                         match &anchored {
                             Some(a) => format!(", anchored at seq {}", a.seq),
                             None => String::new(),
-                        }
+                        },
+                        tree_summary(&tree)
                     ))?;
                     Ok(ExitCode::SUCCESS)
                 }
@@ -165,7 +243,8 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         AuditCommand::Prune { before } => {
             let before = parse_time(&before)?;
             let mut log = Db::open(&target)?;
-            let pruned = db::prune(&mut log, &path, before, key.as_deref())
+            let signer = audit::load_signer(&config)?;
+            let pruned = db::prune(&mut log, &path, before, key.as_deref(), signer)
                 .map_err(|e| anyhow::anyhow!("pruning {}: {e}", target.describe()))?;
             terminal::stdout().line(format_args!(
                 "pruned {pruned} records before {}",
@@ -173,17 +252,90 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             ))?;
             Ok(ExitCode::SUCCESS)
         }
+        AuditCommand::Keygen { out, name } => {
+            let out = out.unwrap_or_else(|| audit_proof::default_key_path(&config));
+            let name = name.unwrap_or_else(audit_proof::default_key_name);
+            audit_proof::keygen(&out, &name)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditCommand::Checkpoint {
+            command: CheckpointCommand::Export,
+        } => {
+            let checkpoints = read_checkpoints(&target)?;
+            match audit_proof::latest_note(&checkpoints) {
+                Some(note) => {
+                    terminal::stdout().raw(&note)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => {
+                    eprintln!(
+                        "error: {} has no signed checkpoint (set [audit] signing_key_file)",
+                        target.describe()
+                    );
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        AuditCommand::Prove { seq } => {
+            let rows = read_rows(&target)?;
+            let checkpoints = read_checkpoints(&target)?;
+            match audit_proof::prove(&rows, &checkpoints, seq) {
+                Ok(proof) => {
+                    let json = serde_json::to_string_pretty(&proof)? + "\n";
+                    terminal::stdout().raw(&terminal::structured_for_terminal(&json))?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(why) => {
+                    eprintln!("error: {why}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        AuditCommand::CheckProof { .. } => unreachable!("answered before the config loads"),
     }
+}
+
+/// What `verify` says about the signed checkpoints.
+fn tree_summary(tree: &TreeVerified) -> String {
+    match tree.latest {
+        None => ", no signed checkpoints".to_owned(),
+        Some((size, root)) => format!(
+            ", {} checkpoints, latest size {size} root {}{}",
+            tree.checkpoints,
+            hex::encode(root),
+            if tree.unsigned > 0 {
+                format!(" ({} newer records not signed yet)", tree.unsigned)
+            } else {
+                String::new()
+            }
+        ),
+    }
+}
+
+fn read_checkpoints(target: &Target) -> anyhow::Result<Vec<Stored>> {
+    let mut log = Db::open_read(target)?;
+    log.checkpoints()
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", target.describe()))
 }
 
 /// The audit line of `zeroclaw doctor`: the mode (a warning for `best_effort`), the file and
 /// whether keyed; `None` when the config does not load (doctor reports that itself).
 pub fn doctor_line(config_dir: Option<&std::path::Path>) -> Option<String> {
     let config = Config::load(config_dir).ok()?;
-    let keyed = match audit::load_key(&config) {
-        Ok(Some(_)) => "keyed (hmac-sha256)".to_owned(),
-        Ok(None) => "unkeyed (sha256)".to_owned(),
-        Err(e) => format!("KEY UNUSABLE, nothing is recorded: {e}"),
+    let keyed = match (audit::load_key(&config), audit::load_signer(&config)) {
+        (Err(e), _) | (_, Err(e)) => format!("KEY UNUSABLE, nothing is recorded: {e}"),
+        (Ok(key), Ok(signer)) => format!(
+            "{}, {}",
+            if key.is_some() {
+                "keyed (hmac-sha256)"
+            } else {
+                "unkeyed (sha256)"
+            },
+            match signer {
+                Some(s) => format!("checkpoints signed by {}", s.verifier().encode()),
+                None => "no signed checkpoints".to_owned(),
+            }
+        ),
     };
     let mode = match config.audit.mode {
         crate::config::AuditMode::Required => "required".to_owned(),

@@ -2,7 +2,9 @@
 //! entry point that wires config, runtime and the stdio transport together.
 
 pub mod acp_cmd;
+pub mod attest_cmd;
 pub mod audit_cmd;
+mod audit_proof;
 pub mod config_cmd;
 pub mod doctor;
 mod doctor_network;

@@ -1,4 +1,4 @@
-//! `zeroclaw sessions list | show ID | delete ID`: the persisted ACP sessions, read from the
+//! `zeroclaw sessions list | show ID | delete ID | attest ID`: the persisted ACP sessions, read from the
 //! same store `zeroclaw acp` writes (SQLite or PostgreSQL, per `[store] url`). `list` shows each session's owner (the principal
 //! that may load it); `show` prints the recorded uploads and delivered files (kind, path, size,
 //! sha256) and the history turn by turn with how each turn ended.
@@ -32,6 +32,9 @@ pub enum SessionsCommand {
     Show { id: String },
     /// Delete one session and its history.
     Delete { id: String },
+    /// Print the session's signed record (an in-toto Statement in a DSSE envelope, signed with
+    /// [audit] signing_key_file): its principal, agent, model, tool calls and checkpoint.
+    Attest { id: String },
 }
 
 pub fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
@@ -43,6 +46,10 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
         return no_store(&args.command, path);
     }
     let store = Store::open_location(&location, 2)?;
+    let log = match &args.command {
+        SessionsCommand::Attest { .. } => Some(super::attest_cmd::read_log(&config)?),
+        _ => None,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -53,6 +60,10 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
             SessionsCommand::Delete { id } => {
                 crate::audit::init(&config);
                 delete(&store, &id).await
+            }
+            SessionsCommand::Attest { id } => {
+                let log = log.as_ref().expect("read above");
+                super::attest_cmd::attest(&config, &store, log, &id).await
             }
         }
     })
@@ -68,7 +79,9 @@ fn no_store(command: &SessionsCommand, path: &std::path::Path) -> anyhow::Result
             ))?;
             Ok(ExitCode::SUCCESS)
         }
-        SessionsCommand::Show { id } | SessionsCommand::Delete { id } => {
+        SessionsCommand::Show { id }
+        | SessionsCommand::Delete { id }
+        | SessionsCommand::Attest { id } => {
             eprintln!(
                 "error: session `{}` not found (no session store at {})",
                 terminal::escape(id),

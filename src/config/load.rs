@@ -290,6 +290,10 @@ fn resolve(config_dir: &Path, raw: RawConfig) -> Config {
                 .audit
                 .key_file
                 .map(|f| absolute(config_dir, expand_home(f))),
+            signing_key_file: raw
+                .audit
+                .signing_key_file
+                .map(|f| absolute(config_dir, expand_home(f))),
             ..raw.audit
         },
         store: raw.store,

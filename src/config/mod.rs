@@ -76,13 +76,30 @@ impl Default for StoreConfig {
 }
 
 /// `[audit]`: the tamper-evident audit log (`crate::audit`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuditConfig {
     pub mode: AuditMode,
     /// A file holding the HMAC-SHA-256 key (keyed mode); relative to the config directory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key_file: Option<PathBuf>,
+    /// The Ed25519 private key (`zeroclaw audit keygen`) that signs the log's checkpoints;
+    /// relative to the config directory. None: no checkpoints are signed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_key_file: Option<PathBuf>,
+    /// How often, at most, a checkpoint is signed while records come in.
+    pub checkpoint_interval_secs: u64,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            mode: AuditMode::default(),
+            key_file: None,
+            signing_key_file: None,
+            checkpoint_interval_secs: 60,
+        }
+    }
 }
 
 /// `audit.mode`: whether a record that cannot be written fails the event it describes.

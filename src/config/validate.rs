@@ -32,6 +32,10 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
         ),
         ("store.lease_secs", config.store.lease_secs),
         ("store.pool_size", config.store.pool_size as u64),
+        (
+            "audit.checkpoint_interval_secs",
+            config.audit.checkpoint_interval_secs,
+        ),
     ];
     for (key, value) in positive {
         if value == 0 {

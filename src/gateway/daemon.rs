@@ -101,6 +101,7 @@ async fn serve(
     if let Some(store) = &gateway.server.store {
         gateway.server.leases.release_all(store).await;
     }
+    crate::audit::finish().await;
     Ok(())
 }
 

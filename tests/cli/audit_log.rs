@@ -23,7 +23,7 @@ use tools_support::{ENV_CANARY, KEY_CANARY, Scene, Setup};
 
 const API_CANARY: &str = "zc-canary-apikey-5e0d91";
 
-fn zeroclaw_audit(config_dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn zeroclaw_audit(config_dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
         .arg("audit")
         .arg("--config-dir")
@@ -46,17 +46,17 @@ pub(crate) fn stdout_ok(config_dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn audit_db(config_dir: &Path) -> PathBuf {
+pub(crate) fn audit_db(config_dir: &Path) -> PathBuf {
     config_dir.join("workspace/sessions/audit.db")
 }
 
 /// This suite's PostgreSQL database, when it runs on one (the log is then its table).
-fn pg() -> Option<String> {
+pub(crate) fn pg() -> Option<String> {
     support::store_under_test::url()
 }
 
 /// `sql` written for the SQLite `records` table, for the log under test.
-fn on_log(sql: &str) -> String {
+pub(crate) fn on_log(sql: &str) -> String {
     match pg() {
         Some(_) => sql.replace(" records", " audit_records"),
         None => sql.to_owned(),
@@ -64,7 +64,7 @@ fn on_log(sql: &str) -> String {
 }
 
 /// The first column of each row of `sql` (about `records`), read from the log directly.
-fn query_texts(config_dir: &Path, sql: &str) -> Vec<String> {
+pub(crate) fn query_texts(config_dir: &Path, sql: &str) -> Vec<String> {
     if let Some(url) = pg() {
         return support::postgres::texts(&url, &on_log(sql));
     }
@@ -350,13 +350,13 @@ fn recorded_session(setup: Setup) -> Scene {
 
 /// A copy of `from`'s config dir (config and audit files) to tamper with; on PostgreSQL the
 /// table is the same one, saved now and put back when the copy is dropped (one copy at a time).
-struct Copy {
+pub(crate) struct Copy {
     dir: tempfile::TempDir,
     saved_in: Option<String>,
 }
 
 impl Copy {
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 }
@@ -373,7 +373,7 @@ impl Drop for Copy {
     }
 }
 
-fn copy_of(from: &Path) -> Copy {
+pub(crate) fn copy_of(from: &Path) -> Copy {
     let to = tempfile::tempdir().unwrap();
     std::fs::copy(from.join("config.toml"), to.path().join("config.toml")).unwrap();
     let sessions = to.path().join("workspace/sessions");
@@ -398,7 +398,7 @@ fn copy_of(from: &Path) -> Copy {
     Copy { dir: to, saved_in }
 }
 
-fn broken_at(config_dir: &Path) -> String {
+pub(crate) fn broken_at(config_dir: &Path) -> String {
     let out = zeroclaw_audit(config_dir, &["verify"]);
     assert!(!out.status.success(), "verify passed a tampered log");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -410,7 +410,7 @@ fn broken_at(config_dir: &Path) -> String {
 }
 
 /// Runs `sql` (about `records`) on the log directly.
-fn tamper(config_dir: &Path, sql: &str) {
+pub(crate) fn tamper(config_dir: &Path, sql: &str) {
     if let Some(url) = pg() {
         return support::postgres::batch(&url, &on_log(sql));
     }

@@ -207,7 +207,7 @@ async fn an_empty_file_is_migrated_with_wal_and_foreign_keys() {
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     assert_eq!(mode.to_lowercase(), "wal");
 }
 

@@ -384,3 +384,59 @@ fn two_daemons_appending_at_once_build_one_audit_chain_that_verifies() {
         assert!(text.starts_with("ok: "), "{text}");
     }
 }
+
+#[test]
+fn two_daemons_with_one_key_sign_checkpoints_of_one_tree_that_verify() {
+    let Some(db) = TestDb::create() else { return };
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("audit.key");
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        .args(["audit", "keygen", "--name", "cluster.test/audit", "--out"])
+        .arg(&key)
+        .env("ZEROCLAW_CONFIG_DIR", keys.path())
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let model = ModelServer::start_blocking(vec![]);
+    let work = tempfile::tempdir().unwrap();
+    let signing = |db: &TestDb| {
+        Daemon::builder()
+            .model(model.base_url())
+            .env("ZEROCLAW_store__url", db.url.clone())
+            .env(
+                "ZEROCLAW_audit__signing_key_file",
+                key.display().to_string(),
+            )
+            .spawn()
+    };
+    let mut a = signing(&db);
+    let mut b = signing(&db);
+    std::thread::scope(|scope| {
+        for daemon in [&a, &b] {
+            let work = work.path();
+            scope.spawn(move || {
+                let on = client(daemon);
+                for _ in 0..5 {
+                    let session = on.new_session(work);
+                    on.call("session/close", json!({"sessionId": session}));
+                }
+            });
+        }
+    });
+    a.terminate();
+    b.terminate();
+    let checkpoints = db.query_text("SELECT count(*)::text FROM audit_checkpoints");
+    let signed: usize = checkpoints.as_deref().unwrap_or("0").parse().unwrap();
+    // One at each session's end, by whichever daemon closed it.
+    assert!(signed >= 10, "{signed} checkpoints");
+    let verify = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        .args(["audit", "verify", "--all-signed", "--key"])
+        .arg(keys.path().join("audit.key.pub"))
+        .env("ZEROCLAW_store__url", &db.url)
+        .env("ZEROCLAW_CONFIG_DIR", a.config_dir())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&verify.stdout);
+    assert!(verify.status.success(), "{text}{verify:?}");
+    assert!(text.contains("latest size 20 "), "{text}");
+}

@@ -83,6 +83,15 @@ const MIGRATIONS: &[&str] = &[
         created_at  BIGINT NOT NULL,
         PRIMARY KEY (agent_alias, approval)
     );",
+    // 8 -> 9: the audit log's signed checkpoints (`crate::audit::checkpoint`), beside its
+    // records; every daemon on the database signs heads of the one tree.
+    "CREATE TABLE audit_checkpoints (
+        id        BIGSERIAL PRIMARY KEY,
+        tree_size BIGINT NOT NULL,
+        time_ms   BIGINT NOT NULL,
+        note      TEXT NOT NULL,
+        frontier  TEXT NOT NULL
+    );",
 ];
 
 /// Brings the database to the newest version over one connection; refuses a newer one.

@@ -75,6 +75,9 @@ const MIGRATIONS: &[&str] = &[
         created_at  INTEGER NOT NULL,
         PRIMARY KEY (agent_alias, approval)
     ) WITHOUT ROWID;",
+    // 8 -> 9: nothing here. PostgreSQL's version 9 adds the audit log's checkpoints; on
+    // SQLite they are in `audit.db` (its `user_version` 2), so the versions stay equal.
+    "",
 ];
 
 /// Opens (creating parent directories) and migrates the database at `path`.
