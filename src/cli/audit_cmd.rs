@@ -264,7 +264,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             let checkpoints = read_checkpoints(&target)?;
             match audit_proof::latest_note(&checkpoints) {
                 Some(note) => {
-                    terminal::stdout().raw(&note)?;
+                    terminal::stdout().raw(note)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 None => {
