@@ -116,8 +116,8 @@ async fn restore(
         .history(id)
         .await
         .map_err(internal)?
-        .iter()
-        .filter_map(Entry::from_stored)
+        .into_iter()
+        .filter_map(Entry::from_stored_owned)
         .collect();
     store.touch(id).await.map_err(internal)?;
     super::lease::on_open(&conn.server.leases, conn.server.store.as_ref(), id).await?;

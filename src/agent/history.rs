@@ -80,7 +80,16 @@ impl Entry {
 
     /// Reads a stored entry; `None` for kinds this version does not know.
     pub fn from_stored(stored: &StoredEntry) -> Option<Entry> {
-        serde_json::from_value(json!({"kind": stored.kind, "payload": stored.payload})).ok()
+        Entry::from_stored_owned(stored.clone())
+    }
+
+    /// [`Entry::from_stored`] taking the entry: its payload's strings move into the entry
+    /// instead of being copied (a `session/load` reads every entry of the session this way).
+    pub fn from_stored_owned(stored: StoredEntry) -> Option<Entry> {
+        let mut tagged = serde_json::Map::with_capacity(2);
+        tagged.insert("kind".to_owned(), Value::String(stored.kind));
+        tagged.insert("payload".to_owned(), stored.payload);
+        serde_json::from_value(Value::Object(tagged)).ok()
     }
 }
 
