@@ -12,10 +12,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::route;
 use super::server::{self, Server};
 use super::spec::ServerSpec;
 use super::tool::{McpTool, Unavailable, tool_name};
+use super::{install, route};
 use crate::policy::Policy;
 use crate::tools::ToolRegistry;
 
@@ -113,9 +113,18 @@ impl McpSet {
                     Err(refused) => Err(refused),
                 },
                 (None, Ok(sandbox)) => {
-                    server::start(sandbox, policy.profile(cwd, &[]), spec, timeout)
-                        .await
-                        .map(Arc::new)
+                    let mut profile = policy.profile(cwd, &[]);
+                    match install::roots(spec, policy, cwd, &profile) {
+                        Ok(roots) => {
+                            for root in roots {
+                                profile = profile.allow_read(root);
+                            }
+                            server::start(sandbox, profile, spec, timeout)
+                                .await
+                                .map(Arc::new)
+                        }
+                        Err(reason) => Err(reason),
+                    }
                 }
                 (None, Err(error)) => Err(error.0.clone()),
             };
