@@ -149,6 +149,7 @@ mod tests {
             stderr: Vec::new(),
             truncated: false,
             enforcement: crate::wire::Enforcement::default(),
+            discarded: Vec::new(),
         });
         assert!(failed(egress.finish(killed)).contains("serve the egress proxy: no runtime"));
     }

@@ -27,6 +27,7 @@ pub(crate) struct Supervisor {
     reports_open: bool,
     streams_open: [bool; 2],
     deadline_passed: bool,
+    discarded: Vec<String>,
 }
 
 fn slot(stream: Stream) -> usize {
@@ -52,6 +53,7 @@ impl Supervisor {
             reports_open: true,
             streams_open: [true; 2],
             deadline_passed: false,
+            discarded: Vec::new(),
         }
     }
 
@@ -121,6 +123,7 @@ impl Supervisor {
             } else {
                 crate::git::stage::lines_text(&lines)
             }),
+            Message::Discarded(places) => self.discarded.extend(places),
             Message::Prepared(_) => {}
         }
     }
@@ -225,6 +228,7 @@ impl Supervisor {
             stderr: std::mem::take(&mut self.output.stderr),
             truncated: self.output.truncated,
             enforcement,
+            discarded: std::mem::take(&mut self.discarded),
         })
     }
 

@@ -42,6 +42,10 @@ pub struct Outcome {
     pub truncated: bool,
     /// What was enforced.
     pub enforcement: Enforcement,
+    /// The call's private places it left files in, discarded at its end (`/tmp`, `$HOME`
+    /// as the command saw them; on the Landlock rung `$TMPDIR`, `$HOME`); empty on the
+    /// backends that cannot tell (bubblewrap, seatbelt, none).
+    pub discarded: Vec<String>,
 }
 
 impl Outcome {
