@@ -65,7 +65,7 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
 /// child, and waits for it, so that afterwards it can tell whether the call left files in
 /// its private tmpfs (`helper::discarded`) — bwrap's namespaces end with its child, so
 /// nobody outside could look. The waiting stage drops every capability first and keeps none
-/// of the command's stdio; its exit code is the command's as bwrap reports one (128 +
+/// of the command's stdio, and is not dumpable; its exit code is the command's as bwrap reports one (128 +
 /// signal), so nothing changes for the helper above bwrap.
 pub(crate) fn inner(plan: &Plan, report: crate::wire::Enforcement) -> Result<i32, SetupError> {
     let usage = super::super::discarded::Usage::before(plan);
@@ -74,6 +74,10 @@ pub(crate) fn inner(plan: &Plan, report: crate::wire::Enforcement) -> Result<i32
         super::super::report::finish(exec::confine_and_exec(plan, report));
     };
     super::super::caps::drop_all()?;
+    // Unconfined by our Landlock and seccomp stages: not dumpable, so the command cannot
+    // reach its memory or descriptors through `/proc/<pid>` (that needs CAP_SYS_PTRACE).
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_DUMPABLE)", &e.into()))?;
     for fd in 0..=2 {
         let _ = nix::unistd::close(fd);
     }
