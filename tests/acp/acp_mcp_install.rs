@@ -2,8 +2,8 @@
 //! machine has: a server whose script lies in a directory outside the session's cwd (and
 //! outside every default root) starts, its directory readable; one that cannot start — a
 //! missing executable, or one that exits at once — fails its tool calls with the reason, and
-//! a missing executable is told to the user at `session/new` as an agent message naming the
-//! server and why.
+//! the user is told as an agent message naming the server and why: at `session/new` for a
+//! missing executable, at the first prompt (which starts the servers) for one that exits.
 
 use crate::acp_mcp::with_servers;
 use crate::tools_support::{Scene, Setup, backend_available};
@@ -56,6 +56,19 @@ fn a_server_installed_outside_the_cwd_starts_and_a_broken_one_is_told() {
         );
         let out = s.call("mcp__outside__probe", json!({}));
         out.assert_completed();
+        // The first prompt starts the servers: one that exits at once is told there.
+        let said: Vec<String> = s
+            .client
+            .updates_for(&session)
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
+            .collect();
+        assert!(
+            said.iter()
+                .any(|t| t.contains("MCP server dies did not start") && t.contains("boom")),
+            "{backend}: {said:?}"
+        );
         out.assert_result_contains("cwd:");
         let gone = s.call("mcp__gone__anything", json!({}));
         gone.assert_failed()

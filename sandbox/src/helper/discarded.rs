@@ -15,18 +15,18 @@ use crate::wire::Message;
 pub(crate) struct Usage(Vec<(PathBuf, Option<(u64, u64)>)>);
 
 impl Usage {
-    /// Takes the baseline, just before the command is started.
+    /// Takes the baseline, just before the command is started. A tmpfs something else is
+    /// mounted over (a host directory a profile allows at that path) is not the call's.
     pub(crate) fn before(plan: &Plan) -> Usage {
+        let covered = |path: &Path| {
+            let mut ops = plan.mounts.iter();
+            ops.any(|op| !matches!(op, MountOp::Tmpfs { .. }) && op.path() == path)
+        };
         let tmpfs = plan.mounts.iter().filter_map(|op| match op {
-            MountOp::Tmpfs { path, .. } => Some(path.clone()),
+            MountOp::Tmpfs { path, .. } if !covered(path) => Some(path.clone()),
             _ => None,
         });
-        Usage(
-            tmpfs
-                .map(|path| (used(&path), path))
-                .map(|(u, p)| (p, u))
-                .collect(),
-        )
+        Usage(tmpfs.map(|path| (path.clone(), used(&path))).collect())
     }
 
     /// The mounts whose use changed since [`Usage::before`], as a report (none: `None`).
@@ -40,8 +40,7 @@ impl Usage {
     }
 }
 
-/// Used inodes and blocks of the tmpfs at `path` (`None`: something else is mounted there,
-/// such as a host directory a `full` session writes to, whose use is not the call's).
+/// Used inodes and blocks of the tmpfs at `path` (`None`: it is not a tmpfs).
 fn used(path: &Path) -> Option<(u64, u64)> {
     use nix::sys::statfs::{TMPFS_MAGIC, statfs};
     let s = statfs(path)

@@ -64,9 +64,9 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
 /// Bubblewrap's inner stage, once its mounts are done: forks the command, confined in the
 /// child, and waits for it, so that afterwards it can tell whether the call left files in
 /// its private tmpfs (`helper::discarded`) — bwrap's namespaces end with its child, so
-/// nobody outside could look. The waiting stage drops every capability first and keeps none
-/// of the command's stdio, and is not dumpable; its exit code is the command's as bwrap reports one (128 +
-/// signal), so nothing changes for the helper above bwrap.
+/// nobody outside could look. The waiting stage drops every capability, is not dumpable and
+/// keeps none of the command's stdio; its exit code is the command's as bwrap reports one
+/// (128 + signal), so nothing changes for the helper above bwrap.
 pub(crate) fn inner(plan: &Plan, report: crate::wire::Enforcement) -> Result<i32, SetupError> {
     let usage = super::super::discarded::Usage::before(plan);
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
