@@ -8,12 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
+use zeroclaw_sandbox::profile::DEFAULT_PATH;
+
 use super::spec::ServerSpec;
 use crate::policy::Policy;
-
-/// The directories of the server's default PATH inside the sandbox (the sandbox crate's
-/// `path_var`: `~/.cargo/bin` first when it exists).
-const CHILD_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// The read-only roots `spec` needs beyond `profile`'s (confined in `cwd` under `policy`), or
 /// why it cannot start. An http server needs none.
@@ -95,9 +93,10 @@ fn executable(spec: &ServerSpec, cwd: &Path) -> Result<PathBuf, String> {
         };
     }
     let given = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
+    // The sandbox's PATH: `~/.cargo/bin` first when it exists.
     let default = zeroclaw_sandbox::profile::home_dir()
-        .map(|home| format!("{}:{CHILD_PATH}", home.join(".cargo/bin").display()))
-        .unwrap_or_else(|| CHILD_PATH.to_owned());
+        .map(|home| format!("{}:{DEFAULT_PATH}", home.join(".cargo/bin").display()))
+        .unwrap_or_else(|| DEFAULT_PATH.to_owned());
     let path = given.cloned().unwrap_or(default);
     std::env::split_paths(&path)
         .map(|dir| dir.join(command))
@@ -154,6 +153,44 @@ mod tests {
             install_dir(Path::new("/srv/tools/server.py")),
             Path::new("/srv/tools")
         );
+    }
+
+    fn server_in(dir: &Path) -> ServerSpec {
+        use std::os::unix::fs::PermissionsExt;
+        let file = dir.join("srv");
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ServerSpec {
+            name: "s".into(),
+            command: file.display().to_string(),
+            args: Vec::new(),
+            env: Vec::new(),
+            trusted: false,
+            http: None,
+        }
+    }
+
+    #[test]
+    fn a_server_directory_is_exposed_unless_forbidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        let spec = server_in(&dir);
+        let cwd = tempfile::tempdir().unwrap();
+        let mut policy = Policy::default();
+        let profile = policy.profile(cwd.path(), &[]);
+        assert_eq!(
+            roots(&spec, &policy, cwd.path(), &profile),
+            Ok(vec![dir.clone()])
+        );
+        policy.forbidden.push(dir.clone());
+        let refused = roots(&spec, &policy, cwd.path(), &profile).unwrap_err();
+        assert!(refused.contains("forbidden path"), "{refused}");
+        let missing = ServerSpec {
+            command: "zc-no-such-command".into(),
+            ..spec
+        };
+        let refused = roots(&missing, &policy, cwd.path(), &profile).unwrap_err();
+        assert!(refused.contains("command not found"), "{refused}");
     }
 
     #[test]
