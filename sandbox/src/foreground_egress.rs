@@ -150,6 +150,7 @@ mod tests {
             truncated: false,
             enforcement: crate::wire::Enforcement::default(),
             git_refused: Vec::new(),
+            discarded: Vec::new(),
         });
         assert!(failed(egress.finish(killed)).contains("serve the egress proxy: no runtime"));
     }

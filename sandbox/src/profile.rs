@@ -137,6 +137,10 @@ pub const SYSTEM_READ_ONLY: &[&str] = &[
     "/run/current-system",
 ];
 
+/// The confined command's `PATH` (after `~/.cargo/bin` when it exists), unless the profile
+/// sets one.
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /// Toolchain directories under `$HOME` that are exposed read-only (nothing else of `$HOME` is).
 pub const HOME_TOOLCHAINS: &[&str] = &[".cargo/bin", ".rustup", ".pyenv", ".nvm"];
 

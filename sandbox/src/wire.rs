@@ -126,6 +126,9 @@ pub enum Message {
     /// `crate::git::stage`); the launcher logs them and passes them on as the command's
     /// stderr.
     Git(Vec<String>),
+    /// The call wrote to these private places, discarded at its end (`/tmp` and `$HOME` as
+    /// the command saw them; see `helper::discarded`), sent before [`Message::Exited`].
+    Discarded(Vec<String>),
 }
 
 impl Message {

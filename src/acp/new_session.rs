@@ -1,6 +1,8 @@
 //! `session/new`: resolves the agent alias and the working directory (refused with -32602 when
 //! the policy denies it: [`crate::policy::cwd`]), registers the session (in memory, and in the
-//! store when there is one), answers `{sessionId, workspaceDir}`.
+//! store when there is one), answers `{sessionId, workspaceDir}`; an MCP server that cannot
+//! start there is told to the user right after, as an agent message
+//! ([`crate::mcp::install::preflight`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -75,7 +77,35 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     let mut answer = json!({"sessionId": id, "workspaceDir": cwd, "configOptions": options});
     super::modes::extend_answer(&mut answer, &config, &session);
     super::commands::announce_after_response(&peer, &id);
+    let mut servers = crate::mcp::spec::operator_servers(&config, &session.agent_alias);
+    servers.extend(specs);
+    let policy = Policy::for_agent(&config, &session.agent_alias);
+    let notes = crate::mcp::install::preflight(&servers, &policy, &cwd);
+    if !notes.is_empty() {
+        tracing::warn!(session = %id, problems = ?notes, "MCP servers that cannot start");
+        peer.release_after_response(Notice {
+            peer: peer.clone(),
+            session_id: id.clone(),
+            text: notes.join("\n"),
+        });
+    }
     Ok(answer)
+}
+
+/// A message the user sees (an `agent_message_chunk`), sent right after the answer.
+struct Notice {
+    peer: Peer,
+    session_id: String,
+    text: String,
+}
+
+impl Drop for Notice {
+    fn drop(&mut self) {
+        let content = json!({"type": "text", "text": self.text});
+        let update = json!({"sessionUpdate": "agent_message_chunk", "content": content});
+        let params = json!({"sessionId": self.session_id, "update": update});
+        self.peer.notify_now("session/update", params);
+    }
 }
 
 /// The canonical form of `dir`, which must exist and be a directory.

@@ -61,7 +61,7 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         &session.agent.model,
         traceparent,
     );
-    let tools = session
+    let (tools, failed) = session
         .mcp
         .registry(
             &conn.server.tools,
@@ -70,6 +70,16 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
             crate::mcp::spec::operator_servers(&conn.server.config(), &session.agent_alias),
         )
         .await;
+    // Told to the user, not only in the failed calls of the model that tries them.
+    for line in failed {
+        let content = json!({"type": "text", "text": format!("{line}\n")});
+        let update = json!({"sessionUpdate": "agent_message_chunk", "content": content});
+        peer.notify(
+            "session/update",
+            json!({"sessionId": session.id, "update": update}),
+        )
+        .await;
+    }
     let turn = run_turn(request, &tools, &ctx).instrument(span);
     tokio::pin!(turn);
     let outcome = tokio::select! {

@@ -210,6 +210,14 @@ fn through_launcher(
 }
 
 fn report(result: Result<zeroclaw_sandbox::Outcome, SandboxError>) -> ExitCode {
+    if let Ok(o) = &result
+        && !o.discarded.is_empty()
+    {
+        eprintln!(
+            "zeroclaw sandbox: the files the command left in {} were discarded (private to the run)",
+            o.discarded.join(" and ")
+        );
+    }
     match result {
         Ok(o) => match o.end {
             End::TimedOut => {

@@ -5,6 +5,9 @@
 //! - [`server`]: one stdio server started inside the sandbox with the session's profile (its
 //!   cwd, network policy and limits; the environment only the sandbox's allowlist plus the
 //!   entry's `env`), spoken to over its stdio with the official Rust SDK (`rmcp`).
+//! - [`install`]: where a stdio server's executable and script are on the host; their
+//!   directories are made readable to it, and `session/new` tells the user of one that
+//!   cannot start.
 //! - [`http`]: an http server's streamable-HTTP transport (zeroclaw's own connection), and
 //!   [`route`]: whether and how the session's network mode lets zeroclaw reach the server
 //!   (`allow` directly, `proxy` only at addresses the egress policy admits, `deny` never).
@@ -14,6 +17,7 @@
 //!   see their tools) and stopped when the session ends or its connection closes.
 
 pub mod http;
+pub mod install;
 pub mod route;
 pub mod server;
 pub mod set;

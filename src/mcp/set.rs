@@ -12,10 +12,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::route;
 use super::server::{self, Server};
 use super::spec::ServerSpec;
 use super::tool::{McpTool, Unavailable, tool_name};
+use super::{install, route};
 use crate::policy::Policy;
 use crate::tools::ToolRegistry;
 
@@ -42,23 +42,31 @@ impl McpSet {
 
     /// `base` plus the tools of every server — the `operator`'s (`[mcp]`) and the client's —
     /// which are started first if they are not running (confined by `policy`'s profile in
-    /// `cwd`).
+    /// `cwd`); with one line for the user per server that this call failed to start.
     pub async fn registry(
         &self,
         base: &ToolRegistry,
         policy: &Policy,
         cwd: &Path,
         operator: Vec<ServerSpec>,
-    ) -> ToolRegistry {
+    ) -> (ToolRegistry, Vec<String>) {
         if self.specs.is_empty() && operator.is_empty() {
-            return base.clone();
+            return (base.clone(), Vec::new());
         }
         let timeout = Duration::from_secs(policy.limits.wall_time_secs.max(1));
         let current = self.lock().clone();
+        let mut failed = Vec::new();
         let started = match current {
             Some(started) => started,
             None => {
                 let started = Arc::new(self.start_all(operator, policy, cwd, timeout).await);
+                failed = started
+                    .iter()
+                    .filter_map(|(spec, server)| {
+                        let reason = server.as_ref().err()?;
+                        Some(format!("MCP server {} did not start: {reason}", spec.name))
+                    })
+                    .collect();
                 self.lock().get_or_insert(started).clone()
             }
         };
@@ -85,7 +93,7 @@ impl McpSet {
                 }
             }
         }
-        registry
+        (registry, failed)
     }
 
     async fn start_all(
@@ -113,9 +121,18 @@ impl McpSet {
                     Err(refused) => Err(refused),
                 },
                 (None, Ok(sandbox)) => {
-                    server::start(sandbox, policy.profile(cwd, &[]), spec, timeout)
-                        .await
-                        .map(Arc::new)
+                    let mut profile = policy.profile(cwd, &[]);
+                    match install::roots(spec, policy, cwd, &profile) {
+                        Ok(roots) => {
+                            for root in roots {
+                                profile = profile.allow_read(root);
+                            }
+                            server::start(sandbox, profile, spec, timeout)
+                                .await
+                                .map(Arc::new)
+                        }
+                        Err(reason) => Err(reason),
+                    }
                 }
                 (None, Err(error)) => Err(error.0.clone()),
             };

@@ -158,6 +158,18 @@ pub async fn run_op<P: Serialize, R: DeserializeOwned>(
         .map_err(|e| ToolError(format!("{op}: unreadable answer from the sandbox: {e}")))
 }
 
+/// The one line that says the files a call left in its private places (`/tmp`, `$HOME`)
+/// are gone, if it left any.
+pub fn discarded_note(outcome: &Outcome) -> Option<String> {
+    (!outcome.discarded.is_empty()).then(|| {
+        format!(
+            "note: the files this command left in {} were discarded when it ended (private \
+             to the call); write what must last in the workspace",
+            outcome.discarded.join(" and ")
+        )
+    })
+}
+
 /// The model-readable reason an execution was cut short, if it was.
 pub fn ended_early(outcome: &Outcome) -> Option<String> {
     match outcome.end {

@@ -134,6 +134,9 @@ impl Tool for Shell {
             for refusal in &refusals {
                 text.push_str(&format!("\n{refusal}"));
             }
+            if let Some(note) = confine::discarded_note(&outcome) {
+                text.push_str(&format!("\n{note}"));
+            }
             let failed = match outcome.end {
                 zeroclaw_sandbox::End::Exited => outcome.shell_code() != 0,
                 zeroclaw_sandbox::End::TimedOut => true,

@@ -20,6 +20,7 @@ mod acp_images;
 mod acp_lifecycle;
 mod acp_mcp;
 mod acp_mcp_egress;
+mod acp_mcp_install;
 mod acp_metrics_file;
 mod acp_modes;
 mod acp_persistence;

@@ -13,5 +13,6 @@ mod injection;
 mod policy_approval;
 mod policy_levels;
 mod session_files;
+mod shell_discarded;
 mod shell_limits;
 mod tools_e2e;

@@ -14,6 +14,7 @@ mod backends;
 mod bpf;
 mod caps;
 mod cgroup;
+mod discarded;
 mod egress;
 mod exec;
 pub(crate) mod forked;
@@ -102,7 +103,7 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
         let sealed = mounts::seal_read_only_roots(&plan.mounts)?;
         // In bubblewrap's user namespace, with the host's values from the outer helper.
         ucounts::UserLimits::from_names(&plan.user_limits).apply()?;
-        return exec::confine_and_exec(
+        return backends::bubblewrap::inner(
             plan,
             Enforcement {
                 namespaces: namespaces::names(plan.unshare_net),

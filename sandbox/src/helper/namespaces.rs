@@ -248,6 +248,7 @@ pub(super) fn init_main(
             exec::confine_and_exec_gated(plan, report, gate.as_ref())
         })
     };
+    let usage = super::discarded::Usage::before(plan);
     // A program is exec'd right away: its process shares our memory until then, no copy.
     // An in-process operation runs in a copy, so its work never touches the init's memory.
     let pid = if plan.op.is_none() {
@@ -285,6 +286,9 @@ pub(super) fn init_main(
     // outside only for an init that was killed). Not when the helper still has denied-path
     // placeholders to remove after us: the call ends once they are gone.
     end_the_namespace();
+    if let Some(discarded) = usage.after() {
+        send(&discarded);
+    }
     let code = shell_code(exit);
     // Git hook: so is a git stage, validated and applied after us (`crate::git::stage`).
     let staged = crate::git::stage::any(plan) || super::git_late::made();

@@ -57,7 +57,6 @@ fn path_var(facts: &HostFacts) -> String {
             dirs.push(cargo.display().to_string());
         }
     }
-    let base = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-    dirs.push(base.to_string());
+    dirs.push(crate::profile::DEFAULT_PATH.to_string());
     dirs.join(":")
 }

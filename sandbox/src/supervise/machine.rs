@@ -29,6 +29,7 @@ pub(crate) struct Supervisor {
     deadline_passed: bool,
     /// Git validation's refusals reported so far.
     git_refused: Vec<String>,
+    discarded: Vec<String>,
 }
 
 fn slot(stream: Stream) -> usize {
@@ -55,6 +56,7 @@ impl Supervisor {
             streams_open: [true; 2],
             deadline_passed: false,
             git_refused: Vec::new(),
+            discarded: Vec::new(),
         }
     }
 
@@ -128,6 +130,7 @@ impl Supervisor {
                 });
                 self.git_refused.extend(lines);
             }
+            Message::Discarded(places) => self.discarded.extend(places),
             Message::Prepared(_) => {}
         }
     }
@@ -233,6 +236,7 @@ impl Supervisor {
             truncated: self.output.truncated,
             enforcement,
             git_refused: std::mem::take(&mut self.git_refused),
+            discarded: std::mem::take(&mut self.discarded),
         })
     }
 

@@ -45,6 +45,10 @@ pub struct Outcome {
     /// What git validation refused at landing, one line each (also passed on as stderr,
     /// unless the output limit was reached); the caller records them.
     pub git_refused: Vec<String>,
+    /// The call's private places it left files in, discarded at its end (`/tmp`, `$HOME`
+    /// as the command saw them; on the Landlock rung `$TMPDIR`, `$HOME`); empty on the
+    /// backends that cannot tell (bubblewrap, seatbelt, none).
+    pub discarded: Vec<String>,
 }
 
 impl Outcome {

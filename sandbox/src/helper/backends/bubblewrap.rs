@@ -61,6 +61,33 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     result
 }
 
+/// Bubblewrap's inner stage, once its mounts are done: forks the command, confined in the
+/// child, and waits for it, so that afterwards it can tell whether the call left files in
+/// its private tmpfs (`helper::discarded`) — bwrap's namespaces end with its child, so
+/// nobody outside could look. The waiting stage drops every capability, is not dumpable and
+/// keeps none of the command's stdio; its exit code is the command's as bwrap reports one
+/// (128 + signal), so nothing changes for the helper above bwrap.
+pub(crate) fn inner(plan: &Plan, report: crate::wire::Enforcement) -> Result<i32, SetupError> {
+    let usage = super::super::discarded::Usage::before(plan);
+    let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
+    let Some(pid) = child else {
+        super::super::report::finish(exec::confine_and_exec(plan, report));
+    };
+    super::super::caps::drop_all()?;
+    // Unconfined by our Landlock and seccomp stages: not dumpable, so the command cannot
+    // reach its memory or descriptors through `/proc/<pid>` (that needs CAP_SYS_PTRACE).
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_DUMPABLE)", &e.into()))?;
+    for fd in 0..=2 {
+        let _ = nix::unistd::close(fd);
+    }
+    let exit = reaper::reap_until(Pid::from_raw(pid));
+    if let Some(discarded) = usage.after() {
+        super::super::report::send(&discarded);
+    }
+    Ok(super::super::report::shell_code(exit))
+}
+
 /// The rest of [`run`], the denied-path placeholders held (closed in bwrap's
 /// process before it runs); `passed`: the plan's memfd and a proxy call's plan socket, ours
 /// to close once bwrap has them.

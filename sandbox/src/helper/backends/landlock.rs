@@ -18,6 +18,13 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
         .ok_or_else(|| SetupError::new(Stage::Scratch, "no scratch directory in the plan"))?;
     scratch::create(&scratch_dir)?;
     let result = supervise(plan);
+    let dirs = [
+        ("$HOME", scratch_dir.join("home")),
+        ("$TMPDIR", scratch_dir.join("tmp")),
+    ];
+    if let Some(discarded) = super::super::discarded::scratch(&dirs) {
+        super::super::report::send(&discarded);
+    }
     scratch::remove(&scratch_dir);
     super::super::mounts::scrub(&plan.scrub);
     result

@@ -1,7 +1,7 @@
 //! One file per backend's child-side entry, each `run(plan)` returning the command's shell
 //! exit code once every process of the call is reaped.
 
-mod bubblewrap;
+pub(super) mod bubblewrap;
 mod landlock;
 mod namespaces;
 mod seatbelt;
