@@ -62,7 +62,17 @@ pub async fn run_shell(
             let argv = ["sh", "-c", command];
             let approver = super::network_approval::for_call(ctx);
             let run = crate::egress::serve::run_proxied;
-            run(sandbox, profile, argv, egress, approver, |_, _| {}, cancel).await
+            run(
+                sandbox,
+                profile,
+                argv,
+                egress,
+                approver,
+                None,
+                |_, _| {},
+                cancel,
+            )
+            .await
         }
         _ => sandbox
             .run(profile, ["sh", "-c", command], cancel)
