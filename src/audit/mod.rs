@@ -9,7 +9,7 @@
 //! default) a record that cannot be written is an error the caller fails with; in
 //! `best_effort` it is logged and the caller goes on. [`db`] says where the log is ([`store`]:
 //! SQLite, [`postgres`]), [`writer`] owns the thread that appends. [`chain`] owns the canonical encoding
-//! and verification, [`import`] another log brought in by `store copy`, [`anchor`] the head written beside the file, [`tool`] the per-call
+//! and verification, [`import`] another log brought in by `store copy`, [`network`] the egress proxy's connection record, [`anchor`] the head written beside the file, [`tool`] the per-call
 //! record, [`reload`] the configuration-reload record, [`export`] the JSONL and OCSF forms.
 //! Secrets never enter a record: tool arguments are digested, env values are never read.
 
@@ -18,6 +18,7 @@ pub mod chain;
 pub mod db;
 pub mod export;
 pub mod import;
+pub mod network;
 pub mod postgres;
 pub mod reload;
 pub mod store;
@@ -157,6 +158,13 @@ impl Event {
         if !value.is_null() {
             self.0.insert(key.to_owned(), value);
         }
+        self
+    }
+
+    /// The event timed now (a template made earlier, e.g. with a call's fields).
+    pub fn at_now(mut self) -> Event {
+        self.0
+            .insert("time_ms".into(), crate::store::now_ms().into());
         self
     }
 

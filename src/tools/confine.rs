@@ -61,6 +61,7 @@ pub async fn run_shell(
         Some(egress) if profile.network == Network::Proxy => {
             let argv = ["sh", "-c", command];
             let approver = super::network_approval::for_call(ctx);
+            let observer = super::network_audit::for_call(ctx);
             let run = crate::egress::serve::run_proxied;
             run(
                 sandbox,
@@ -68,7 +69,7 @@ pub async fn run_shell(
                 argv,
                 egress,
                 approver,
-                None,
+                Some(observer),
                 |_, _| {},
                 cancel,
             )

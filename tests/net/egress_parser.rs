@@ -65,7 +65,10 @@ async fn hosts_in_any_but_their_canonical_form_are_refused_with_their_rule() {
     }
     // A raw NUL or a percent-escape in the URL never reaches the policy: hyper refuses the
     // request line.
-    for host in ["registry.example\0.allowed.example", "a%00b.registry.example"] {
+    for host in [
+        "registry.example\0.allowed.example",
+        "a%00b.registry.example",
+    ] {
         let answer = exchange(proxy.http, &get(host, port, "")).await;
         assert!(answer.starts_with("HTTP/1.1 400"), "{host:?}: {answer}");
     }
