@@ -39,6 +39,7 @@ pub(super) async fn serve_conn(
 ) {
     let _ = stream.set_nodelay(true);
     let limits = inner.limits.clone();
+    let inner_closed = inner.closed.clone();
     let stream = Scanned::new(stream);
     let framing = stream.framing();
     let svc = service_fn(move |req| {
@@ -54,7 +55,17 @@ pub(super) async fn serve_conn(
         .keep_alive(false)
         .serve_connection(TokioIo::new(stream), svc)
         .with_upgrades();
-    if let Err(e) = conn.await {
+    // When the proxy is finished, a request in flight is still answered (a question dropped
+    // answers 403); a connection waiting for its head is closed.
+    let mut conn = std::pin::pin!(conn);
+    let result = tokio::select! {
+        result = conn.as_mut() => result,
+        () = inner_closed.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
         tracing::debug!(error = %e, "egress proxy connection ended");
     }
 }
@@ -138,7 +149,13 @@ fn checked_target(
                 "Host header `{shown}` carries userinfo"
             )));
         }
-        if host_header(value).as_ref() != Ok(&(host.clone(), port)) {
+        // A `CONNECT`'s Host may leave the port out (it goes nowhere); a request's means 80.
+        let names_target = match host_header(value) {
+            Ok((named, Some(named_port))) => named == host && named_port == port,
+            Ok((named, None)) => named == host && (req.method() == Method::CONNECT || port == 80),
+            Err(_) => false,
+        };
+        if !names_target {
             return Err(Rule::Ambiguous(format!(
                 "Host header `{shown}` differs from the requested host"
             )));
@@ -147,8 +164,8 @@ fn checked_target(
     Ok(host)
 }
 
-/// The host and port a `Host` header names (the port may be left out for 80).
-fn host_header(value: &HeaderValue) -> Result<(Host, u16), Rule> {
+/// The host and port (if given) a `Host` header names.
+fn host_header(value: &HeaderValue) -> Result<(Host, Option<u16>), Rule> {
     let text = value
         .to_str()
         .map_err(|_| Rule::MalformedHost("the Host header is not ASCII".into()))?;
@@ -157,10 +174,11 @@ fn host_header(value: &HeaderValue) -> Result<(Host, u16), Rule> {
         _ => (text, None),
     };
     let port = match port {
-        None => 80,
-        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p
-            .parse()
-            .map_err(|_| Rule::MalformedHost(format!("port `{p}`")))?,
+        None => None,
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(
+            p.parse()
+                .map_err(|_| Rule::MalformedHost(format!("port `{p}`")))?,
+        ),
         Some(p) => return Err(Rule::MalformedHost(format!("port `{}`", shown(p)))),
     };
     Ok((Host::parse(host)?, port))

@@ -34,7 +34,11 @@ pub(super) async fn serve_conn(
     mut stream: TcpStream,
     _permit: Arc<OwnedSemaphorePermit>,
 ) {
-    let request = match timeout(inner.limits.header_timeout, handshake(&mut stream)).await {
+    let asked = tokio::select! {
+        asked = timeout(inner.limits.header_timeout, handshake(&mut stream)) => asked,
+        () = inner.closed.cancelled() => return,
+    };
+    let request = match asked {
         Ok(Ok(request)) => request,
         Ok(Err(Some(code))) => {
             let _ = reply(&mut stream, code).await;
