@@ -1,8 +1,8 @@
 //! The export forms of the log: JSONL (one stored record per line, with its `prev_hash` and
 //! `hash`) and OCSF 1.3 events for a SIEM: a tool execution is a Process Activity (class 1007),
-//! an authentication failure an Authentication (3002), the other records Base Events (0) with
-//! the record under `unmapped`. (Network Activity, 4001, is for egress decisions, which
-//! zeroclaw does not make yet.)
+//! an authentication failure an Authentication (3002), an egress connection a Network
+//! Activity (4001: Close when served, Refuse when refused), the other records Base Events (0)
+//! with the record under `unmapped`.
 
 use serde_json::{Value, json};
 
@@ -24,7 +24,7 @@ pub fn ocsf(row: &Row, hostname: &str) -> Value {
     let failed = match kind {
         "tool.exec" => record["status"] != "completed",
         "auth.failure" | "sandbox.failure" => true,
-        "policy.decision" => record["decision"] == "deny",
+        "policy.decision" | "network.connection" => record["decision"] == "deny",
         _ => false,
     };
     // 1 success, 2 failure; severity 1 informational, 3 medium.
@@ -32,6 +32,9 @@ pub fn ocsf(row: &Row, hostname: &str) -> Value {
     let (class_uid, category_uid, activity_id) = match kind {
         "tool.exec" => (1007, 1, 1),
         "auth.failure" => (3002, 3, 1),
+        // Activity 2 Close (a served connection, recorded at its end), 5 Refuse.
+        "network.connection" if failed => (4001, 4, 5),
+        "network.connection" => (4001, 4, 2),
         _ => (0, 0, 99),
     };
     let mut event = json!({
@@ -77,6 +80,19 @@ pub fn ocsf(row: &Row, hostname: &str) -> Value {
             event["auth_protocol"] = "Bearer".into();
             event["src_endpoint"] = json!({"name": record["peer"]});
             event["status_detail"] = record["reason"].clone();
+        }
+        "network.connection" => {
+            event["actor"] = json!({"user": {"name": principal},
+                                    "session": {"uid": record["session"]}});
+            event["dst_endpoint"] = json!({"hostname": record["name"], "ip": record["address"],
+                                           "port": record["port"]});
+            event["connection_info"] = json!({"protocol_name": "tcp", "direction_id": 2});
+            let (out, into) = (&record["bytes_sent"], &record["bytes_received"]);
+            event["traffic"] = json!({"bytes_out": out, "bytes_in": into,
+                "bytes": out.as_u64().unwrap_or(0) + into.as_u64().unwrap_or(0)});
+            event["duration"] = (record["duration_us"].as_u64().unwrap_or(0) / 1000).into();
+            event["status_detail"] = record["reason"].clone();
+            event["disposition"] = if failed { "Blocked" } else { "Allowed" }.into();
         }
         _ => {}
     }

@@ -10,8 +10,8 @@
 //! `best_effort` it is logged and the caller goes on. [`db`] says where the log is ([`store`]:
 //! SQLite, [`postgres`]), [`writer`] owns the thread that appends, [`reserve`] the room kept
 //! for a SQLite log on a full file system. [`chain`] owns the canonical encoding
-//! and verification, [`import`] another log brought in by `store copy`, [`anchor`] the head
-//! written beside the file, [`tool`] the per-call
+//! and verification, [`import`] another log brought in by `store copy`, [`network`] the egress
+//! proxy's connection record, [`anchor`] the head written beside the file, [`tool`] the per-call
 //! record, [`reload`] the configuration-reload record, [`export`] the JSONL and OCSF forms.
 //! The verifiable log: [`merkle`] the RFC 6962 tree and proofs, [`checkpoint`] the signed
 //! checkpoints and their Ed25519 keys (`[audit] signing_key_file`), [`tlog`] the tree over the
@@ -27,6 +27,7 @@ pub mod db;
 pub mod export;
 pub mod import;
 pub mod merkle;
+pub mod network;
 pub mod postgres;
 pub mod reload;
 pub mod reserve;
@@ -205,6 +206,13 @@ impl Event {
         if !value.is_null() {
             self.0.insert(key.to_owned(), value);
         }
+        self
+    }
+
+    /// The event timed now (a template made earlier, e.g. with a call's fields).
+    pub fn at_now(mut self) -> Event {
+        self.0
+            .insert("time_ms".into(), crate::store::now_ms().into());
         self
     }
 

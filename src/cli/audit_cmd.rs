@@ -392,6 +392,18 @@ fn line(seq: i64, body: &Value) -> String {
                 .unwrap_or_default()
         ),
         "checkpoint" => format!("pruned_through={}", body["pruned_through_seq"]),
+        "network.connection" => format!(
+            "decision={} rule={} {} {}:{} address={} sent={} received={} duration_us={}",
+            text("decision"),
+            text("rule"),
+            text("via"),
+            text("name"),
+            body["port"],
+            text("address"),
+            body["bytes_sent"],
+            body["bytes_received"],
+            body["duration_us"]
+        ),
         _ => String::new(),
     };
     format!(

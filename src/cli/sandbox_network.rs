@@ -91,6 +91,7 @@ fn launched(
         command,
         policy,
         None,
+        None,
         on_output,
         std::future::pending(),
     ));
@@ -127,7 +128,8 @@ impl ProxyThread {
                     }
                 };
                 let refusals = runtime.block_on(async move {
-                    let serving = match crate::egress::serve::serve(&policy, listeners, None) {
+                    let serving = match crate::egress::serve::serve(&policy, listeners, None, None)
+                    {
                         Ok(serving) => serving,
                         Err(e) => {
                             let _ = ready.send(Err(e));
@@ -136,7 +138,7 @@ impl ProxyThread {
                     };
                     let _ = ready.send(Ok(()));
                     let _ = stopped.await;
-                    serving.finish()
+                    serving.finish().await
                 });
                 // A name still being resolved on the blocking pool is not waited for.
                 runtime.shutdown_background();

@@ -4,13 +4,14 @@
 //!
 //! The child side (listeners inside the child's network namespace, `zeroclaw_sandbox::egress_fds`)
 //! lives in the sandbox crate, with [`child_env`] the variables pointing at them;
-//! this module owns every decision ([`admit`]: the addresses of a destination the policy
+//! this module owns every decision ([`host`]: the one canonical form of a requested name) ([`admit`]: the addresses of a destination the policy
 //! admits, for the proxy and for zeroclaw's own connections), and [`serve`] runs the proxy for
 //! one confined call.
 
 pub mod address;
 pub mod admit;
 pub mod child_env;
+pub mod host;
 pub mod pattern;
 pub mod policy;
 pub mod proxy;

@@ -1,5 +1,6 @@
 //! Domain patterns of `allow_domains` / `deny_domains`: an exact name, or `*.suffix` for every
-//! name under `suffix` (not `suffix` itself). Names compare lowercase, without a trailing dot.
+//! name under `suffix` (not `suffix` itself). Names compare lowercase, without a trailing dot
+//! (a requested name is put in that form by [`super::Host::parse`]).
 
 use std::fmt;
 
@@ -34,7 +35,7 @@ impl DomainPattern {
         })
     }
 
-    /// Whether `name` (already normalized by [`normalize`]) matches.
+    /// Whether `name` (canonical, from [`super::Host::parse`]) matches.
     pub fn matches(&self, name: &str) -> bool {
         match self {
             DomainPattern::Exact(exact) => name == exact,
@@ -54,15 +55,8 @@ impl fmt::Display for DomainPattern {
     }
 }
 
-/// A requested host name as the patterns compare it: lowercase, no trailing dot; `None` when it
-/// is not a plausible DNS name (so no pattern can be tricked by odd bytes).
-pub fn normalize(name: &str) -> Option<String> {
-    let lower = name.to_ascii_lowercase();
-    let lower = lower.strip_suffix('.').unwrap_or(&lower).to_owned();
-    check_name(&lower).ok().map(|()| lower)
-}
-
-fn check_name(name: &str) -> Result<(), &'static str> {
+/// Why `name` (lowercase, no trailing dot) is not a plausible DNS name, if it is not.
+pub(super) fn check_name(name: &str) -> Result<(), &'static str> {
     if name.is_empty() || name.len() > 253 {
         return Err("a name has 1 to 253 characters");
     }
@@ -116,10 +110,6 @@ mod tests {
             p("Registry.Example."),
             DomainPattern::Exact("registry.example".into())
         );
-        assert_eq!(
-            normalize("FILES.Registry.example.").as_deref(),
-            Some("files.registry.example")
-        );
     }
 
     #[test]
@@ -144,12 +134,5 @@ mod tests {
                 .unwrap_err()
                 .contains("allow_cidrs")
         );
-    }
-
-    #[test]
-    fn odd_requested_names_never_normalize() {
-        assert_eq!(normalize("a.example\0.b"), None);
-        assert_eq!(normalize("a..example"), None);
-        assert_eq!(normalize(""), None);
     }
 }

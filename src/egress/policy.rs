@@ -10,42 +10,9 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::address::refused_class;
-use super::pattern::{DomainPattern, normalize};
+pub use super::host::Host;
+use super::pattern::DomainPattern;
 use crate::config::{NetworkConfig, NetworkMode};
-
-/// A destination as a client asked for it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Host {
-    /// A DNS name, normalized (lowercase, no trailing dot).
-    Name(String),
-    /// An IP literal.
-    Ip(IpAddr),
-}
-
-impl Host {
-    /// Parses a host as a client wrote it (`[::1]` brackets allowed); `None` when it is neither
-    /// an address nor a plausible name.
-    pub fn parse(text: &str) -> Option<Host> {
-        let bare = text
-            .strip_prefix('[')
-            .and_then(|t| t.strip_suffix(']'))
-            .unwrap_or(text);
-        if let Ok(ip) = bare.parse::<IpAddr>() {
-            return Some(Host::Ip(ip.to_canonical()));
-        }
-        normalize(text).map(Host::Name)
-    }
-}
-
-impl fmt::Display for Host {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Host::Name(name) => f.write_str(name),
-            Host::Ip(IpAddr::V6(v6)) => write!(f, "[{v6}]"),
-            Host::Ip(ip) => write!(f, "{ip}"),
-        }
-    }
-}
 
 /// Why a destination was allowed or refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,8 +37,37 @@ pub enum Rule {
     Approved(String),
     /// Not in `allow_domains`, and the supervised approval did not admit it (why).
     NotApproved(String),
-    /// Refused by the proxy for what it saw on the wire (SNI, Host, protocol, DNS).
+    /// Refused by the proxy for what it saw on the wire (SNI, protocol).
     Proxy(String),
+    /// A host that is not one plain name or address (why, naming it).
+    MalformedHost(String),
+    /// An IP address in a notation other than its canonical one (as written).
+    NoncanonicalIp(String),
+    /// A request two parsers could read two ways (why): userinfo, a second or differing
+    /// `Host`, both `Content-Length` and `Transfer-Encoding`, a folded header.
+    Ambiguous(String),
+}
+
+impl Rule {
+    /// The rule's stable name, for the audit record.
+    pub fn id(&self) -> &'static str {
+        match self {
+            Rule::AllowDomain(_) => "allow_domains",
+            Rule::DenyDomain(_) => "deny_domains",
+            Rule::NotInAllowDomains => "not_in_allow_domains",
+            Rule::PortNotAllowed(_) => "allow_ports",
+            Rule::AllowCidr(_) => "allow_cidrs",
+            Rule::IpNotInAllowCidrs => "not_in_allow_cidrs",
+            Rule::RefusedAddress { .. } => "refused_address",
+            Rule::PublicAddress => "public_address",
+            Rule::Approved(_) => "approved",
+            Rule::NotApproved(_) => "not_approved",
+            Rule::Proxy(_) => "proxy",
+            Rule::MalformedHost(_) => "malformed_host",
+            Rule::NoncanonicalIp(_) => "noncanonical_ip",
+            Rule::Ambiguous(_) => "ambiguous_request",
+        }
+    }
 }
 
 impl fmt::Display for Rule {
@@ -91,6 +87,12 @@ impl fmt::Display for Rule {
             Rule::Approved(how) => write!(f, "approved by the client ({how})"),
             Rule::NotApproved(why) => write!(f, "not in allow_domains and not approved: {why}"),
             Rule::Proxy(why) => f.write_str(why),
+            Rule::MalformedHost(why) => write!(f, "malformed host: {why}"),
+            Rule::NoncanonicalIp(text) => write!(
+                f,
+                "`{text}` is an IP address in a non-canonical notation (write IPv4 as a.b.c.d)"
+            ),
+            Rule::Ambiguous(why) => write!(f, "ambiguous request: {why}"),
         }
     }
 }
@@ -154,7 +156,7 @@ impl EgressPolicy {
         let mut hosts = BTreeMap::new();
         for (name, addr) in &config.hosts {
             let key = format!("hosts.{name}");
-            let Some(norm) = normalize(name) else {
+            let Ok(Host::Name(norm)) = Host::parse(name) else {
                 return Err((key, format!("`{name}` is not a host name")));
             };
             let ip = addr

@@ -68,7 +68,11 @@ fn ip_literals_need_an_allow_cidrs_entry() {
     assert!(p.check_target(&name("[2001:db8::1]"), 443).allowed);
     let d = p.check_target(&name("93.184.215.14"), 443);
     assert_eq!(d, Decision::refuse(Rule::IpNotInAllowCidrs));
-    assert!(!p.check_target(&name("::ffff:11.0.0.1"), 443).allowed);
+    // An IPv4-mapped IPv6 literal is not judged at all: it is refused as written.
+    assert_eq!(
+        Host::parse("::ffff:11.0.0.1").unwrap_err().id(),
+        "noncanonical_ip"
+    );
 }
 
 #[test]

@@ -1,26 +1,34 @@
 //! The egress proxy of one confined call: served on the listeners the sandbox brought back
 //! from the call's network namespace, with the session's effective policy, for as long as the
-//! call runs; [`Serving::finish`] stops it and gives the refusals for the tool result.
+//! call runs; [`Serving::finish`] stops it (its connections reported to the call's observer)
+//! and gives the refusals for the tool result.
 
 use std::ffi::OsStr;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use zeroclaw_sandbox::{EgressListeners, Outcome, Profile, Sandbox, SandboxError, Stream};
 
 use super::EgressPolicy;
-use super::proxy::{Approver, Limits, Proxy, Refusal};
+use super::proxy::{Approver, Limits, Observer, Proxy, Refusal};
+
+/// How long a finished call waits for its connections to end and be reported.
+const DRAIN: Duration = Duration::from_secs(5);
 
 /// Runs `argv` confined by `profile` (`network = proxy`, stdin closed) with the egress proxy
 /// serving it under `policy` until it ends; returns its outcome and the proxy's refusals.
-/// With an `approver` (supervised), names outside `allow_domains` are asked about.
+/// With an `approver` (supervised), names outside `allow_domains` are asked about; with an
+/// `observer`, every connection is reported to it before this returns.
+#[allow(clippy::too_many_arguments)]
 pub async fn run_proxied<I, S>(
     sandbox: &Sandbox,
     profile: &Profile,
     argv: I,
     policy: &EgressPolicy,
     approver: Option<Arc<dyn Approver>>,
+    observer: Option<Arc<dyn Observer>>,
     on_output: impl FnMut(Stream, &[u8]),
     cancel: impl Future<Output = ()>,
 ) -> Result<(Outcome, Vec<Refusal>), SandboxError>
@@ -33,9 +41,9 @@ where
     let listeners = child.take_egress().ok_or_else(|| {
         SandboxError::Profile("the sandbox brought back no egress proxy listeners".into())
     })?;
-    let serving = serve(policy, listeners, approver)?;
+    let serving = serve(policy, listeners, approver, observer)?;
     let outcome = child.wait(on_output, cancel).await?;
-    Ok((outcome, serving.finish()))
+    Ok((outcome, serving.finish().await))
 }
 
 /// A proxy serving one call (stopped when finished or dropped).
@@ -49,19 +57,24 @@ pub fn serve(
     policy: &EgressPolicy,
     listeners: EgressListeners,
     approver: Option<Arc<dyn Approver>>,
+    observer: Option<Arc<dyn Observer>>,
 ) -> std::io::Result<Serving> {
     let http = tokio::net::TcpListener::from_std(listeners.http)?;
     let socks = tokio::net::TcpListener::from_std(listeners.socks)?;
-    let proxy = Proxy::with_approver(policy.clone(), Limits::default(), approver);
+    let proxy = Proxy::observed(policy.clone(), Limits::default(), approver, observer);
     let tasks = vec![proxy.serve_http(http), proxy.serve_socks(socks)];
     Ok(Serving { proxy, tasks })
 }
 
 impl Serving {
     /// Stops accepting (the listeners close with their tasks; approval questions still open
-    /// are dropped) and returns the distinct refusals of the call, oldest first.
-    pub fn finish(self) -> Vec<Refusal> {
-        self.proxy.refusals()
+    /// are dropped, tunnels still open end), waits for every connection's report, and returns
+    /// the distinct refusals of the call, oldest first.
+    pub async fn finish(self) -> Vec<Refusal> {
+        for task in &self.tasks {
+            task.abort();
+        }
+        self.proxy.finish(DRAIN).await
     }
 }
 

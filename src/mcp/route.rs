@@ -102,8 +102,8 @@ fn target(url: &str) -> Result<(Host, u16), String> {
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("its url {url:?}: {e}"))?;
     let host = parsed
         .host_str()
-        .and_then(Host::parse)
         .ok_or_else(|| format!("its url {url:?} has no host"))?;
+    let host = Host::parse(host).map_err(|rule| format!("its url {url:?}: {rule}"))?;
     let port = parsed
         .port_or_known_default()
         .ok_or_else(|| format!("its url {url:?} has no port"))?;

@@ -62,8 +62,19 @@ pub async fn run_shell(
         Some(egress) if profile.network == Network::Proxy => {
             let argv = ["sh", "-c", command];
             let approver = super::network_approval::for_call(ctx);
+            let observer = super::network_audit::for_call(ctx);
             let run = crate::egress::serve::run_proxied;
-            run(sandbox, profile, argv, egress, approver, |_, _| {}, cancel).await
+            run(
+                sandbox,
+                profile,
+                argv,
+                egress,
+                approver,
+                Some(observer),
+                |_, _| {},
+                cancel,
+            )
+            .await
         }
         _ => sandbox
             .run(profile, ["sh", "-c", command], cancel)

@@ -21,6 +21,7 @@ pub mod file_read;
 pub mod file_write;
 pub mod glob_search;
 pub mod network_approval;
+pub mod network_audit;
 pub mod ops;
 pub mod output;
 pub mod shell;

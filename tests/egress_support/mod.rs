@@ -207,3 +207,103 @@ pub fn client(proxy: SocketAddr, ca_pem: Option<&str>) -> reqwest::Client {
     }
     builder.build().unwrap()
 }
+
+/// An upstream that keeps its connections alive and records every request it parses on them
+/// (`METHOD target host=HOST body=N`, bodies framed by `Content-Length` or chunked) and every
+/// byte it received: a smuggled request would show as a second line, or in the bytes.
+pub struct Recording {
+    pub addr: SocketAddr,
+    pub seen: Seen,
+    pub raw: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Recording {
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+    pub fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+    pub fn raw(&self) -> String {
+        String::from_utf8_lossy(&self.raw.lock().unwrap()).into_owned()
+    }
+}
+
+pub async fn recording_upstream() -> Recording {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (seen, raw) = (Seen::default(), Arc::<Mutex<Vec<u8>>>::default());
+    let (log, bytes) = (seen.clone(), raw.clone());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(record_requests(stream, log.clone(), bytes.clone()));
+        }
+    });
+    Recording { addr, seen, raw }
+}
+
+async fn record_requests(stream: tokio::net::TcpStream, seen: Seen, raw: Arc<Mutex<Vec<u8>>>) {
+    let mut stream = tokio::io::BufReader::new(stream);
+    loop {
+        let Some(head) = read_head(&mut stream).await else {
+            return;
+        };
+        raw.lock().unwrap().extend_from_slice(&head);
+        let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+        let header = |name: &str| {
+            text.split("\r\n")
+                .find_map(|l| l.strip_prefix(&format!("{name}: ")).map(str::to_owned))
+        };
+        let mut body = Vec::new();
+        if header("transfer-encoding").is_some_and(|te| te.contains("chunked")) {
+            loop {
+                let mut line = String::new();
+                if tokio::io::AsyncBufReadExt::read_line(&mut stream, &mut line)
+                    .await
+                    .unwrap_or(0)
+                    == 0
+                {
+                    return;
+                }
+                let size = usize::from_str_radix(line.trim(), 16).unwrap_or(0);
+                let mut chunk = vec![0u8; size + 2];
+                if stream.read_exact(&mut chunk).await.is_err() {
+                    return;
+                }
+                body.extend_from_slice(&chunk[..size]);
+                if size == 0 {
+                    break;
+                }
+            }
+        } else if let Some(len) = header("content-length").and_then(|l| l.trim().parse().ok()) {
+            body = vec![0u8; len];
+            if stream.read_exact(&mut body).await.is_err() {
+                return;
+            }
+        }
+        raw.lock().unwrap().extend_from_slice(&body);
+        let first = text.split("\r\n").next().unwrap_or("").to_owned();
+        let mut parts = first.split(' ');
+        let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let host = header("host").unwrap_or_else(|| "-".into());
+        seen.lock().unwrap().push(format!(
+            "{} {target} host={host} body={}",
+            method.to_ascii_uppercase(),
+            body.len()
+        ));
+        let reply = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
+        if stream.get_mut().write_all(reply.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Sends `request` raw to `proxy` and reads everything until the proxy closes.
+pub async fn exchange(proxy: SocketAddr, request: &[u8]) -> String {
+    let mut s = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    s.write_all(request).await.unwrap();
+    let mut out = Vec::new();
+    // Bounded so a proxy that keeps the connection open fails the test instead of hanging it.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}

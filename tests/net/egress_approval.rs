@@ -367,3 +367,61 @@ async fn a_question_still_open_when_the_call_ends_refuses_and_a_denied_name_neve
     );
     assert!(up.seen().is_empty(), "upstream saw {:?}", up.seen());
 }
+
+/// The supervised answers reach the audit log with the connections they decided: the
+/// question's `approval` record (tool `network`), then the connection's `network.connection`
+/// record naming the approval as its rule, or the rejection.
+#[test]
+fn an_approved_and_a_rejected_connection_are_audited_with_the_answer() {
+    if !backend_available("namespaces") || !support::have_program("curl") {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let up = runtime.block_on(egress_support::http_upstream());
+    let port = up.port();
+    let s = Scene::start(setup(port, "allow-once"));
+    fetch(&s, port, "once").assert_result_contains("status 200");
+    s.client
+        .set_permission(Permission::Select("reject-once".into()));
+    fetch(&s, port, "leak").assert_result_contains("status 403");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        .args(["audit", "--config-dir"])
+        .arg(s.config_dir())
+        .args(["export", "--format", "jsonl"])
+        .env_remove("ZEROCLAW_CONFIG_DIR")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let records: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["record"].clone())
+        .filter(|r| r["tool"] == "network")
+        .collect();
+    let summary: Vec<String> = records
+        .iter()
+        .map(|r| match r["kind"].as_str().unwrap() {
+            "approval" => format!("approval {} {}", r["target"], r["option_kind"]),
+            kind => format!(
+                "{kind} {}:{} {} {}",
+                r["name"], r["port"], r["rule"], r["reason"]
+            ),
+        })
+        .collect();
+    let target = format!("\"pkg.example:{port}\"");
+    assert_eq!(
+        summary,
+        [
+            format!("approval {target} \"allow_once\""),
+            format!(
+                "network.connection \"pkg.example\":{port} \"approved\" \
+                 \"approved by the client (allowed once)\""
+            ),
+            format!("approval {target} \"reject_once\""),
+            format!(
+                "network.connection \"pkg.example\":{port} \"not_approved\" \
+                 \"not in allow_domains and not approved: the user rejected it\""
+            ),
+        ],
+        "{records:#?}"
+    );
+}

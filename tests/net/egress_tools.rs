@@ -294,3 +294,153 @@ fn two_agents_with_different_allowlists_running_at_once_keep_their_own() {
         up.seen()
     );
 }
+
+/// Every connection of a call is in the audit log (issue 35 item 3): a turn whose shell
+/// fetches from an allowed host, a name outside `allow_domains` and an allowed name resolving
+/// to a private address leaves one `network.connection` record each, before the call's
+/// `tool.exec`, with the name, port, address, rule, bytes each way and duration;
+/// `audit list --kind` shows them, the OCSF export carries them as Network Activity (4001),
+/// and the chain verifies.
+#[test]
+fn a_calls_connections_are_in_the_audit_log_and_its_ocsf_export() {
+    if !serves_proxy("namespaces") {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let up = runtime.block_on(egress_support::http_upstream());
+    let port = up.port();
+    let network = format!(
+        "[sandbox.network]\nmode = \"proxy\"\n\
+         allow_domains = [\"files.example\", \"private.example\"]\n\
+         allow_ports = [{port}]\nallow_cidrs = [\"127.0.0.0/8\"]\n\
+         hosts = {{ \"files.example\" = \"127.0.0.1\", \"other.example\" = \"127.0.0.1\", \
+         \"private.example\" = \"10.0.0.1\" }}\n"
+    );
+    let setup = Setup::level("full").backend("namespaces").extra(&network);
+    let s = Scene::start(setup);
+    let command = format!(
+        "curl -sS http://files.example:{port}/pkg; \
+         for h in other.example private.example; do \
+         curl -sS -o /dev/null -w \"$h %{{http_code}}\\n\" http://$h:{port}/leak; done"
+    );
+    s.call("shell", json!({ "command": command }))
+        .assert_completed()
+        .assert_result_contains("hello from upstream")
+        .assert_result_contains("other.example 403")
+        .assert_result_contains("private.example 403");
+    let config = s.config_dir();
+    let audit = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+            .arg("audit")
+            .arg("--config-dir")
+            .arg(&config)
+            .args(args)
+            .env_remove("ZEROCLAW_CONFIG_DIR")
+            .output()
+            .expect("run zeroclaw audit");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "audit {args:?}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+
+    let records: Vec<serde_json::Value> = audit(&["export", "--format", "jsonl"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of_kind = |kind: &str| -> Vec<&serde_json::Value> {
+        records
+            .iter()
+            .filter(|r| r["record"]["kind"] == kind)
+            .collect()
+    };
+    let network = of_kind("network.connection");
+    assert_eq!(network.len(), 3, "{network:#?}");
+    let by_name = |name: &str| {
+        let found = network.iter().find(|r| r["record"]["name"] == name);
+        &found.unwrap_or_else(|| panic!("no record of {name}: {network:#?}"))["record"]
+    };
+    let allowed = by_name("files.example");
+    assert_eq!(allowed["session"], s.session.as_str());
+    assert_eq!(allowed["via"], "http");
+    assert_eq!(allowed["port"], port);
+    assert_eq!(allowed["address"], "127.0.0.1");
+    assert_eq!(allowed["decision"], "allow");
+    assert_eq!(allowed["rule"], "allow_domains");
+    assert!(allowed["bytes_sent"].as_u64().unwrap() > 0, "{allowed}");
+    assert!(
+        allowed["bytes_received"].as_u64().unwrap() > "hello from upstream\n".len() as u64,
+        "{allowed}"
+    );
+    assert!(allowed["duration_us"].as_u64().is_some(), "{allowed}");
+    let unlisted = by_name("other.example");
+    assert_eq!(unlisted["decision"], "deny");
+    assert_eq!(unlisted["rule"], "not_in_allow_domains");
+    assert_eq!(unlisted["reason"], "not in allow_domains");
+    assert_eq!(unlisted["bytes_sent"], 0);
+    let private = by_name("private.example");
+    assert_eq!(private["decision"], "deny");
+    assert_eq!(private["rule"], "refused_address");
+    assert_eq!(private["address"], "10.0.0.1");
+    // Written before the call's own record: the call waits for its connections' records.
+    let exec_seq = of_kind("tool.exec")[0]["seq"].as_i64().unwrap();
+    assert!(
+        network
+            .iter()
+            .all(|r| r["seq"].as_i64().unwrap() < exec_seq)
+    );
+
+    let listed = audit(&["list", "--kind", "network.connection"]);
+    assert_eq!(listed.lines().count(), 3, "{listed}");
+    let line = listed
+        .lines()
+        .find(|l| l.contains("files.example"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    for part in [
+        "decision=allow",
+        "rule=allow_domains",
+        &format!("http files.example:{port}"),
+        "address=127.0.0.1",
+        &format!("sent={}", allowed["bytes_sent"]),
+        &format!("received={}", allowed["bytes_received"]),
+        &format!("duration_us={}", allowed["duration_us"]),
+    ] {
+        assert!(line.contains(part), "{part} in {line}");
+    }
+    assert!(
+        listed.contains(&format!(
+            "decision=deny rule=not_in_allow_domains http other.example:{port} address=-"
+        )),
+        "{listed}"
+    );
+
+    let ocsf: Vec<serde_json::Value> = audit(&["export", "--format", "ocsf"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["class_uid"] == 4001)
+        .collect();
+    assert_eq!(ocsf.len(), 3, "{ocsf:#?}");
+    let event = ocsf
+        .iter()
+        .find(|e| e["dst_endpoint"]["hostname"] == "files.example")
+        .unwrap();
+    assert_eq!(event["category_uid"], 4);
+    assert_eq!(event["activity_id"], 2);
+    assert_eq!(event["type_uid"], 400102);
+    assert_eq!(event["dst_endpoint"]["ip"], "127.0.0.1");
+    assert_eq!(event["dst_endpoint"]["port"], port);
+    assert_eq!(event["traffic"]["bytes_out"], allowed["bytes_sent"]);
+    assert_eq!(event["traffic"]["bytes_in"], allowed["bytes_received"]);
+    let refused = ocsf
+        .iter()
+        .find(|e| e["dst_endpoint"]["hostname"] == "other.example")
+        .unwrap();
+    assert_eq!(refused["activity_id"], 5);
+    assert_eq!(refused["status_id"], 2);
+    assert_eq!(refused["status_detail"], "not in allow_domains");
+
+    assert!(audit(&["verify"]).starts_with("ok:"));
+}

@@ -12,6 +12,7 @@ mod tools_support;
 
 mod egress_approval;
 mod egress_hostile;
+mod egress_parser;
 mod egress_proxy;
 mod egress_tools;
 mod provider_anthropic;

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
-use super::{Inner, Refusal};
+use super::{Attempt, Inner, Refusal};
 use crate::egress::admit::{Unadmitted, admitted_addresses};
 use crate::egress::{Host, Rule};
 
@@ -22,41 +22,62 @@ pub(super) enum DialError {
     Failed(String),
 }
 
-/// A connection to `host:port`, or why there is none.
-pub(super) async fn dial(inner: &Inner, host: &Host, port: u16) -> Result<TcpStream, DialError> {
-    let refuse = |rule| DialError::Refused(inner.refuse(host, port, rule));
+/// An admitted upstream connection: the address connected to and the rule that admitted it.
+pub(super) struct Dialed {
+    pub stream: TcpStream,
+    pub address: SocketAddr,
+    pub rule: Rule,
+}
+
+/// A connection to `host` (at `at.port`), or why there is none.
+pub(super) async fn dial(inner: &Inner, at: &Attempt, host: &Host) -> Result<Dialed, DialError> {
+    let port = at.port;
     let decision = inner.policy.check_target(host, port);
-    if !decision.allowed {
+    let rule = if decision.allowed {
+        decision.rule
+    } else {
         match (decision.rule, host) {
-            (Rule::NotInAllowDomains, Host::Name(name)) => {
-                let how = inner.approve(name, port).await.map_err(refuse)?;
-                tracing::info!(target = %format!("{host}:{port}"), how = %how, "egress approved");
-            }
-            (rule, _) => return Err(refuse(rule)),
+            (Rule::NotInAllowDomains, Host::Name(name)) => match inner.approve(name, port).await {
+                Ok(how) => {
+                    tracing::info!(target = %format!("{host}:{port}"), how = %how, "egress approved");
+                    Rule::Approved(how)
+                }
+                Err(rule) => return Err(DialError::Refused(inner.refuse(at, None, rule).await)),
+            },
+            (rule, _) => return Err(DialError::Refused(inner.refuse(at, None, rule).await)),
         }
-    }
+    };
     let candidates = match host {
         Host::Ip(ip) => vec![*ip],
         Host::Name(name) => {
             let within = inner.limits.connect_timeout;
-            admitted_addresses(&inner.policy, name, port, within)
-                .await
-                .map_err(|why| match why {
-                    Unadmitted::Refused(rule) => refuse(rule),
-                    Unadmitted::Failed(why) => DialError::Failed(why),
-                })?
+            match admitted_addresses(&inner.policy, name, port, within).await {
+                Ok(ips) => ips,
+                Err(Unadmitted::Refused(rule)) => {
+                    let address = match &rule {
+                        Rule::RefusedAddress { addr, .. } => Some(SocketAddr::new(*addr, port)),
+                        _ => None,
+                    };
+                    return Err(DialError::Refused(inner.refuse(at, address, rule).await));
+                }
+                Err(Unadmitted::Failed(why)) => return Err(DialError::Failed(why)),
+            }
         }
     };
     let mut last = String::new();
     for ip in candidates {
-        let addr = SocketAddr::new(ip, port);
-        match timeout(inner.limits.connect_timeout, TcpStream::connect(addr)).await {
+        let address = SocketAddr::new(ip, port);
+        match timeout(inner.limits.connect_timeout, TcpStream::connect(address)).await {
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
-                return Ok(stream);
+                return Ok(Dialed {
+                    stream,
+                    address,
+                    rule,
+                });
             }
-            Ok(Err(e)) => last = format!("cannot connect to {addr}: {e}"),
-            Err(_) => last = format!("connecting to {addr} timed out"),
+            Ok(Err(e)) => last = format!("cannot connect to {address}: {e}"),
+            Err(_) => last = format!("connecting to {address} timed out"),
         }
     }
     Err(DialError::Failed(last))

@@ -1,7 +1,10 @@
 //! The HTTP proxy side on hyper: `CONNECT host:port` opens a [`tunnel`] after the policy and
-//! the dial; an absolute-form `http://` request is forwarded (its `Host` header must name the
-//! requested host) on a fresh upstream connection in origin form, hop-by-hop headers dropped.
-//! Refusals answer 403 with the rule in the body and in `x-zeroclaw-egress`.
+//! the dial; an absolute-form `http://` request is forwarded on a fresh upstream connection in
+//! origin form, hop-by-hop headers dropped and `Host` set to the requested host. A client
+//! connection carries one request. Refused, each with its rule: userinfo in the URL or the
+//! `CONNECT` target, more than one `Host` header, a `Host` that is not exactly the requested
+//! host (userinfo included), and a head naming both `Content-Length` and `Transfer-Encoding`
+//! ([`super::head`]). Refusals answer 403 with the rule in the body and in `x-zeroclaw-egress`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -11,6 +14,7 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::http::uri::Authority;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode, Uri};
@@ -18,13 +22,16 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::dial::{DialError, dial};
-use super::{Inner, Refusal, tunnel};
+use super::counted::Counted;
+use super::dial::{DialError, Dialed, dial};
+use super::head::{Framing, Scanned};
+use super::{Attempt, Inner, Refusal, Via, tunnel};
+use crate::egress::host::shown;
 use crate::egress::{Host, Rule};
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
-/// Serves one client connection (keep-alive: many requests).
+/// Serves one client connection (one request: no second head to read two ways).
 pub(super) async fn serve_conn(
     inner: Arc<Inner>,
     stream: TcpStream,
@@ -32,18 +39,33 @@ pub(super) async fn serve_conn(
 ) {
     let _ = stream.set_nodelay(true);
     let limits = inner.limits.clone();
+    let inner_closed = inner.closed.clone();
+    let stream = Scanned::new(stream);
+    let framing = stream.framing();
     let svc = service_fn(move |req| {
         let inner = inner.clone();
         let permit = permit.clone();
-        async move { Ok::<_, Infallible>(handle(inner, req, permit).await) }
+        let framing = framing.clone();
+        async move { Ok::<_, Infallible>(handle(inner, req, &framing, permit).await) }
     });
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
         .max_buf_size(limits.max_header_bytes.max(8192))
+        .keep_alive(false)
         .serve_connection(TokioIo::new(stream), svc)
         .with_upgrades();
-    if let Err(e) = conn.await {
+    // When the proxy is finished, a request in flight is still answered (a question dropped
+    // answers 403); a connection waiting for its head is closed.
+    let mut conn = std::pin::pin!(conn);
+    let result = tokio::select! {
+        result = conn.as_mut() => result,
+        () = inner_closed.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
         tracing::debug!(error = %e, "egress proxy connection ended");
     }
 }
@@ -51,39 +73,133 @@ pub(super) async fn serve_conn(
 async fn handle(
     inner: Arc<Inner>,
     req: Request<Incoming>,
+    framing: &Framing,
     permit: Arc<OwnedSemaphorePermit>,
 ) -> Response<Body> {
-    if req.method() == Method::CONNECT {
-        connect(inner, req, permit).await
+    let (via, default_port) = if req.method() == Method::CONNECT {
+        (Via::Connect, None)
     } else {
-        forward(inner, req).await
+        if req.uri().scheme_str() != Some("http") {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "only absolute http:// URLs are forwarded; https goes through CONNECT\n",
+            );
+        }
+        (Via::Http, Some(80))
+    };
+    let Some(authority) = req.uri().authority().cloned() else {
+        return text(StatusCode::BAD_REQUEST, "the request names no host:port\n");
+    };
+    let Some(port) = authority.port_u16().or(default_port) else {
+        return text(StatusCode::BAD_REQUEST, "CONNECT needs host:port\n");
+    };
+    // Until the host is known, the record names what was sent (userinfo included).
+    let sent = authority.as_str();
+    let sent = match authority.port() {
+        Some(p) => sent.strip_suffix(&format!(":{p}")).unwrap_or(sent),
+        None => sent,
+    };
+    let at = Attempt::new(via, shown(sent), port);
+    let host = match checked_target(&req, &authority, port, framing) {
+        Ok(host) => host,
+        Err(rule) => return refused(&inner.refuse(&at, None, rule).await),
+    };
+    let at = Attempt {
+        name: host.to_string(),
+        ..at
+    };
+    let dialed = match dial(&inner, &at, &host).await {
+        Ok(dialed) => dialed,
+        Err(e) => return dial_error(e),
+    };
+    match via {
+        Via::Connect => connect(inner, req, permit, at, host, dialed),
+        _ => forward(inner, req, permit, at, &host, dialed).await,
     }
 }
 
-async fn connect(
+/// The requested host, canonical, once the request is unambiguous: no userinfo, no second or
+/// differing `Host`, not both framings.
+fn checked_target(
+    req: &Request<Incoming>,
+    authority: &Authority,
+    port: u16,
+    framing: &Framing,
+) -> Result<Host, Rule> {
+    let ambiguous = |why: &str| Rule::Ambiguous(why.to_owned());
+    if authority.as_str().contains('@') {
+        return Err(ambiguous(
+            "userinfo (`user@`) in the requested URL or target",
+        ));
+    }
+    let host = Host::parse(authority.host())?;
+    if framing.both() {
+        return Err(ambiguous(
+            "both Content-Length and Transfer-Encoding (the body's length is ambiguous)",
+        ));
+    }
+    let mut named = req.headers().get_all(header::HOST).iter();
+    if let Some(value) = named.next() {
+        if named.next().is_some() {
+            return Err(ambiguous("more than one Host header"));
+        }
+        let shown = shown(&String::from_utf8_lossy(value.as_bytes()));
+        if value.as_bytes().contains(&b'@') {
+            return Err(Rule::Ambiguous(format!(
+                "Host header `{shown}` carries userinfo"
+            )));
+        }
+        // A `CONNECT`'s Host may leave the port out (it goes nowhere); a request's means 80.
+        let names_target = match host_header(value) {
+            Ok((named, Some(named_port))) => named == host && named_port == port,
+            Ok((named, None)) => named == host && (req.method() == Method::CONNECT || port == 80),
+            Err(_) => false,
+        };
+        if !names_target {
+            return Err(Rule::Ambiguous(format!(
+                "Host header `{shown}` differs from the requested host"
+            )));
+        }
+    }
+    Ok(host)
+}
+
+/// The host and port (if given) a `Host` header names.
+fn host_header(value: &HeaderValue) -> Result<(Host, Option<u16>), Rule> {
+    let text = value
+        .to_str()
+        .map_err(|_| Rule::MalformedHost("the Host header is not ASCII".into()))?;
+    let (host, port) = match text.rfind(':') {
+        Some(at) if !text[at..].contains(']') => (&text[..at], Some(&text[at + 1..])),
+        _ => (text, None),
+    };
+    let port = match port {
+        None => None,
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(
+            p.parse()
+                .map_err(|_| Rule::MalformedHost(format!("port `{p}`")))?,
+        ),
+        Some(p) => return Err(Rule::MalformedHost(format!("port `{}`", shown(p)))),
+    };
+    Ok((Host::parse(host)?, port))
+}
+
+fn connect(
     inner: Arc<Inner>,
     req: Request<Incoming>,
     permit: Arc<OwnedSemaphorePermit>,
+    at: Attempt,
+    host: Host,
+    dialed: Dialed,
 ) -> Response<Body> {
-    let Some((host, port)) = req
-        .uri()
-        .authority()
-        .and_then(|a| Some((Host::parse(a.host())?, a.port_u16()?)))
-    else {
-        return text(StatusCode::BAD_REQUEST, "CONNECT needs host:port\n");
-    };
-    let upstream = match dial(&inner, &host, port).await {
-        Ok(upstream) => upstream,
-        Err(e) => return dial_error(e),
-    };
     tokio::spawn(async move {
         let _permit = permit;
         match hyper::upgrade::on(req).await {
-            // The connection hyper served is a `TokioIo<TcpStream>` (see `serve_conn`).
-            Ok(upgraded) => match upgraded.downcast::<TokioIo<TcpStream>>() {
+            // The connection hyper served is a `TokioIo<Scanned<TcpStream>>` (see `serve_conn`).
+            Ok(upgraded) => match upgraded.downcast::<TokioIo<Scanned<TcpStream>>>() {
                 Ok(parts) => {
-                    let client = parts.io.into_inner();
-                    tunnel::run(&inner, client, &parts.read_buf, upstream, &host, port).await
+                    let client = parts.io.into_inner().into_inner();
+                    tunnel::run(&inner, &at, client, &parts.read_buf, dialed, &host).await
                 }
                 Err(_) => tracing::warn!("CONNECT upgrade is not the client's TCP stream"),
             },
@@ -93,40 +209,37 @@ async fn connect(
     Response::new(empty())
 }
 
-async fn forward(inner: Arc<Inner>, req: Request<Incoming>) -> Response<Body> {
-    let uri = req.uri();
-    if uri.scheme_str() != Some("http") {
-        return text(
-            StatusCode::BAD_REQUEST,
-            "only absolute http:// URLs are forwarded; https goes through CONNECT\n",
-        );
-    }
-    let Some((host, port)) = uri
-        .authority()
-        .and_then(|a| Some((Host::parse(a.host())?, a.port_u16().unwrap_or(80))))
-    else {
-        return text(StatusCode::BAD_REQUEST, "the URL names no valid host\n");
-    };
-    if let Some(value) = req.headers().get(header::HOST)
-        && !host_header_names(value, &host, port)
-    {
-        let shown = String::from_utf8_lossy(value.as_bytes()).into_owned();
-        let why = format!("Host header `{shown}` differs from the requested host");
-        return refused(&inner.refuse(&host, port, Rule::Proxy(why)));
-    }
-    let upstream = match dial(&inner, &host, port).await {
-        Ok(upstream) => upstream,
-        Err(e) => return dial_error(e),
-    };
+async fn forward(
+    inner: Arc<Inner>,
+    req: Request<Incoming>,
+    permit: Arc<OwnedSemaphorePermit>,
+    at: Attempt,
+    host: &Host,
+    dialed: Dialed,
+) -> Response<Body> {
+    let port = at.port;
+    let Dialed {
+        stream,
+        address,
+        rule,
+    } = dialed;
+    let (upstream, bytes) = Counted::new(stream);
     let (mut sender, conn) =
         match hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await {
             Ok(pair) => pair,
             Err(e) => return text(StatusCode::BAD_GATEWAY, &format!("upstream: {e}\n")),
         };
+    let closed = inner.closed.clone();
+    let ended = inner.clone();
     tokio::spawn(async move {
-        if let Err(e) = conn.await {
-            tracing::debug!(error = %e, "egress upstream connection ended");
+        let _permit = permit;
+        tokio::select! {
+            result = conn => if let Err(e) = result {
+                tracing::debug!(error = %e, "egress upstream connection ended");
+            },
+            () = closed.cancelled() => {}
         }
+        ended.ended(&at, address, rule, bytes.totals()).await;
     });
     let (mut parts, body) = req.into_parts();
     let origin = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
@@ -135,11 +248,8 @@ async fn forward(inner: Arc<Inner>, req: Request<Incoming>) -> Response<Body> {
         .unwrap_or_else(|_| Uri::from_static("/"));
     parts.version = hyper::Version::HTTP_11;
     strip_hop_by_hop(&mut parts.headers);
-    if !parts.headers.contains_key(header::HOST) {
-        let authority = uri_authority(&host, port);
-        if let Ok(value) = HeaderValue::from_str(&authority) {
-            parts.headers.insert(header::HOST, value);
-        }
+    if let Ok(value) = HeaderValue::from_str(&uri_authority(host, port)) {
+        parts.headers.insert(header::HOST, value);
     }
     match sender.send_request(Request::from_parts(parts, body)).await {
         Ok(response) => {
@@ -149,18 +259,6 @@ async fn forward(inner: Arc<Inner>, req: Request<Incoming>) -> Response<Body> {
         }
         Err(e) => text(StatusCode::BAD_GATEWAY, &format!("upstream: {e}\n")),
     }
-}
-
-/// Whether a `Host` header names `host:port` (the port may be left out for 80).
-fn host_header_names(value: &HeaderValue, host: &Host, port: u16) -> bool {
-    let Ok(text) = value.to_str() else {
-        return false;
-    };
-    let Ok(authority) = text.parse::<hyper::http::uri::Authority>() else {
-        return false;
-    };
-    Host::parse(authority.host()).as_ref() == Some(host)
-        && authority.port_u16().unwrap_or(80) == port
 }
 
 fn uri_authority(host: &Host, port: u16) -> String {

@@ -11,8 +11,14 @@
 //! With an [`Approver`] (a `supervised` session), a name outside `allow_domains` is not refused
 //! at once: the connection waits while the approver asks, and connections to the same
 //! `host:port` that arrive meanwhile share that one answer.
+//!
+//! With an [`Observer`] (a session's call), every connection is reported: a refusal at once,
+//! an admitted connection when it ends, with its address, rule, bytes each way and duration.
+//! [`Proxy::finish`] ends the tunnels still open and waits for their reports.
 
+mod counted;
 mod dial;
+mod head;
 mod http;
 mod idle;
 mod socks;
@@ -23,16 +29,17 @@ mod tunnel;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{EgressPolicy, Host, Rule};
+use super::{EgressPolicy, Rule};
 
 /// The proxy's bounds on what one client may cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +96,73 @@ pub trait Approver: Send + Sync {
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>>;
 }
 
+/// How a client asked the proxy for a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// A forwarded absolute-form `http://` request.
+    Http,
+    /// An HTTP `CONNECT` tunnel.
+    Connect,
+    /// A SOCKS5 `CONNECT`.
+    Socks,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Http => "http",
+            Via::Connect => "connect",
+            Via::Socks => "socks5",
+        }
+    }
+}
+
+/// One connection as the proxy reports it: a refusal at once, an admitted connection when
+/// it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    pub via: Via,
+    /// The host in its canonical form (as sent, escaped, when it has none).
+    pub name: String,
+    pub port: u16,
+    /// The upstream address connected to (or refused).
+    pub address: Option<SocketAddr>,
+    pub allowed: bool,
+    /// The rule that admitted or refused it.
+    pub rule: Rule,
+    /// Bytes sent to the upstream and received from it.
+    pub sent: u64,
+    pub received: u64,
+    /// From the request to the refusal or the end of the connection.
+    pub duration: Duration,
+}
+
+/// Receives every [`Connection`] of a proxy (the audit log of a session's call). The proxy
+/// waits for the returned future before it lets the connection's permit go.
+pub trait Observer: Send + Sync {
+    fn connection<'a>(&'a self, c: Connection) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+}
+
+/// A connection being served: what it asked for and since when.
+#[derive(Debug, Clone)]
+pub(super) struct Attempt {
+    pub via: Via,
+    pub name: String,
+    pub port: u16,
+    pub started: Instant,
+}
+
+impl Attempt {
+    pub fn new(via: Via, name: String, port: u16) -> Attempt {
+        Attempt {
+            via,
+            name,
+            port,
+            started: Instant::now(),
+        }
+    }
+}
+
 /// Refusals kept per proxy (distinct ones; further ones are only logged).
 const MAX_REFUSALS: usize = 64;
 
@@ -102,6 +176,7 @@ struct Inner {
     pending: Mutex<HashMap<String, Arc<OnceCell<Approval>>>>,
     /// Cancelled by [`Proxy::close`]: open questions are dropped and their connections refused.
     closed: CancellationToken,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 impl Inner {
@@ -127,17 +202,51 @@ impl Inner {
         answer
     }
 
-    fn refuse(&self, host: &Host, port: u16, rule: Rule) -> Refusal {
+    /// Records a refusal of `at` (reported at once) and returns it.
+    async fn refuse(&self, at: &Attempt, address: Option<SocketAddr>, rule: Rule) -> Refusal {
         let refusal = Refusal {
-            target: format!("{host}:{port}"),
+            target: format!("{}:{}", at.name, at.port),
             rule,
         };
         tracing::info!(target = %refusal.target, rule = %refusal.rule, "egress refused");
-        let mut kept = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() < MAX_REFUSALS && !kept.contains(&refusal) {
-            kept.push(refusal.clone());
+        {
+            let mut kept = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.len() < MAX_REFUSALS && !kept.contains(&refusal) {
+                kept.push(refusal.clone());
+            }
         }
+        self.report(at, address, false, refusal.rule.clone(), (0, 0))
+            .await;
         refusal
+    }
+
+    /// Reports an admitted connection that ended, with the bytes (sent, received).
+    async fn ended(&self, at: &Attempt, address: SocketAddr, rule: Rule, bytes: (u64, u64)) {
+        self.report(at, Some(address), true, rule, bytes).await;
+    }
+
+    async fn report(
+        &self,
+        at: &Attempt,
+        address: Option<SocketAddr>,
+        allowed: bool,
+        rule: Rule,
+        (sent, received): (u64, u64),
+    ) {
+        if let Some(observer) = &self.observer {
+            let connection = Connection {
+                via: at.via,
+                name: at.name.clone(),
+                port: at.port,
+                address,
+                allowed,
+                rule,
+                sent,
+                received,
+                duration: at.started.elapsed(),
+            };
+            observer.connection(connection).await;
+        }
     }
 }
 
@@ -158,6 +267,16 @@ impl Proxy {
         limits: Limits,
         approver: Option<Arc<dyn Approver>>,
     ) -> Proxy {
+        Proxy::observed(policy, limits, approver, None)
+    }
+
+    /// A proxy that also reports every connection to `observer`.
+    pub fn observed(
+        policy: EgressPolicy,
+        limits: Limits,
+        approver: Option<Arc<dyn Approver>>,
+        observer: Option<Arc<dyn Observer>>,
+    ) -> Proxy {
         let permits = Arc::new(Semaphore::new(limits.max_connections));
         Proxy {
             inner: Arc::new(Inner {
@@ -168,6 +287,7 @@ impl Proxy {
                 approver,
                 pending: Mutex::new(HashMap::new()),
                 closed: CancellationToken::new(),
+                observer,
             }),
         }
     }
@@ -200,6 +320,18 @@ impl Proxy {
     /// the call the proxy serves has ended.
     pub fn close(&self) {
         self.inner.closed.cancel();
+    }
+
+    /// Closes the proxy ([`Proxy::close`]; tunnels still open end too) and waits, at most
+    /// `within`, until every connection ended and was reported; returns the refusals.
+    pub async fn finish(&self, within: Duration) -> Vec<Refusal> {
+        self.close();
+        let all = u32::try_from(self.inner.limits.max_connections).unwrap_or(u32::MAX);
+        let drained = self.inner.permits.acquire_many(all);
+        if tokio::time::timeout(within, drained).await.is_err() {
+            tracing::warn!("egress connections still open after the call; not all reported");
+        }
+        self.refusals()
     }
 
     /// The policy this proxy enforces.

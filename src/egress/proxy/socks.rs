@@ -1,7 +1,9 @@
 //! The SOCKS5 side (RFC 1928, no authentication, `CONNECT` only): a small parser rather than a
 //! crate, because the proxy must own name resolution and every check between the request and
 //! the reply, which the SOCKS crates do inside their own connect logic. Names (`socks5h://`)
-//! are resolved by the proxy; the child has no resolver.
+//! are resolved by the proxy; the child has no resolver. A name or address the proxy would
+//! not take from a URL ([`Host::parse`]: a NUL, a control character, an IPv4-mapped IPv6
+//! address, ...) is refused with its rule, like a denied one.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -12,15 +14,15 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::timeout;
 
 use super::dial::{DialError, dial};
-use super::{Inner, tunnel};
-use crate::egress::Host;
+use super::{Attempt, Inner, Via, tunnel};
+use crate::egress::host::shown;
+use crate::egress::{Host, Rule};
 
 const VERSION: u8 = 5;
 const NO_AUTH: u8 = 0;
 const NO_ACCEPTABLE: u8 = 0xff;
 const CMD_CONNECT: u8 = 1;
 const REP_OK: u8 = 0;
-const REP_FAILURE: u8 = 1;
 const REP_NOT_ALLOWED: u8 = 2;
 const REP_HOST_UNREACHABLE: u8 = 4;
 const REP_COMMAND: u8 = 7;
@@ -32,7 +34,11 @@ pub(super) async fn serve_conn(
     mut stream: TcpStream,
     _permit: Arc<OwnedSemaphorePermit>,
 ) {
-    let request = match timeout(inner.limits.header_timeout, handshake(&mut stream)).await {
+    let asked = tokio::select! {
+        asked = timeout(inner.limits.header_timeout, handshake(&mut stream)) => asked,
+        () = inner.closed.cancelled() => return,
+    };
+    let request = match asked {
         Ok(Ok(request)) => request,
         Ok(Err(Some(code))) => {
             let _ = reply(&mut stream, code).await;
@@ -41,8 +47,18 @@ pub(super) async fn serve_conn(
         Ok(Err(None)) | Err(_) => return,
     };
     let (host, port) = request;
-    let upstream = match dial(&inner, &host, port).await {
-        Ok(upstream) => upstream,
+    let host = match host {
+        Ok(host) => host,
+        Err((text, rule)) => {
+            let at = Attempt::new(Via::Socks, text, port);
+            inner.refuse(&at, None, rule).await;
+            let _ = reply(&mut stream, REP_NOT_ALLOWED).await;
+            return;
+        }
+    };
+    let at = Attempt::new(Via::Socks, host.to_string(), port);
+    let dialed = match dial(&inner, &at, &host).await {
+        Ok(dialed) => dialed,
         Err(DialError::Refused(_)) => {
             let _ = reply(&mut stream, REP_NOT_ALLOWED).await;
             return;
@@ -56,11 +72,14 @@ pub(super) async fn serve_conn(
     if reply(&mut stream, REP_OK).await.is_err() {
         return;
     }
-    tunnel::run(&inner, stream, &[], upstream, &host, port).await;
+    tunnel::run(&inner, &at, stream, &[], dialed, &host).await;
 }
 
+/// A requested host, or the text sent (escaped) and the rule refusing it.
+type Requested = Result<Host, (String, Rule)>;
+
 /// The requested destination, or the reply code to fail with (`None`: just close).
-async fn handshake(s: &mut TcpStream) -> Result<(Host, u16), Option<u8>> {
+async fn handshake(s: &mut TcpStream) -> Result<(Requested, u16), Option<u8>> {
     let io = |_| None;
     let mut head = [0u8; 2];
     s.read_exact(&mut head).await.map_err(io)?;
@@ -86,28 +105,27 @@ async fn handshake(s: &mut TcpStream) -> Result<(Host, u16), Option<u8>> {
         1 => {
             let mut a = [0u8; 4];
             s.read_exact(&mut a).await.map_err(io)?;
-            Some(Host::Ip(IpAddr::V4(Ipv4Addr::from(a))))
+            Ok(Host::Ip(IpAddr::V4(Ipv4Addr::from(a))))
         }
         4 => {
             let mut a = [0u8; 16];
             s.read_exact(&mut a).await.map_err(io)?;
-            Some(Host::Ip(IpAddr::V6(Ipv6Addr::from(a)).to_canonical()))
+            let ip = IpAddr::V6(Ipv6Addr::from(a));
+            Host::from_ip(ip).map_err(|rule| (ip.to_string(), rule))
         }
         3 => {
             let mut len = [0u8; 1];
             s.read_exact(&mut len).await.map_err(io)?;
             let mut name = vec![0u8; usize::from(len[0])];
             s.read_exact(&mut name).await.map_err(io)?;
-            std::str::from_utf8(&name).ok().and_then(Host::parse)
+            let text = String::from_utf8_lossy(&name);
+            Host::parse(&text).map_err(|rule| (shown(&text), rule))
         }
         _ => return Err(Some(REP_ADDRESS_TYPE)),
     };
     let mut port = [0u8; 2];
     s.read_exact(&mut port).await.map_err(io)?;
-    match host {
-        Some(host) => Ok((host, u16::from_be_bytes(port))),
-        None => Err(Some(REP_FAILURE)),
-    }
+    Ok((host, u16::from_be_bytes(port)))
 }
 
 async fn reply(s: &mut TcpStream, code: u8) -> std::io::Result<()> {

@@ -17,18 +17,34 @@ use nix::sys::socket::{Shutdown, shutdown};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
+use super::counted::Bytes;
+
 /// The pipe's capacity asked for (the default is 64 KiB; a refusal, past the user's pipe
 /// quota, keeps the default): fewer, larger moves per direction.
 const PIPE_BYTES: i32 = 1 << 20;
 
 /// Relays `a` and `b` both ways until both directions ended, either side failed, or nothing
-/// moved for `idle`. An error making the pipes is returned before anything moved.
-pub(super) async fn relay(a: &TcpStream, b: &TcpStream, idle: Duration) -> io::Result<()> {
+/// moved for `idle`; what `a` sends counts as sent in `bytes`, what `b` sends as received. An
+/// error making the pipes is returned before anything moved.
+pub(super) async fn relay(
+    a: &TcpStream,
+    b: &TcpStream,
+    idle: Duration,
+    bytes: &Bytes,
+) -> io::Result<()> {
     let (ab, ba) = (Pipe::new()?, Pipe::new()?);
     let start = Instant::now();
     let last = AtomicU64::new(0);
     let moved = || last.store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
-    let both = async { tokio::try_join!(ab.pump(a, b, &moved), ba.pump(b, a, &moved)).map(|_| ()) };
+    let sent = |n| bytes.add_sent(n);
+    let received = |n| bytes.add_received(n);
+    let both = async {
+        tokio::try_join!(
+            ab.pump(a, b, &moved, &sent),
+            ba.pump(b, a, &moved, &received)
+        )
+        .map(|_| ())
+    };
     let watchdog = super::idle::quiet_for(idle, start, &last);
     tokio::select! {
         result = both => {
@@ -55,7 +71,13 @@ impl Pipe {
     }
 
     /// Moves everything `from` sends into `to`; at `from`'s EOF, shuts down `to`'s write half.
-    async fn pump(&self, from: &TcpStream, to: &TcpStream, moved: &impl Fn()) -> io::Result<()> {
+    async fn pump(
+        &self,
+        from: &TcpStream,
+        to: &TcpStream,
+        moved: &impl Fn(),
+        count: &impl Fn(usize),
+    ) -> io::Result<()> {
         let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_NONBLOCK;
         loop {
             from.readable().await?;
@@ -79,6 +101,7 @@ impl Pipe {
                 Err(e) => return Err(e),
             };
             moved();
+            count(n);
             let mut left = n;
             while left > 0 {
                 to.writable().await?;

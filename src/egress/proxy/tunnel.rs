@@ -1,8 +1,9 @@
 //! A tunnel (after `CONNECT` or a SOCKS5 connect): the client's first bytes must be a TLS
 //! ClientHello naming the requested host (rustls's server-side parser reads it without
 //! terminating TLS); those bytes are then replayed upstream and both directions relayed until
-//! either side closes or the tunnel is idle for `idle_timeout`: with splice(2) on Linux
-//! (`super::splice`), else, or when no pipe can be had, by copying through the proxy.
+//! either side closes, the tunnel is idle for `idle_timeout`, or the proxy is closed: with
+//! splice(2) on Linux (`super::splice`), else, or when no pipe can be had, by copying through
+//! the proxy. The bytes each way are counted for the connection's report.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,8 +15,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
-use super::Inner;
-use crate::egress::pattern::normalize;
+use super::counted::Bytes;
+use super::dial::Dialed;
+use super::{Attempt, Inner};
 use crate::egress::{Host, Rule};
 
 /// The largest ClientHello read before giving up on it.
@@ -23,17 +25,22 @@ const MAX_CLIENT_HELLO: usize = 64 * 1024;
 /// Copy buffer per direction (when the tunnel cannot splice).
 const COPY_BUF: usize = 64 * 1024;
 
-/// Checks the client's ClientHello against `host`, then relays `client` and `upstream`.
-/// `early` holds what the client sent that was read already (by the HTTP server), before
-/// anything more from `client`.
+/// Checks the client's ClientHello against `host`, then relays `client` and the upstream
+/// (reported when the tunnel ends). `early` holds what the client sent that was read already
+/// (by the HTTP server), before anything more from `client`.
 pub(super) async fn run(
     inner: &Inner,
+    at: &Attempt,
     mut client: TcpStream,
     early: &[u8],
-    mut upstream: TcpStream,
+    dialed: Dialed,
     host: &Host,
-    port: u16,
 ) {
+    let Dialed {
+        stream: mut upstream,
+        address,
+        rule,
+    } = dialed;
     let mut sent = early.chain(&mut client);
     let hello = match timeout(inner.limits.header_timeout, read_client_hello(&mut sent)).await {
         Ok(result) => result,
@@ -41,20 +48,35 @@ pub(super) async fn run(
     };
     let (unread, _) = sent.into_inner();
     let first =
-        match hello.and_then(|(bytes, sni)| check_sni(inner, host, port, sni).map(|()| bytes)) {
+        match hello.and_then(|(bytes, sni)| check_sni(inner, host, at.port, sni).map(|()| bytes)) {
             Ok(bytes) => bytes,
             Err(why) => {
-                inner.refuse(host, port, Rule::Proxy(why));
+                inner.refuse(at, Some(address), Rule::Proxy(why)).await;
                 return;
             }
         };
-    if upstream.write_all(&first).await.is_err() || upstream.write_all(unread).await.is_err() {
-        return;
+    let bytes = Bytes::default();
+    if upstream.write_all(&first).await.is_ok() && upstream.write_all(unread).await.is_ok() {
+        bytes.add_sent(first.len() + unread.len());
+        let idle = inner.limits.idle_timeout;
+        tokio::select! {
+            () = relay_or_copy(&mut client, &mut upstream, idle, &bytes) => {}
+            () = inner.closed.cancelled() => tracing::debug!("egress proxy closed; tunnel ended"),
+        }
     }
-    let idle = inner.limits.idle_timeout;
-    if let Err(e) = relay(&client, &upstream, idle).await {
+    inner.ended(at, address, rule, bytes.totals()).await;
+}
+
+/// Relays with splice(2), else by copying.
+async fn relay_or_copy(
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    idle: Duration,
+    bytes: &Bytes,
+) {
+    if let Err(e) = relay(client, upstream, idle, bytes).await {
         tracing::debug!(error = %e, "egress tunnel cannot splice; copying");
-        copy_both(client, upstream, idle).await;
+        copy_both(client, upstream, idle, bytes).await;
     }
 }
 
@@ -63,7 +85,7 @@ use super::splice::relay;
 
 /// splice(2) is Linux's: elsewhere a tunnel copies.
 #[cfg(not(target_os = "linux"))]
-async fn relay(_: &TcpStream, _: &TcpStream, _: Duration) -> std::io::Result<()> {
+async fn relay(_: &TcpStream, _: &TcpStream, _: Duration, _: &Bytes) -> std::io::Result<()> {
     Err(std::io::ErrorKind::Unsupported.into())
 }
 
@@ -110,14 +132,16 @@ async fn read_client_hello<C: AsyncRead + Unpin>(
 /// the policy admits by name.
 fn check_sni(inner: &Inner, host: &Host, port: u16, sni: Option<String>) -> Result<(), String> {
     match (host, sni) {
-        (Host::Name(name), Some(sni)) if normalize(&sni).as_deref() == Some(name) => Ok(()),
+        (Host::Name(name), Some(sni)) if Host::parse(&sni) == Ok(Host::Name(name.clone())) => {
+            Ok(())
+        }
         (Host::Name(_), Some(sni)) => Err(format!(
             "TLS server name `{sni}` differs from the requested host"
         )),
         (Host::Name(_), None) => Err("TLS ClientHello names no server".into()),
         (Host::Ip(_), None) => Ok(()),
         (Host::Ip(_), Some(sni)) => {
-            let named = normalize(&sni).map(Host::Name);
+            let named = Host::parse(&sni).ok();
             match named.map(|h| inner.policy.check_target(&h, port)) {
                 Some(d) if d.allowed => Ok(()),
                 _ => Err(format!("TLS server name `{sni}` is not allowed")),
@@ -126,8 +150,9 @@ fn check_sni(inner: &Inner, host: &Host, port: u16, sni: Option<String>) -> Resu
     }
 }
 
-/// Copies both ways until one side closes, or nothing moved for `idle`.
-async fn copy_both<A, B>(a: A, b: B, idle: Duration)
+/// Copies both ways until one side closes, or nothing moved for `idle`; what `a` sends
+/// counts as sent, what `b` sends as received.
+async fn copy_both<A, B>(a: A, b: B, idle: Duration, bytes: &Bytes)
 where
     A: AsyncRead + AsyncWrite + Unpin,
     B: AsyncRead + AsyncWrite + Unpin,
@@ -138,11 +163,13 @@ where
         io: a,
         start,
         last: last.clone(),
+        read: 0,
     };
     let mut b = Watched {
         io: b,
         start,
         last: last.clone(),
+        read: 0,
     };
     let copy = tokio::io::copy_bidirectional_with_sizes(&mut a, &mut b, COPY_BUF, COPY_BUF);
     let watchdog = super::idle::quiet_for(idle, start, &last);
@@ -150,13 +177,16 @@ where
         _ = copy => {}
         () = watchdog => tracing::debug!("egress tunnel idle; closed"),
     }
+    bytes.add_sent(a.read);
+    bytes.add_received(b.read);
 }
 
-/// A stream that notes when it last read anything.
+/// A stream that notes when it last read anything, and how much it read.
 struct Watched<T> {
     io: T,
     start: Instant,
     last: Arc<AtomicU64>,
+    read: usize,
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
@@ -168,6 +198,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
         let before = buf.filled().len();
         let poll = Pin::new(&mut self.io).poll_read(cx, buf);
         if buf.filled().len() > before {
+            self.read += buf.filled().len() - before;
             let now = self.start.elapsed().as_millis() as u64;
             self.last.store(now, Ordering::Relaxed);
         }
