@@ -37,12 +37,14 @@ fn serves_proxy(backend: &str) -> bool {
         return false;
     }
     let dir = tempfile::tempdir().expect("probe dir");
+    // Apart from the workspace: `sandbox run` refuses a workspace inside its config dir.
+    let config_dir = tempfile::tempdir().expect("probe config dir");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
         .args(["sandbox", "run", "--network", "proxy", "--backend", backend])
         .arg("--workspace")
         .arg(dir.path())
         .args(["--", "/bin/true"])
-        .env("ZEROCLAW_CONFIG_DIR", dir.path())
+        .env("ZEROCLAW_CONFIG_DIR", config_dir.path())
         .output()
         .expect("run zeroclaw sandbox run");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -357,7 +357,13 @@ fn daemon_killed_with_calls_on_several_connections() {
 }
 
 /// `zeroclaw sandbox run --network NETWORK` of the run's command, SIGKILLed after `delay`.
-fn sandbox_run(backend: &str, network: &str, ws: &Path, delay: Duration, pending: &mut Pending) {
+fn sandbox_run(
+    backend: &str,
+    network: &str,
+    (ws, config_dir): (&Path, &Path),
+    delay: Duration,
+    pending: &mut Pending,
+) {
     let marker = marker();
     let mut cli: Child = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
         .args(["sandbox", "run", "--backend", backend, "--network", network])
@@ -365,7 +371,7 @@ fn sandbox_run(backend: &str, network: &str, ws: &Path, delay: Duration, pending
         .arg(ws)
         .args(["--", "/bin/sh", "-c", &command(&marker)])
         .current_dir(ws)
-        .env("ZEROCLAW_CONFIG_DIR", ws)
+        .env("ZEROCLAW_CONFIG_DIR", config_dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -391,9 +397,12 @@ fn sandbox_run_network_case(backend: &'static str, network: &str, iterations: us
     let mut rng = Rng::new(&case);
     let mut pending = Pending::default();
     let ws = tempfile::tempdir().expect("ws");
+    // Apart from the workspace: `sandbox run` refuses a workspace inside its config dir.
+    let config_dir = tempfile::tempdir().expect("config dir");
     for _ in 0..iterations {
         let delay = rng.kill_delay(Duration::from_millis(30), Duration::from_millis(300));
-        sandbox_run(backend, network, ws.path(), delay, &mut pending);
+        let dirs = (ws.path(), config_dir.path());
+        sandbox_run(backend, network, dirs, delay, &mut pending);
     }
     pending.finish(&case);
 }

@@ -404,12 +404,15 @@ impl Outcome {
 /// backend prints why and returns `false`; with `CI=true` it panics instead.
 pub fn backend_available(backend: &str) -> bool {
     let dir = tempfile::tempdir().expect("probe dir");
+    // The configuration directory apart from the workspace: `sandbox run` refuses a
+    // workspace inside it, as a session does.
+    let config_dir = tempfile::tempdir().expect("probe config dir");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
         .args(["sandbox", "run", "--backend", backend, "--workspace"])
         .arg(dir.path())
         .args(["--", "/bin/sh", "-c", "echo probe-ok"])
         .current_dir(dir.path())
-        .env("ZEROCLAW_CONFIG_DIR", dir.path())
+        .env("ZEROCLAW_CONFIG_DIR", config_dir.path())
         .output()
         .expect("run zeroclaw sandbox run");
     let stdout = String::from_utf8_lossy(&out.stdout);
