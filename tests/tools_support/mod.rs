@@ -35,6 +35,8 @@ pub struct Setup {
     pub base: Option<PathBuf>,
     /// The client's `initialize` capabilities.
     pub capabilities: Value,
+    /// Extra environment of the `zeroclaw acp` process (e.g. `PATH`).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for Setup {
@@ -47,6 +49,7 @@ impl Default for Setup {
             config_dir: None,
             base: None,
             capabilities: json!({}),
+            env: Vec::new(),
         }
     }
 }
@@ -82,6 +85,12 @@ impl Setup {
     /// Offers the client's `fs.readTextFile` / `fs.writeTextFile` in `initialize`.
     pub fn client_fs(mut self, read: bool, write: bool) -> Setup {
         self.capabilities = json!({"fs": {"readTextFile": read, "writeTextFile": write}});
+        self
+    }
+
+    /// Sets a variable in the `zeroclaw acp` process's environment.
+    pub fn env(mut self, name: &str, value: &str) -> Setup {
+        self.env.push((name.to_owned(), value.to_owned()));
         self
     }
 
@@ -324,15 +333,18 @@ fn spawn_client(
     home: &Path,
     root: &Path,
 ) -> AcpClient {
-    let client = AcpClient::builder()
+    let mut builder = AcpClient::builder()
         .model(model.base_url())
         .config_dir(config_dir)
         .config_toml(setup.toml())
         .env("HOME", home.to_string_lossy())
         .env("ZC_CANARY", ENV_CANARY)
         .env("GIT_CEILING_DIRECTORIES", root.to_string_lossy())
-        .current_dir(root)
-        .spawn();
+        .current_dir(root);
+    for (name, value) in &setup.env {
+        builder = builder.env(name, value);
+    }
+    let client = builder.spawn();
     client.set_permission(setup.permission.clone());
     client.initialize_with(setup.capabilities.clone());
     client
