@@ -415,13 +415,18 @@ impl Outcome {
 /// Whether `zeroclaw sandbox run --backend <backend>` confines a command here. A missing
 /// backend prints why and returns `false`; with `CI=true` it panics instead.
 pub fn backend_available(backend: &str) -> bool {
-    let dir = tempfile::tempdir().expect("probe dir");
+    // The config dir apart from the workspace: `sandbox run` denies the config dir, and
+    // refuses a workspace inside it.
+    let (dir, config) = (
+        tempfile::tempdir().expect("probe dir"),
+        tempfile::tempdir().expect("probe config dir"),
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
         .args(["sandbox", "run", "--backend", backend, "--workspace"])
         .arg(dir.path())
         .args(["--", "/bin/sh", "-c", "echo probe-ok"])
         .current_dir(dir.path())
-        .env("ZEROCLAW_CONFIG_DIR", dir.path())
+        .env("ZEROCLAW_CONFIG_DIR", config.path())
         .output()
         .expect("run zeroclaw sandbox run");
     let stdout = String::from_utf8_lossy(&out.stdout);
