@@ -71,9 +71,14 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         let agent = root.join(".claude/project");
         std::fs::create_dir_all(&agent).unwrap();
-        let mut policy = Policy::default();
-        policy.never_writable =
-            super::super::never_writable::list(Some(&root), None, &root.join("state"));
+        let policy = Policy {
+            never_writable: super::super::never_writable::list(
+                Some(&root),
+                None,
+                &root.join("state"),
+            ),
+            ..Policy::default()
+        };
         let error = policy.check_cwd(&agent).unwrap_err();
         assert!(error.contains("agent configuration"), "{error}");
         assert_eq!(

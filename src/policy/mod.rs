@@ -3,7 +3,8 @@
 //! ([`risk`]), decides whether a call runs, asks, or is refused ([`approval`]), and turns
 //! itself into the sandbox profile every tool execution is confined by ([`profile`]; what a
 //! `full` shell reaches outside the cwd: [`reach`]; what no child may write at any level:
-//! [`never_writable`]; the same in words: [`describe`]), and says which directories a session may work in at all ([`cwd`]).
+//! [`never_writable`]; the same in words: [`describe`]), and says which directories a session
+//! may work in at all ([`cwd`]).
 //!
 //! The policy is the first gate and gives clear reasons; the kernel (the sandbox crate) is
 //! the guarantee. No argument from the model can approve anything: decisions depend only on

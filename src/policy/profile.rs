@@ -148,6 +148,7 @@ pub fn limits(config: &LimitsConfig) -> Limits {
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::policy::never_writable;
 
     #[test]
     fn the_profile_carries_the_configured_umask_and_the_config_dirs_denied() {
@@ -169,5 +170,52 @@ mod tests {
             assert!(profile.denied.contains(&config_dir), "{:?}", profile.denied);
         }
         assert_eq!(Policy::default().profile(ws.path(), &[]).umask, 0o022);
+    }
+
+    #[test]
+    fn a_never_writable_path_in_a_writable_root_stays_read_only_or_is_denied_when_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        std::fs::write(home.join(".bashrc"), "").unwrap();
+        std::fs::create_dir(home.join("project")).unwrap();
+        let policy = Policy {
+            never_writable: never_writable::list(Some(&home), None, &home.join("state")),
+            ..Policy::default()
+        };
+        let at_home = policy.profile(&home, &[]);
+        assert!(at_home.protected.contains(&home.join(".bashrc")));
+        assert!(at_home.denied.contains(&home.join(".bash_profile")));
+        let in_project = policy.profile(&home.join("project"), &[]);
+        assert!(!in_project.protected.contains(&home.join(".bashrc")));
+        assert!(!in_project.denied.contains(&home.join(".bash_profile")));
+    }
+
+    #[test]
+    fn a_full_shell_writes_the_host_only_under_full_host_writes() {
+        let dir = tempfile::Builder::new().tempdir_in("/var/tmp").unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        let mut policy = Policy {
+            level: AutonomyLevel::Full,
+            ..Policy::default()
+        };
+        let profile = policy.shell_profile(&ws);
+        assert_eq!(profile.writable_roots().collect::<Vec<_>>(), [&ws]);
+        assert!(
+            profile
+                .read_only
+                .iter()
+                .any(|r| Path::new("/usr/bin").starts_with(r) || r.starts_with("/usr"))
+        );
+        policy.full_host_writes = true;
+        let bin = policy
+            .never_writable
+            .iter()
+            .find(|e| e.why == never_writable::Why::OnPath);
+        let profile = policy.shell_profile(&ws);
+        assert!(profile.read_write.len() > 1, "{:?}", profile.read_write);
+        if let Some(bin) = bin {
+            let covered = profile.read_write.iter().any(|r| bin.path.starts_with(r));
+            assert!(!covered, "{} is writable", bin.path.display());
+        }
     }
 }
