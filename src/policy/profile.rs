@@ -65,7 +65,8 @@ impl Policy {
         if self.level == AutonomyLevel::Full {
             let write = self.full_write_roots(&profile, cwd);
             // A read-only root at or below a writable one would cover it (the later bind
-            // wins on some backends): those stay writable only.
+            // wins on some backends): those stay writable only. One the profile already has
+            // (a home toolchain) is not bound twice.
             let read: Vec<_> = super::reach::host_read_roots(&profile)
                 .into_iter()
                 .filter(|r| {
@@ -74,6 +75,7 @@ impl Policy {
                         .chain(&write)
                         .any(|w| r.starts_with(w))
                 })
+                .filter(|r| !profile.read_only.contains(r))
                 .collect();
             for root in read {
                 profile = profile.allow_read(root);

@@ -109,6 +109,8 @@ impl Confined {
             fs::write(s.home.path().join(file), "# the user's own\n").expect("home file");
         }
         fs::create_dir_all(s.home.path().join(".cargo")).expect(".cargo");
+        // A home toolchain: the sandbox's own read-only root, and a home entry `full` reads.
+        fs::create_dir_all(s.home.path().join(".rustup")).expect(".rustup");
         for dir in HOME_DIRS {
             let dir = s.home.path().join(dir);
             fs::create_dir_all(&dir).expect("home dir");
