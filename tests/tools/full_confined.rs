@@ -7,8 +7,9 @@
 //! `workspace_dir`). Judged on the host: every such path unchanged, byte for byte. With
 //! `policy_checks = false` the file tools meet the kernel alone, and it holds too.
 //!
-//! Scenes live under `/var/tmp` (the child's `/tmp` is private) and take turns, like
-//! `full_shell.rs`: a `full` shell lists the directories around the denied paths.
+//! Scenes live under `/var/tmp` (the child's `/tmp` is private) and take turns with
+//! `full_shell.rs`'s: a `full` shell lists the directories around the denied paths, and a
+//! sibling scene removed meanwhile would fail the mount of a root that just vanished.
 
 use crate::support;
 use crate::tools_support;
@@ -16,23 +17,15 @@ use crate::tools_support;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 
 use serde_json::json;
 use tempfile::TempDir;
 
+use super::full_shell::take_turn;
 use support::acp_client::Permission;
 use tools_support::{Scene, Setup, backend_available};
 
 const HOST_TEXT: &str = "zc-host-text-4d19";
-
-static TURNS: Mutex<()> = Mutex::new(());
-
-fn take_turn() -> MutexGuard<'static, ()> {
-    TURNS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// Never-writable files in the fake HOME: planted ones, and missing ones a child must not
 /// create either.

@@ -30,7 +30,8 @@ const SQLITE_MAGIC: &str = "SQLite format 3";
 
 static TURNS: Mutex<()> = Mutex::new(());
 
-fn take_turn() -> MutexGuard<'static, ()> {
+/// One `full` scene under `/var/tmp` at a time, across this file and `full_confined.rs`.
+pub(crate) fn take_turn() -> MutexGuard<'static, ()> {
     TURNS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
