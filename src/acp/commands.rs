@@ -2,7 +2,8 @@
 //! `session/new` answer is queued, and run when a prompt is exactly one text starting with one of them.
 //! `/mode [level]` shows or sets the session's mode ([`super::modes`]); `/network` shows the
 //! effective network policy of the session's tools ([`network_policy`]); `/sandbox` the
-//! doctor's summary for the session's profile; `/compact` has the model summarise the history
+//! doctor's summary with what the session's children read, write and reach
+//! ([`crate::policy::describe`]); `/compact` has the model summarise the history
 //! and keeps that summary as the session's only history entry (stored, and what a replay
 //! shows). Only `/compact` changes the history; the other commands' exchanges are not stored.
 //! Any other text starting with `/` is an ordinary prompt.
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use super::session::Session;
 use super::{Connection, modes};
 use crate::agent::{Entry, StopReason, TurnRequest, run_turn};
-use crate::policy::Policy;
+use crate::policy::{Policy, describe};
 use crate::rpc::{Peer, RpcError};
 use crate::tools::ToolContext;
 
@@ -157,7 +158,16 @@ async fn sandbox(policy: &Policy, session: &Session) -> String {
         (None, Some(error)) => text += &format!("NONE USABLE, nothing runs: {error}\n"),
         (None, None) => text += "none\n",
     }
-    for guarantee in &report.guarantees {
+    // What this session's children read, write and reach; the report's own lines on those
+    // describe the sandbox's default profile, not this session's.
+    for line in describe::lines(policy, Some(&session.cwd), report.chosen) {
+        text += &format!("- {line}\n");
+    }
+    for guarantee in report
+        .guarantees
+        .iter()
+        .filter(|g| !describe::replaces(&g.what))
+    {
         text += &format!("- {} [{}]\n", guarantee.what, guarantee.mechanism);
     }
     for missing in &report.missing {

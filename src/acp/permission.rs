@@ -42,7 +42,9 @@ pub fn tool_env(conn: &Connection, session: &Arc<Session>, peer: Peer) -> Arc<To
     let config = conn.server.config();
     let timeout = Duration::from_secs(config.acp.session_timeout_secs);
     let mode = session.chosen_mode();
-    let policy = Policy::for_session(&config, &session.agent_alias, mode);
+    let others = other_workspaces(conn, session);
+    let policy = Policy::for_session(&config, &session.agent_alias, mode)
+        .with_other_workspaces(others.clone());
     Arc::new(ToolEnv {
         policy: policy.clone(),
         approvals: session.approvals.clone(),
@@ -70,15 +72,34 @@ pub fn tool_env(conn: &Connection, session: &Arc<Session>, peer: Peer) -> Arc<To
         levels: Some(Arc::new(SessionPolicy {
             config,
             session: session.clone(),
+            others,
             last: std::sync::Mutex::new((mode, policy)),
         })),
     })
+}
+
+/// The workspaces of the daemon's other live sessions, as of the turn's start: never
+/// writable from this session's tools (see `crate::policy::never_writable`).
+fn other_workspaces(conn: &Connection, session: &Session) -> Vec<std::path::PathBuf> {
+    let mut others: Vec<_> = conn
+        .server
+        .sessions
+        .all()
+        .into_iter()
+        .filter(|s| s.id != session.id)
+        .map(|s| s.cwd.clone())
+        .collect();
+    others.sort();
+    others.dedup();
+    others
 }
 
 /// A session's policy under the turn's config and the mode chosen now.
 struct SessionPolicy {
     config: Arc<crate::config::Config>,
     session: Arc<Session>,
+    /// The other sessions' workspaces of the turn's policy.
+    others: Vec<std::path::PathBuf>,
     /// The policy last built and the mode it was built for: built again only when the client
     /// has chosen another mode (building resolves every forbidden path on the host, a few
     /// hundred microseconds per tool call otherwise).
@@ -93,7 +114,8 @@ impl PolicySource for SessionPolicy {
         if last.0 != mode {
             *last = (
                 mode,
-                Policy::for_session(&self.config, &session.agent_alias, mode),
+                Policy::for_session(&self.config, &session.agent_alias, mode)
+                    .with_other_workspaces(self.others.clone()),
             );
         }
         last.1.clone()

@@ -1,6 +1,7 @@
 //! `zeroclaw doctor`: prints the sandbox capability report (a table, or JSON with `--json`),
 //! and when zeroclaw runs as root what root-only files a child could read on the chosen rung
-//! (`root_readable`).
+//! (`root_readable`), and what the configured `[autonomy]` level's tool children read, write
+//! and reach (`crate::policy::describe`), with a warning when `full_host_writes` is on.
 //! Exit codes: 0 the configured sandbox applies; 1 it cannot be applied; 78 (`EX_CONFIG`) the
 //! configuration is invalid (with `--json`, a JSON error object on stdout); 2 bad arguments.
 
@@ -13,7 +14,7 @@ use zeroclaw_sandbox::detect::{Report, report};
 
 use super::{doctor_network, doctor_root_files, terminal};
 use crate::config::{Config, NetworkConfig};
-use crate::policy::Policy;
+use crate::policy::{Policy, describe};
 
 /// Exit code when the configuration is invalid (sysexits' `EX_CONFIG`, clear of clap's 2).
 pub const EXIT_CONFIG_INVALID: u8 = 78;
@@ -83,6 +84,8 @@ fn run_with_network(
     let network: Option<&NetworkConfig> = config.map(|c| &c.sandbox.network);
     let network = network.map(|n| doctor_network::describe(n, &r));
     let root_files = doctor_root_files::scan(r.chosen, policy);
+    // What the configured level's children get, when there is a configuration.
+    let session = config.map(|_| policy);
     if args.json {
         let mut value = serde_json::to_value(&r).unwrap_or_default();
         if let (Some(map), Some(n)) = (value.as_object_mut(), &network) {
@@ -94,15 +97,21 @@ fn run_with_network(
                 serde_json::to_value(files).unwrap_or_default(),
             );
         }
+        if let (Some(map), Some(policy)) = (value.as_object_mut(), session) {
+            map.insert("policy".into(), policy_json(policy, &r));
+        }
         terminal::stdout()
             .raw(&(serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"))?;
     } else {
-        let mut text = table(&r);
+        let mut text = table(&r, session.is_some());
         if let Some(files) = &root_files {
             text += &doctor_root_files::table(files);
         }
         if let Some(n) = &network {
             text += &n.table();
+        }
+        if let Some(policy) = session {
+            text += &policy_table(policy, &r);
         }
         terminal::stdout().lines(&text)?;
     }
@@ -117,8 +126,44 @@ fn yes(ok: bool) -> &'static str {
     if ok { "ok" } else { "no" }
 }
 
-/// The human-readable report.
-pub fn table(r: &Report) -> String {
+/// The configured level's reads, writes, network and what is not enforced, and the warning
+/// of `full_host_writes`.
+fn policy_table(policy: &Policy, r: &Report) -> String {
+    let level = crate::acp::modes::id(policy.level);
+    let mut s =
+        format!("\nsession policy ([autonomy] level = {level}; an agent's override may differ)\n");
+    for line in policy_warnings(policy) {
+        s += &format!("  {line}\n");
+    }
+    for line in describe::lines(policy, None, r.chosen) {
+        s += &format!("  - {line}\n");
+    }
+    s
+}
+
+fn policy_json(policy: &Policy, r: &Report) -> serde_json::Value {
+    json!({
+        "level": crate::acp::modes::id(policy.level),
+        "lines": describe::lines(policy, None, r.chosen),
+        "warnings": policy_warnings(policy),
+    })
+}
+
+fn policy_warnings(policy: &Policy) -> Vec<String> {
+    let mut out = Vec::new();
+    if policy.full_host_writes {
+        out.push(
+            "WARNING: [autonomy] full_host_writes = true: a full session's children write the \
+             host outside their workspace (never the never-writable paths)"
+                .to_owned(),
+        );
+    }
+    out
+}
+
+/// The human-readable report; with `session`, the report's lines on reads, writes and the
+/// network (its default profile's) are left to the session policy section.
+pub fn table(r: &Report, session: bool) -> String {
     let p = &r.probes;
     let mut s = String::new();
     s += &format!(
@@ -165,7 +210,11 @@ pub fn table(r: &Report) -> String {
     }
     if !r.guarantees.is_empty() {
         s += "\nguarantees\n";
-        for g in &r.guarantees {
+        for g in r
+            .guarantees
+            .iter()
+            .filter(|g| !(session && describe::replaces(&g.what)))
+        {
             s += &format!("  - {}  [{}]\n", g.what, g.mechanism);
         }
     }

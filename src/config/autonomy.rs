@@ -14,7 +14,9 @@ pub enum AutonomyLevel {
     /// Writes, edits and medium/high-risk commands ask the client first.
     #[default]
     Supervised,
-    /// No prompts; paths outside the session cwd are reachable (forbidden paths never are).
+    /// No prompts; the host is readable outside the session cwd (forbidden paths never are);
+    /// writes stay in the workspace and the read-write allowed roots unless
+    /// `full_host_writes`.
     Full,
 }
 
@@ -55,6 +57,11 @@ pub struct AutonomyConfig {
     /// `true` lets a session use `/` as its cwd (its denied paths are then masked inside it);
     /// refused otherwise, since such a session's workspace is the whole host.
     pub allow_root_cwd: bool,
+    /// `true` lets a `full` session's children write the host outside the workspace (every
+    /// top-level directory the `full` shell reads), still never the paths of
+    /// `crate::policy::never_writable`; `false`: they write only the workspace and the
+    /// read-write allowed roots.
+    pub full_host_writes: bool,
     /// TESTING KNOB: `false` turns the policy's own path and command checks off, so tests can
     /// show the kernel layer alone denies an attack. Never weakens the sandbox.
     pub policy_checks: bool,
@@ -71,6 +78,7 @@ impl Default for AutonomyConfig {
             auto_approve: Vec::new(),
             network: NetworkPolicy::Deny,
             allow_root_cwd: false,
+            full_host_writes: false,
             policy_checks: true,
         }
     }
@@ -97,6 +105,8 @@ pub struct AutonomyOverride {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_root_cwd: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_host_writes: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub policy_checks: Option<bool>,
 }
 
@@ -120,6 +130,7 @@ impl AutonomyConfig {
             auto_approve: pick(&o.auto_approve, &self.auto_approve),
             network: o.network.unwrap_or(self.network),
             allow_root_cwd: o.allow_root_cwd.unwrap_or(self.allow_root_cwd),
+            full_host_writes: o.full_host_writes.unwrap_or(self.full_host_writes),
             policy_checks: o.policy_checks.unwrap_or(self.policy_checks),
         }
     }

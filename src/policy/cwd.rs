@@ -1,7 +1,9 @@
 //! Which directories a session may work in: not `/` (unless `[autonomy] allow_root_cwd`), and
 //! not one that equals or lies inside a denied path — the policy's forbidden paths (config
 //! directory, `workspace_dir`, session database, `forbidden_paths`) and the sandbox's own
-//! secrets, exactly the denied list of the session's sandbox profile. A denied path *inside*
+//! secrets, exactly the denied list of the session's sandbox profile — nor one inside a path
+//! no child may write ([`super::never_writable`]: `~/.claude`, a directory on `PATH`, ...;
+//! another session's workspace excepted). A denied path *inside*
 //! the cwd is fine: the sandbox masks it. The sandbox refuses such a profile on its own too
 //! ([`zeroclaw_sandbox::Profile::root_inside_denied`]); this check gives the client the reason
 //! before any tool runs.
@@ -20,6 +22,14 @@ impl Policy {
                  workspace (set [autonomy] allow_root_cwd = true to allow it)"
                     .to_owned(),
             );
+        }
+        if let Some(entry) = super::never_writable::matching(&self.never_writable_for(cwd), cwd) {
+            return Err(format!(
+                "cwd {} is refused: it lies inside {}, which no tool may write ({})",
+                cwd.display(),
+                entry.path.display(),
+                entry.why.text()
+            ));
         }
         let profile = self.profile(cwd, &[]);
         match profile.denied.iter().find(|denied| cwd.starts_with(denied)) {
@@ -53,5 +63,28 @@ mod tests {
         assert!(policy.check_cwd(Path::new("/")).is_err());
         policy.allow_root_cwd = true;
         assert_eq!(policy.check_cwd(Path::new("/")), Ok(()));
+    }
+
+    #[test]
+    fn a_cwd_inside_a_never_writable_path_is_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let agent = root.join(".claude/project");
+        std::fs::create_dir_all(&agent).unwrap();
+        let policy = Policy {
+            never_writable: super::super::never_writable::list(
+                Some(&root),
+                None,
+                &root.join("state"),
+            ),
+            ..Policy::default()
+        };
+        let error = policy.check_cwd(&agent).unwrap_err();
+        assert!(error.contains("agent configuration"), "{error}");
+        assert_eq!(
+            policy.check_cwd(&root),
+            Ok(()),
+            "the home itself may be a cwd"
+        );
     }
 }

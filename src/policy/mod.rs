@@ -2,8 +2,9 @@
 //! it resolves and checks the paths a tool names ([`paths`]), classifies shell commands
 //! ([`risk`]), decides whether a call runs, asks, or is refused ([`approval`]), and turns
 //! itself into the sandbox profile every tool execution is confined by ([`profile`]; what a
-//! `full` shell reaches outside the cwd: [`reach`]), and says which directories a session may
-//! work in at all ([`cwd`]).
+//! `full` shell reaches outside the cwd: [`reach`]; what no child may write at any level:
+//! [`never_writable`]; the same in words: [`describe`]), and says which directories a session
+//! may work in at all ([`cwd`]).
 //!
 //! The policy is the first gate and gives clear reasons; the kernel (the sandbox crate) is
 //! the guarantee. No argument from the model can approve anything: decisions depend only on
@@ -11,6 +12,8 @@
 
 pub mod approval;
 pub mod cwd;
+pub mod describe;
+pub mod never_writable;
 pub mod paths;
 pub mod profile;
 pub mod reach;
@@ -64,6 +67,15 @@ pub struct Policy {
     pub allow_root_cwd: bool,
     /// The umask of tool children (`[sandbox] umask`).
     pub umask: u32,
+    /// `[autonomy] full_host_writes`: a `full` session's children write the host, not only
+    /// the workspace and the read-write allowed roots (never the [`never_writable`] entries).
+    pub full_host_writes: bool,
+    /// What no child may write, at any level ([`never_writable`]); the other sessions'
+    /// workspaces are added per turn ([`Policy::with_other_workspaces`]).
+    pub never_writable: Vec<never_writable::Entry>,
+    /// The workspaces of the daemon's other live sessions (never writable from this one,
+    /// unless they hold its cwd).
+    pub other_workspaces: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -132,7 +144,24 @@ impl Policy {
             allow_partial: config.sandbox.allow_partial,
             allow_root_cwd: autonomy.allow_root_cwd,
             umask: config.sandbox.umask.bits(),
+            full_host_writes: autonomy.full_host_writes,
+            never_writable: never_writable::for_daemon(&config.workspace_dir),
+            other_workspaces: Vec::new(),
         }
+    }
+
+    /// This policy with the daemon's other live sessions' workspaces never writable.
+    pub fn with_other_workspaces(mut self, workspaces: Vec<PathBuf>) -> Policy {
+        self.other_workspaces = workspaces;
+        self
+    }
+
+    /// The [`never_writable`] entries of a call in `cwd`: the daemon's list and the other
+    /// sessions' workspaces but those holding `cwd`.
+    pub fn never_writable_for(&self, cwd: &Path) -> Vec<never_writable::Entry> {
+        let mut entries = self.never_writable.clone();
+        entries.extend(never_writable::other_sessions(cwd, &self.other_workspaces));
+        entries
     }
 
     /// The forbidden path that covers `path`, if any.
@@ -166,6 +195,13 @@ impl Default for Policy {
             allow_partial: false,
             allow_root_cwd: autonomy.allow_root_cwd,
             umask: zeroclaw_sandbox::profile::DEFAULT_UMASK,
+            full_host_writes: autonomy.full_host_writes,
+            never_writable: never_writable::list(
+                zeroclaw_sandbox::profile::home_dir().as_deref(),
+                None,
+                Path::new("/nonexistent-zeroclaw-workspace"),
+            ),
+            other_workspaces: Vec::new(),
         }
     }
 }

@@ -1,10 +1,12 @@
 //! Path resolution and the policy's path checks: `~` expansion, relative paths against the
 //! session cwd, lexical `..` normalization, symlinks of existing ancestors resolved, then
-//! forbidden paths (every level), protected git paths (writes), and the workspace jail.
+//! forbidden paths (every level), the never-writable paths and protected git paths (writes),
+//! what a `full` session may write, and the workspace jail.
 
 use std::path::{Component, Path, PathBuf};
 
 use super::Policy;
+use crate::config::AutonomyLevel;
 
 /// What a tool wants to do with a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +117,38 @@ impl Policy {
             return Err(Denied::new(
                 "protected_git_path",
                 format!("denied by policy: {p} is protected (git would run it on the host)"),
+            ));
+        }
+        if access == Access::Write
+            && let Some(entry) =
+                super::never_writable::matching(&self.never_writable_for(cwd), &path)
+        {
+            return Err(Denied::new(
+                "never_writable",
+                format!(
+                    "denied by policy: {} is never writable from a tool ({}: {}); no setting \
+                     allows it",
+                    path.display(),
+                    entry.path.display(),
+                    entry.why.text()
+                ),
+            ));
+        }
+        if access == Access::Write
+            && self.level == AutonomyLevel::Full
+            && !self.full_host_writes
+            && !self.reachable(cwd, &path, access)
+        {
+            return Err(Denied::new(
+                "full_writes_outside",
+                format!(
+                    "denied by policy: {} is outside the session workspace {} and the \
+                     read-write allowed roots; a `full` session reads the host but writes only \
+                     there. To allow it, the operator adds an [autonomy] allowed_roots entry \
+                     with write = true covering it (or sets [autonomy] full_host_writes = true)",
+                    path.display(),
+                    cwd.display()
+                ),
             ));
         }
         if self.workspace_only && !self.reachable(cwd, &path, access) {

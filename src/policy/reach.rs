@@ -1,5 +1,5 @@
 //! What a `full`-level `shell` reaches outside the session cwd: every top-level directory of
-//! `/` read-write, except the pseudo and system-state ones and what the sandbox builds itself
+//! `/` (read-only, or read-write under `[autonomy] full_host_writes`), except the pseudo and system-state ones and what the sandbox builds itself
 //! (`/proc`, `/sys`, `/dev`, `/run`, `/tmp`, `/boot`, `/lost+found`, `/etc`, the child's HOME).
 //! `/etc` stays the sandbox's read-only system root: it binds it idmapped when root launches,
 //! so root-only files there stay unreadable, which a writable root below `/etc` would undo.
@@ -39,11 +39,14 @@ fn sandbox_home() -> PathBuf {
     home.canonicalize().unwrap_or(home)
 }
 
-/// The read-write roots that give `profile` (already holding its denied paths) the whole host
-/// but the excluded and denied paths.
-pub fn host_roots(profile: &Profile) -> Vec<PathBuf> {
+/// The roots that give `profile` (already holding its denied paths) the whole host but the
+/// excluded and denied paths, and `also_out` (the never-writable paths, for the writable
+/// roots of `full_host_writes`): every root holding one is carved around it.
+pub fn host_roots(profile: &Profile, also_out: &[PathBuf]) -> Vec<PathBuf> {
     let home = sandbox_home();
-    let denied = &profile.denied;
+    let mut denied = profile.denied.clone();
+    denied.extend(also_out.iter().cloned());
+    let denied = &denied;
     let mut around_home = denied.clone();
     around_home.push(home.clone());
     let mut roots = subtract(top_level(), &around_home);
@@ -52,6 +55,74 @@ pub fn host_roots(profile: &Profile) -> Vec<PathBuf> {
     roots.sort();
     roots.dedup();
     roots
+}
+
+/// [`host_roots`] for reading: each root that holds a host mount point below it is carved
+/// around it, and the mount point is a root of its own (carved the same way around the mount
+/// points below it). A read-only root is covered with a read-only overlay of itself on the
+/// namespace backends (the socket seal), which the kernel refuses over the host's mounts below
+/// it (`/mnt` holding one); a root at a mount point is fine.
+pub fn host_read_roots(profile: &Profile) -> Vec<PathBuf> {
+    let roots = host_roots(profile, &[]);
+    let mounts = mount_points();
+    let denied = &profile.denied;
+    let mut candidates = roots.clone();
+    candidates.extend(
+        mounts
+            .iter()
+            .filter(|m| {
+                roots.iter().any(|r| m.starts_with(r) && *m != r)
+                    && !denied.iter().any(|d| m.starts_with(d))
+                    && !m.starts_with(&profile.workspace)
+                    && is_real_dir_or_file(m)
+            })
+            .cloned(),
+    );
+    let mut out = Vec::new();
+    for root in candidates {
+        let below: Vec<PathBuf> = mounts
+            .iter()
+            .filter(|m| m.starts_with(&root) && **m != root)
+            .cloned()
+            .collect();
+        out.extend(subtract(vec![root], &below));
+    }
+    out.retain(|r| is_real_dir_or_file(r));
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The mount points of the daemon's mount namespace (`/proc/self/mountinfo`'s fifth field).
+fn mount_points() -> Vec<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    info.lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|field| PathBuf::from(unescape(field)))
+        .collect()
+}
+
+/// A mountinfo field with its octal escapes (`\040` for a space) decoded.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (bytes[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Each real top-level directory of `/` that is not in [`NOT_REACHED`].
@@ -87,7 +158,7 @@ mod tests {
         std::fs::create_dir(&secret).unwrap();
         std::fs::write(dir.path().join("open.txt"), "").unwrap();
         let profile = Profile::for_workspace("/nonexistent-ws").deny(&secret);
-        let roots = host_roots(&profile);
+        let roots = host_roots(&profile, &[]);
         let covers = |p: &Path| roots.iter().any(|r| p.starts_with(r));
         for denied in profile.denied.iter().chain([&secret]) {
             assert!(
@@ -106,8 +177,33 @@ mod tests {
     }
 
     #[test]
+    fn mountinfo_escapes_are_decoded() {
+        assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(unescape("/plain"), "/plain");
+    }
+
+    #[test]
+    fn no_read_root_holds_a_mount_point_below_it() {
+        let roots = host_read_roots(&Profile::for_workspace("/nonexistent-ws"));
+        let mounts = mount_points();
+        for root in &roots {
+            let below = mounts.iter().find(|m| m.starts_with(root) && *m != root);
+            assert!(
+                below.is_none(),
+                "{} holds the mount {below:?}",
+                root.display()
+            );
+        }
+        assert!(
+            roots
+                .iter()
+                .any(|r| Path::new("/usr").starts_with(r) || r.starts_with("/usr"))
+        );
+    }
+
+    #[test]
     fn symlinks_are_left_out() {
-        let roots = host_roots(&Profile::for_workspace("/nonexistent-ws"));
+        let roots = host_roots(&Profile::for_workspace("/nonexistent-ws"), &[]);
         assert!(roots.iter().all(|r| !r.is_symlink()), "{roots:?}");
     }
 }

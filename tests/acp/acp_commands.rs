@@ -140,6 +140,54 @@ fn the_commands_are_announced_and_mode_network_and_sandbox_answer_without_the_mo
     open.assert_valid();
 }
 
+/// `/sandbox` in a `full` session in proxy mode says what its children really get: writes in
+/// the workspace and the read-write allowed root only, the network through the proxy with its
+/// allowlist; not the sandbox's default-profile lines ("writes limited to the workspace",
+/// "no network").
+#[test]
+fn sandbox_in_a_full_proxy_session_says_what_its_children_get() {
+    let model = ModelServer::start_blocking(vec![]);
+    let (config, work, out) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let out_dir = out.path().canonicalize().unwrap();
+    let toml = format!(
+        "[autonomy]\nlevel = \"full\"\n\
+         allowed_roots = [{{ path = \"{}\", write = true }}]\n\
+         [sandbox.network]\nmode = \"proxy\"\nallow_domains = [\"registry.example\"]\n",
+        out_dir.display()
+    );
+    let client = spawn(&model, &config, &toml);
+    let cwd = work.path().canonicalize().unwrap();
+    let session = client.new_session(&cwd);
+    let (_, updates) = prompt(&client, &session, "/sandbox");
+    let text = said(&updates);
+    let writes = format!(
+        "- writes: the workspace {}, {}, a private /tmp",
+        cwd.display(),
+        out_dir.display()
+    );
+    assert!(text.contains("level full"), "{text}");
+    assert!(text.contains(&writes), "{text}");
+    assert!(
+        text.contains("nothing else of the host (it is read-only)"),
+        "{text}"
+    );
+    assert!(text.contains("never, at any level: "), "{text}");
+    assert!(
+        text.contains("- network: only through zeroclaw's egress proxy")
+            && text.contains("registry.example"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("writes limited to the workspace") && !text.contains("- no network"),
+        "the default profile's lines are not this session's: {text}"
+    );
+    client.assert_valid();
+}
+
 #[test]
 fn compact_keeps_the_models_summary_as_the_only_history_entry() {
     let model = ModelServer::start_blocking(vec![

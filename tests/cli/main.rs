@@ -20,6 +20,7 @@ mod cli_config;
 mod cli_doctor;
 mod cli_doctor_gaps;
 mod cli_doctor_network;
+mod cli_doctor_policy;
 mod cli_sessions;
 mod cli_token;
 mod config_docs;

@@ -1,6 +1,7 @@
-//! `shell` at autonomy level `full`, end to end on every Linux backend: the command reads and
-//! writes a directory outside the session cwd (checked from outside), while the same command
-//! in `supervised` reaches nothing there; in `full` the forbidden paths (a fake `~/.ssh` key,
+//! `shell` at autonomy level `full`, end to end on every Linux backend: under `[autonomy]
+//! full_host_writes` the command reads and writes a directory outside the session cwd (checked
+//! from outside; without it, see `full_confined.rs`), while the same command in `supervised`
+//! reaches nothing there; in `full` the forbidden paths (a fake `~/.ssh` key,
 //! the session database) stay unreadable and unwritable, `.git/hooks` stays read-only, and the
 //! child's HOME stays private — all judged from outside: files unchanged, canaries never seen.
 //! A repository the agent initialises lands validated, and what validation refused is told to
@@ -29,7 +30,8 @@ const SQLITE_MAGIC: &str = "SQLite format 3";
 
 static TURNS: Mutex<()> = Mutex::new(());
 
-fn take_turn() -> MutexGuard<'static, ()> {
+/// One `full` scene under `/var/tmp` at a time, across this file and `full_confined.rs`.
+pub(crate) fn take_turn() -> MutexGuard<'static, ()> {
     TURNS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -38,10 +40,16 @@ fn take_turn() -> MutexGuard<'static, ()> {
 /// A scene under `/var/tmp` at `level` on `backend` whose client approves everything, with
 /// `root/elsewhere/in.txt` outside the cwd; `None` (after a printed skip) without the backend.
 fn scene(level: &str, backend: &'static str) -> Option<Scene> {
+    scene_with(level, backend, "full_host_writes = false")
+}
+
+/// [`scene`] with one more `[autonomy]` line.
+fn scene_with(level: &str, backend: &'static str, line: &str) -> Option<Scene> {
     if !backend_available(backend) {
         return None;
     }
     let setup = Setup::level(level)
+        .autonomy(line)
         .backend(backend)
         .under("/var/tmp")
         .permission(Permission::Select("allow-always".into()));
@@ -69,7 +77,7 @@ fn reach_outside(s: &Scene) -> tools_support::Outcome {
 
 fn full_reaches_outside(backend: &'static str) {
     let _turn = take_turn();
-    let Some(s) = scene("full", backend) else {
+    let Some(s) = scene_with("full", backend, "full_host_writes = true") else {
         return;
     };
     let out = reach_outside(&s);

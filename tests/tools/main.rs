@@ -8,6 +8,7 @@ mod support;
 mod tools_support;
 
 mod deliver_embed;
+mod full_confined;
 mod full_shell;
 mod injection;
 mod policy_approval;

@@ -57,20 +57,36 @@ fn readonly_still_reads_and_searches() {
 }
 
 #[test]
-fn full_never_asks_and_reaches_paths_outside_the_cwd() {
+fn full_never_asks_reads_outside_the_cwd_and_writes_there_only_when_named() {
     let s = Scene::start(Setup::level("full").permission(Permission::Select("reject-once".into())));
     let outside = s.root.path().join("outside.txt");
+    fs::write(s.root.path().join("seen.txt"), "outside-text").unwrap();
+    s.call("file_read", json!({"path": s.root.path().join("seen.txt")}))
+        .assert_completed()
+        .assert_result_contains("outside-text");
     let write = s.call(
         "file_write",
         json!({"path": outside.to_string_lossy(), "content": "out"}),
     );
-    write.assert_completed();
-    assert_eq!(fs::read_to_string(&outside).unwrap(), "out");
+    write
+        .assert_failed()
+        .assert_result_contains("allowed_roots")
+        .assert_result_contains("full_host_writes");
+    assert!(!outside.exists());
     fs::create_dir(s.ws().join("junk")).unwrap();
     let rm = s.call("shell", json!({"command": "rm -rf junk"}));
     rm.assert_completed();
     assert!(!s.ws().join("junk").exists());
     assert!(s.client.permission_requests().is_empty(), "full never asks");
+
+    let s = Scene::start(Setup::level("full").autonomy("full_host_writes = true"));
+    let outside = s.root.path().join("outside.txt");
+    s.call(
+        "file_write",
+        json!({"path": outside.to_string_lossy(), "content": "out"}),
+    )
+    .assert_completed();
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "out");
 }
 
 #[test]

@@ -35,6 +35,8 @@ pub struct Setup {
     pub base: Option<PathBuf>,
     /// The client's `initialize` capabilities.
     pub capabilities: Value,
+    /// Extra environment of the `zeroclaw acp` process (e.g. `PATH`).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for Setup {
@@ -47,6 +49,7 @@ impl Default for Setup {
             config_dir: None,
             base: None,
             capabilities: json!({}),
+            env: Vec::new(),
         }
     }
 }
@@ -82,6 +85,12 @@ impl Setup {
     /// Offers the client's `fs.readTextFile` / `fs.writeTextFile` in `initialize`.
     pub fn client_fs(mut self, read: bool, write: bool) -> Setup {
         self.capabilities = json!({"fs": {"readTextFile": read, "writeTextFile": write}});
+        self
+    }
+
+    /// Sets a variable in the `zeroclaw acp` process's environment.
+    pub fn env(mut self, name: &str, value: &str) -> Setup {
+        self.env.push((name.to_owned(), value.to_owned()));
         self
     }
 
@@ -324,15 +333,18 @@ fn spawn_client(
     home: &Path,
     root: &Path,
 ) -> AcpClient {
-    let client = AcpClient::builder()
+    let mut builder = AcpClient::builder()
         .model(model.base_url())
         .config_dir(config_dir)
         .config_toml(setup.toml())
         .env("HOME", home.to_string_lossy())
         .env("ZC_CANARY", ENV_CANARY)
         .env("GIT_CEILING_DIRECTORIES", root.to_string_lossy())
-        .current_dir(root)
-        .spawn();
+        .current_dir(root);
+    for (name, value) in &setup.env {
+        builder = builder.env(name, value);
+    }
+    let client = builder.spawn();
     client.set_permission(setup.permission.clone());
     client.initialize_with(setup.capabilities.clone());
     client
@@ -403,16 +415,18 @@ impl Outcome {
 /// Whether `zeroclaw sandbox run --backend <backend>` confines a command here. A missing
 /// backend prints why and returns `false`; with `CI=true` it panics instead.
 pub fn backend_available(backend: &str) -> bool {
-    let dir = tempfile::tempdir().expect("probe dir");
-    // The configuration directory apart from the workspace: `sandbox run` refuses a
-    // workspace inside it, as a session does.
-    let config_dir = tempfile::tempdir().expect("probe config dir");
+    // The config dir apart from the workspace: `sandbox run` denies the config dir, and
+    // refuses a workspace inside it.
+    let (dir, config) = (
+        tempfile::tempdir().expect("probe dir"),
+        tempfile::tempdir().expect("probe config dir"),
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
         .args(["sandbox", "run", "--backend", backend, "--workspace"])
         .arg(dir.path())
         .args(["--", "/bin/sh", "-c", "echo probe-ok"])
         .current_dir(dir.path())
-        .env("ZEROCLAW_CONFIG_DIR", config_dir.path())
+        .env("ZEROCLAW_CONFIG_DIR", config.path())
         .output()
         .expect("run zeroclaw sandbox run");
     let stdout = String::from_utf8_lossy(&out.stdout);
