@@ -232,7 +232,7 @@ fn a_session_opens_in_the_packaged_projects_root_and_not_in_workspace_dir() {
     assert_eq!(refused["code"], -32602, "{refused}");
     let message = refused["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("denied path")
+        message.contains("is refused")
             && message.contains(&*layout.workspace_dir.to_string_lossy()),
         "{refused}"
     );
