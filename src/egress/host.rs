@@ -11,7 +11,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 
 use super::pattern::check_name;
-use super::policy::Rule;
+use super::rule::Rule;
 
 /// A destination as a client asked for it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

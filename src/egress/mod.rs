@@ -4,7 +4,7 @@
 //!
 //! The child side (listeners inside the child's network namespace, `zeroclaw_sandbox::egress_fds`)
 //! lives in the sandbox crate, with [`child_env`] the variables pointing at them;
-//! this module owns every decision ([`host`]: the one canonical form of a requested name) ([`admit`]: the addresses of a destination the policy
+//! this module owns every decision ([`host`]: the one canonical form of a requested name; [`rule`]: why a destination was allowed or refused) ([`admit`]: the addresses of a destination the policy
 //! admits, for the proxy and for zeroclaw's own connections), and [`serve`] runs the proxy for
 //! one confined call.
 
@@ -15,6 +15,7 @@ pub mod host;
 pub mod pattern;
 pub mod policy;
 pub mod proxy;
+pub mod rule;
 pub mod serve;
 
 pub use policy::{Decision, EgressPolicy, Host, Rule};
