@@ -1,18 +1,18 @@
 //! Where the audit log is kept: its own SQLite file beside the session store
 //! (`<workspace_dir>/sessions/audit.db`, [`super::store`]), or, when `[store] url` is a
 //! PostgreSQL database, that database's `audit_records` table ([`super::postgres`]), shared
-//! by every daemon on it. [`Db`] answers the same operations on both; [`prune`] is written
-//! once over them.
+//! by every daemon on it. [`Db`] answers the same operations on both; pruning
+//! ([`super::prune`]) is written once over them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rusqlite::Connection;
 use serde_json::Value;
 
 use super::chain::Row;
-use super::checkpoint::{Signer, Stored};
+use super::checkpoint::Stored;
 use super::postgres::PgLog;
-use super::{AuditError, anchor, store, tlog};
+use super::{AuditError, store};
 use crate::config::Config;
 use crate::store::Location;
 
@@ -148,64 +148,24 @@ impl Db {
         }
     }
 
-    fn bounds(&mut self, before_ms: i64) -> Result<(Option<i64>, Option<i64>), String> {
+    pub(super) fn bounds(&mut self, before_ms: i64) -> Result<(Option<i64>, Option<i64>), String> {
         match self {
             Db::Sqlite(conn) => store::bounds(conn, before_ms),
             Db::Postgres(log) => log.bounds(before_ms),
         }
     }
 
-    fn hash_of(&mut self, seq: i64) -> Result<Option<String>, String> {
+    pub(super) fn hash_of(&mut self, seq: i64) -> Result<Option<String>, String> {
         match self {
             Db::Sqlite(conn) => store::hash_of(conn, seq),
             Db::Postgres(log) => log.hash_of(seq),
         }
     }
 
-    fn delete_through(&mut self, through: i64) -> Result<u64, String> {
+    pub(super) fn delete_through(&mut self, through: i64) -> Result<u64, String> {
         match self {
             Db::Sqlite(conn) => store::delete_through(conn, through),
             Db::Postgres(log) => log.delete_through(through),
         }
     }
-}
-
-/// Deletes the records older than `before_ms` (a prefix of the chain) and appends a
-/// checkpoint naming the last pruned seq and its hash; returns how many went. `anchor_at` is
-/// the path the anchor is written beside ([`anchor::path_for`]). With a `signer`, a signed
-/// checkpoint of the tree at the last pruned seq is stored first, so the tree of the records
-/// that stay can still be checked ([`super::tlog::verify`]).
-pub fn prune(
-    db: &mut Db,
-    anchor_at: &Path,
-    before_ms: i64,
-    key: Option<&[u8]>,
-    signer: Option<Signer>,
-) -> Result<u64, String> {
-    let (first_kept, newest) = db.bounds(before_ms)?;
-    let through = match first_kept {
-        Some(seq) => seq - 1,
-        None => newest.unwrap_or(0),
-    };
-    let Some(hash) = db.hash_of(through)? else {
-        return Ok(0);
-    };
-    // The checkpoint goes in first, so the pruned head is named in the chain before anything
-    // is deleted; then the prefix goes.
-    let body = serde_json::json!({
-        "kind": "checkpoint",
-        "time_ms": crate::store::now_ms(),
-        "pruned_through_seq": through,
-        "pruned_head_hash": hash,
-    });
-    let (seq, hash) = db.append(body, key)?;
-    if let Err(error) = anchor::write(anchor_at, seq, &hash, key) {
-        tracing::warn!(%error, "cannot write the audit anchor");
-    }
-    if let Some(signer) = signer {
-        let mut checkpointer = tlog::Checkpointer::new(signer);
-        checkpointer.checkpoint_at(db, through as u64)?;
-        checkpointer.checkpoint(db)?;
-    }
-    db.delete_through(through)
 }

@@ -12,7 +12,7 @@
 //! for a SQLite log on a full file system. [`chain`] owns the canonical encoding
 //! and verification, [`import`] another log brought in by `store copy`, [`network`] the egress
 //! proxy's connection record, [`anchor`] the head written beside the file, [`tool`] the per-call
-//! record, [`reload`] the configuration-reload record, [`export`] the JSONL and OCSF forms.
+//! record, [`reload`] the configuration-reload record, [`prune`] the deletion of a prefix, [`export`] the JSONL and OCSF forms.
 //! The verifiable log: [`merkle`] the RFC 6962 tree and proofs, [`checkpoint`] the signed
 //! checkpoints and their Ed25519 keys (`[audit] signing_key_file`), [`tlog`] the tree over the
 //! records, signed by the writer and checked by `audit verify`; [`attest`] the signed record
@@ -29,6 +29,7 @@ pub mod import;
 pub mod merkle;
 pub mod network;
 pub mod postgres;
+pub mod prune;
 pub mod reload;
 pub mod reserve;
 pub mod store;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::time::format_time;
 use super::{audit_proof, terminal};
 use crate::audit::checkpoint::{Stored, Verifier};
-use crate::audit::db::{self, Db, Target};
+use crate::audit::db::{Db, Target};
 use crate::audit::tlog::TreeVerified;
 use crate::audit::{self, chain, export};
 use crate::config::Config;
@@ -244,7 +244,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             let before = parse_time(&before)?;
             let mut log = Db::open(&target)?;
             let signer = audit::load_signer(&config)?;
-            let pruned = db::prune(&mut log, &path, before, key.as_deref(), signer)
+            let pruned = audit::prune::prune(&mut log, &path, before, key.as_deref(), signer)
                 .map_err(|e| anyhow::anyhow!("pruning {}: {e}", target.describe()))?;
             terminal::stdout().line(format_args!(
                 "pruned {pruned} records before {}",
