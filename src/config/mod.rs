@@ -13,6 +13,7 @@ pub mod mask;
 pub mod mcp;
 pub mod models;
 pub mod network;
+pub mod origin;
 mod sources;
 pub mod umask;
 mod validate;

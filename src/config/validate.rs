@@ -70,7 +70,7 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
         }
     }
     for (i, origin) in config.gateway.allowed_origins.iter().enumerate() {
-        if let Some(message) = crate::gateway::origin::entry_problem(origin) {
+        if let Some(message) = super::origin::entry_problem(origin) {
             return Err(invalid(format!("gateway.allowed_origins[{i}]"), message));
         }
     }
