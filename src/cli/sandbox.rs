@@ -244,7 +244,7 @@ fn profile(args: &SandboxRunArgs, policy: &Policy) -> Result<Profile, String> {
         Some(w) => existing_dir("--workspace", w)?,
         None => std::env::current_dir().map_err(|e| format!("current directory: {e}"))?,
     };
-    let workspace = crate::policy::paths::normalize(&workspace);
+    let workspace = crate::policy::resolve::normalize(&workspace);
     policy.check_cwd(&workspace)?;
     let mut p = Profile::for_workspace(&workspace)
         .network(args.network)

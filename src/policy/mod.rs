@@ -1,5 +1,5 @@
 //! The security policy of one session: built from `[autonomy]` (with the agent's override),
-//! it resolves and checks the paths a tool names ([`paths`]), classifies shell commands
+//! it resolves ([`resolve`]) and checks ([`paths`]) the paths a tool names, classifies shell commands
 //! ([`risk`]), decides whether a call runs, asks, or is refused ([`approval`]), and turns
 //! itself into the sandbox profile every tool execution is confined by ([`profile`]; what a
 //! `full` shell reaches outside the cwd: [`reach`]; what no child may write at any level:
@@ -17,6 +17,7 @@ pub mod never_writable;
 pub mod paths;
 pub mod profile;
 pub mod reach;
+pub mod resolve;
 pub mod risk;
 
 use std::path::{Path, PathBuf};
@@ -127,7 +128,7 @@ impl Policy {
             allowed_roots: autonomy
                 .allowed_roots
                 .iter()
-                .map(|r| (paths::normalize(&paths::expand_home(&r.path)), r.write))
+                .map(|r| (resolve::normalize(&resolve::expand_home(&r.path)), r.write))
                 .collect(),
             always_ask: autonomy.always_ask,
             auto_approve: autonomy.auto_approve,
@@ -182,7 +183,7 @@ impl Default for Policy {
             workspace_only: true,
             forbidden: forbidden_paths(&autonomy)
                 .iter()
-                .map(|p| paths::normalize(p))
+                .map(|p| resolve::normalize(p))
                 .collect(),
             allowed_roots: Vec::new(),
             always_ask: Vec::new(),
@@ -218,7 +219,7 @@ fn denied_paths(config: &Config, autonomy: &AutonomyConfig) -> Vec<PathBuf> {
     if let Some(sessions) = config.store_path().parent() {
         forbidden.push(sessions.to_path_buf());
     }
-    forbidden.iter().map(|p| paths::normalize(p)).collect()
+    forbidden.iter().map(|p| resolve::normalize(p)).collect()
 }
 
 fn forbidden_paths(autonomy: &AutonomyConfig) -> Vec<PathBuf> {
@@ -226,6 +227,6 @@ fn forbidden_paths(autonomy: &AutonomyConfig) -> Vec<PathBuf> {
         .iter()
         .map(|p| p.to_string())
         .chain(autonomy.forbidden_paths.iter().cloned())
-        .map(|p| paths::expand_home(Path::new(&p)))
+        .map(|p| resolve::expand_home(Path::new(&p)))
         .collect()
 }

@@ -13,7 +13,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use super::paths::normalize;
+use super::resolve::normalize;
 
 /// Why a path is never writable from a tool child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,11 @@
-//! Path resolution and the policy's path checks: `~` expansion, relative paths against the
-//! session cwd, lexical `..` normalization, symlinks of existing ancestors resolved, then
+//! The policy's path checks, on paths resolved against the session cwd ([`super::resolve`]):
 //! forbidden paths (every level), the never-writable paths and protected git paths (writes),
 //! what a `full` session may write, and the workspace jail.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::Policy;
+use super::resolve::{expand_home, normalize};
 use crate::config::AutonomyLevel;
 
 /// What a tool wants to do with a path.
@@ -36,46 +36,6 @@ impl Denied {
 impl std::fmt::Display for Denied {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.reason)
-    }
-}
-
-/// `~` and `~/...` against `$HOME`.
-pub fn expand_home(path: &Path) -> PathBuf {
-    let Ok(rest) = path.strip_prefix("~") else {
-        return path.to_path_buf();
-    };
-    match zeroclaw_sandbox::profile::home_dir() {
-        Some(home) => home.join(rest),
-        None => path.to_path_buf(),
-    }
-}
-
-/// Absolute, `.`/`..` removed lexically, and the longest existing ancestor canonicalized (so
-/// a symlink planted in the workspace cannot point the check elsewhere).
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut lexical = PathBuf::from("/");
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            Component::Normal(name) => lexical.push(name),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    let mut existing = lexical.as_path();
-    let mut tail = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            return tail.iter().rev().fold(real, |acc, name| acc.join(name));
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                tail.push(name.to_owned());
-                existing = parent;
-            }
-            _ => return lexical,
-        }
     }
 }
 

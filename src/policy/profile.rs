@@ -168,7 +168,7 @@ mod tests {
         ] {
             let profile = policy.shell_profile(ws.path());
             assert_eq!(profile.umask, 0o027);
-            let config_dir = super::super::paths::normalize(dir.path());
+            let config_dir = super::super::resolve::normalize(dir.path());
             assert!(profile.denied.contains(&config_dir), "{:?}", profile.denied);
         }
         assert_eq!(Policy::default().profile(ws.path(), &[]).umask, 0o022);

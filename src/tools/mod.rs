@@ -283,9 +283,9 @@ pub fn path_location(args: &Value, cwd: &std::path::Path, line_key: Option<&str>
     let Some(raw) = args["path"].as_str() else {
         return Value::Null;
     };
-    let path = crate::policy::paths::normalize(
-        &cwd.join(crate::policy::paths::expand_home(std::path::Path::new(raw))),
-    );
+    let path = crate::policy::resolve::normalize(&cwd.join(crate::policy::resolve::expand_home(
+        std::path::Path::new(raw),
+    )));
     let mut location = serde_json::json!({"path": path});
     if let Some(line) = line_key.and_then(|k| args[k].as_u64()) {
         location["line"] = line.into();
