@@ -222,10 +222,12 @@ async fn send_big(stream: &mut TcpStream) -> std::io::Result<()> {
 /// `zeroclaw sandbox run --backend namespaces --network MODE -- true`, interleaved.
 fn sandbox_run() {
     let dir = tempfile::tempdir().expect("dir");
+    // Apart from the workspace: `sandbox run` refuses a workspace inside its config dir.
+    let config_dir = tempfile::tempdir().expect("config dir");
     let run = |network: &str| {
         let started = Instant::now();
         let status = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
-            .env("ZEROCLAW_CONFIG_DIR", dir.path())
+            .env("ZEROCLAW_CONFIG_DIR", config_dir.path())
             .args([
                 "sandbox",
                 "run",
