@@ -26,6 +26,8 @@ pub use super::ws_transport::Transport;
 
 /// How long a wait may block before the test is declared hung.
 pub const HANG_GUARD: Duration = Duration::from_secs(90);
+/// How long `wait_exit` lets the pipe readers catch up with an exited process.
+const DRAIN_GUARD: Duration = Duration::from_secs(5);
 
 /// Spawn options for [`AcpClient`].
 pub struct Builder {
@@ -490,6 +492,7 @@ impl AcpClient {
         let start = Instant::now();
         loop {
             if let Some(status) = self.process_mut().try_wait().expect("try_wait") {
+                self.drain_pipes();
                 return status;
             }
             if start.elapsed() > HANG_GUARD {
@@ -510,6 +513,15 @@ impl AcpClient {
     /// Whether the process is still running.
     pub fn is_alive(&mut self) -> bool {
         matches!(self.process_mut().try_wait(), Ok(None))
+    }
+
+    /// After the exit, lets the stdout and stderr readers reach end of file, so what the
+    /// process wrote last is in `stderr()` (bounded: a leftover descendant may hold a pipe).
+    fn drain_pipes(&mut self) {
+        let start = Instant::now();
+        while self.threads.iter().any(|t| !t.is_finished()) && start.elapsed() < DRAIN_GUARD {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     fn join_threads(&mut self) {
