@@ -1,13 +1,16 @@
 //! The egress proxy's cost (run: `cargo bench --bench egress`): a 100 MiB body forwarded
 //! (plain `http://`), 100 MiB through a `CONNECT` tunnel (after a real TLS ClientHello) and
 //! 1,000 small requests (a fresh connection each: connection setup included) through the
-//! proxy versus directly from a loopback upstream in the same run, and `zeroclaw sandbox run
-//! --network proxy -- true` versus `--network deny`. Medians; ratios printed, nothing asserted.
+//! proxy versus directly from a loopback upstream in the same run, with the process CPU per
+//! GiB of each; the same transfers over a veth link shaped to 1 Gbit/s ([`link`]); and
+//! `zeroclaw sandbox run --network proxy -- true` versus `--network deny`. Medians; ratios
+//! printed, nothing asserted.
 
 #[allow(dead_code)]
 mod common;
+#[path = "egress/link.rs"]
+mod link;
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::Arc;
@@ -16,9 +19,6 @@ use std::time::{Duration, Instant};
 use common::{median, ms};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use zeroclaw::config::{NetworkConfig, NetworkMode};
-use zeroclaw::egress::EgressPolicy;
-use zeroclaw::egress::proxy::{Limits, Proxy};
 
 const BIG: usize = 100 << 20;
 const BIG_RUNS: usize = 5;
@@ -29,77 +29,51 @@ const NAME: &str = "bench.example";
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(through_the_proxy());
+    drop(runtime);
+    link::rows();
     sandbox_run();
 }
 
 async fn through_the_proxy() {
-    let up = upstream().await;
-    let config = NetworkConfig {
-        mode: NetworkMode::Proxy,
-        allow_domains: vec![NAME.to_owned()],
-        allow_ports: vec![up.port()],
-        allow_cidrs: vec!["127.0.0.0/8".to_owned()],
-        hosts: BTreeMap::from([(NAME.to_owned(), "127.0.0.1".to_owned())]),
-        ..NetworkConfig::default()
-    };
-    let policy = EgressPolicy::from_config(&config).expect("policy");
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("proxy listener");
-    let proxy_addr = listener.local_addr().expect("proxy addr");
-    let proxy = Proxy::new(policy, Limits::default());
-    let _serving = proxy.serve_http(listener);
-    let direct = |path: &str| {
-        (
-            up,
-            format!(
-                "GET {path} HTTP/1.1\r\nHost: {NAME}:{}\r\nConnection: close\r\n\r\n",
-                up.port()
-            )
-            .into_bytes(),
-        )
-    };
-    let proxied = |path: &str| {
-        (
-            proxy_addr,
-            format!(
-                "GET http://{NAME}:{port}{path} HTTP/1.1\r\nHost: {NAME}:{port}\r\n\
-                 Connection: close\r\n\r\n",
-                port = up.port()
-            )
-            .into_bytes(),
-        )
-    };
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("upstream");
+    let up = listener.local_addr().expect("addr");
+    serve_upstream(listener);
+    let proxy_addr = link::proxy_for(up, "127.0.0.0/8").await;
     println!("egress proxy vs direct on loopback, medians");
     let (mut d, mut p) = (Vec::new(), Vec::new());
+    let (mut cpu_direct, mut cpu_proxied) = (Duration::ZERO, Duration::ZERO);
     for _ in 0..BIG_RUNS {
-        d.push(fetch(direct("/big"), BIG).await);
-        p.push(fetch(proxied("/big"), BIG).await);
+        let before = link::cpu_time();
+        d.push(fetch(plain_get(up, up, "/big", false), BIG).await);
+        let between = link::cpu_time();
+        p.push(fetch(plain_get(proxy_addr, up, "/big", true), BIG).await);
+        cpu_direct += between - before;
+        cpu_proxied += link::cpu_time() - between;
     }
     throughput("100 MiB body", &mut d, &mut p);
+    let gib = (BIG * BIG_RUNS) as f64 / (1u64 << 30) as f64;
+    let per_gib = |cpu: Duration| ms(cpu) / gib;
+    println!(
+        "CPU per GiB (whole process): direct {:.0} ms, proxied {:.0} ms; the relay's share \
+         {:.0} ms per GiB ({:.2}x a direct transfer)",
+        per_gib(cpu_direct),
+        per_gib(cpu_proxied),
+        per_gib(cpu_proxied.saturating_sub(cpu_direct)),
+        cpu_proxied.saturating_sub(cpu_direct).as_secs_f64() / cpu_direct.as_secs_f64()
+    );
     // The upstream answers a TLS record with the 100 MiB raw; the CONNECT and the ClientHello
     // go in one write (the proxy gets the ClientHello with the request head).
     let hello = client_hello();
-    let tunnel_direct = || (up, hello.clone());
-    let tunnel_proxied = || {
-        let mut request = format!(
-            "CONNECT {NAME}:{port} HTTP/1.1\r\nHost: {NAME}:{port}\r\n\r\n",
-            port = up.port()
-        )
-        .into_bytes();
-        request.extend_from_slice(&hello);
-        (proxy_addr, request)
-    };
     let (mut d, mut p) = (Vec::new(), Vec::new());
     for _ in 0..BIG_RUNS {
-        d.push(fetch(tunnel_direct(), BIG).await);
-        p.push(fetch(tunnel_proxied(), BIG).await);
+        d.push(fetch((up, hello.clone()), BIG).await);
+        p.push(fetch(connect_with_hello(proxy_addr, up, &hello), BIG).await);
     }
     throughput("100 MiB through CONNECT", &mut d, &mut p);
     let (mut d, mut p) = (Vec::new(), Vec::new());
     for _ in 0..SMALL_RUNS {
-        d.push(fetch(direct("/small"), 5).await);
-        p.push(fetch(proxied("/small"), 5).await);
+        d.push(fetch(plain_get(up, up, "/small", false), 5).await);
+        p.push(fetch(plain_get(proxy_addr, up, "/small", true), 5).await);
     }
     let (d, p) = (median(&mut d), median(&mut p));
     println!(
@@ -109,6 +83,27 @@ async fn through_the_proxy() {
         ms(p),
         ms(p.saturating_sub(d))
     );
+}
+
+/// A `GET path` of [`NAME`] at `up`, sent to `to`: in absolute form when `proxied`.
+fn plain_get(to: SocketAddr, up: SocketAddr, path: &str, proxied: bool) -> (SocketAddr, Vec<u8>) {
+    let port = up.port();
+    let target = if proxied {
+        format!("http://{NAME}:{port}{path}")
+    } else {
+        path.to_owned()
+    };
+    let head = format!("GET {target} HTTP/1.1\r\nHost: {NAME}:{port}\r\nConnection: close\r\n\r\n");
+    (to, head.into_bytes())
+}
+
+/// A `CONNECT` to [`NAME`] at `up` through `proxy`, with `hello` in the same write.
+fn connect_with_hello(proxy: SocketAddr, up: SocketAddr, hello: &[u8]) -> (SocketAddr, Vec<u8>) {
+    let port = up.port();
+    let mut request =
+        format!("CONNECT {NAME}:{port} HTTP/1.1\r\nHost: {NAME}:{port}\r\n\r\n").into_bytes();
+    request.extend_from_slice(hello);
+    (proxy, request)
 }
 
 /// Prints the median throughputs of `direct` and `proxied` fetches of [`BIG`] bytes.
@@ -156,11 +151,9 @@ async fn fetch((addr, request): (SocketAddr, Vec<u8>), body: usize) -> Duration 
     took
 }
 
-/// A loopback upstream: `/big` answers a 100 MiB body, anything else `hello`; a TLS record
-/// (a tunnel's ClientHello) is answered with the 100 MiB raw.
-async fn upstream() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("upstream");
-    let addr = listener.local_addr().expect("addr");
+/// Serves the upstream on `listener`: `/big` answers a 100 MiB body, anything else `hello`;
+/// a TLS record (a tunnel's ClientHello) is answered with the 100 MiB raw.
+fn serve_upstream(listener: TcpListener) {
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
             tokio::spawn(async move {
@@ -207,7 +200,6 @@ async fn upstream() -> SocketAddr {
             });
         }
     });
-    addr
 }
 
 /// Writes [`BIG`] bytes in 1 MiB writes.
