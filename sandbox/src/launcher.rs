@@ -20,6 +20,18 @@ use crate::supervise::{Config, Event, Kill, Reaper, Reply, Start, Supervisor};
 pub use crate::supervise::{End, Outcome, Stream};
 use crate::wire::Enforcement;
 
+/// How many times a call whose read-only root vanished under bubblewrap is started again.
+const VANISHED_ROOT_RETRIES: u32 = 3;
+
+/// Whether bubblewrap failed because a source it was binding was removed meanwhile.
+fn a_read_root_vanished(e: &SandboxError) -> bool {
+    matches!(e, SandboxError::Setup(setup)
+        if setup.stage == crate::error::Stage::Bubblewrap
+            && setup.call.contains("bwrap: Can't bind mount")
+            && (setup.call.contains("(deleted)\" in mount table")
+                || setup.call.contains("No such file or directory")))
+}
+
 /// The daemon side's half of a [`crate::Sandbox`]: how a call is planned, the helper
 /// executable, its zygote and the warm helpers.
 #[derive(Debug, Clone)]
@@ -54,7 +66,29 @@ impl Launcher {
     }
 
     /// Starts the call; returns once the helper reports the confinement complete.
+    /// A read-only root the host removes while bubblewrap binds it fails bwrap itself (the
+    /// source is gone at the bind, or bwrap looks for the bind in the mount table, where the
+    /// kernel names it "… (deleted)"): nothing of the call has run then, so it is started
+    /// again, a bounded number of times.
     pub(crate) async fn start(
+        &self,
+        profile: &Profile,
+        argv: Vec<OsString>,
+        op: Option<String>,
+    ) -> Result<Confined, SandboxError> {
+        let mut retries = VANISHED_ROOT_RETRIES;
+        loop {
+            match self.start_once(profile, argv.clone(), op.clone()).await {
+                Err(e) if retries > 0 && a_read_root_vanished(&e) => {
+                    retries -= 1;
+                    tracing::debug!("a read-only root vanished while bwrap bound it; again: {e}");
+                }
+                started => return started,
+            }
+        }
+    }
+
+    async fn start_once(
         &self,
         profile: &Profile,
         argv: Vec<OsString>,

@@ -384,6 +384,54 @@ async fn a_read_only_root_removed_after_planning_is_skipped(s: Sandbox) {
     );
 }
 
+/// Read-only roots that another program removes and recreates while the sandbox is being
+/// built (a `full` session reads the host's `/var/tmp`, where other programs' temporary
+/// directories come and go) never fail the call, whichever step of the build they vanish at.
+async fn read_only_roots_churned_while_the_sandbox_is_built_never_fail_the_call(s: Sandbox) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const ROOTS: usize = 64;
+    const CALLS: usize = 30;
+    let backend = s.backend();
+    let (ws, churned) = (workspace(), workspace());
+    let roots: Vec<PathBuf> = (0..ROOTS)
+        .map(|i| churned.path().join(format!("tmp-{i}")))
+        .collect();
+    let mut p = Profile::for_workspace(ws.path());
+    for root in &roots {
+        std::fs::create_dir(root).unwrap();
+        p = p.allow_read(root);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let (stop, roots) = (stop.clone(), roots.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                for root in &roots {
+                    let _ = std::fs::remove_dir(root);
+                    let _ = std::fs::create_dir(root);
+                }
+            }
+        })
+    };
+    let mut failures = Vec::new();
+    for _ in 0..CALLS {
+        match s.run(&p, ["true"], std::future::pending()).await {
+            Ok(o) if o.shell_code() == 0 => {}
+            Ok(o) => failures.push(String::from_utf8_lossy(&o.stderr).into_owned()),
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    churn.join().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{backend}: {} of {CALLS} calls failed; first: {}",
+        failures.len(),
+        failures[0]
+    );
+}
+
 /// A writable root that disappears between planning and mounting is an error naming it (the
 /// namespace backends bind it; Landlock-only grants nothing on a missing path).
 async fn a_writable_root_removed_after_planning_fails_naming_it(s: Sandbox) {
@@ -765,6 +813,7 @@ per_backend!(
     dropping_the_handle_kills_the_tree_via_the_lifeline,
     a_helper_that_does_not_confine_is_a_setup_error_not_a_run,
     a_read_only_root_removed_after_planning_is_skipped,
+    read_only_roots_churned_while_the_sandbox_is_built_never_fail_the_call,
     a_writable_root_removed_after_planning_fails_naming_it,
     nested_denied_paths_are_hidden_and_the_run_succeeds,
     an_entry_swapped_for_a_symlink_after_planning_grants_nothing,

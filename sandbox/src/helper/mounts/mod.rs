@@ -293,14 +293,29 @@ fn bind(path: &Path, rw: bool, optional: bool) -> Result<(), SetupError> {
     } else {
         touch(path)?;
     }
-    mount(
-        Some(&src),
-        path,
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|e| err(format!("mount({} , bind)", path.display()), e))?;
+    let bind_it = || {
+        mount(
+            Some(&src),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+    };
+    // A read-only root removed between the `lstat` and the bind is skipped like one gone
+    // before; one removed and made again meanwhile is bound as it is now.
+    let mut bound = bind_it();
+    for _ in 0..3 {
+        match bound {
+            Err(nix::errno::Errno::ENOENT) if optional => match src.symlink_metadata() {
+                Err(_) => return Ok(()),
+                Ok(m) if m.is_dir() == meta.is_dir() => bound = bind_it(),
+                Ok(_) => break,
+            },
+            _ => break,
+        }
+    }
+    bound.map_err(|e| err(format!("mount({} , bind)", path.display()), e))?;
     harden_mount(path, !rw)
         .map_err(|e| err(format!("mount_setattr({}, ro={})", path.display(), !rw), e))
 }

@@ -64,14 +64,20 @@ impl SocketSeal {
             escape_overlay(&path.display().to_string())
         );
         let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-        mount(
+        let mounted = mount(
             Some("overlay"),
             path,
             Some("overlay"),
             flags,
             Some(data.as_str()),
-        )
-        .map_err(|e| {
+        );
+        if mounted == Err(nix::errno::Errno::ENOENT) && removed_on_the_host(path) {
+            // Removed on the host since it was bound (another program's temporary directory
+            // under a `full` session's read roots): an unlinked directory is empty and takes
+            // no new entry, so there is no socket to hide, and its read-only bind stays.
+            return Ok(());
+        }
+        mounted.map_err(|e| {
             let failed = err(format!("mount(overlay, {}, {data})", path.display()), e);
             match clones.first() {
                 // The kernel locks the host's mounts copied into a user namespace, and overlayfs
@@ -95,6 +101,13 @@ impl SocketSeal {
         }
         Ok(())
     }
+}
+
+/// Whether the directory mounted at `path` was removed on the host (overlayfs refuses an
+/// unlinked lower layer with ENOENT): a removed directory has no links left.
+fn removed_on_the_host(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    path.metadata().is_ok_and(|m| m.is_dir() && m.nlink() == 0)
 }
 
 /// The enforcement note of a bubblewrap run whose read-only roots could not be sealed.
