@@ -25,7 +25,8 @@ const MAX_BYTES: u64 = 256 * 1024;
 
 /// Keys a user's global config may pass on beyond [`super::validate::ALLOWED`] (lowercase
 /// `section.key`; `section.*` for every key of the section). None runs a program or names a
-/// file; `alias.*` is kept only for aliases that do not start with `!` (a shell command).
+/// file; `alias.*` is kept only for aliases that name a git subcommand first (not `!`, a shell
+/// command, nor `-`, git's own options such as `-c core.fsmonitor=...`).
 pub const GLOBAL_ALLOWED: &[&str] = &[
     "color.*",
     "advice.*",
@@ -62,12 +63,13 @@ fn global_allowed(e: &Entry) -> bool {
     let whole = format!("{}.*", e.section);
     let named = format!("{}.{}", e.section, e.key);
     match e.section.as_str() {
-        // `[alias] x = !cmd` runs a shell command; `[alias "x"]` is no alias git reads.
+        // `[alias] x = !cmd` runs a shell command, `x = -c key=value cmd` sets any key;
+        // `[alias "x"]` is no alias git reads.
         "alias" => {
             e.sub.is_none()
                 && e.value
                     .as_deref()
-                    .is_some_and(|v| !v.trim_start().starts_with('!'))
+                    .is_some_and(|v| !v.trim_start().starts_with(['!', '-']))
         }
         "color" | "advice" => GLOBAL_ALLOWED.contains(&whole.as_str()),
         _ => e.sub.is_none() && GLOBAL_ALLOWED.contains(&named.as_str()),
@@ -120,7 +122,7 @@ mod tests {
         let user = "[user]\n\tname = Ada Lovelace\n\temail = ada@example.org\n\
                     [init]\n\tdefaultBranch = main\n[color]\n\tui = auto\n\
                     [color \"diff\"]\n\tmeta = yellow\n[alias]\n\tst = status -sb\n\
-                    \tboom = !sh -c 'touch /x'\n[pull]\n\trebase = true\n\
+                    \tboom = !sh -c 'touch /x'\n\tsneak = -c core.fsmonitor=/f status\n[pull]\n\trebase = true\n\
                     [core]\n\tautocrlf = input\n\thooksPath = /h\n\tfsmonitor = /f\n\
                     \tsshCommand = ssh -i k\n\tpager = less\n\teditor = vim\n\
                     \texcludesFile = ~/.gitignore\n[filter \"lfs\"]\n\tclean = git-lfs clean\n\
@@ -153,6 +155,7 @@ mod tests {
         );
         for key in [
             "alias.boom",
+            "alias.sneak",
             "core.hookspath",
             "core.fsmonitor",
             "core.sshcommand",
