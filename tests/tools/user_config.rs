@@ -1,7 +1,7 @@
 //! The user's own configuration that work needs, as a `supervised` session's shell sees it on
 //! every rung the machine has: the git identity and safe settings of the user's
 //! `~/.gitconfig` (a validated copy: no key that runs a program), `git config --global` that
-//! lasts for its call only and is told, and the user's toolchains under `~` first on `PATH`
+//! lasts for its call only and is told (in `full` too), and the user's toolchains under `~` first on `PATH`
 //! in the daemon's order.
 
 use crate::tools_support::{Outcome, Scene, Setup, backend_available};
@@ -62,12 +62,17 @@ fn a_supervised_commit_carries_the_users_identity_and_no_program_key_reaches_the
 
 #[test]
 fn git_config_global_lasts_for_its_call_only_and_is_told() {
-    for backend in RUNGS {
+    // `full` too: its HOME shows the real `~/.gitconfig` read-only (a bind git cannot rename
+    // over), so the copy lives beside it.
+    let levels = RUNGS
+        .iter()
+        .flat_map(|b| [("supervised", *b), ("full", *b)]);
+    for (level, backend) in levels {
         if !backend_available(backend) {
             continue;
         }
-        eprintln!("rung: {backend}");
-        let s = Scene::start(Setup::level("supervised").backend(backend));
+        eprintln!("rung: {backend}, level: {level}");
+        let s = Scene::start(Setup::level(level).backend(backend));
         let gitconfig = s.home.path().join(".gitconfig");
         std::fs::write(&gitconfig, USER_GITCONFIG).unwrap();
         let set = s.call(
