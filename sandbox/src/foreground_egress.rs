@@ -151,6 +151,7 @@ mod tests {
             enforcement: crate::wire::Enforcement::default(),
             git_refused: Vec::new(),
             discarded: Vec::new(),
+            git_config_changed: false,
         });
         assert!(failed(egress.finish(killed)).contains("serve the egress proxy: no runtime"));
     }

@@ -137,12 +137,15 @@ pub const SYSTEM_READ_ONLY: &[&str] = &[
     "/run/current-system",
 ];
 
-/// The confined command's `PATH` (after `~/.cargo/bin` when it exists), unless the profile
-/// sets one.
+/// The system directories of the confined command's `PATH`, after the caller's own entries the
+/// child can read (see `plan/env.rs`), unless the profile sets one.
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/// Toolchain directories under `$HOME` that are exposed read-only (nothing else of `$HOME` is).
-pub const HOME_TOOLCHAINS: &[&str] = &[".cargo/bin", ".rustup", ".pyenv", ".nvm"];
+/// Toolchain directories under `$HOME` that are exposed read-only (nothing else of `$HOME` is):
+/// rustup's and cargo's programs, pyenv's and nvm's interpreters, and the user's own programs
+/// (`~/.local/bin`, where pip, pipx and uv install them). On the child's `PATH` when on the
+/// caller's.
+pub const HOME_TOOLCHAINS: &[&str] = &[".cargo/bin", ".rustup", ".pyenv", ".nvm", ".local/bin"];
 
 /// Secrets under `/etc` that are masked although `/etc` is readable.
 pub const SYSTEM_SECRETS: &[&str] = &[

@@ -20,6 +20,8 @@ pub fn key(plan: &Plan) -> Plan {
     k.cwd.clear();
     k.launcher_pid = 0;
     k.warm = false;
+    // Written when the call arrives, not part of the root (see `helper::git_global`).
+    k.git_global = None;
     k.limits = crate::profile::Limits {
         processes: plan.limits.processes,
         file_size_bytes: plan.limits.file_size_bytes,

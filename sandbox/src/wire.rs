@@ -129,6 +129,10 @@ pub enum Message {
     /// The call wrote to these private places, discarded at its end (`/tmp` and `$HOME` as
     /// the command saw them; see `helper::discarded`), sent before [`Message::Exited`].
     Discarded(Vec<String>),
+    /// The call changed the user's git config copy in its private HOME (`git config
+    /// --global`; see `helper::git_global`), discarded at its end; sent before
+    /// [`Message::Exited`].
+    GitConfigChanged,
 }
 
 impl Message {

@@ -218,6 +218,12 @@ fn report(result: Result<zeroclaw_sandbox::Outcome, SandboxError>) -> ExitCode {
             o.discarded.join(" and ")
         );
     }
+    if result.as_ref().is_ok_and(|o| o.git_config_changed) {
+        eprintln!(
+            "zeroclaw sandbox: the command changed the global git config (a copy private to \
+             the run; ~/.gitconfig is unchanged)"
+        );
+    }
     match result {
         Ok(o) => match o.end {
             End::TimedOut => {

@@ -81,7 +81,8 @@ pub fn preflight(specs: &[ServerSpec], policy: &Policy, cwd: &Path) -> Vec<Strin
 }
 
 /// The server's executable on the host: `command` as a path (relative to `cwd`), or found on
-/// the PATH its environment sets, else the sandbox's default one. The error says why not.
+/// the PATH its environment sets, else the one the sandbox builds from the daemon's. The error
+/// says why not.
 fn executable(spec: &ServerSpec, cwd: &Path) -> Result<PathBuf, String> {
     let command = Path::new(&spec.command);
     if spec.command.contains('/') {
@@ -93,12 +94,19 @@ fn executable(spec: &ServerSpec, cwd: &Path) -> Result<PathBuf, String> {
         };
     }
     let given = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
-    // The sandbox's PATH: `~/.cargo/bin` first when it exists.
-    let default = zeroclaw_sandbox::profile::home_dir()
-        .map(|home| format!("{}:{DEFAULT_PATH}", home.join(".cargo/bin").display()))
-        .unwrap_or_else(|| DEFAULT_PATH.to_owned());
+    // The sandbox's PATH: the daemon's own entries (the child keeps those it can read, and
+    // the directory found here is exposed), `~/.cargo/bin`, the system directories.
+    let cargo = zeroclaw_sandbox::profile::home_dir().map(|home| home.join(".cargo/bin"));
+    let own = std::env::var("PATH").unwrap_or_default();
+    let default = [Some(own), cargo.map(|c| c.display().to_string())]
+        .into_iter()
+        .flatten()
+        .chain([DEFAULT_PATH.to_owned()])
+        .collect::<Vec<_>>()
+        .join(":");
     let path = given.cloned().unwrap_or(default);
     std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(command))
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && is_executable(&m)))
         .ok_or_else(|| format!("{}: command not found on PATH {path}", spec.command))

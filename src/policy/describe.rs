@@ -43,7 +43,7 @@ pub fn lines(policy: &Policy, cwd: Option<&Path>, backend: Option<Backend>) -> V
         HOST_READS.as_str()
     } else {
         ", the system's read-only roots (/usr, /bin, /lib, /etc, /opt, ...) and the home \
-         toolchains (~/.cargo/bin, ~/.rustup, ~/.pyenv, ~/.nvm)"
+         toolchains (~/.cargo/bin, ~/.rustup, ~/.pyenv, ~/.nvm, ~/.local/bin)"
     };
     reads += &format!(
         "; never the forbidden paths ({})",

@@ -181,6 +181,18 @@ pub fn discarded_note(outcome: &Outcome) -> Option<String> {
     })
 }
 
+/// The one line that says a call's `git config --global` changes are gone, if it made any:
+/// the child's global git config is a validated copy of the user's, private to the call.
+pub fn git_config_note(outcome: &Outcome) -> Option<String> {
+    outcome.git_config_changed.then(|| {
+        "note: this command changed the global git config (GIT_CONFIG_GLOBAL, a copy of the \
+         user's safe settings); the change lasted for this call only and the user's \
+         ~/.gitconfig is unchanged: use `git -c key=value` or the repository's config to keep \
+         a setting"
+            .to_owned()
+    })
+}
+
 /// The model-readable reason an execution was cut short, if it was.
 pub fn ended_early(outcome: &Outcome) -> Option<String> {
     match outcome.end {

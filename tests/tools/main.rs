@@ -1,5 +1,6 @@
 //! The tools suite: tool calls end to end through `zeroclaw acp` (`shell`, the file tools,
-//! delivery), the full-autonomy shell, the policy levels and approvals, and prompt injection.
+//! delivery), the full-autonomy shell, the policy levels and approvals, prompt injection, and
+//! the user configuration a child sees (git identity, toolchains on PATH).
 //! One test binary; each former file is a module (`tools_e2e::…`).
 
 #[path = "../support/mod.rs"]
@@ -17,3 +18,4 @@ mod session_files;
 mod shell_discarded;
 mod shell_limits;
 mod tools_e2e;
+mod user_config;

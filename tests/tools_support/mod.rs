@@ -88,7 +88,8 @@ impl Setup {
         self
     }
 
-    /// Sets a variable in the `zeroclaw acp` process's environment.
+    /// Sets a variable in the `zeroclaw acp` process's environment; `{home}` in `value` stands
+    /// for the scene's fake home (made when the scene starts).
     pub fn env(mut self, name: &str, value: &str) -> Setup {
         self.env.push((name.to_owned(), value.to_owned()));
         self
@@ -342,7 +343,7 @@ fn spawn_client(
         .env("GIT_CEILING_DIRECTORIES", root.to_string_lossy())
         .current_dir(root);
     for (name, value) in &setup.env {
-        builder = builder.env(name, value);
+        builder = builder.env(name, value.replace("{home}", &home.to_string_lossy()));
     }
     let client = builder.spawn();
     client.set_permission(setup.permission.clone());

@@ -18,11 +18,14 @@
 //! - [`stale`]: a stage's lock for its run's lifetime, and the removal of stages whose run is
 //!   gone (a killed helper's), never a live one, never through a symlink.
 //! - [`config`]: git's config format, parsed and rendered canonically.
+//! - [`global`]: the user's global config as the child sees it, a validated copy in its
+//!   private HOME (`GIT_CONFIG_GLOBAL`).
 //! - [`validate`]: what a staged repository may keep (an allowlist of config keys, no hooks
 //!   but samples, no attributes naming a driver, no `commondir`/`gitdir` redirection).
 pub mod config;
 pub mod copy;
 pub mod existing;
+pub mod global;
 pub mod land;
 pub mod missing;
 pub mod repo;

@@ -19,6 +19,7 @@ mod egress;
 mod exec;
 pub(crate) mod forked;
 mod git_binder;
+mod git_global;
 mod git_late;
 mod inherited;
 mod landlock;

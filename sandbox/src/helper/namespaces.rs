@@ -248,6 +248,7 @@ pub(super) fn init_main(
             exec::confine_and_exec_gated(plan, report, gate.as_ref())
         })
     };
+    super::git_global::write(plan);
     let usage = super::discarded::Usage::before(plan);
     // A program is exec'd right away: its process shares our memory until then, no copy.
     // An in-process operation runs in a copy, so its work never touches the init's memory.
@@ -288,6 +289,9 @@ pub(super) fn init_main(
     end_the_namespace();
     if let Some(discarded) = usage.after() {
         send(&discarded);
+    }
+    if let Some(changed) = super::git_global::changed(plan) {
+        send(&changed);
     }
     let code = shell_code(exit);
     // Git hook: so is a git stage, validated and applied after us (`crate::git::stage`).

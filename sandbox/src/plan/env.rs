@@ -1,7 +1,9 @@
-//! The confined command's environment: an allowlist.
+//! The confined command's environment: an allowlist. Its `PATH` is the caller's own entries
+//! the child can read, in the caller's order, then the default system directories; its
+//! `GIT_CONFIG_GLOBAL` names the user's validated git config (see `crate::git::global`).
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::facts::HostFacts;
 use crate::profile::Profile;
@@ -18,7 +20,7 @@ pub fn environment(
         env.retain(|(name, _)| name != k);
         env.push((k.into(), v));
     };
-    set("PATH", path_var(facts).into());
+    set("PATH", path_var(profile, facts).into());
     set(
         "LANG",
         facts
@@ -49,14 +51,53 @@ pub fn environment(
     env
 }
 
-fn path_var(facts: &HostFacts) -> String {
-    let mut dirs: Vec<String> = Vec::new();
-    if let Some(home) = &facts.home {
-        let cargo = home.join(".cargo/bin");
-        if facts.is_dir(&cargo) {
-            dirs.push(cargo.display().to_string());
+/// The caller's `PATH` entries that are absolute directories the child can read (inside one
+/// of the profile's roots, outside its denied paths), in the caller's order, then each of
+/// `~/.cargo/bin` and [`crate::profile::DEFAULT_PATH`]'s directories not already there: the
+/// user's toolchains (pyenv shims, nvm's node, rustup's cargo bin, `~/.local/bin`) win over
+/// the system's as they do in the user's shell.
+fn path_var(profile: &Profile, facts: &HostFacts) -> String {
+    let readable = |dir: &Path| {
+        let read_only = profile.read_only.iter().filter(|r| facts.exists(r));
+        let mut roots = read_only.chain(profile.writable_roots());
+        roots.any(|r| dir.starts_with(r)) && !profile.denied.iter().any(|d| dir.starts_with(d))
+    };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in path_entries(facts) {
+        if facts.is_dir(dir) && readable(dir) && !dirs.iter().any(|d| d == dir) {
+            dirs.push(dir.to_path_buf());
         }
     }
-    dirs.push(crate::profile::DEFAULT_PATH.to_string());
-    dirs.join(":")
+    // `~/.cargo/bin` as before when the caller's PATH lacks it (a service's minimal PATH).
+    let cargo = facts.home.as_ref().map(|h| h.join(".cargo/bin"));
+    let cargo = cargo.filter(|c| facts.is_dir(c) && readable(c));
+    let defaults = crate::profile::DEFAULT_PATH.split(':').map(PathBuf::from);
+    for dir in cargo.into_iter().chain(defaults) {
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    shown.join(":")
+}
+
+/// The caller's `PATH` entries that are absolute paths without `..` (a relative one would
+/// name a directory of the child's cwd), in order.
+pub(super) fn path_entries(facts: &HostFacts) -> impl Iterator<Item = &Path> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = facts.var("PATH").map(|p| p.as_bytes()).unwrap_or_default();
+    path.split(|b| *b == b':')
+        .map(|entry| Path::new(std::ffi::OsStr::from_bytes(entry)))
+        .filter(|dir| {
+            let parent = std::path::Component::ParentDir;
+            dir.is_absolute() && !dir.components().any(|c| c == parent)
+        })
+}
+
+/// Sets `GIT_CONFIG_GLOBAL` to the user's validated git config at `copy`, unless the profile
+/// set or passed one (see `crate::git::global`).
+pub(super) fn git_config_global(env: &mut Vec<(OsString, OsString)>, copy: &Path) {
+    if !env.iter().any(|(k, _)| k == "GIT_CONFIG_GLOBAL") {
+        env.push(("GIT_CONFIG_GLOBAL".into(), copy.into()));
+    }
 }

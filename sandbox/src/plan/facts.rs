@@ -1,9 +1,9 @@
 //! The host facts a plan is built from: every read [`super::build`] depends on (what is at a
 //! path, where a symlink points, a path's real path, a directory's entries, the caller's
-//! `LANG`/`TERM` and passed variables, who we run as, the root-only files of `/etc`, `/proc`
-//! and the toolchains, the git config's targets). Plain data with lookups; gathered from the
-//! host by [`HostFacts::gather`] (`gather.rs`, the plan's only module that reads the host),
-//! fabricated in tests.
+//! `LANG`/`TERM`/`PATH` and passed variables, who we run as, the root-only files of `/etc`,
+//! `/proc` and the toolchains, the git config's targets, the user's global git config). Plain
+//! data with lookups; gathered from the host by [`HostFacts::gather`] (`gather.rs`, the plan's
+//! only module that reads the host), fabricated in tests.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -44,7 +44,8 @@ pub struct HostFacts {
     pub home: Option<PathBuf>,
     /// This process's pid (the launcher's).
     pub launcher_pid: u32,
-    /// The caller's environment variables the plan may copy (`LANG`, `TERM`, passed names).
+    /// The caller's environment variables the plan may copy (`LANG`, `TERM`, `PATH`, passed
+    /// names).
     pub vars: HashMap<OsString, OsString>,
     /// Facts by path.
     pub paths: HashMap<PathBuf, PathFact>,
@@ -63,6 +64,9 @@ pub struct HostFacts {
     pub user_limits: Vec<(String, u64)>,
     /// Paths the git configs point at inside the workspace ([`crate::gitconfig::targets`]).
     pub git_targets: Vec<Target>,
+    /// The user's global git config files that are there, `(name, text)`, in git's reading
+    /// order (see [`crate::git::global`]); read for the backends with a private HOME.
+    pub git_global: Vec<(String, String)>,
 }
 
 impl HostFacts {

@@ -27,7 +27,7 @@ impl HostFacts {
             git_targets,
             ..HostFacts::default()
         };
-        let names = ["LANG", "TERM"]
+        let names = ["LANG", "TERM", "PATH"]
             .into_iter()
             .chain(profile.env.pass.iter().map(String::as_str));
         for name in names {
@@ -70,6 +70,17 @@ impl HostFacts {
                     None => at.push(path.clone()),
                 }
             }
+        }
+        // The caller's PATH entries (which of them the child's PATH keeps: `env.rs`).
+        at.extend(super::env::path_entries(&facts).map(Path::to_path_buf));
+        // The user's git identity and safe settings (see `crate::git::global`).
+        if let (Some(home), true) = (
+            &home,
+            backend != Backend::Seatbelt && backend != Backend::None,
+        ) {
+            let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
+            facts.git_global =
+                crate::git::global::read(&crate::git::global::sources(home, xdg.as_deref()));
         }
         at.push(PathBuf::from("/etc"));
         at.push(profile.workspace.join(".git/commondir"));

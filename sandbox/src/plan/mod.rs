@@ -31,7 +31,9 @@ use mounts::depth;
 pub use mounts::{guarded_denied, mounts, placeholders, scrub_list};
 use mounts::{mounts_with, placeholders_with};
 use roots::unowned_roots;
-pub use types::{LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan};
+pub use types::{
+    GitGlobal, LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan,
+};
 
 /// Gathers the host's facts for `backend` and `profile`, then builds (tests of the callers).
 #[cfg(test)]
@@ -91,17 +93,34 @@ pub fn build(
             PathBuf::from("/tmp"),
         ),
     };
+    let mounts = if namespaced {
+        mounts_with(profile, facts, &home, &unowned)
+    } else {
+        Vec::new()
+    };
+    // The user's git identity and safe settings, in the private HOME (see `crate::git::global`):
+    // never where HOME is a host directory (a root holding it: no tmpfs of the call's there).
+    let private_home = match namespaced {
+        true => mounts
+            .iter()
+            .any(|op| matches!(op, MountOp::Tmpfs { path, .. } if *path == home)),
+        false => backend == Backend::Landlock && scratch.is_some(),
+    };
+    let git_global = private_home.then(|| GitGlobal {
+        path: home.join(crate::git::global::COPY_NAME),
+        text: crate::git::global::copy(&facts.git_global).0,
+    });
+    let mut env = environment(profile, facts, &home, &tmp);
+    if let Some(git) = &git_global {
+        env::git_config_global(&mut env, &git.path);
+    }
     Plan {
         backend,
-        env: environment(profile, facts, &home, &tmp),
+        env,
         argv,
         op: None,
         cwd: profile.cwd.clone(),
-        mounts: if namespaced {
-            mounts_with(profile, facts, &home, &unowned)
-        } else {
-            Vec::new()
-        },
+        mounts,
         unowned,
         proc_masks: if namespaced {
             root_only_proc.clone()
@@ -149,5 +168,6 @@ pub fn build(
         } else {
             Vec::new()
         },
+        git_global,
     }
 }

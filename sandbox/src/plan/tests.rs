@@ -453,6 +453,7 @@ fn environment_is_an_allowlist() {
                 "HOME",
                 "TMPDIR",
                 "RUSTUP_HOME",
+                "GIT_CONFIG_GLOBAL",
                 "FOO"
             ]
             .contains(n),

@@ -267,3 +267,78 @@ fn root_only_etc_files_follow_the_facts() {
     let ns = plan(Backend::Namespaces, &profile(), &facts);
     assert!(ns.unowned.is_empty() && ns.proc_masks.is_empty());
 }
+
+fn env_var<'a>(plan: &'a Plan, name: &str) -> Option<&'a str> {
+    let found = plan.env.iter().find(|(k, _)| k == name);
+    found.map(|(_, v)| v.to_str().unwrap())
+}
+
+#[test]
+fn path_is_the_callers_readable_entries_in_order_then_the_system_dirs() {
+    let home = "/zc-fabricated/home";
+    let mut profile = profile();
+    profile.read_only.push(format!("{home}/.pyenv").into());
+    profile.read_only.push(format!("{home}/.local/bin").into());
+    profile.denied.push(format!("{home}/.pyenv/secret").into());
+    let mut facts = host()
+        .with_dir(format!("{home}/.pyenv/shims"))
+        .with_dir(format!("{home}/.pyenv/secret/bin"))
+        .with_dir(format!("{home}/.local/bin"))
+        .with_dir(format!("{home}/elsewhere/bin"));
+    let path = format!(
+        "{home}/.pyenv/shims:relative/bin:{home}/.pyenv/secret/bin:/usr/bin:{home}/elsewhere/bin:\
+         {home}/.missing/bin:{home}/.local/bin:{home}/.pyenv/shims:/usr/../tmp"
+    );
+    facts.vars.insert("PATH".into(), path.into());
+    let plan = plan(Backend::Namespaces, &profile, &facts);
+    assert_eq!(
+        env_var(&plan, "PATH"),
+        Some(
+            "/zc-fabricated/home/.pyenv/shims:/usr/bin:/zc-fabricated/home/.local/bin:\
+             /usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:/bin"
+        )
+    );
+    facts.vars.remove(std::ffi::OsStr::new("PATH"));
+    let plan = super::build(Backend::Namespaces, &profile, &facts, Vec::new(), None);
+    assert_eq!(env_var(&plan, "PATH"), Some(crate::profile::DEFAULT_PATH));
+}
+
+#[test]
+fn the_users_git_config_is_a_validated_copy_in_the_private_home() {
+    let mut facts = host();
+    facts.git_global = vec![(
+        "~/.gitconfig".into(),
+        "[user]\n\tname = Ada\n[core]\n\tfsmonitor = /x\n".into(),
+    )];
+    for backend in [Backend::Namespaces, Backend::Bubblewrap, Backend::Landlock] {
+        let plan = plan(backend, &profile(), &facts);
+        let git = plan.git_global.as_ref().expect("a copy");
+        assert_eq!(git.text, "[user]\n\tname = \"Ada\"\n", "{backend:?}");
+        let home = if backend == Backend::Landlock {
+            "/s/home"
+        } else {
+            "/zc-fabricated/home"
+        };
+        assert_eq!(git.path, Path::new(home).join(".zeroclaw-gitconfig"));
+        assert_eq!(
+            env_var(&plan, "GIT_CONFIG_GLOBAL"),
+            git.path.to_str(),
+            "{backend:?}"
+        );
+    }
+    let unconfined = plan(Backend::None, &profile(), &facts);
+    assert!(unconfined.git_global.is_none());
+    assert!(env_var(&unconfined, "GIT_CONFIG_GLOBAL").is_none());
+    // A HOME inside a root is the host's: nothing is written there.
+    let mut at_home = profile();
+    at_home.read_write.push("/zc-fabricated".into());
+    let host_home = plan(
+        Backend::Namespaces,
+        &at_home,
+        &facts.clone().with_dir("/zc-fabricated"),
+    );
+    assert!(host_home.git_global.is_none());
+    let own = profile().set_env("GIT_CONFIG_GLOBAL", "/mine");
+    let plan = plan(Backend::Namespaces, &own, &facts);
+    assert_eq!(env_var(&plan, "GIT_CONFIG_GLOBAL"), Some("/mine"));
+}

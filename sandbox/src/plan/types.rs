@@ -134,6 +134,16 @@ pub struct SeccompPlan {
     pub proxy_only: Option<crate::egress_fds::ProxyPorts>,
 }
 
+/// The user's global git configuration as the child sees it (see [`crate::git::global`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitGlobal {
+    /// Where the helper writes it, in the call's private HOME (the child's
+    /// `GIT_CONFIG_GLOBAL`).
+    pub path: PathBuf,
+    /// The validated copy.
+    pub text: String,
+}
+
 /// Everything the helper needs, resolved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
@@ -209,4 +219,9 @@ pub struct Plan {
     /// `helper/ucounts.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub user_limits: Vec<(String, u64)>,
+    /// The user's global git configuration, written by the helper into the private HOME just
+    /// before the command starts and compared once it ended (the backends with a private
+    /// HOME: namespaces, bubblewrap, Landlock with its scratch directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_global: Option<GitGlobal>,
 }

@@ -30,6 +30,7 @@ pub(crate) struct Supervisor {
     /// Git validation's refusals reported so far.
     git_refused: Vec<String>,
     discarded: Vec<String>,
+    git_config_changed: bool,
 }
 
 fn slot(stream: Stream) -> usize {
@@ -57,6 +58,7 @@ impl Supervisor {
             deadline_passed: false,
             git_refused: Vec::new(),
             discarded: Vec::new(),
+            git_config_changed: false,
         }
     }
 
@@ -131,6 +133,7 @@ impl Supervisor {
                 self.git_refused.extend(lines);
             }
             Message::Discarded(places) => self.discarded.extend(places),
+            Message::GitConfigChanged => self.git_config_changed = true,
             Message::Prepared(_) => {}
         }
     }
@@ -237,6 +240,7 @@ impl Supervisor {
             enforcement,
             git_refused: std::mem::take(&mut self.git_refused),
             discarded: std::mem::take(&mut self.discarded),
+            git_config_changed: self.git_config_changed,
         })
     }
 

@@ -49,6 +49,9 @@ pub struct Outcome {
     /// as the command saw them; on the Landlock rung `$TMPDIR`, `$HOME`); empty on the
     /// backends that cannot tell (bubblewrap, seatbelt, none).
     pub discarded: Vec<String>,
+    /// The call changed the user's git config copy in its private HOME (`git config
+    /// --global`), which is discarded at its end (the backends with a private HOME).
+    pub git_config_changed: bool,
 }
 
 impl Outcome {

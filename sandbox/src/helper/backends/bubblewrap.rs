@@ -68,6 +68,7 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
 /// keeps none of the command's stdio; its exit code is the command's as bwrap reports one
 /// (128 + signal), so nothing changes for the helper above bwrap.
 pub(crate) fn inner(plan: &Plan, report: crate::wire::Enforcement) -> Result<i32, SetupError> {
+    super::super::git_global::write(plan);
     let usage = super::super::discarded::Usage::before(plan);
     let child = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     let Some(pid) = child else {
@@ -84,6 +85,9 @@ pub(crate) fn inner(plan: &Plan, report: crate::wire::Enforcement) -> Result<i32
     let exit = reaper::reap_until(Pid::from_raw(pid));
     if let Some(discarded) = usage.after() {
         super::super::report::send(&discarded);
+    }
+    if let Some(changed) = super::super::git_global::changed(plan) {
+        super::super::report::send(&changed);
     }
     Ok(super::super::report::shell_code(exit))
 }

@@ -17,13 +17,19 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
         .clone()
         .ok_or_else(|| SetupError::new(Stage::Scratch, "no scratch directory in the plan"))?;
     scratch::create(&scratch_dir)?;
+    super::super::git_global::write(plan);
     let result = supervise(plan);
+    // Before the scratch HOME is looked at: the copy itself is not the call's.
+    let git_changed = super::super::git_global::changed_or_remove(plan);
     let dirs = [
         ("$HOME", scratch_dir.join("home")),
         ("$TMPDIR", scratch_dir.join("tmp")),
     ];
     if let Some(discarded) = super::super::discarded::scratch(&dirs) {
         super::super::report::send(&discarded);
+    }
+    if let Some(changed) = git_changed {
+        super::super::report::send(&changed);
     }
     scratch::remove(&scratch_dir);
     super::super::mounts::scrub(&plan.scrub);
