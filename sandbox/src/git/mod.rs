@@ -17,7 +17,10 @@
 //! - [`stage_path`]: a stage's name prefix and a fresh stage path, below all the others.
 //! - [`stale`]: a stage's lock for its run's lifetime, and the removal of stages whose run is
 //!   gone (a killed helper's), never a live one, never through a symlink.
-//! - [`config`]: git's config format, parsed and rendered canonically.
+//! - [`config`]: git's config format, parsed and rendered canonically (the crate's one
+//!   parser of it).
+//! - [`targets`]: the paths a config points at that are as powerful as the config
+//!   (`core.hooksPath`, `include.path`, `includeIf.*.path`), protected on every backend.
 //! - [`validate`]: what a staged repository may keep (an allowlist of config keys, no hooks
 //!   but samples, no attributes naming a driver, no `commondir`/`gitdir` redirection).
 pub mod config;
@@ -29,4 +32,5 @@ pub mod repo;
 pub mod stage;
 pub mod stage_path;
 pub mod stale;
+pub mod targets;
 pub mod validate;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::gitconfig::Target;
+use crate::git::targets::Target;
 
 /// What `lstat` found at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub struct HostFacts {
     pub proc_private: Vec<PathBuf>,
     /// The host's per-user count maxima (namespace backends).
     pub user_limits: Vec<(String, u64)>,
-    /// Paths the git configs point at inside the workspace ([`crate::gitconfig::targets`]).
+    /// Paths the git configs point at inside the workspace ([`crate::git::targets::targets`]).
     pub git_targets: Vec<Target>,
 }
 

@@ -17,7 +17,7 @@ impl HostFacts {
         let carved = !namespaced && backend != Backend::None;
         let root = nix::unistd::geteuid().is_root();
         let home = home_dir();
-        let mut git_targets = crate::gitconfig::targets(&profile.workspace);
+        let mut git_targets = crate::git::targets::targets(&profile.workspace);
         // Git hook: the repository's other control files (see `crate::git::existing`).
         crate::git::existing::add_targets(&profile.workspace, &mut git_targets);
         let mut facts = HostFacts {
