@@ -34,3 +34,12 @@ pub mod stage_path;
 pub mod stale;
 pub mod targets;
 pub mod validate;
+
+/// Every path the plan protects in `workspace` for the host's git (the plan's
+/// [`crate::plan::GitTargetReader`], handed to it by the daemon side): the configs' targets
+/// ([`targets::targets`]) and the repository's other control files ([`existing::targets`]).
+pub fn protected_targets(workspace: &std::path::Path) -> Vec<crate::plan::GitTarget> {
+    let mut out = targets::targets(workspace);
+    existing::add_targets(workspace, &mut out);
+    out
+}

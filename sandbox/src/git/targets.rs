@@ -7,15 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::config::Entry;
-
-/// A path the config points at, and whether it is a directory (hooks) or a file (include).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// Absolute, lexically normalized path.
-    pub path: PathBuf,
-    /// A directory (`core.hooksPath`) rather than a file.
-    pub dir: bool,
-}
+pub use crate::plan::GitTarget as Target;
 
 /// The targets inside `workspace` of its `.git/config` and of the system and global configs
 /// (`/etc/gitconfig`, `~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`), where a relative

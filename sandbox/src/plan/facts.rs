@@ -9,7 +9,25 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::git::targets::Target;
+/// A path a git config points at inside the workspace, and whether it is a directory (hooks)
+/// or a file (include): read by `crate::git::targets`, which the daemon side hands to
+/// [`HostFacts::gather`] as a [`GitTargetReader`] (the plan imports nothing of `git/`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitTarget {
+    /// Absolute, lexically normalized path.
+    pub path: PathBuf,
+    /// A directory (`core.hooksPath`) rather than a file.
+    pub dir: bool,
+}
+
+/// What reads a workspace's git targets (`crate::git::protected_targets` on the daemon side).
+pub type GitTargetReader = fn(&Path) -> Vec<GitTarget>;
+
+/// A reader that finds none (tests of the plan alone).
+#[cfg(test)]
+pub fn no_git_targets(_workspace: &Path) -> Vec<GitTarget> {
+    Vec::new()
+}
 
 /// What `lstat` found at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,8 +79,8 @@ pub struct HostFacts {
     pub proc_private: Vec<PathBuf>,
     /// The host's per-user count maxima (namespace backends).
     pub user_limits: Vec<(String, u64)>,
-    /// Paths the git configs point at inside the workspace ([`crate::git::targets::targets`]).
-    pub git_targets: Vec<Target>,
+    /// Paths the git configs point at inside the workspace (read by the [`GitTargetReader`]).
+    pub git_targets: Vec<GitTarget>,
 }
 
 impl HostFacts {

@@ -3,23 +3,30 @@
 
 use std::path::{Path, PathBuf};
 
-use super::carve::{at_or_below, below, normalized, normalized_set};
-use super::facts::{HostFacts, Kind, PathFact};
+use super::carve::{at_or_below, below, normalized, normalized_set, subtract_with};
+use super::facts::{GitTargetReader, HostFacts, Kind, PathFact};
 use super::roots::{toolchain_roots, unowned_roots};
 use crate::backend::Backend;
 use crate::host::scan;
 use crate::profile::{HOME_TOOLCHAINS, Network, Profile, home_dir};
 
+/// [`subtract_with`] listing the real directories (`host::scan::entries`): what a
+/// Landlock ruleset can grant of `roots` without `denied` (the helper's `/proc`, the root
+/// crate's full-level shell roots).
+pub fn subtract_on_host(roots: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
+    subtract_with(roots, denied, &scan::entries)
+}
+
 impl HostFacts {
-    /// Reads what [`super::build`] needs to plan `profile` for `backend` on this machine.
-    pub fn gather(backend: Backend, profile: &Profile) -> HostFacts {
+    /// Reads what [`super::build`] needs to plan `profile` for `backend` on this machine;
+    /// `git_targets` reads the git configs' targets (`crate::git::protected_targets`).
+    pub fn gather(backend: Backend, profile: &Profile, git_targets: GitTargetReader) -> HostFacts {
         let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
         let carved = !namespaced && backend != Backend::None;
         let root = nix::unistd::geteuid().is_root();
         let home = home_dir();
-        let mut git_targets = crate::git::targets::targets(&profile.workspace);
-        // Git hook: the repository's other control files (see `crate::git::existing`).
-        crate::git::existing::add_targets(&profile.workspace, &mut git_targets);
+        // Git hook: the configs' targets and the repository's other control files.
+        let git_targets = git_targets(&profile.workspace);
         let mut facts = HostFacts {
             root,
             home: home.clone(),

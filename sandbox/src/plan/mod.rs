@@ -24,7 +24,10 @@ mod types;
 
 pub use carve::subtract_with;
 pub use env::environment;
-pub use facts::{HostFacts, Kind, PathFact};
+#[cfg(test)]
+pub use facts::no_git_targets;
+pub use facts::{GitTarget, GitTargetReader, HostFacts, Kind, PathFact};
+pub use gather::subtract_on_host;
 use landlock::landlock;
 #[cfg(test)]
 use mounts::depth;
@@ -33,7 +36,8 @@ use mounts::{mounts_with, placeholders_with};
 use roots::unowned_roots;
 pub use types::{LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan};
 
-/// Gathers the host's facts for `backend` and `profile`, then builds (tests of the callers).
+/// Gathers the host's facts for `backend` and `profile` (no git config targets: the plan
+/// cannot read them itself), then builds (tests of the callers).
 #[cfg(test)]
 pub(crate) fn build_on_host(
     backend: Backend,
@@ -44,7 +48,7 @@ pub(crate) fn build_on_host(
     build(
         backend,
         profile,
-        &HostFacts::gather(backend, profile),
+        &HostFacts::gather(backend, profile, no_git_targets),
         argv,
         scratch,
     )
