@@ -239,6 +239,23 @@ impl Inner {
             fs::create_dir_all(ws.join(d).join("sub")).unwrap();
             fs::write(ws.join(d).join("sub/f"), "x").unwrap();
         }
+        // A 1,000-file directory for the cost of `mv`'s copy fallback (what an EXDEV
+        // emulation would cost), and its twin outside the layer for a plain rename.
+        let plain = self.path("r.plain");
+        for root in [&ws, &plain] {
+            fs::create_dir_all(root.join("wide")).unwrap();
+            for i in 0..DELETED {
+                fs::write(root.join(format!("wide/f{i}")), [b'x'; 256]).unwrap();
+            }
+        }
+        quiesce();
+        let mv_plain = secs(|| {
+            run_ok(
+                Command::new("mv")
+                    .arg(plain.join("wide"))
+                    .arg(plain.join("wide2")),
+            )
+        });
         let git = |args: &[&str]| {
             let mut c = Command::new("git");
             c.current_dir(&ws)
@@ -287,6 +304,23 @@ impl Inner {
                 gline
             },
         );
+        quiesce();
+        let mv_wide = secs(|| {
+            run_ok(
+                Command::new("mv")
+                    .arg(ws.join("wide"))
+                    .arg(ws.join("wide2")),
+            )
+        });
+        self.report(
+            &format!("mv of a {DELETED}-file lower dir: copy fallback (ms)"),
+            ms(mv_wide),
+        );
+        self.report(
+            &format!("mv of a {DELETED}-file dir, plain rename (ms)"),
+            ms(mv_plain),
+        );
+        self.report("  mv fallback / plain mv", ratio(mv_wide, mv_plain));
         fs::create_dir_all(ws.join("fresh/sub")).unwrap();
         let fresh = fs::rename(ws.join("fresh"), ws.join("fresh2"));
         self.report("rename(dir made in the call)", result(&fresh));
@@ -589,6 +623,11 @@ fn exit_line(o: std::io::Result<std::process::Output>) -> String {
             .to_string(),
         Err(e) => format!("not run: {e}"),
     }
+}
+
+fn run_ok(c: &mut Command) {
+    let status = c.status().expect("run");
+    assert!(status.success(), "{c:?}: {status}");
 }
 
 fn run_text(c: &mut Command) -> String {
