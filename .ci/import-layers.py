@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The sandbox crate's import graph (file level): no cycle, and with --layers the direction
-face -> {daemon side, child side} -> shared modules (sandbox/README.md, "Layout").
+face -> {daemon side, child side} -> shared modules (sandbox/README.md, "Layout"); with
+--folders also no cycle between folders (a folder's files taken as one node, each top-level
+file its own node), each printed with the file edges that make it.
 Edges: `crate::a::b`, `super::x`, and `self::child`/child-module paths in `use` lines.
-Usage: import-layers.py SRC_DIR [--edges] [--layers]"""
+Usage: import-layers.py SRC_DIR [--edges] [--layers] [--folders]"""
 import os, re, sys
 src = sys.argv[1]
 files = {}
@@ -94,24 +96,27 @@ name = lambda m: '::'.join(m) or 'lib'
 if '--edges' in sys.argv:
     for a in sorted(edges):
         print(name(a), '->', ', '.join(sorted(name(b) for b in edges[a])))
-# Tarjan SCC
-index = {}; low = {}; stack = []; on = set(); sccs = []; c = [0]
+def strongly_connected(nodes, graph):
+    """Tarjan: the strongly connected components of more than one node."""
+    index = {}; low = {}; stack = []; on = set(); found = []; c = [0]
+    def visit(v):
+        index[v] = low[v] = c[0]; c[0] += 1; stack.append(v); on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w); low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            s = []
+            while True:
+                w = stack.pop(); on.discard(w); s.append(w)
+                if w == v: break
+            if len(s) > 1: found.append(s)
+    for v in sorted(nodes):
+        if v not in index: visit(v)
+    return found
 sys.setrecursionlimit(10000)
-def visit(v):
-    index[v] = low[v] = c[0]; c[0] += 1; stack.append(v); on.add(v)
-    for w in edges.get(v, ()):
-        if w not in index:
-            visit(w); low[v] = min(low[v], low[w])
-        elif w in on:
-            low[v] = min(low[v], index[w])
-    if low[v] == index[v]:
-        s = []
-        while True:
-            w = stack.pop(); on.discard(w); s.append(w)
-            if w == v: break
-        if len(s) > 1: sccs.append(s)
-for v in sorted(files):
-    if v not in index: visit(v)
+sccs = strongly_connected(files, edges)
 print(f'{len(files)} modules, {sum(len(e) for e in edges.values())} import edges')
 if not sccs:
     print('no cycle')
@@ -137,4 +142,23 @@ if '--layers' in sys.argv:
                 bad.append(f'{layer(a)} {name(a)} -> {layer(b)} {name(b)}')
     for b in bad: print('layer violation:', b)
     if not bad: print('layers: face -> {daemon, child} -> shared; no violation')
-sys.exit(1 if sccs or bad else 0)
+folder_cycles = []
+if '--folders' in sys.argv:
+    folders = {m[0] for m in files if len(m) > 1}
+    group = lambda m: m[0] if m and m[0] in folders else name(m)
+    fedges = {}; why = {}
+    for a in edges:
+        for b in edges[a]:
+            ga, gb = group(a), group(b)
+            if ga != gb:
+                fedges.setdefault(ga, set()).add(gb)
+                why.setdefault((ga, gb), []).append(f'{name(a)} -> {name(b)}')
+    folder_cycles = strongly_connected({group(m) for m in files}, fedges)
+    for s_ in folder_cycles:
+        members = set(s_)
+        print('folder cycle:', ' <-> '.join(sorted(s_)))
+        for (ga, gb), es in sorted(why.items()):
+            if ga in members and gb in members:
+                print(f'  {ga} -> {gb}:', ', '.join(sorted(es)))
+    if not folder_cycles: print('folders: no cycle between folders')
+sys.exit(1 if sccs or bad or folder_cycles else 0)

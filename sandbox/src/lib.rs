@@ -26,10 +26,10 @@
 //!   markers, descriptor numbers, size caps, report messages and their decoder), `supervise`
 //!   (one running call's state machine: reports, output cap, deadline, end reason, kill),
 //!   `warm_key`, `error`, `backend`, `bubblewrap`/`seatbelt` (pure argv / SBPL builders),
-//!   `egress_fds` (the proxy listeners' hand-over, both ends), `gitconfig`, `git` (staged
-//!   repositories), `host` (read-only facts about this machine, the scans for root-only
-//!   files) and `sys` (the raw syscalls, the
-//!   only module allowed `unsafe`).
+//!   `egress_fds` (the proxy listeners' hand-over, both ends), `git` (staged
+//!   repositories, the one git config parser and the paths a config points at), `host`
+//!   (read-only facts about this machine, the scans for root-only files) and `sys` (the raw
+//!   syscalls, the only module allowed `unsafe`).
 //!
 //! # Test strategy
 //! Pure parts have unit tests; `tests/confined/launcher.rs` runs real confined processes
@@ -48,7 +48,6 @@ pub mod error;
 mod foreground;
 mod foreground_egress;
 pub mod git;
-pub mod gitconfig;
 pub mod helper;
 pub mod host;
 pub mod launcher;

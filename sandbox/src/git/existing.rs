@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use crate::gitconfig::Target;
+use crate::plan::GitTarget as Target;
 
 /// Adds [`targets`] not yet in `out` (the plan's hook).
 pub fn add_targets(workspace: &Path, out: &mut Vec<Target>) {

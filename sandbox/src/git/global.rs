@@ -2,7 +2,7 @@
 //! `$XDG_CONFIG_HOME/git/config` (else `~/.config/git/config`) and `~/.gitconfig`, in git's
 //! order (the later wins), holding only keys that neither run a program nor name a file
 //! outside: the identity, the branch and merge habits, colours, and aliases that expand to
-//! git subcommands. The helper writes it into the call's private HOME ([`COPY_NAME`]) and the
+//! git subcommands. The helper writes it into the call's private HOME ([`crate::plan::GIT_GLOBAL_NAME`]) and the
 //! child's `GIT_CONFIG_GLOBAL` names it, so the user's real files are never read by the
 //! child's git, and `git config --global` inside changes the copy, for that call only.
 //!
@@ -15,10 +15,6 @@ use std::path::{Path, PathBuf};
 
 use super::config::Entry;
 use super::validate::filter_config_with;
-
-/// The copy's file name in the child's private HOME (`GIT_CONFIG_GLOBAL`). Not `.gitconfig`:
-/// a `full` session's HOME shows the user's real `~/.gitconfig` read-only at that name.
-pub const COPY_NAME: &str = ".zeroclaw-gitconfig";
 
 /// A user's config file larger than this is left out whole (git configs are a few KiB).
 const MAX_BYTES: u64 = 256 * 1024;
@@ -99,6 +95,12 @@ pub fn read(files: &[PathBuf]) -> Vec<(String, String)> {
             ))
         })
         .collect()
+}
+
+/// The validated copy of the user's global config under `home` (`xdg`: `$XDG_CONFIG_HOME`):
+/// the plan's [`crate::plan::GitReader::global`].
+pub fn validated(home: &Path, xdg: Option<&Path>) -> String {
+    copy(&read(&sources(home, xdg))).0
 }
 
 /// The validated copy of `configs` (`(name, text)`, in git's reading order): the kept entries

@@ -17,7 +17,10 @@
 //! - [`stage_path`]: a stage's name prefix and a fresh stage path, below all the others.
 //! - [`stale`]: a stage's lock for its run's lifetime, and the removal of stages whose run is
 //!   gone (a killed helper's), never a live one, never through a symlink.
-//! - [`config`]: git's config format, parsed and rendered canonically.
+//! - [`config`]: git's config format, parsed and rendered canonically (the crate's one
+//!   parser of it).
+//! - [`targets`]: the paths a config points at that are as powerful as the config
+//!   (`core.hooksPath`, `include.path`, `includeIf.*.path`), protected on every backend.
 //! - [`global`]: the user's global config as the child sees it, a validated copy in its
 //!   private HOME (`GIT_CONFIG_GLOBAL`).
 //! - [`validate`]: what a staged repository may keep (an allowlist of config keys, no hooks
@@ -32,4 +35,20 @@ pub mod repo;
 pub mod stage;
 pub mod stage_path;
 pub mod stale;
+pub mod targets;
 pub mod validate;
+
+/// What the plan reads of git ([`crate::plan::GitReader`]), handed to it by the daemon side.
+pub const READER: crate::plan::GitReader = crate::plan::GitReader {
+    targets: protected_targets,
+    global: global::validated,
+};
+
+/// Every path the plan protects in `workspace` for the host's git (the plan's
+/// [`crate::plan::GitReader::targets`]): the configs' targets
+/// ([`targets::targets`]) and the repository's other control files ([`existing::targets`]).
+pub fn protected_targets(workspace: &std::path::Path) -> Vec<crate::plan::GitTarget> {
+    let mut out = targets::targets(workspace);
+    existing::add_targets(workspace, &mut out);
+    out
+}

@@ -92,9 +92,9 @@ pub fn linked_common(git: &Path) -> Option<PathBuf> {
     }
     let text = std::fs::read_to_string(git).ok()?;
     let dir = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-    let own = crate::gitconfig::normalize(&git.parent()?.join(dir));
+    let own = super::targets::normalize(&git.parent()?.join(dir));
     let commondir = std::fs::read_to_string(own.join("commondir")).ok()?;
-    let common = crate::gitconfig::normalize(&own.join(commondir.trim_end()));
+    let common = super::targets::normalize(&own.join(commondir.trim_end()));
     let placed = own.parent() == Some(common.join("worktrees").as_path());
     (placed
         && super::validate::real_dir(&own)
@@ -131,7 +131,7 @@ pub fn stage(plan: &mut Plan, profile: &Profile, git: &Path) {
         .iter()
         .cloned()
         .chain(
-            crate::gitconfig::targets(&profile.workspace)
+            super::targets::targets(&profile.workspace)
                 .into_iter()
                 .map(|t| t.path),
         )

@@ -169,7 +169,7 @@ pub fn sanitize_git_dir(
         let Some(value) = e.value.as_deref().filter(|v| !v.is_empty()) else {
             return false;
         };
-        let target = crate::gitconfig::normalize(&landing.join(value));
+        let target = super::targets::normalize(&landing.join(value));
         e.section == "core"
             && e.sub.is_none()
             && e.key == "worktree"

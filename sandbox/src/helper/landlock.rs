@@ -71,7 +71,7 @@ pub fn apply(plan: &LandlockPlan, allow_partial: bool) -> Result<(u32, String), 
         .iter()
         .flat_map(|p| {
             if plan.no_symlinks && p == Path::new("/proc") {
-                crate::host::scan::subtract(proc_entries(), &plan.proc_hidden)
+                crate::plan::subtract_on_host(proc_entries(), &plan.proc_hidden)
             } else {
                 vec![p.clone()]
             }

@@ -1,13 +1,9 @@
 //! Scans of the host for root-only files (`/etc`, `/proc`, the toolchains under `$HOME`), and
-//! [`subtract`] on the real file system. Read by the plan's facts (`plan/gather.rs`) and by
-//! the helper (the unowned roots it could not attach idmapped, the new `/proc`).
+//! the directory listing ([`entries`]) that `plan::subtract_on_host` carves the real file
+//! system with. Read by the plan's facts (`plan/gather.rs`) and by the helper (the unowned roots it
+//! could not attach idmapped, the new `/proc`). Imports nothing of the plan.
 
 use std::path::{Path, PathBuf};
-
-/// [`crate::plan::subtract_with`] listing the real directories.
-pub fn subtract(roots: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
-    crate::plan::subtract_with(roots, denied, &entries)
-}
 
 /// The entries of `dir` that are not symlinks (`None` when it cannot be read).
 pub(crate) fn entries(dir: &Path) -> Option<Vec<PathBuf>> {

@@ -9,7 +9,34 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::gitconfig::Target;
+/// A path a git config points at inside the workspace, and whether it is a directory (hooks)
+/// or a file (include): read by `crate::git::targets`, which the daemon side hands to
+/// [`HostFacts::gather`] through a [`GitReader`] (the plan imports nothing of `git/`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitTarget {
+    /// Absolute, lexically normalized path.
+    pub path: PathBuf,
+    /// A directory (`core.hooksPath`) rather than a file.
+    pub dir: bool,
+}
+
+/// What the plan reads of git, handed to [`HostFacts::gather`] by the daemon side
+/// (`crate::git::READER`), so the plan imports nothing of `git/`.
+#[derive(Debug, Clone, Copy)]
+pub struct GitReader {
+    /// The paths a workspace's git configs point at (`crate::git::protected_targets`).
+    pub targets: fn(&Path) -> Vec<GitTarget>,
+    /// The validated copy of the user's global git config, from the HOME and
+    /// `$XDG_CONFIG_HOME` (`crate::git::global::validated`).
+    pub global: fn(&Path, Option<&Path>) -> String,
+}
+
+/// A reader that finds nothing (tests of the plan alone).
+#[cfg(test)]
+pub const NO_GIT: GitReader = GitReader {
+    targets: |_| Vec::new(),
+    global: |_, _| String::new(),
+};
 
 /// What `lstat` found at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,11 +89,11 @@ pub struct HostFacts {
     pub proc_private: Vec<PathBuf>,
     /// The host's per-user count maxima (namespace backends).
     pub user_limits: Vec<(String, u64)>,
-    /// Paths the git configs point at inside the workspace ([`crate::gitconfig::targets`]).
-    pub git_targets: Vec<Target>,
-    /// The user's global git config files that are there, `(name, text)`, in git's reading
-    /// order (see [`crate::git::global`]); read for the backends with a private HOME.
-    pub git_global: Vec<(String, String)>,
+    /// Paths the git configs point at inside the workspace (read by the [`GitReader`]).
+    pub git_targets: Vec<GitTarget>,
+    /// The validated copy of the user's global git config (read by the [`GitReader`]) for
+    /// the backends with a private HOME.
+    pub git_global: String,
 }
 
 impl HostFacts {

@@ -3,23 +3,30 @@
 
 use std::path::{Path, PathBuf};
 
-use super::carve::{at_or_below, below, normalized, normalized_set};
-use super::facts::{HostFacts, Kind, PathFact};
+use super::carve::{at_or_below, below, normalized, normalized_set, subtract_with};
+use super::facts::{GitReader, HostFacts, Kind, PathFact};
 use super::roots::{toolchain_roots, unowned_roots};
 use crate::backend::Backend;
 use crate::host::scan;
 use crate::profile::{HOME_TOOLCHAINS, Network, Profile, home_dir};
 
+/// [`subtract_with`] listing the real directories (`host::scan::entries`): what a
+/// Landlock ruleset can grant of `roots` without `denied` (the helper's `/proc`, the root
+/// crate's full-level shell roots).
+pub fn subtract_on_host(roots: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
+    subtract_with(roots, denied, &scan::entries)
+}
+
 impl HostFacts {
-    /// Reads what [`super::build`] needs to plan `profile` for `backend` on this machine.
-    pub fn gather(backend: Backend, profile: &Profile) -> HostFacts {
+    /// Reads what [`super::build`] needs to plan `profile` for `backend` on this machine;
+    /// `git` reads the git configs' targets and the user's global config (`crate::git::READER`).
+    pub fn gather(backend: Backend, profile: &Profile, git: GitReader) -> HostFacts {
         let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
         let carved = !namespaced && backend != Backend::None;
         let root = nix::unistd::geteuid().is_root();
         let home = home_dir();
-        let mut git_targets = crate::gitconfig::targets(&profile.workspace);
-        // Git hook: the repository's other control files (see `crate::git::existing`).
-        crate::git::existing::add_targets(&profile.workspace, &mut git_targets);
+        // Git hook: the configs' targets and the repository's other control files.
+        let git_targets = (git.targets)(&profile.workspace);
         let mut facts = HostFacts {
             root,
             home: home.clone(),
@@ -73,14 +80,13 @@ impl HostFacts {
         }
         // The caller's PATH entries (which of them the child's PATH keeps: `env.rs`).
         at.extend(super::env::path_entries(&facts).map(Path::to_path_buf));
-        // The user's git identity and safe settings (see `crate::git::global`).
+        // The user's git identity and safe settings, validated.
         if let (Some(home), true) = (
             &home,
             backend != Backend::Seatbelt && backend != Backend::None,
         ) {
             let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
-            facts.git_global =
-                crate::git::global::read(&crate::git::global::sources(home, xdg.as_deref()));
+            facts.git_global = (git.global)(home, xdg.as_deref());
         }
         at.push(PathBuf::from("/etc"));
         at.push(profile.workspace.join(".git/commondir"));

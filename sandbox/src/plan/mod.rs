@@ -24,18 +24,23 @@ mod types;
 
 pub use carve::subtract_with;
 pub use env::environment;
-pub use facts::{HostFacts, Kind, PathFact};
+#[cfg(test)]
+pub use facts::NO_GIT;
+pub use facts::{GitReader, GitTarget, HostFacts, Kind, PathFact};
+pub use gather::subtract_on_host;
 use landlock::landlock;
 #[cfg(test)]
 use mounts::depth;
 pub use mounts::{guarded_denied, mounts, placeholders, scrub_list};
 use mounts::{mounts_with, placeholders_with};
 use roots::unowned_roots;
+pub use types::GIT_GLOBAL_NAME;
 pub use types::{
     GitGlobal, LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan,
 };
 
-/// Gathers the host's facts for `backend` and `profile`, then builds (tests of the callers).
+/// Gathers the host's facts for `backend` and `profile` (no git config targets: the plan
+/// cannot read them itself), then builds (tests of the callers).
 #[cfg(test)]
 pub(crate) fn build_on_host(
     backend: Backend,
@@ -46,7 +51,7 @@ pub(crate) fn build_on_host(
     build(
         backend,
         profile,
-        &HostFacts::gather(backend, profile),
+        &HostFacts::gather(backend, profile, NO_GIT),
         argv,
         scratch,
     )
@@ -98,7 +103,7 @@ pub fn build(
     } else {
         Vec::new()
     };
-    // The user's git identity and safe settings, in the private HOME (see `crate::git::global`):
+    // The user's git identity and safe settings, in the private HOME (as [`GIT_GLOBAL_NAME`]):
     // never where HOME is a host directory (a root holding it: no tmpfs of the call's there).
     let private_home = match namespaced {
         true => mounts
@@ -107,8 +112,8 @@ pub fn build(
         false => backend == Backend::Landlock && scratch.is_some(),
     };
     let git_global = private_home.then(|| GitGlobal {
-        path: home.join(crate::git::global::COPY_NAME),
-        text: crate::git::global::copy(&facts.git_global).0,
+        path: home.join(GIT_GLOBAL_NAME),
+        text: facts.git_global.clone(),
     });
     let mut env = environment(profile, facts, &home, &tmp);
     if let Some(git) = &git_global {

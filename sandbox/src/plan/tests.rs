@@ -1,8 +1,9 @@
 use std::path::{Path, PathBuf};
 
+use super::subtract_on_host as subtract;
 use super::*;
 use crate::backend::Backend;
-use crate::host::scan::{proc_private, subtract};
+use crate::host::scan::proc_private;
 use crate::profile::Profile;
 
 /// A scratch directory outside any git repository (and outside `/tmp`).
@@ -15,7 +16,7 @@ fn scratch() -> tempfile::TempDir {
 
 /// The facts of this machine for `p` (namespace backends).
 fn on_host(p: &Profile) -> HostFacts {
-    HostFacts::gather(Backend::Namespaces, p)
+    HostFacts::gather(Backend::Namespaces, p, NO_GIT)
 }
 
 fn ws() -> (tempfile::TempDir, Profile) {
@@ -309,7 +310,7 @@ fn host_net_is_scanned_only_for_a_child_sharing_the_host_network() {
     use crate::profile::Network;
     let (_d, p) = ws();
     let scanned = |backend, network| {
-        HostFacts::gather(backend, &p.clone().network(network))
+        HostFacts::gather(backend, &p.clone().network(network), NO_GIT)
             .proc_private
             .iter()
             .any(|f| f.starts_with("/proc/sys/net"))
@@ -332,7 +333,7 @@ fn host_net_is_scanned_only_for_a_child_sharing_the_host_network() {
     for network in [Network::Deny, Network::Proxy, Network::Allow] {
         assert!(scanned(Backend::Landlock, network), "{network:?}");
     }
-    let deny = HostFacts::gather(Backend::Landlock, &p.clone().network(Network::Deny));
+    let deny = HostFacts::gather(Backend::Landlock, &p.clone().network(Network::Deny), NO_GIT);
     let net: Vec<_> = deny
         .proc_private
         .iter()

@@ -134,6 +134,10 @@ pub struct SeccompPlan {
     pub proxy_only: Option<crate::egress_fds::ProxyPorts>,
 }
 
+/// The file name of [`GitGlobal`] in the child's private HOME (`GIT_CONFIG_GLOBAL`). Not
+/// `.gitconfig`: a `full` session's HOME shows the user's real `~/.gitconfig` read-only there.
+pub const GIT_GLOBAL_NAME: &str = ".zeroclaw-gitconfig";
+
 /// The user's global git configuration as the child sees it (see [`crate::git::global`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GitGlobal {
