@@ -95,6 +95,8 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
                 push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path])
             }
             MountOp::BindDir { src, path } => push(&[&"--bind", src, path]),
+            // Planned on the namespace backend only (transparent egress, `crate::egress_plan`).
+            MountOp::File { .. } => {}
         }
     }
     push(&[&"--dev", &"/dev", &"--proc", &"/proc"]);

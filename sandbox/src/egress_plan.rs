@@ -5,6 +5,15 @@
 //! ([`on_host`], called by `egress_launch::bind_on_host`) and rules that let the child connect
 //! to those two ports only; every other backend refuses the profile with a clear error, never
 //! a silent fallback to deny or allow — and the proxy variables of the command's environment.
+//!
+//! Transparent egress (the namespace backend only, [`transparent`]): the helper also makes every
+//! IPv4 address local to `lo` and binds the DNS stub's socket and one listener per destination
+//! port (`Profile::egress_ports`), and the child's `/etc/hosts` and `/etc/resolv.conf` are
+//! replaced (localhost only; the stub on 127.0.0.1), so a program that ignores the proxy
+//! variables still resolves through the policy and connects through the proxy. Bubblewrap's
+//! inner stage has no capability in the namespace to add the route or bind port 53: that rung
+//! keeps the proxy variables only, like the Landlock-only and Seatbelt rungs (whose child can
+//! connect to the proxy's two ports and nothing else).
 
 use crate::backend::Backend;
 use crate::egress_fds::ProxyPorts;
@@ -57,6 +66,9 @@ pub(crate) fn apply(
     }
     match backend {
         Backend::Namespaces | Backend::Bubblewrap => {
+            if backend == Backend::Namespaces {
+                transparent(profile, plan);
+            }
             plan.unshare_net = true;
             plan.egress = Some(PORTS);
             set_env(plan, PORTS);
@@ -79,6 +91,22 @@ pub(crate) fn apply(
              bubblewrap, landlock and seatbelt backends route a child through the egress \
              proxy; use network deny or allow, or another backend"
         ))),
+    }
+}
+
+/// The child's `/etc/hosts` under transparent egress: no host name but `localhost`.
+pub const HOSTS: &str = "127.0.0.1\tlocalhost\n::1\tlocalhost\n";
+/// The child's `/etc/resolv.conf` under transparent egress: the DNS stub only.
+pub const RESOLV_CONF: &str = "nameserver 127.0.0.1\noptions attempts:1\n";
+
+/// Plans transparent egress for a namespace-backend proxy call: the ports, and the files.
+fn transparent(profile: &Profile, plan: &mut Plan) {
+    plan.transparent = Some(profile.egress_ports.clone());
+    for (path, contents) in [("/etc/hosts", HOSTS), ("/etc/resolv.conf", RESOLV_CONF)] {
+        plan.mounts.push(crate::plan::MountOp::File {
+            path: path.into(),
+            contents: contents.to_owned(),
+        });
     }
 }
 
@@ -123,6 +151,7 @@ fn set_env(plan: &mut Plan, ports: ProxyPorts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::MountOp;
 
     #[test]
     fn every_common_variable_points_at_the_listeners() {
@@ -152,6 +181,17 @@ mod tests {
             apply(backend, &profile, &mut plan).unwrap();
             assert!(plan.unshare_net && !plan.egress_on_host, "{backend:?}");
             assert_eq!(plan.egress, Some(PORTS), "{backend:?}");
+            let files = plan
+                .mounts
+                .iter()
+                .filter(|op| matches!(op, MountOp::File { .. }));
+            let transparent = backend == Backend::Namespaces;
+            assert_eq!(plan.transparent.is_some(), transparent, "{backend:?}");
+            assert_eq!(
+                files.count(),
+                if transparent { 2 } else { 0 },
+                "{backend:?}"
+            );
             assert!(
                 plan.env
                     .iter()
