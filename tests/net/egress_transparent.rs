@@ -294,3 +294,59 @@ mod a_listed_port_is_relayed_raw_through_socks5 {
         super::a_listed_port_is_relayed_raw_through_socks5_on("landlock");
     }
 }
+
+/// In a real session (namespace rung), a shell command that ignores the proxy variables
+/// (bash's `/dev/tcp`) reaches the raw echo by name, and the connection is in the audit log:
+/// one `network.connection` record `via` transparent, with the `allow` rule, the address and
+/// the bytes each way; the chain verifies.
+#[test]
+fn a_sessions_transparent_connection_is_in_the_audit_log() {
+    use crate::tools_support::{Scene, Setup};
+    if !serves_proxy("namespaces") || !support::have_program("bash") {
+        return;
+    }
+    let echo = Echo::start();
+    let port = echo.port;
+    let network = format!(
+        "[sandbox.network]\nmode = \"proxy\"\nallow_cidrs = [\"127.0.0.0/8\"]\n\
+         allow = [\"echo.example:{port}\"]\nhosts = {{ \"echo.example\" = \"127.0.0.1\" }}\n"
+    );
+    let s = Scene::start(Setup::level("full").backend("namespaces").extra(&network));
+    let command = format!(
+        "{UNSET}bash -c 'exec 3<>/dev/tcp/echo.example/{port}; echo via-transparent >&3; \
+         head -1 <&3; exec 3>&-'"
+    );
+    s.call("shell", serde_json::json!({ "command": command }))
+        .assert_completed()
+        .assert_result_contains("via-transparent");
+    assert_eq!(echo.seen(), vec!["via-transparent\n".to_owned()]);
+    let audit = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+            .arg("audit")
+            .arg("--config-dir")
+            .arg(s.config_dir())
+            .args(args)
+            .env_remove("ZEROCLAW_CONFIG_DIR")
+            .output()
+            .expect("run zeroclaw audit");
+        assert!(out.status.success(), "audit {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let records: Vec<serde_json::Value> = audit(&["export", "--format", "jsonl"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["record"]["kind"] == "network.connection")
+        .collect();
+    assert_eq!(records.len(), 1, "{records:#?}");
+    let record = &records[0]["record"];
+    assert_eq!(record["via"], "transparent", "{record}");
+    assert_eq!(record["name"], "echo.example", "{record}");
+    assert_eq!(record["port"], port, "{record}");
+    assert_eq!(record["address"], "127.0.0.1", "{record}");
+    assert_eq!(record["decision"], "allow", "{record}");
+    assert_eq!(record["rule"], "allow", "{record}");
+    let line = "via-transparent\n".len() as u64;
+    assert_eq!(record["bytes_sent"], line, "{record}");
+    assert_eq!(record["bytes_received"], line, "{record}");
+    assert!(audit(&["verify"]).starts_with("ok:"));
+}

@@ -184,7 +184,7 @@ mod tests {
         let parsed = question(&q[12..]).unwrap();
         assert_eq!(parsed.name, "Git.example");
         assert_eq!((parsed.qtype, parsed.qclass), (TYPE_A, CLASS_IN));
-        let nul = query(&[b"evil.example\0", b"allowed"], TYPE_A);
+        let nul = query(&[b"evil\0", b"allowed", b"example"], TYPE_A);
         let parsed = question(&nul[12..]).unwrap();
         assert!(Host::parse(&parsed.name).is_err(), "{:?}", parsed.name);
         assert!(question(&[0xc0, 12, 0, 1, 0, 1]).is_none());
