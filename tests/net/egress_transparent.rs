@@ -135,6 +135,8 @@ def attempt(what, f):
     print(flush=True)
 attempt('resolve-echo', lambda: socket.gethostbyname('echo.example'))
 attempt('resolve-other', lambda: socket.gethostbyname('other.example'))
+# The host's /etc/hosts names are not the child's: localhost only.
+attempt('hosts', lambda: sorted({w for l in open('/etc/hosts') if not l.startswith('#') for w in l.split()[1:]}))
 def echo(port, data):
     s = socket.create_connection(('echo.example', port), 5)
     s.sendall(data)
@@ -212,10 +214,20 @@ fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_el
         "resolve-other refused gaierror",
         "{all}"
     );
+    assert_eq!(line("hosts"), "hosts ['localhost']", "{all}");
     assert_eq!(line("echo"), "echo raw-bytes", "{all}");
     assert!(line("unlisted-port").contains("refused"), "{all}");
-    assert!(line("direct-loopback").contains("refused"), "{all}");
-    assert!(line("direct-outside").contains("refused"), "{all}");
+    // Accepted in the namespace on the proxy's behalf, then reset once refused.
+    assert_eq!(
+        line("direct-loopback"),
+        "direct-loopback refused ConnectionResetError",
+        "{all}"
+    );
+    assert_eq!(
+        line("direct-outside"),
+        "direct-outside refused ConnectionResetError",
+        "{all}"
+    );
     assert_eq!(line("tls"), "tls HTTP/1.1 200 OK", "{all}");
     assert!(line("tls-other-sni").contains("refused"), "{all}");
     assert!(line("udp").contains("refused"), "{all}");

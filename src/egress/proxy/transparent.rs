@@ -7,8 +7,9 @@
 //! resolves the name itself and judges every address; port 80 must carry an HTTP request
 //! whose one `Host` names the destination; an `allow` entry's port is relayed raw; any other
 //! port (443 included) must start with a TLS ClientHello naming the destination
-//! ([`super::tunnel`]). A refusal closes the connection; every connection is reported like a
-//! proxied one, `via` transparent.
+//! ([`super::tunnel`]). A refusal before the relay resets the connection (the program sees
+//! `ECONNRESET`: the kernel had accepted it on the proxy's behalf); every connection is
+//! reported like a proxied one, `via` transparent.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -48,7 +49,7 @@ pub(super) async fn serve_conn(
         Err(rule) => {
             let at = Attempt::new(Via::Transparent, dest.ip().to_string(), port);
             inner.refuse(&at, None, rule).await;
-            return;
+            return reset(client);
         }
     };
     let at = Attempt::new(Via::Transparent, host.to_string(), port);
@@ -58,10 +59,10 @@ pub(super) async fn serve_conn(
     };
     let dialed = match dialed {
         Ok(dialed) => dialed,
-        Err(DialError::Refused(_)) => return,
+        Err(DialError::Refused(_)) => return reset(client),
         Err(DialError::Failed(why)) => {
             tracing::debug!(%why, "transparent upstream failed");
-            return;
+            return reset(client);
         }
     };
     if port == 80 && !matches!(dialed.rule, Rule::AllowListed(_)) {
@@ -79,11 +80,18 @@ pub(super) async fn serve_conn(
                 inner
                     .refuse(&at, Some(dialed.address), Rule::Proxy(why))
                     .await;
+                reset(client);
             }
         }
         return;
     }
     tunnel::run(&inner, &at, client, &[], dialed, &host).await;
+}
+
+/// Closes `client` with a reset (`SO_LINGER` 0), so a refused program sees `ECONNRESET`
+/// rather than an orderly end of a connection that never went anywhere.
+fn reset(client: TcpStream) {
+    let _ = client.set_zero_linger();
 }
 
 /// The client's bytes up to and including the end of its first request head.
