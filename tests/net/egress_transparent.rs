@@ -5,7 +5,8 @@
 //! and a TLS upstream whose name it sends, and nothing else: a name outside the list gets no
 //! answer, an unlisted port no connection, a direct `connect()` to an address outside
 //! `allow_cidrs` (or at a port it does not list) never reaches a listener of the host, a
-//! ClientHello naming another server is refused, UDP gets nowhere. On every proxy rung, the
+//! ClientHello naming another server is refused, UDP gets nowhere; port 80 needs one `Host`
+//! naming the destination; a session's transparent connection is audited. On every proxy rung, the
 //! `allow` entry's port is relayed raw through SOCKS5 too. Upstreams are loopback servers this
 //! test starts; the names resolve through the policy's `hosts` map, loopback admitted by
 //! `allow_cidrs`.
@@ -361,4 +362,102 @@ fn a_sessions_transparent_connection_is_in_the_audit_log() {
     assert_eq!(record["bytes_sent"], line, "{record}");
     assert_eq!(record["bytes_received"], line, "{record}");
     assert!(audit(&["verify"]).starts_with("ok:"));
+}
+
+/// Port 80 taken transparently carries HTTP whose one `Host` names the destination: a
+/// request naming it reaches the upstream; one whose `Host` names another host, or that has
+/// two, is reset before a byte reaches it. The upstream listens on port 80 of a loopback
+/// address of its own (root, or the right to bind low ports, needed: skipped otherwise).
+#[test]
+fn port_80_taken_transparently_needs_a_host_naming_the_destination() {
+    if !serves_proxy("namespaces") {
+        return;
+    }
+    let ip = format!("127.{}.{}.{}", 80, std::process::id() % 250 + 1, 80);
+    let listener = match TcpListener::bind((ip.as_str(), 80)) {
+        Ok(l) => l,
+        Err(e) => {
+            support::require_feature(&format!("binding {ip}:80 for the upstream: {e}"));
+            return;
+        }
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    // Detached: it ends with the test process.
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            log.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&head).into_owned());
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n",
+            );
+        }
+    });
+    let (ws, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(
+        cfg.path().join("config.toml"),
+        format!(
+            "[sandbox.network]\nallow_domains = [\"web.example\"]\nallow_ports = [80]\n\
+             allow_cidrs = [\"127.0.0.0/8\"]\n\
+             hosts = {{ \"web.example\" = \"{ip}\", \"other.example\" = \"{ip}\" }}\n"
+        ),
+    )
+    .unwrap();
+    let script = r#"python3 - <<'EOF'
+import socket, urllib.request
+def attempt(what, f):
+    try:
+        print(what, f())
+    except Exception as e:
+        print(what, 'refused', type(e).__name__)
+attempt('urllib', lambda: urllib.request.urlopen('http://web.example/', timeout=5).read().decode().strip())
+def raw(head):
+    s = socket.create_connection(('web.example', 80), 5)
+    s.sendall(head)
+    got = s.recv(100)
+    if not got:
+        raise ConnectionError('closed')
+    return got.split(b'\r\n')[0].decode()
+attempt('other-host', lambda: raw(b'GET /x HTTP/1.1\r\nHost: other.example\r\n\r\n'))
+attempt('two-hosts', lambda: raw(b'GET /y HTTP/1.1\r\nHost: web.example\r\nHost: other.example\r\n\r\n'))
+attempt('userinfo', lambda: raw(b'GET /z HTTP/1.1\r\nHost: other.example:80@web.example\r\n\r\n'))
+EOF"#;
+    let out = run(
+        "namespaces",
+        cfg.path(),
+        ws.path(),
+        &format!("{UNSET}{script}"),
+    );
+    let all = text(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("urllib hello\n"), "{all}");
+    for what in ["other-host", "two-hosts", "userinfo"] {
+        assert!(
+            stdout.contains(&format!("{what} refused ConnectionResetError")),
+            "{what}: {all}"
+        );
+    }
+    // Judged by what reached the upstream: one request (the refused ones' upstream
+    // connections, opened before the check as a tunnel's are, carried no byte).
+    let seen: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|h| !h.is_empty())
+        .cloned()
+        .collect();
+    assert_eq!(seen.len(), 1, "{seen:?}\n{all}");
+    assert!(seen[0].starts_with("GET / HTTP/1.1\r\n"), "{seen:?}");
+    assert!(seen[0].contains("Host: web.example\r\n"), "{seen:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`Host: other.example` differs from the destination web.example"),
+        "{all}"
+    );
 }
