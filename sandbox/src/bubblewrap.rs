@@ -2,7 +2,9 @@
 //! our own binary bound at [`HELPER_INSIDE`] and run as the inner stage (overlays over the
 //! read-only roots, Landlock, seccomp, capabilities, rlimits), the plan on fd 3 and reports on
 //! fd 4 (and a proxy call's plan socket on [`crate::wire::EGRESS_FD`], which the helper
-//! installs: bwrap keeps every descriptor that is not close-on-exec).
+//! installs: bwrap keeps every descriptor that is not close-on-exec). A [`MountOp::File`]
+//! (transparent egress's `/etc/hosts` and `/etc/resolv.conf`, root launched only) is left to
+//! the inner stage, which mounts it once it sealed the read-only roots.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -48,7 +50,17 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     if !plan.user_limits.is_empty() {
         push(&[&"--cap-add", &"CAP_SYS_RESOURCE"]);
     }
-    if plan.seal_in_bwrap || !plan.user_limits.is_empty() {
+    // Transparent egress (root launched): the inner stage adds the route and binds port 53 in
+    // bwrap's network namespace (`helper::egress::send_from_inner`).
+    if plan.transparent.is_some() {
+        push(&[
+            &"--cap-add",
+            &"CAP_NET_ADMIN",
+            &"--cap-add",
+            &"CAP_NET_BIND_SERVICE",
+        ]);
+    }
+    if plan.seal_in_bwrap || !plan.user_limits.is_empty() || plan.transparent.is_some() {
         push(&[&"--cap-add", &"CAP_SETPCAP"]);
     }
     if plan.seal_in_bwrap {
@@ -95,7 +107,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
                 push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path])
             }
             MountOp::BindDir { src, path } => push(&[&"--bind", src, path]),
-            // Planned on the namespace backend only (transparent egress, `crate::egress_plan`).
+            // The inner stage's, over the sealed roots (`helper::mounts::bind_files`).
             MountOp::File { .. } => {}
         }
     }

@@ -6,14 +6,17 @@
 //! to those two ports only; every other backend refuses the profile with a clear error, never
 //! a silent fallback to deny or allow — and the proxy variables of the command's environment.
 //!
-//! Transparent egress (the namespace backend only, [`transparent`]): the helper also makes every
-//! IPv4 address local to `lo` and binds the DNS stub's socket and one listener per destination
-//! port (`Profile::egress_ports`), and the child's `/etc/hosts` and `/etc/resolv.conf` are
-//! replaced (localhost only; the stub on 127.0.0.1), so a program that ignores the proxy
-//! variables still resolves through the policy and connects through the proxy. Bubblewrap's
-//! inner stage has no capability in the namespace to add the route or bind port 53: that rung
-//! keeps the proxy variables only, like the Landlock-only and Seatbelt rungs (whose child can
-//! connect to the proxy's two ports and nothing else).
+//! Transparent egress (the namespace and bubblewrap backends, [`transparent`]): the helper (or
+//! bubblewrap's inner stage, which bwrap then keeps `CAP_NET_ADMIN` and
+//! `CAP_NET_BIND_SERVICE` for) also makes every IPv4 address local to `lo` and binds the DNS
+//! stub's socket and one listener per destination port (`Profile::egress_ports`), and the
+//! child's `/etc/hosts` and `/etc/resolv.conf` are replaced (localhost only; the stub on
+//! 127.0.0.1), so a program that ignores the proxy variables still resolves through the
+//! policy and connects through the proxy. Bubblewrap does it only when root launched (its
+//! inner stage then holds those capabilities over bwrap's namespaces); a bubblewrap call
+//! launched by another user keeps the proxy variables only (`helper::backends::bubblewrap`),
+//! like the Landlock-only and Seatbelt rungs (whose child can connect to the proxy's two ports
+//! and nothing else).
 
 use crate::backend::Backend;
 use crate::egress_fds::ProxyPorts;
@@ -66,9 +69,7 @@ pub(crate) fn apply(
     }
     match backend {
         Backend::Namespaces | Backend::Bubblewrap => {
-            if backend == Backend::Namespaces {
-                transparent(profile, plan);
-            }
+            transparent(profile, plan);
             plan.unshare_net = true;
             plan.egress = Some(PORTS);
             set_env(plan, PORTS);
@@ -99,7 +100,7 @@ pub const HOSTS: &str = "127.0.0.1\tlocalhost\n::1\tlocalhost\n";
 /// The child's `/etc/resolv.conf` under transparent egress: the DNS stub only.
 pub const RESOLV_CONF: &str = "nameserver 127.0.0.1\noptions attempts:1\n";
 
-/// Plans transparent egress for a namespace-backend proxy call: the ports, and the files.
+/// Plans transparent egress for a proxy call with a network namespace: the ports, the files.
 fn transparent(profile: &Profile, plan: &mut Plan) {
     plan.transparent = Some(profile.egress_ports.clone());
     for (path, contents) in [("/etc/hosts", HOSTS), ("/etc/resolv.conf", RESOLV_CONF)] {
@@ -185,13 +186,8 @@ mod tests {
                 .mounts
                 .iter()
                 .filter(|op| matches!(op, MountOp::File { .. }));
-            let transparent = backend == Backend::Namespaces;
-            assert_eq!(plan.transparent.is_some(), transparent, "{backend:?}");
-            assert_eq!(
-                files.count(),
-                if transparent { 2 } else { 0 },
-                "{backend:?}"
-            );
+            assert!(plan.transparent.is_some(), "{backend:?}");
+            assert_eq!(files.count(), 2, "{backend:?}");
             assert!(
                 plan.env
                     .iter()

@@ -175,9 +175,10 @@ def udp():
 attempt('udp', udp)
 EOF"#;
 
-#[test]
-fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else() {
-    if !serves_proxy("namespaces") {
+fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else_on(
+    backend: &str,
+) {
+    if !serves_proxy(backend) {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -191,12 +192,7 @@ fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_el
         .replace("@ECHO@", &echo.port.to_string())
         .replace("@TLS@", &tls_up.port().to_string())
         .replace("@UDP@", &udp.local_addr().unwrap().port().to_string());
-    let out = run(
-        "namespaces",
-        cfg.path(),
-        ws.path(),
-        &format!("{UNSET}{script}"),
-    );
+    let out = run(backend, cfg.path(), ws.path(), &format!("{UNSET}{script}"));
     let all = text(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = |what: &str| {
@@ -256,6 +252,29 @@ fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_el
         assert!(stderr.contains(&refusal), "{refusal}: {all}");
     }
 }
+
+/// Generates `NAME::{namespaces, bubblewrap}`: `NAME_on(backend)` on each rung with transparent
+/// egress.
+macro_rules! per_transparent_rung {
+    ($name:ident, $on:ident) => {
+        mod $name {
+            #[test]
+            fn namespaces() {
+                super::$on("namespaces");
+            }
+
+            #[test]
+            fn bubblewrap() {
+                super::$on("bubblewrap");
+            }
+        }
+    };
+}
+
+per_transparent_rung!(
+    a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else,
+    a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else_on
+);
 
 /// An `allow` entry's port is relayed raw through SOCKS5 (`ALL_PROXY`) on `backend`, and a
 /// name it does not list is refused at that port.
@@ -368,12 +387,17 @@ fn a_sessions_transparent_connection_is_in_the_audit_log() {
 /// request naming it reaches the upstream; one whose `Host` names another host, or that has
 /// two, is reset before a byte reaches it. The upstream listens on port 80 of a loopback
 /// address of its own (root, or the right to bind low ports, needed: skipped otherwise).
-#[test]
-fn port_80_taken_transparently_needs_a_host_naming_the_destination() {
-    if !serves_proxy("namespaces") {
+per_transparent_rung!(
+    port_80_taken_transparently_needs_a_host_naming_the_destination,
+    port_80_taken_transparently_needs_a_host_naming_the_destination_on
+);
+
+fn port_80_taken_transparently_needs_a_host_naming_the_destination_on(backend: &str) {
+    if !serves_proxy(backend) {
         return;
     }
-    let ip = format!("127.{}.{}.{}", 80, std::process::id() % 250 + 1, 80);
+    let rung = if backend == "namespaces" { 80 } else { 81 };
+    let ip = format!("127.{rung}.{}.80", std::process::id() % 250 + 1);
     let listener = match TcpListener::bind((ip.as_str(), 80)) {
         Ok(l) => l,
         Err(e) => {
@@ -428,12 +452,7 @@ attempt('other-host', lambda: raw(b'GET /x HTTP/1.1\r\nHost: other.example\r\n\r
 attempt('two-hosts', lambda: raw(b'GET /y HTTP/1.1\r\nHost: web.example\r\nHost: other.example\r\n\r\n'))
 attempt('userinfo', lambda: raw(b'GET /z HTTP/1.1\r\nHost: other.example:80@web.example\r\n\r\n'))
 EOF"#;
-    let out = run(
-        "namespaces",
-        cfg.path(),
-        ws.path(),
-        &format!("{UNSET}{script}"),
-    );
+    let out = run(backend, cfg.path(), ws.path(), &format!("{UNSET}{script}"));
     let all = text(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("urllib hello\n"), "{all}");

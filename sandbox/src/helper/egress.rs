@@ -93,7 +93,17 @@ pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
              unreachable",
         ));
     }
-    bind_and_send(channel.as_fd(), ports, None)
+    if plan.transparent.is_some() {
+        // With CAP_NET_ADMIN and CAP_NET_BIND_SERVICE bwrap kept for this stage.
+        crate::sys::local_route_all().map_err(|e| {
+            SetupError::os(
+                Stage::Namespaces,
+                "rtnetlink(RTM_NEWROUTE local 0.0.0.0/0 dev lo)",
+                &e,
+            )
+        })?;
+    }
+    bind_and_send(channel.as_fd(), ports, plan.transparent.as_deref())
 }
 
 fn bind_and_send(
