@@ -175,6 +175,7 @@ def udp():
 attempt('udp', udp)
 EOF"#;
 
+/// A program ignoring the proxy variables on `backend` (see the module's comment).
 fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else_on(
     backend: &str,
 ) {
@@ -383,15 +384,15 @@ fn a_sessions_transparent_connection_is_in_the_audit_log() {
     assert!(audit(&["verify"]).starts_with("ok:"));
 }
 
-/// Port 80 taken transparently carries HTTP whose one `Host` names the destination: a
-/// request naming it reaches the upstream; one whose `Host` names another host, or that has
-/// two, is reset before a byte reaches it. The upstream listens on port 80 of a loopback
-/// address of its own (root, or the right to bind low ports, needed: skipped otherwise).
 per_transparent_rung!(
     port_80_taken_transparently_needs_a_host_naming_the_destination,
     port_80_taken_transparently_needs_a_host_naming_the_destination_on
 );
 
+/// Port 80 taken transparently carries HTTP whose one `Host` names the destination: a
+/// request naming it reaches the upstream; one whose `Host` names another host, or that has
+/// two, is reset before a byte reaches it. The upstream listens on port 80 of a loopback
+/// address of its own (root, or the right to bind low ports, needed: skipped otherwise).
 fn port_80_taken_transparently_needs_a_host_naming_the_destination_on(backend: &str) {
     if !serves_proxy(backend) {
         return;
