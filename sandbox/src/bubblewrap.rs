@@ -221,6 +221,34 @@ mod tests {
         assert!(added(&plan).is_empty());
     }
 
+    /// Transparent egress keeps the inner stage the two network capabilities (and the one to
+    /// drop them), and its files are left to the inner stage, not to bwrap.
+    #[test]
+    fn transparent_egress_keeps_the_network_capabilities_and_leaves_the_files_inside() {
+        let d = tempfile::tempdir().unwrap();
+        let profile = Profile::for_workspace(d.path()).network(crate::profile::Network::Proxy);
+        let mut plan =
+            crate::plan::build_on_host(Backend::Bubblewrap, &profile, vec!["true".into()], None);
+        crate::egress_plan::apply(Backend::Bubblewrap, &profile, &mut plan).unwrap();
+        plan.user_limits.clear();
+        plan.seal_in_bwrap = false;
+        assert!(plan.transparent.is_some());
+        let v: Vec<String> = args(&plan, Path::new("/h"))
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        let added: Vec<&String> = v
+            .windows(2)
+            .filter(|w| w[0] == "--cap-add")
+            .map(|w| &w[1])
+            .collect();
+        assert_eq!(
+            added,
+            ["CAP_NET_ADMIN", "CAP_NET_BIND_SERVICE", "CAP_SETPCAP"]
+        );
+        assert!(!v.iter().any(|a| a == "/etc/resolv.conf"), "{v:?}");
+    }
+
     /// The inner stage gets only what it needs to mount the overlays (and to empty its
     /// bounding set), and bwrap makes their empty lower layer; without root, nothing.
     #[test]
