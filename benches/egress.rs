@@ -2,9 +2,11 @@
 //! (plain `http://`), 100 MiB through a `CONNECT` tunnel (after a real TLS ClientHello) and
 //! 1,000 small requests (a fresh connection each: connection setup included) through the
 //! proxy versus directly from a loopback upstream in the same run, with the process CPU per
-//! GiB of each; the same transfers over a veth link shaped to 1 Gbit/s ([`link`]); and
-//! `zeroclaw sandbox run --network proxy -- true` versus `--network deny`. Medians; ratios
-//! printed, nothing asserted.
+//! GiB of each; the same transfers over a veth link shaped to 1 Gbit/s ([`link`]);
+//! `zeroclaw sandbox run --network proxy -- true` versus `--network deny`; and, inside one
+//! `sandbox run --network proxy` on the namespaces rung, a small exchange with a raw loopback
+//! echo on a new connection each time, taken by transparent egress versus through `CONNECT`
+//! (same child, same upstream, interleaved). Medians; ratios printed, nothing asserted.
 
 #[allow(dead_code)]
 mod common;
@@ -32,6 +34,7 @@ fn main() {
     drop(runtime);
     link::rows();
     sandbox_run();
+    transparent_vs_connect();
 }
 
 async fn through_the_proxy() {
@@ -250,5 +253,109 @@ fn sandbox_run() {
         ms(d),
         ms(p),
         p.as_secs_f64() / d.as_secs_f64()
+    );
+}
+
+/// Exchanges per method in [`transparent_vs_connect`].
+const EXCHANGE_RUNS: usize = 500;
+
+/// The child's side of [`transparent_vs_connect`]: 5 bytes echoed on a fresh connection,
+/// through transparent egress (the name resolved once by the DNS stub) and through `CONNECT`
+/// (the `HTTP_PROXY` listener), interleaved; prints both medians in ms.
+const EXCHANGE: &str = r#"
+import os, socket, statistics, time
+port, runs = @PORT@, @RUNS@
+proxy = int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1])
+addr = socket.gethostbyname('bench.example')
+def echo(s):
+    s.sendall(b'hello')
+    got = b''
+    while len(got) < 5:
+        got += s.recv(5 - len(got))
+    s.close()
+def transparent():
+    echo(socket.create_connection((addr, port)))
+def connect():
+    s = socket.create_connection(('127.0.0.1', proxy))
+    s.sendall(b'CONNECT bench.example:%d HTTP/1.1\r\nHost: bench.example:%d\r\n\r\n' % (port, port))
+    head = b''
+    while b'\r\n\r\n' not in head:
+        head += s.recv(4096)
+    assert b' 200 ' in head.split(b'\r\n')[0], head
+    echo(s)
+t, c = [], []
+for _ in range(runs):
+    a = time.perf_counter(); transparent(); t.append(time.perf_counter() - a)
+    a = time.perf_counter(); connect(); c.append(time.perf_counter() - a)
+print('%.3f %.3f' % (statistics.median(t) * 1e3, statistics.median(c) * 1e3))
+"#;
+
+/// Transparent egress against `CONNECT` for one small exchange on a new connection, from
+/// inside a `sandbox run --network proxy` child (namespaces rung; skipped without python3).
+fn transparent_vs_connect() {
+    let python = Command::new("python3").arg("--version").output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        println!("transparent vs CONNECT: skipped (no python3)");
+        return;
+    }
+    let echo = std::net::TcpListener::bind("127.0.0.1:0").expect("echo");
+    let port = echo.local_addr().expect("echo addr").port();
+    // Detached: it ends with the bench process.
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut stream in echo.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 64];
+                while let Ok(n) = stream.read(&mut buf) {
+                    if n == 0 || stream.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().expect("dir");
+    let config_dir = tempfile::tempdir().expect("config dir");
+    std::fs::write(
+        config_dir.path().join("config.toml"),
+        format!(
+            "[sandbox.network]\nallow_cidrs = [\"127.0.0.0/8\"]\nallow = [\"{NAME}:{port}\"]\n\
+             hosts = {{ \"{NAME}\" = \"127.0.0.1\" }}\n"
+        ),
+    )
+    .expect("config");
+    let script = EXCHANGE
+        .replace("@PORT@", &port.to_string())
+        .replace("@RUNS@", &EXCHANGE_RUNS.to_string());
+    let out = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        .env("ZEROCLAW_CONFIG_DIR", config_dir.path())
+        .args([
+            "sandbox",
+            "run",
+            "--backend",
+            "namespaces",
+            "--network",
+            "proxy",
+        ])
+        .arg("--workspace")
+        .arg(dir.path())
+        .args(["--", "python3", "-c", &script])
+        .output()
+        .expect("sandbox run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let medians: Vec<f64> = stdout
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let [t, c] = medians[..] else {
+        panic!(
+            "transparent vs CONNECT: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    println!(
+        "{EXCHANGE_RUNS} small exchanges in a proxy-mode child (new connection each): \
+         transparent {t:.3} ms, CONNECT {c:.3} ms ({:+.3} ms per connection)",
+        t - c
     );
 }

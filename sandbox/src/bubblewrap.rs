@@ -2,7 +2,9 @@
 //! our own binary bound at [`HELPER_INSIDE`] and run as the inner stage (overlays over the
 //! read-only roots, Landlock, seccomp, capabilities, rlimits), the plan on fd 3 and reports on
 //! fd 4 (and a proxy call's plan socket on [`crate::wire::EGRESS_FD`], which the helper
-//! installs: bwrap keeps every descriptor that is not close-on-exec).
+//! installs: bwrap keeps every descriptor that is not close-on-exec). A [`MountOp::File`]
+//! (transparent egress's `/etc/hosts` and `/etc/resolv.conf`, root launched only) is left to
+//! the inner stage, which mounts it once it sealed the read-only roots.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -48,7 +50,17 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     if !plan.user_limits.is_empty() {
         push(&[&"--cap-add", &"CAP_SYS_RESOURCE"]);
     }
-    if plan.seal_in_bwrap || !plan.user_limits.is_empty() {
+    // Transparent egress (root launched): the inner stage adds the route and binds port 53 in
+    // bwrap's network namespace (`helper::egress::send_from_inner`).
+    if plan.transparent.is_some() {
+        push(&[
+            &"--cap-add",
+            &"CAP_NET_ADMIN",
+            &"--cap-add",
+            &"CAP_NET_BIND_SERVICE",
+        ]);
+    }
+    if plan.seal_in_bwrap || !plan.user_limits.is_empty() || plan.transparent.is_some() {
         push(&[&"--cap-add", &"CAP_SETPCAP"]);
     }
     if plan.seal_in_bwrap {
@@ -95,6 +107,8 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
                 push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path])
             }
             MountOp::BindDir { src, path } => push(&[&"--bind", src, path]),
+            // The inner stage's, over the sealed roots (`helper::mounts::bind_files`).
+            MountOp::File { .. } => {}
         }
     }
     push(&[&"--dev", &"/dev", &"--proc", &"/proc"]);
@@ -205,6 +219,34 @@ mod tests {
         assert_eq!(added(&plan), ["CAP_SYS_RESOURCE", "CAP_SETPCAP"]);
         plan.user_limits.clear();
         assert!(added(&plan).is_empty());
+    }
+
+    /// Transparent egress keeps the inner stage the two network capabilities (and the one to
+    /// drop them), and its files are left to the inner stage, not to bwrap.
+    #[test]
+    fn transparent_egress_keeps_the_network_capabilities_and_leaves_the_files_inside() {
+        let d = tempfile::tempdir().unwrap();
+        let profile = Profile::for_workspace(d.path()).network(crate::profile::Network::Proxy);
+        let mut plan =
+            crate::plan::build_on_host(Backend::Bubblewrap, &profile, vec!["true".into()], None);
+        crate::egress_plan::apply(Backend::Bubblewrap, &profile, &mut plan).unwrap();
+        plan.user_limits.clear();
+        plan.seal_in_bwrap = false;
+        assert!(plan.transparent.is_some());
+        let v: Vec<String> = args(&plan, Path::new("/h"))
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        let added: Vec<&String> = v
+            .windows(2)
+            .filter(|w| w[0] == "--cap-add")
+            .map(|w| &w[1])
+            .collect();
+        assert_eq!(
+            added,
+            ["CAP_NET_ADMIN", "CAP_NET_BIND_SERVICE", "CAP_SETPCAP"]
+        );
+        assert!(!v.iter().any(|a| a == "/etc/resolv.conf"), "{v:?}");
     }
 
     /// The inner stage gets only what it needs to mount the overlays (and to empty its

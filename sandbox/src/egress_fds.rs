@@ -4,10 +4,16 @@
 //! them but never accept on them; the daemon accepts on them directly (a socket keeps the
 //! namespace it was made in). The helper calls [`bind_and_send`] on the plan socket
 //! (`helper/egress.rs`), the launcher [`receive`] once the helper reported ready.
+//!
+//! Transparent egress (the namespace backend, [`bind_and_send_with`]) adds, in the same
+//! message, the DNS stub's UDP socket on 127.0.0.1:53 and one TCP listener on `0.0.0.0` per
+//! destination port the policy can allow: with every IPv4 address local to `lo`
+//! ([`crate::sys::local_route_all`]), a connection to any address at such a port lands on
+//! that listener, and its local address is the destination the command asked for.
 
 use std::io::{IoSlice, IoSliceMut};
-use std::net::TcpListener;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::net::{TcpListener, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg, sockopt};
 
@@ -18,19 +24,67 @@ pub struct ProxyPorts {
     pub socks: u16,
 }
 
+/// The most destination ports transparent egress listens on.
+pub const MAX_TRANSPARENT_PORTS: usize = 64;
+
+/// Where the DNS stub listens inside the child's namespace (the child's `resolv.conf`).
+pub const DNS_PORT: u16 = 53;
+
+/// Transparent egress of one call: the DNS stub's socket (127.0.0.1:53 in the child's
+/// namespace) and one listener per destination port (`0.0.0.0:port` there).
+#[derive(Debug)]
+pub struct Transparent {
+    pub dns: UdpSocket,
+    pub listeners: Vec<TcpListener>,
+}
+
+/// What [`receive`] took: the two proxy listeners, their ports, and transparent egress's
+/// sockets when the helper bound them.
+#[derive(Debug)]
+pub struct Received {
+    pub http: TcpListener,
+    pub socks: TcpListener,
+    pub ports: ProxyPorts,
+    pub transparent: Option<Transparent>,
+}
+
 /// Binds the HTTP and SOCKS5 listeners on 127.0.0.1 at `want` (0: an ephemeral port) in the
 /// current network namespace, sends them and their ports over `channel`, and closes them here.
 pub fn bind_and_send(channel: BorrowedFd<'_>, want: ProxyPorts) -> std::io::Result<ProxyPorts> {
+    bind_and_send_with(channel, want, None)
+}
+
+/// As [`bind_and_send`]; with `transparent` (destination ports), also the DNS stub's socket on
+/// 127.0.0.1:[`DNS_PORT`] and a listener on `0.0.0.0` at each port (one that is already
+/// taken by the proxy's own listeners is skipped), all in the same message.
+pub fn bind_and_send_with(
+    channel: BorrowedFd<'_>,
+    want: ProxyPorts,
+    transparent: Option<&[u16]>,
+) -> std::io::Result<ProxyPorts> {
     let http = TcpListener::bind(("127.0.0.1", want.http))?;
     let socks = TcpListener::bind(("127.0.0.1", want.socks))?;
     let ports = ProxyPorts {
         http: http.local_addr()?.port(),
         socks: socks.local_addr()?.port(),
     };
-    let mut payload = [0u8; 4];
-    payload[..2].copy_from_slice(&ports.http.to_be_bytes());
-    payload[2..].copy_from_slice(&ports.socks.to_be_bytes());
-    let fds = [http.as_raw_fd(), socks.as_raw_fd()];
+    let mut payload = Vec::with_capacity(4 + 2 * MAX_TRANSPARENT_PORTS);
+    payload.extend_from_slice(&ports.http.to_be_bytes());
+    payload.extend_from_slice(&ports.socks.to_be_bytes());
+    let mut owned: Vec<OwnedFd> = vec![http.into(), socks.into()];
+    if let Some(list) = transparent {
+        owned.push(UdpSocket::bind(("127.0.0.1", DNS_PORT))?.into());
+        let mut seen = vec![ports.http, ports.socks, 0];
+        for &port in list.iter().take(MAX_TRANSPARENT_PORTS) {
+            if seen.contains(&port) {
+                continue;
+            }
+            seen.push(port);
+            owned.push(TcpListener::bind(("0.0.0.0", port))?.into());
+            payload.extend_from_slice(&port.to_be_bytes());
+        }
+    }
+    let fds: Vec<RawFd> = owned.iter().map(AsRawFd::as_raw_fd).collect();
     let cmsg = [ControlMessage::ScmRights(&fds)];
     sendmsg::<()>(
         channel.as_raw_fd(),
@@ -39,24 +93,24 @@ pub fn bind_and_send(channel: BorrowedFd<'_>, want: ProxyPorts) -> std::io::Resu
         MsgFlags::empty(),
         None,
     )?;
-    drop((http, socks));
+    drop(owned);
     Ok(ports)
 }
 
-/// Receives what [`bind_and_send`] sent: the two listeners (close-on-exec, checked to be
-/// listening sockets) and their ports.
-pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<(TcpListener, TcpListener, ProxyPorts)> {
+/// Receives what [`bind_and_send_with`] sent: the two listeners (close-on-exec, checked to be
+/// listening sockets), their ports, and transparent egress's sockets if any.
+pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<Received> {
     let bad = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
-    let mut payload = [0u8; 4];
+    let mut payload = [0u8; 4 + 2 * MAX_TRANSPARENT_PORTS];
     let mut iov = [IoSliceMut::new(&mut payload)];
-    let mut space = nix::cmsg_space!([RawFd; 2]);
+    let mut space = nix::cmsg_space!([RawFd; 3 + MAX_TRANSPARENT_PORTS]);
     let msg = recvmsg::<()>(
         channel.as_raw_fd(),
         &mut iov,
         Some(&mut space),
         MsgFlags::MSG_CMSG_CLOEXEC,
     )?;
-    let mut owned: Vec<std::os::fd::OwnedFd> = Vec::new();
+    let mut owned: Vec<OwnedFd> = Vec::new();
     for cmsg in msg.cmsgs()? {
         if let ControlMessageOwned::ScmRights(fds) = cmsg {
             owned.extend(crate::sys::adopt_received(fds));
@@ -65,11 +119,23 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<(TcpListener, TcpList
     let truncated = msg
         .flags
         .intersects(MsgFlags::MSG_CTRUNC | MsgFlags::MSG_TRUNC);
-    if truncated || msg.bytes != payload.len() || owned.len() != 2 {
+    let bytes = msg.bytes;
+    let shape_ok = match owned.len() {
+        2 => bytes == 4,
+        n if n >= 3 => bytes == 4 + 2 * (n - 3),
+        _ => false,
+    };
+    if truncated || !shape_ok {
         return Err(bad("expected two listeners and their ports"));
     }
-    for fd in &owned {
-        if !nix::sys::socket::getsockopt(&fd.as_fd(), sockopt::AcceptConn)? {
+    for (i, fd) in owned.iter().enumerate() {
+        if i == 2 {
+            if nix::sys::socket::getsockopt(&fd.as_fd(), sockopt::SockType)?
+                != nix::sys::socket::SockType::Datagram
+            {
+                return Err(bad("the DNS stub's descriptor is not a datagram socket"));
+            }
+        } else if !nix::sys::socket::getsockopt(&fd.as_fd(), sockopt::AcceptConn)? {
             return Err(bad("a passed descriptor is not a listening socket"));
         }
     }
@@ -77,9 +143,23 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<(TcpListener, TcpList
         http: u16::from_be_bytes([payload[0], payload[1]]),
         socks: u16::from_be_bytes([payload[2], payload[3]]),
     };
-    let socks = TcpListener::from(owned.pop().ok_or_else(|| bad("no socks listener"))?);
-    let http = TcpListener::from(owned.pop().ok_or_else(|| bad("no http listener"))?);
-    Ok((http, socks, ports))
+    let mut fds = owned.into_iter();
+    let mut next = || fds.next().ok_or_else(|| bad("a descriptor is missing"));
+    let http = TcpListener::from(next()?);
+    let socks = TcpListener::from(next()?);
+    let transparent = match next() {
+        Ok(dns) => Some(Transparent {
+            dns: UdpSocket::from(dns),
+            listeners: fds.map(TcpListener::from).collect(),
+        }),
+        Err(_) => None,
+    };
+    Ok(Received {
+        http,
+        socks,
+        ports,
+        transparent,
+    })
 }
 
 #[cfg(test)]
@@ -98,7 +178,13 @@ mod tests {
         )
         .unwrap();
         let sent = bind_and_send(a.as_fd(), ProxyPorts { http: 0, socks: 0 }).unwrap();
-        let (http, socks, ports) = receive(b.as_fd()).unwrap();
+        let Received {
+            http,
+            socks,
+            ports,
+            transparent,
+        } = receive(b.as_fd()).unwrap();
+        assert!(transparent.is_none());
         assert_eq!(sent, ports);
         assert_eq!(http.local_addr().unwrap().port(), ports.http);
         assert_eq!(socks.local_addr().unwrap().port(), ports.socks);

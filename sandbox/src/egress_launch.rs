@@ -22,6 +22,8 @@ pub struct EgressListeners {
     pub socks: TcpListener,
     /// Their ports on the child's loopback (what the command's `*_PROXY` variables name).
     pub ports: ProxyPorts,
+    /// Transparent egress's DNS stub socket and per-port listeners (the namespace backend).
+    pub transparent: Option<crate::egress_fds::Transparent>,
 }
 
 /// A call's listeners on their way to [`crate::Confined`]: to be received over the plan
@@ -71,7 +73,12 @@ pub(crate) fn bind_on_host(
         socks: socks_port,
     };
     crate::egress_plan::on_host(plan, ports);
-    Ok(Some(EgressListeners { http, socks, ports }))
+    Ok(Some(EgressListeners {
+        http,
+        socks,
+        ports,
+        transparent: None,
+    }))
 }
 
 /// (our end, the helper's end) of a proxy call's plan channel, both close-on-exec.
@@ -99,13 +106,30 @@ pub(crate) fn receive(ours: OwnedFd) -> Result<EgressListeners, SandboxError> {
     let nonblocking = nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK;
     nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_SETFL(nonblocking))
         .map_err(std::io::Error::from)?;
-    let (http, socks, ports) = crate::egress_fds::receive(ours.as_fd()).map_err(|e| {
+    let received = crate::egress_fds::receive(ours.as_fd()).map_err(|e| {
         SandboxError::Io(std::io::Error::new(
             e.kind(),
             format!("the helper's egress proxy listeners: {e}"),
         ))
     })?;
+    let crate::egress_fds::Received {
+        http,
+        socks,
+        ports,
+        transparent,
+    } = received;
     http.set_nonblocking(true)?;
     socks.set_nonblocking(true)?;
-    Ok(EgressListeners { http, socks, ports })
+    if let Some(t) = &transparent {
+        t.dns.set_nonblocking(true)?;
+        for listener in &t.listeners {
+            listener.set_nonblocking(true)?;
+        }
+    }
+    Ok(EgressListeners {
+        http,
+        socks,
+        ports,
+        transparent,
+    })
 }

@@ -5,6 +5,18 @@
 //! ([`on_host`], called by `egress_launch::bind_on_host`) and rules that let the child connect
 //! to those two ports only; every other backend refuses the profile with a clear error, never
 //! a silent fallback to deny or allow — and the proxy variables of the command's environment.
+//!
+//! Transparent egress (the namespace and bubblewrap backends, [`transparent`]): the helper (or
+//! bubblewrap's inner stage, which bwrap then keeps `CAP_NET_ADMIN` and
+//! `CAP_NET_BIND_SERVICE` for) also makes every IPv4 address local to `lo` and binds the DNS
+//! stub's socket and one listener per destination port (`Profile::egress_ports`), and the
+//! child's `/etc/hosts` and `/etc/resolv.conf` are replaced (localhost only; the stub on
+//! 127.0.0.1), so a program that ignores the proxy variables still resolves through the
+//! policy and connects through the proxy. Bubblewrap does it only when root launched (its
+//! inner stage then holds those capabilities over bwrap's namespaces); a bubblewrap call
+//! launched by another user keeps the proxy variables only (`helper::backends::bubblewrap`),
+//! like the Landlock-only and Seatbelt rungs (whose child can connect to the proxy's two ports
+//! and nothing else).
 
 use crate::backend::Backend;
 use crate::egress_fds::ProxyPorts;
@@ -57,6 +69,7 @@ pub(crate) fn apply(
     }
     match backend {
         Backend::Namespaces | Backend::Bubblewrap => {
+            transparent(profile, plan);
             plan.unshare_net = true;
             plan.egress = Some(PORTS);
             set_env(plan, PORTS);
@@ -79,6 +92,22 @@ pub(crate) fn apply(
              bubblewrap, landlock and seatbelt backends route a child through the egress \
              proxy; use network deny or allow, or another backend"
         ))),
+    }
+}
+
+/// The child's `/etc/hosts` under transparent egress: no host name but `localhost`.
+pub const HOSTS: &str = "127.0.0.1\tlocalhost\n::1\tlocalhost\n";
+/// The child's `/etc/resolv.conf` under transparent egress: the DNS stub only.
+pub const RESOLV_CONF: &str = "nameserver 127.0.0.1\noptions attempts:1\n";
+
+/// Plans transparent egress for a proxy call with a network namespace: the ports, the files.
+fn transparent(profile: &Profile, plan: &mut Plan) {
+    plan.transparent = Some(profile.egress_ports.clone());
+    for (path, contents) in [("/etc/hosts", HOSTS), ("/etc/resolv.conf", RESOLV_CONF)] {
+        plan.mounts.push(crate::plan::MountOp::File {
+            path: path.into(),
+            contents: contents.to_owned(),
+        });
     }
 }
 
@@ -123,6 +152,7 @@ fn set_env(plan: &mut Plan, ports: ProxyPorts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::MountOp;
 
     #[test]
     fn every_common_variable_points_at_the_listeners() {
@@ -152,6 +182,12 @@ mod tests {
             apply(backend, &profile, &mut plan).unwrap();
             assert!(plan.unshare_net && !plan.egress_on_host, "{backend:?}");
             assert_eq!(plan.egress, Some(PORTS), "{backend:?}");
+            let files = plan
+                .mounts
+                .iter()
+                .filter(|op| matches!(op, MountOp::File { .. }));
+            assert!(plan.transparent.is_some(), "{backend:?}");
+            assert_eq!(files.count(), 2, "{backend:?}");
             assert!(
                 plan.env
                     .iter()

@@ -112,6 +112,10 @@ pub struct Profile {
     /// unless set.
     #[serde(default = "default_umask")]
     pub umask: u32,
+    /// `network = proxy`: the destination ports the egress policy can allow, which transparent
+    /// egress listens on in the child's network namespace (see [`crate::egress_plan`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress_ports: Vec<u16>,
 }
 
 /// The umask a child gets unless the profile sets one: files it creates are readable by the
@@ -231,6 +235,7 @@ impl Profile {
             limits: Limits::default(),
             env: EnvPolicy::default(),
             umask: DEFAULT_UMASK,
+            egress_ports: Vec::new(),
         }
     }
 
@@ -261,6 +266,12 @@ impl Profile {
     /// Sets the network policy.
     pub fn network(mut self, network: Network) -> Self {
         self.network = network;
+        self
+    }
+
+    /// Sets the destination ports transparent egress listens on (`network = proxy`).
+    pub fn egress_ports(mut self, ports: Vec<u16>) -> Self {
+        self.egress_ports = ports;
         self
     }
 

@@ -40,7 +40,7 @@ fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {
         | MountOp::MaskFile { path }
         | MountOp::MaskDir { path }
         | MountOp::BindDir { path, .. } => Some(path.as_path()),
-        MountOp::Symlink { .. } | MountOp::Tmpfs { .. } => None,
+        MountOp::Symlink { .. } | MountOp::Tmpfs { .. } | MountOp::File { .. } => None,
     });
     mounted
         .chain(plan.placeholders.iter().map(|p| p.path.as_path()))

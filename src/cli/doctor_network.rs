@@ -62,9 +62,18 @@ fn enforcement(mode: NetworkMode, chosen: Option<Backend>, landlock_abi: u32) ->
 /// Landlock ABI is `landlock_abi`.
 fn proxy_mode(backend: Backend, landlock_abi: u32) -> String {
     let said = match backend {
-        Backend::Namespaces | Backend::Bubblewrap => {
+        Backend::Namespaces => {
             "a network namespace with only `lo`, where zeroclaw's egress proxy listens (HTTP on \
-             127.0.0.1:3128, SOCKS5 on 127.0.0.1:1080) and admits only what the policy allows"
+             127.0.0.1:3128, SOCKS5 on 127.0.0.1:1080) and admits only what the policy allows; \
+             programs that ignore the proxy variables go through it too (transparent egress: \
+             a DNS stub on 127.0.0.1:53 for allowed names, every TCP connection taken by the \
+             proxy)"
+        }
+        Backend::Bubblewrap => {
+            "a network namespace with only `lo`, where zeroclaw's egress proxy listens (HTTP on \
+             127.0.0.1:3128, SOCKS5 on 127.0.0.1:1080) and admits only what the policy allows; \
+             run as root, programs that ignore the proxy variables go through it too \
+             (transparent egress), else they have no route"
         }
         Backend::Landlock if landlock_abi >= LANDLOCK_NET_ABI => {
             "no network namespace: the proxy listens on the host's 127.0.0.1 at two ephemeral \

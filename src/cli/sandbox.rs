@@ -127,6 +127,10 @@ pub fn run_with(
     let backend = args.backend.unwrap_or(policy.backend);
     let allow_partial = args.allow_partial || policy.allow_partial;
     let profile = match profile(&args, policy) {
+        Ok(p) => Ok(p.egress_ports(egress.as_ref().map(|e| e.ports()).unwrap_or_default())),
+        Err(e) => Err(e),
+    };
+    let profile = match profile {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };

@@ -43,6 +43,10 @@ pub struct NetworkConfig {
     /// Addresses (`10.1.2.3`, `fd00::/8`) the proxy may connect to: IP-literal destinations,
     /// and resolved addresses of a refused class (loopback, private, link-local, ...).
     pub allow_cidrs: Vec<String>,
+    /// `name:port` destinations relayed as raw bytes (no TLS or HTTP check), e.g.
+    /// `git.example:22`; the name may be a `*.suffix` pattern; ports 80 and 443 keep their
+    /// checks (list those names in `allow_domains`).
+    pub allow: Vec<String>,
     /// Names the proxy resolves to a fixed address instead of asking DNS (like curl's
     /// `--resolve`); the address is still checked against the policy.
     pub hosts: BTreeMap<String, String>,
@@ -56,6 +60,7 @@ impl Default for NetworkConfig {
             deny_domains: Vec::new(),
             allow_ports: vec![443, 80],
             allow_cidrs: Vec::new(),
+            allow: Vec::new(),
             hosts: BTreeMap::new(),
         }
     }
@@ -76,6 +81,8 @@ pub struct NetworkOverride {
     pub allow_ports: Option<Vec<u16>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_cidrs: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
 }
 
 impl NetworkConfig {
@@ -93,6 +100,7 @@ impl NetworkConfig {
             deny_domains: o.deny_domains.clone().unwrap_or(self.deny_domains.clone()),
             allow_ports: o.allow_ports.clone().unwrap_or(self.allow_ports.clone()),
             allow_cidrs: o.allow_cidrs.clone().unwrap_or(self.allow_cidrs.clone()),
+            allow: o.allow.clone().unwrap_or(self.allow.clone()),
             hosts: self.hosts.clone(),
         }
     }

@@ -1,7 +1,9 @@
 //! The egress policy the proxy enforces: built from a [`NetworkConfig`] (whose malformed entries
 //! are errors naming the key), it judges a requested destination ([`EgressPolicy::check_target`])
 //! and every address a name resolves to ([`EgressPolicy::check_address`]). Every [`Decision`]
-//! carries the [`Rule`] that made it.
+//! carries the [`Rule`] that made it. An `allow` entry (`name:port`) admits that name at that
+//! port whatever `allow_ports` and `allow_domains` say (not past `deny_domains`), for a raw
+//! relay ([`Rule::AllowListed`]).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -44,6 +46,8 @@ pub struct EgressPolicy {
     deny_domains: Vec<DomainPattern>,
     allow_ports: Vec<u16>,
     allow_cidrs: Vec<IpNet>,
+    /// `allow` entries: a name pattern and the port relayed raw for it.
+    raw: Vec<(DomainPattern, u16)>,
     hosts: BTreeMap<String, IpAddr>,
 }
 
@@ -70,6 +74,12 @@ impl EgressPolicy {
             .enumerate()
             .map(|(i, c)| parse_cidr(c).map_err(|e| (format!("allow_cidrs[{i}]"), e)))
             .collect::<Result<Vec<_>, _>>()?;
+        let raw = config
+            .allow
+            .iter()
+            .enumerate()
+            .map(|(i, e)| parse_raw(e).map_err(|why| (format!("allow[{i}]"), why)))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut hosts = BTreeMap::new();
         for (name, addr) in &config.hosts {
             let key = format!("hosts.{name}");
@@ -87,6 +97,7 @@ impl EgressPolicy {
             deny_domains,
             allow_ports: config.allow_ports.clone(),
             allow_cidrs,
+            raw,
             hosts,
         })
     }
@@ -95,6 +106,17 @@ impl EgressPolicy {
     /// literal against `allow_cidrs`, or a name against `deny_domains` (which wins) and
     /// `allow_domains`.
     pub fn check_target(&self, host: &Host, port: u16) -> Decision {
+        if let Host::Name(name) = host
+            && let Some((p, _)) = self
+                .raw
+                .iter()
+                .find(|(p, raw_port)| *raw_port == port && p.matches(name))
+        {
+            if let Some(d) = self.deny_domains.iter().find(|d| d.matches(name)) {
+                return Decision::refuse(Rule::DenyDomain(d.to_string()));
+            }
+            return Decision::allow(Rule::AllowListed(format!("{p}:{port}")));
+        }
         if !self.allow_ports.contains(&port) {
             return Decision::refuse(Rule::PortNotAllowed(port));
         }
@@ -128,6 +150,33 @@ impl EgressPolicy {
         }
     }
 
+    /// Every destination port the policy can allow (`allow_ports`, then the `allow`
+    /// entries' ports), each once: what transparent egress listens on.
+    pub fn ports(&self) -> Vec<u16> {
+        let mut ports = self.allow_ports.clone();
+        for (_, port) in &self.raw {
+            if !ports.contains(port) {
+                ports.push(*port);
+            }
+        }
+        ports
+    }
+
+    /// Whether `name` (canonical) is allowed at one of [`EgressPolicy::ports`], and else the
+    /// refusal at the first of them (what transparent egress's DNS stub answers by).
+    pub fn check_name(&self, name: &str) -> Decision {
+        let host = Host::Name(name.to_owned());
+        let mut first = None;
+        for port in self.ports() {
+            let d = self.check_target(&host, port);
+            if d.allowed {
+                return d;
+            }
+            first.get_or_insert(d);
+        }
+        first.unwrap_or(Decision::refuse(Rule::NotInAllowDomains))
+    }
+
     /// The operator's fixed address for `name` (`[sandbox.network] hosts`), if any.
     pub fn fixed_address(&self, name: &str) -> Option<IpAddr> {
         self.hosts.get(name).copied()
@@ -136,7 +185,7 @@ impl EgressPolicy {
     /// The policy as `doctor` and `sandbox run --help` show it, one `key = value` a line.
     pub fn describe(&self) -> Vec<String> {
         let list = |items: Vec<String>| format!("[{}]", items.join(", "));
-        vec![
+        let mut lines = vec![
             format!("mode = {}", self.mode.as_str()),
             format!(
                 "allow_domains = {}",
@@ -154,12 +203,40 @@ impl EgressPolicy {
                 "allow_cidrs = {}",
                 list(self.allow_cidrs.iter().map(|n| n.to_string()).collect())
             ),
-        ]
+        ];
+        if !self.raw.is_empty() {
+            let raw = self.raw.iter().map(|(p, port)| format!("{p}:{port}"));
+            lines.push(format!("allow = {}", list(raw.collect())));
+        }
+        lines
     }
 
     fn cidr_of(&self, ip: IpAddr) -> Option<&IpNet> {
         self.allow_cidrs.iter().find(|net| net.contains(&ip))
     }
+}
+
+/// An `allow` entry: `name:port` (a name pattern; a port other than 80 and 443, which keep
+/// their HTTP and TLS checks).
+fn parse_raw(text: &str) -> Result<(DomainPattern, u16), String> {
+    let Some((name, port)) = text.trim().rsplit_once(':') else {
+        return Err(format!("`{text}` is not `name:port` (e.g. git.example:22)"));
+    };
+    let port: u16 = match port.parse() {
+        Ok(0) | Err(_) => return Err(format!("`{port}` is not a port (1-65535)")),
+        Ok(port) => port,
+    };
+    if port == 80 || port == 443 {
+        return Err(format!(
+            "port {port} keeps its {} check: list `{name}` in allow_domains instead",
+            if port == 80 {
+                "HTTP Host"
+            } else {
+                "TLS server name"
+            }
+        ));
+    }
+    Ok((DomainPattern::parse(name)?, port))
 }
 
 /// `10.0.0.0/8`, `fd00::/8`, or a bare address (a single-address network).

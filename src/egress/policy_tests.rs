@@ -145,3 +145,59 @@ fn the_hosts_map_fixes_addresses_by_normalized_name() {
     );
     assert_eq!(p.fixed_address("other.example"), None);
 }
+
+#[test]
+fn an_allow_entry_admits_its_name_at_its_port_only_and_deny_still_wins() {
+    let p = policy(|c| {
+        c.allow = vec!["git.example:22".into(), "*.db.example:5432".into()];
+        c.deny_domains = vec!["bad.db.example".into()];
+    });
+    let listed = Rule::AllowListed("git.example:22".into());
+    assert_eq!(
+        p.check_target(&name("Git.Example"), 22),
+        Decision::allow(listed)
+    );
+    assert_eq!(
+        p.check_target(&name("eu.db.example"), 5432).rule.id(),
+        "allow"
+    );
+    assert_eq!(
+        p.check_target(&name("git.example"), 2222),
+        Decision::refuse(Rule::PortNotAllowed(2222))
+    );
+    assert_eq!(
+        p.check_target(&name("git.example"), 443),
+        Decision::refuse(Rule::NotInAllowDomains)
+    );
+    assert_eq!(
+        p.check_target(&name("other.example"), 22),
+        Decision::refuse(Rule::PortNotAllowed(22))
+    );
+    assert_eq!(
+        p.check_target(&name("bad.db.example"), 5432),
+        Decision::refuse(Rule::DenyDomain("bad.db.example".into()))
+    );
+    assert_eq!(p.ports(), vec![443, 80, 22, 5432]);
+    assert!(p.check_name("git.example").allowed);
+    assert!(!p.check_name("other.example").allowed);
+}
+
+#[test]
+fn a_malformed_allow_entry_names_its_key() {
+    for (entry, why) in [
+        ("git.example", "not `name:port`"),
+        ("git.example:0", "not a port"),
+        ("git.example:ssh", "not a port"),
+        ("site.example:443", "allow_domains instead"),
+        ("site.example:80", "allow_domains instead"),
+        ("10.0.0.1:22", ""),
+    ] {
+        let c = NetworkConfig {
+            allow: vec![entry.into()],
+            ..NetworkConfig::default()
+        };
+        let (key, msg) = EgressPolicy::from_config(&c).unwrap_err();
+        assert_eq!(key, "allow[0]", "{entry}");
+        assert!(msg.contains(why), "{entry}: {msg}");
+    }
+}

@@ -15,6 +15,8 @@ pub enum Rule {
     NotInAllowDomains,
     /// The port is not in `allow_ports`.
     PortNotAllowed(u16),
+    /// The name and port match this `allow` entry: relayed raw.
+    AllowListed(String),
     /// The address is inside this `allow_cidrs` entry.
     AllowCidr(String),
     /// An IP literal outside every `allow_cidrs` entry.
@@ -46,6 +48,7 @@ impl Rule {
             Rule::DenyDomain(_) => "deny_domains",
             Rule::NotInAllowDomains => "not_in_allow_domains",
             Rule::PortNotAllowed(_) => "allow_ports",
+            Rule::AllowListed(_) => "allow",
             Rule::AllowCidr(_) => "allow_cidrs",
             Rule::IpNotInAllowCidrs => "not_in_allow_cidrs",
             Rule::RefusedAddress { .. } => "refused_address",
@@ -67,6 +70,7 @@ impl fmt::Display for Rule {
             Rule::DenyDomain(p) => write!(f, "matches deny_domains entry `{p}`"),
             Rule::NotInAllowDomains => f.write_str("not in allow_domains"),
             Rule::PortNotAllowed(port) => write!(f, "port {port} not in allow_ports"),
+            Rule::AllowListed(e) => write!(f, "allowed by allow entry `{e}` (relayed raw)"),
             Rule::AllowCidr(net) => write!(f, "allowed by allow_cidrs entry `{net}`"),
             Rule::IpNotInAllowCidrs => f.write_str("IP address not in allow_cidrs"),
             Rule::RefusedAddress { addr, class } => write!(

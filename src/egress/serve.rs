@@ -52,7 +52,8 @@ pub struct Serving {
     tasks: Vec<JoinHandle<()>>,
 }
 
-/// Starts the HTTP proxy and SOCKS5 on `listeners` under `policy` (needs a Tokio runtime).
+/// Starts the HTTP proxy and SOCKS5 on `listeners` under `policy`, and transparent egress
+/// when the sandbox brought its sockets back (needs a Tokio runtime).
 pub fn serve(
     policy: &EgressPolicy,
     listeners: EgressListeners,
@@ -62,7 +63,16 @@ pub fn serve(
     let http = tokio::net::TcpListener::from_std(listeners.http)?;
     let socks = tokio::net::TcpListener::from_std(listeners.socks)?;
     let proxy = Proxy::observed(policy.clone(), Limits::default(), approver, observer);
-    let tasks = vec![proxy.serve_http(http), proxy.serve_socks(socks)];
+    let mut tasks = vec![proxy.serve_http(http), proxy.serve_socks(socks)];
+    if let Some(t) = listeners.transparent {
+        let dns = tokio::net::UdpSocket::from_std(t.dns)?;
+        let listeners = t
+            .listeners
+            .into_iter()
+            .map(tokio::net::TcpListener::from_std)
+            .collect::<std::io::Result<Vec<_>>>()?;
+        tasks.extend(proxy.serve_transparent(dns, listeners));
+    }
     Ok(Serving { proxy, tasks })
 }
 

@@ -26,6 +26,7 @@ impl Policy {
         };
         let mut profile = Profile::for_workspace(cwd)
             .network(network)
+            .egress_ports(self.egress.as_ref().map(|e| e.ports()).unwrap_or_default())
             .limits(limits(&self.limits))
             .umask(self.umask);
         for (root, write) in &self.allowed_roots {

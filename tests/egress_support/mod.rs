@@ -171,6 +171,7 @@ pub fn policy(
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
+        ..NetworkConfig::default()
     };
     EgressPolicy::from_config(&config).unwrap()
 }

@@ -15,5 +15,6 @@ mod egress_hostile;
 mod egress_parser;
 mod egress_proxy;
 mod egress_tools;
+mod egress_transparent;
 mod provider_anthropic;
 mod provider_openai;

@@ -6,6 +6,9 @@
 //! ([`keep_for_inner`], [`pass_to_inner`]) and the inner stage sends from there
 //! ([`send_from_inner`]). A child forked by a single-threaded caller finds the socket on
 //! [`PLAN_FD`] too ([`channel_fd`]), the pid namespace's init that caller cloned included.
+//! With transparent egress (`plan.transparent`, the namespace backend), [`send_listeners`]
+//! first makes every IPv4 address local to `lo`, and sends the DNS stub's socket and the
+//! per-port listeners with the proxy's two.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
@@ -36,7 +39,16 @@ pub(crate) fn send_listeners(plan: &Plan) -> Result<(), SetupError> {
     let channel = crate::sys::take_inherited(PLAN_FD);
     crate::sys::loopback_up()
         .map_err(|e| SetupError::os(Stage::Namespaces, "ioctl(SIOCSIFFLAGS, lo)", &e))?;
-    bind_and_send(channel.as_fd(), ports)
+    if plan.transparent.is_some() {
+        crate::sys::local_route_all().map_err(|e| {
+            SetupError::os(
+                Stage::Namespaces,
+                "rtnetlink(RTM_NEWROUTE local 0.0.0.0/0 dev lo)",
+                &e,
+            )
+        })?;
+    }
+    bind_and_send(channel.as_fd(), ports, plan.transparent.as_deref())
 }
 
 /// Bubblewrap's helper, before its plan number takes the inner stage's plan: the plan
@@ -81,14 +93,25 @@ pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
              unreachable",
         ));
     }
-    bind_and_send(channel.as_fd(), ports)
+    if plan.transparent.is_some() {
+        // With CAP_NET_ADMIN and CAP_NET_BIND_SERVICE bwrap kept for this stage.
+        crate::sys::local_route_all().map_err(|e| {
+            SetupError::os(
+                Stage::Namespaces,
+                "rtnetlink(RTM_NEWROUTE local 0.0.0.0/0 dev lo)",
+                &e,
+            )
+        })?;
+    }
+    bind_and_send(channel.as_fd(), ports, plan.transparent.as_deref())
 }
 
 fn bind_and_send(
     channel: BorrowedFd<'_>,
     ports: crate::egress_fds::ProxyPorts,
+    transparent: Option<&[u16]>,
 ) -> Result<(), SetupError> {
-    crate::egress_fds::bind_and_send(channel, ports).map_err(|e| {
+    crate::egress_fds::bind_and_send_with(channel, ports, transparent).map_err(|e| {
         SetupError::os(
             Stage::Namespaces,
             "bind and send the egress proxy listeners",

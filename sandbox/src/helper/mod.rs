@@ -102,6 +102,10 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
         egress::send_from_inner(plan)?;
         // Still holding CAP_SYS_ADMIN in bwrap's namespace (when root launched): mounts first.
         let sealed = mounts::seal_read_only_roots(&plan.mounts)?;
+        // Over the seal (bwrap left them to this stage when root launched, `bubblewrap.rs`).
+        if plan.seal_in_bwrap {
+            mounts::bind_files(&plan.mounts)?;
+        }
         // In bubblewrap's user namespace, with the host's values from the outer helper.
         ucounts::UserLimits::from_names(&plan.user_limits).apply()?;
         return backends::bubblewrap::inner(

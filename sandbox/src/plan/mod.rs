@@ -163,6 +163,7 @@ pub fn build(
         unshare_net: profile.network != Network::Allow,
         egress: None,
         egress_on_host: false,
+        transparent: None,
         scratch,
         bwrap: None,
         seal_in_bwrap: backend == Backend::Bubblewrap && facts.root,

@@ -47,6 +47,15 @@ pub enum MountOp {
         /// The hidden directory.
         path: PathBuf,
     },
+    /// A read-only file holding `contents` over the file at `path` (the namespace backend's
+    /// transparent egress: the child's `/etc/hosts` and `/etc/resolv.conf`); skipped when
+    /// nothing is at `path` to cover.
+    File {
+        /// The covered file.
+        path: PathBuf,
+        /// What the child reads there.
+        contents: String,
+    },
     /// Bind the host directory `src` read-write at `path` (another place): a repository's
     /// private stage (see `crate::git::stage`). Both exist before mounting.
     BindDir {
@@ -66,6 +75,7 @@ impl MountOp {
             | MountOp::Tmpfs { path, .. }
             | MountOp::MaskFile { path }
             | MountOp::MaskDir { path }
+            | MountOp::File { path, .. }
             | MountOp::BindDir { path, .. } => path,
         }
     }
@@ -204,6 +214,11 @@ pub struct Plan {
     /// ([`crate::egress_launch::bind_on_host`]); the helper sends nothing back.
     #[serde(default)]
     pub egress_on_host: bool,
+    /// Transparent egress (`network = proxy` on the namespace backend): the destination ports
+    /// the helper listens on in the call's network namespace, beside the DNS stub's socket,
+    /// once it made every IPv4 address local to `lo` (see [`crate::egress_fds`]).
+    #[serde(default)]
+    pub transparent: Option<Vec<u16>>,
     /// Private HOME/TMPDIR directory the helper creates and removes (Landlock-only backend).
     pub scratch: Option<PathBuf>,
     /// bubblewrap executable (bubblewrap backend).

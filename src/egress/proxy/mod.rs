@@ -15,15 +15,22 @@
 //! With an [`Observer`] (a session's call), every connection is reported: a refusal at once,
 //! an admitted connection when it ends, with its address, rule, bytes each way and duration.
 //! [`Proxy::finish`] ends the tunnels still open and waits for their reports.
+//!
+//! Transparent egress ([`Proxy::serve_transparent`]): a DNS stub ([`dns_stub`]) answering
+//! allowed names with synthetic addresses ([`synthetic`]), and listeners taking the child's
+//! direct connections ([`transparent`]), judged like a `CONNECT` to the same name and port.
 
 mod counted;
 mod dial;
+mod dns_stub;
 mod head;
 mod http;
 mod idle;
 mod socks;
 #[cfg(target_os = "linux")]
 mod splice;
+mod synthetic;
+mod transparent;
 mod tunnel;
 
 use std::collections::HashMap;
@@ -105,6 +112,8 @@ pub enum Via {
     Connect,
     /// A SOCKS5 `CONNECT`.
     Socks,
+    /// A direct connection of the child's, taken by transparent egress.
+    Transparent,
 }
 
 impl Via {
@@ -113,6 +122,7 @@ impl Via {
             Via::Http => "http",
             Via::Connect => "connect",
             Via::Socks => "socks5",
+            Via::Transparent => "transparent",
         }
     }
 }
@@ -306,6 +316,33 @@ impl Proxy {
         })
     }
 
+    /// Serves transparent egress until the tasks are aborted: the DNS stub on `dns` and the
+    /// child's direct connections on `listeners` (one per destination port).
+    pub fn serve_transparent(
+        &self,
+        dns: tokio::net::UdpSocket,
+        listeners: Vec<TcpListener>,
+    ) -> Vec<JoinHandle<()>> {
+        let names = Arc::new(synthetic::Names::default());
+        let mut tasks = vec![tokio::spawn(dns_stub::serve(
+            self.inner.clone(),
+            names.clone(),
+            dns,
+        ))];
+        for listener in listeners {
+            let names = names.clone();
+            tasks.push(self.serve(listener, move |inner, stream, permit| {
+                tokio::spawn(transparent::serve_conn(
+                    inner,
+                    names.clone(),
+                    stream,
+                    permit,
+                ));
+            }));
+        }
+        tasks
+    }
+
     /// The distinct refusals so far, oldest first.
     pub fn refusals(&self) -> Vec<Refusal> {
         let kept = self
@@ -342,7 +379,7 @@ impl Proxy {
     fn serve(
         &self,
         listener: TcpListener,
-        start: fn(Arc<Inner>, TcpStream, Arc<OwnedSemaphorePermit>),
+        start: impl Fn(Arc<Inner>, TcpStream, Arc<OwnedSemaphorePermit>) + Send + 'static,
     ) -> JoinHandle<()> {
         let inner = self.inner.clone();
         tokio::spawn(async move {

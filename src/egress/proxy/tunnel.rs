@@ -3,7 +3,9 @@
 //! terminating TLS); those bytes are then replayed upstream and both directions relayed until
 //! either side closes, the tunnel is idle for `idle_timeout`, or the proxy is closed: with
 //! splice(2) on Linux (`super::splice`), else, or when no pipe can be had, by copying through
-//! the proxy. The bytes each way are counted for the connection's report.
+//! the proxy. The bytes each way are counted for the connection's report. A destination an
+//! `allow` entry admits ([`Rule::AllowListed`]) is relayed raw, without the TLS check
+//! ([`relay_raw`]).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -36,6 +38,9 @@ pub(super) async fn run(
     dialed: Dialed,
     host: &Host,
 ) {
+    if matches!(dialed.rule, Rule::AllowListed(_)) {
+        return relay_raw(inner, at, client, early, dialed).await;
+    }
     let Dialed {
         stream: mut upstream,
         address,
@@ -62,6 +67,32 @@ pub(super) async fn run(
         tokio::select! {
             () = relay_or_copy(&mut client, &mut upstream, idle, &bytes) => {}
             () = inner.closed.cancelled() => tracing::debug!("egress proxy closed; tunnel ended"),
+        }
+    }
+    inner.ended(at, address, rule, bytes.totals()).await;
+}
+
+/// Relays `client` and the upstream raw (after `early`, bytes already read from the client),
+/// reported when it ends.
+pub(super) async fn relay_raw(
+    inner: &Inner,
+    at: &Attempt,
+    mut client: TcpStream,
+    early: &[u8],
+    dialed: Dialed,
+) {
+    let Dialed {
+        stream: mut upstream,
+        address,
+        rule,
+    } = dialed;
+    let bytes = Bytes::default();
+    if upstream.write_all(early).await.is_ok() {
+        bytes.add_sent(early.len());
+        let idle = inner.limits.idle_timeout;
+        tokio::select! {
+            () = relay_or_copy(&mut client, &mut upstream, idle, &bytes) => {}
+            () = inner.closed.cancelled() => tracing::debug!("egress proxy closed; relay ended"),
         }
     }
     inner.ended(at, address, rule, bytes.totals()).await;

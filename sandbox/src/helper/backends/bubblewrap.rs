@@ -5,7 +5,7 @@ use nix::unistd::Pid;
 
 use super::super::{exec, mounts, reaper};
 use crate::error::{SetupError, Stage};
-use crate::plan::Plan;
+use crate::plan::{MountOp, Plan};
 
 /// Whether `bwrap` is installed setuid root and we are not root (then it refuses
 /// `--cap-add`).
@@ -34,6 +34,15 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     let mut inner = plan.clone();
     if setuid_for_others(&bwrap) {
         inner.user_limits.clear();
+    }
+    // Transparent egress needs the inner stage to hold CAP_NET_ADMIN over bwrap's network
+    // namespace and CAP_SYS_ADMIN over its mounts: only when root launched (a non-root
+    // bwrap's network namespace is not the stage's to route in). Else the proxy variables only.
+    if !inner.seal_in_bwrap {
+        inner.transparent = None;
+        inner
+            .mounts
+            .retain(|op| !matches!(op, MountOp::File { .. }));
     }
     let json = serde_json::to_vec(&inner)
         .map_err(|e| SetupError::new(Stage::Bubblewrap, format!("encode plan: {e}")))?;

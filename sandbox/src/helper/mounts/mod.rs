@@ -236,6 +236,7 @@ fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
             })
         }
         MountOp::BindDir { src, path } => bind_dir(src, path),
+        MountOp::File { path, contents } => bind_contents(path, contents),
         MountOp::MaskFile { path } => {
             let null = Path::new(OLD).join("dev/null");
             let flags = MsFlags::MS_BIND;
@@ -348,6 +349,46 @@ fn bind_dir(src: &Path, path: &Path) -> Result<(), SetupError> {
         )
     })?;
     harden_mount(path, false).map_err(|e| err(format!("mount_setattr({})", path.display()), e))
+}
+
+/// Bubblewrap's inner stage, root launched, after the seal: each [`MountOp::File`] of `ops`.
+pub fn bind_files(ops: &[MountOp]) -> Result<(), SetupError> {
+    for op in ops {
+        if let MountOp::File { path, contents } = op {
+            bind_contents(path, contents)?;
+        }
+    }
+    Ok(())
+}
+
+/// A [`MountOp::File`]: `contents` in a file of a small tmpfs staged in the new root, bound
+/// read-only over `path`; the staging tmpfs is then detached (the bind keeps the file). A
+/// `path` with nothing there, or a dangling symlink (a `resolv.conf` pointing into `/run`), is
+/// left alone: the resolver then falls back to 127.0.0.1, and there are no host names.
+fn bind_contents(path: &Path, contents: &str) -> Result<(), SetupError> {
+    // In the private /tmp (mounted before: parents first), writable on every backend.
+    const STAGE: &str = "/tmp/.zeroclaw-file";
+    if std::fs::metadata(path).is_err() {
+        return Ok(());
+    }
+    tmpfs(Path::new(STAGE), "mode=0755,size=64k", false)?;
+    let file = Path::new(STAGE).join("f");
+    std::fs::write(&file, contents).map_err(|e| err(format!("write({})", file.display()), e))?;
+    let bound = mount(
+        Some(&file),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(|e| err(format!("mount({} , bind)", path.display()), e));
+    let hardened = bound.and_then(|()| {
+        harden_mount(path, true)
+            .map_err(|e| err(format!("mount_setattr({}, ro)", path.display()), e))
+    });
+    umount2(STAGE, MntFlags::MNT_DETACH).map_err(|e| err(format!("umount2({STAGE})"), e))?;
+    let _ = std::fs::remove_dir(STAGE);
+    hardened
 }
 
 /// Whether something above `path` is not a directory (so `path` cannot exist).
@@ -483,6 +524,12 @@ pub fn scrub(paths: &[PathBuf]) {
 pub fn bwrap_binds(ops: &[MountOp]) -> Result<Vec<MountOp>, SetupError> {
     let mut out = Vec::new();
     for op in ops {
+        // Nothing there to cover (or a dangling link): left alone, as `bind_contents` does.
+        if let MountOp::File { path, .. } = op
+            && std::fs::metadata(path).is_err()
+        {
+            continue;
+        }
         if let MountOp::Bind { path, .. } = op {
             if has_non_dir_ancestor(path) {
                 continue;
