@@ -3,11 +3,13 @@
 //!
 //! Why it cannot reach production: the code exists only with the `fault-injection` cargo
 //! feature AND debug assertions. Nothing enables the feature but this crate's dev-dependency
-//! on itself (`sandbox/Cargo.toml`), which cargo applies only when it builds this crate's own
-//! tests and benches; the zeroclaw crate depends on the sandbox without it, and a release
-//! profile has no debug assertions, so even a build that unified the feature compiles the
-//! `false` below. Where it exists, a stage is skipped only when the plan's environment names
-//! it in `ZEROCLAW_SANDBOX_FAULT`.
+//! on itself (`sandbox/Cargo.toml`), which cargo applies only to a build that includes this
+//! crate's tests or benches (a workspace-wide `cargo test` then builds the debug zeroclaw
+//! binary with it too); a release profile has no debug assertions, so no release build
+//! (packages, `cargo install`, the bench profile) compiles anything but the `false` below.
+//! Where it exists, a stage is skipped only when the plan's environment names it in
+//! `ZEROCLAW_SANDBOX_FAULT`, and the inside check then fails the call: the hook cannot make a
+//! command run with less confinement, only make a call fail.
 
 use crate::plan::Plan;
 
