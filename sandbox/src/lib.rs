@@ -75,4 +75,4 @@ pub use supervise::{End, Outcome, Stream};
 /// The socket-activated listeners systemd passed this process, adopted once (the `unsafe`
 /// step lives in the syscall layer).
 pub use sys::take_activated_fds;
-pub use wire::{Enforcement, ExitInfo};
+pub use wire::{Enforcement, ExitInfo, InsideCheck};

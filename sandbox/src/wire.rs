@@ -95,6 +95,23 @@ pub struct Enforcement {
     /// Served by a helper prepared before the call arrived (see [`crate::warm`]).
     #[serde(default)]
     pub warm: bool,
+    /// What the confined process proved from inside before the command ran (absent on the
+    /// backends that confine nothing: `none`, Seatbelt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<InsideCheck>,
+}
+
+/// The confinement as the confined process itself observed it, once every stage was applied
+/// and before the command ran (`helper/inside_check.rs`). A property that does not hold fails
+/// the call instead, so a report only ever lists what held.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InsideCheck {
+    /// Each property observed to hold, in words, with the call that showed it.
+    pub held: Vec<String>,
+    /// Each property not checked for this plan, with why (e.g. the network is the host's).
+    pub not_checked: Vec<String>,
+    /// How long the check took, in nanoseconds.
+    pub nanos: u64,
 }
 
 /// How the command ended, as seen by the helper.

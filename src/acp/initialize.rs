@@ -1,9 +1,11 @@
 //! `initialize`: protocol version 1, capabilities (persistence ones only with a store), agent
-//! info, and the ZeroClaw `_meta.zeroclaw` block; records the client's `fs` capabilities.
+//! info, and the ZeroClaw `_meta.zeroclaw` block (with the sandbox declared for the configured
+//! policy: [`sandbox_decl`]); records the client's `fs` capabilities.
 
 use serde_json::{Value, json};
 
-use super::{Connection, agents, params};
+use super::{Connection, agents, params, sandbox_decl};
+use crate::policy::Policy;
 use crate::rpc::RpcError;
 
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -39,6 +41,7 @@ pub fn handle(conn: &Connection, params: &Value) -> Result<Value, RpcError> {
                 "defaultModel": default_model,
                 "maxSessions": config.acp.max_sessions,
                 "sessionTimeoutSecs": config.acp.session_timeout_secs,
+                "sandbox": sandbox_decl::declaration(&Policy::for_config(&config), None),
             }
         }
     }))

@@ -15,6 +15,8 @@
 //! - [`params`], [`agents`], [`updates`]: parameter aliases, agent alias resolution, and the
 //!   `session/update` sink; [`permission`]: `session/request_permission` and a turn's tool env;
 //!   [`client_fs`]: the client's `fs` capabilities and the `fs/*` requests.
+//! - [`sandbox_decl`]: the sandbox declared in `initialize` and the session results
+//!   (`_meta.zeroclaw.sandbox`), and a client's `requireSandbox` checked at `session/new`.
 
 pub mod agent_approvals;
 pub mod agents;
@@ -36,6 +38,7 @@ pub mod params;
 pub mod permission;
 pub mod prompt;
 pub mod restore;
+pub mod sandbox_decl;
 pub mod server;
 pub mod session;
 pub mod sessions;

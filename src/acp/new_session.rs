@@ -1,6 +1,8 @@
 //! `session/new`: resolves the agent alias and the working directory (refused with -32602 when
-//! the policy denies it: [`crate::policy::cwd`]), registers the session (in memory, and in the
-//! store when there is one), answers `{sessionId, workspaceDir}`; an MCP server that cannot
+//! the policy denies it: [`crate::policy::cwd`]), refuses a `requireSandbox` this host cannot
+//! meet ([`super::sandbox_decl`]), registers the session (in memory, and in the store when
+//! there is one), answers `{sessionId, workspaceDir}` with the sandbox declared under
+//! `_meta.zeroclaw.sandbox`; an MCP server that cannot
 //! start there is told to the user right after, as an agent message
 //! ([`crate::mcp::install::preflight`]).
 
@@ -28,6 +30,7 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
         None => server.launch_dir.clone(),
     };
     check_cwd(&config, &alias, &cwd)?;
+    super::sandbox_decl::check_required(params, &Policy::for_agent(&config, &alias))?;
     let mcp_servers = mcp_servers(params)?;
     let specs = crate::mcp::spec::parse_list(&mcp_servers).map_err(RpcError::invalid_params)?;
     crate::mcp::spec::check_against_operator(&config, &alias, &specs)
@@ -80,6 +83,8 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     let mut servers = crate::mcp::spec::operator_servers(&config, &session.agent_alias);
     servers.extend(specs);
     let policy = Policy::for_agent(&config, &session.agent_alias);
+    let declared = super::sandbox_decl::declaration(&policy, Some(&cwd));
+    super::sandbox_decl::extend_answer(&mut answer, declared);
     let notes = crate::mcp::install::preflight(&servers, &policy, &cwd);
     if !notes.is_empty() {
         tracing::warn!(session = %id, problems = ?notes, "MCP servers that cannot start");

@@ -5,7 +5,8 @@
 //! the same principal, and re-resolve the agent if the stored one is gone. A session keeps its
 //! directory: a `cwd` naming another directory than the stored one is -32602 (a session is
 //! never moved), and so is a stored directory the policy denies now (config changed, or a
-//! record written before the check existed).
+//! record written before the check existed). Both answers declare the session's sandbox
+//! (`_meta.zeroclaw.sandbox`, [`super::sandbox_decl`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,7 +66,12 @@ pub async fn handle(
         replay(&session, peer).await;
     }
     let mut answer = json!({"configOptions": config_options::list(conn, &session).await});
-    super::modes::extend_answer(&mut answer, &conn.server.config(), &session);
+    let config = conn.server.config();
+    super::modes::extend_answer(&mut answer, &config, &session);
+    let policy =
+        crate::policy::Policy::for_session(&config, &session.agent_alias, session.chosen_mode());
+    let declared = super::sandbox_decl::declaration(&policy, Some(&session.cwd));
+    super::sandbox_decl::extend_answer(&mut answer, declared);
     Ok(answer)
 }
 

@@ -60,7 +60,8 @@ fn pick(body: &Value, keys: &[&str]) -> Map<String, Value> {
 }
 
 /// The tool calls of the session, in the order they were decided, each with its decision,
-/// approval, execution (confinement report, exit) or sandbox failure, and the seqs of its records.
+/// approval, execution (confinement report, exit) or sandbox failure, the network connections
+/// its egress proxy recorded (and the names it asked about), and the seqs of its records.
 fn tool_calls(records: &[(i64, Value)]) -> Vec<Value> {
     let mut calls: Vec<(String, Map<String, Value>)> = Vec::new();
     for (seq, body) in records {
@@ -70,7 +71,7 @@ fn tool_calls(records: &[(i64, Value)]) -> Vec<Value> {
         let at = match calls.iter().position(|(c, _)| c == id) {
             Some(at) => at,
             None => {
-                let mut call = pick(body, &["tool_call_id", "tool"]);
+                let mut call = pick(body, &["tool_call_id"]);
                 call.insert("records".into(), json!([]));
                 calls.push((id.to_owned(), call));
                 calls.len() - 1
@@ -81,7 +82,36 @@ fn tool_calls(records: &[(i64, Value)]) -> Vec<Value> {
             .as_array_mut()
             .expect("made above")
             .push((*seq).into());
+        // The egress proxy's records of a call name the tool `network`: the call's tool is
+        // the one its other records name.
+        let network = body["tool"] == NETWORK_TOOL;
+        if !network && !call.contains_key("tool") {
+            call.extend(pick(body, &["tool"]));
+        }
         match body["kind"].as_str().unwrap_or("") {
+            "network.connection" => push(
+                call,
+                "network",
+                pick(
+                    body,
+                    &[
+                        "via",
+                        "name",
+                        "port",
+                        "address",
+                        "decision",
+                        "rule",
+                        "bytes_sent",
+                        "bytes_received",
+                        "duration_us",
+                    ],
+                ),
+            ),
+            "approval" if network => push(
+                call,
+                "network_approvals",
+                pick(body, &["option_kind", "option_id", "error", "target"]),
+            ),
             "policy.decision" => {
                 call.insert(
                     "decision".into(),
@@ -129,6 +159,17 @@ fn tool_calls(records: &[(i64, Value)]) -> Vec<Value> {
         }
     }
     calls.into_iter().map(|(_, c)| Value::Object(c)).collect()
+}
+
+/// The tool name of the egress proxy's records of a call (`network.connection`, and the
+/// approvals of names its allowlist lacks).
+const NETWORK_TOOL: &str = "network";
+
+/// Appends `item` to the list `key` of `call`.
+fn push(call: &mut Map<String, Value>, key: &str, item: Map<String, Value>) {
+    if let Some(list) = call.entry(key).or_insert_with(|| json!([])).as_array_mut() {
+        list.push(item.into());
+    }
 }
 
 /// The Statement about `facts`' session from the log's `rows` and `checkpoints` (the newest
@@ -293,5 +334,89 @@ mod tests {
         assert_eq!(open(&envelope, &signer.verifier()).unwrap(), statement);
         let other = Signer::generate("t/audit").unwrap().verifier();
         assert!(open(&envelope, &other).is_err());
+    }
+
+    /// A call's egress records (tool `network`) go into its `network` list, in order, and
+    /// its network approvals apart: its tool and approval stay the shell's.
+    #[test]
+    fn a_calls_connections_are_listed_under_it() {
+        let facts = SessionFacts {
+            id: "s-1".into(),
+            agent: "default".into(),
+            owner: None,
+            model: None,
+            files: Vec::new(),
+        };
+        let row = |seq: i64, body: Value| Row {
+            seq,
+            body: body.to_string(),
+            prev_hash: String::new(),
+            hash: String::new(),
+        };
+        let call = json!({"session": "s-1", "tool_call_id": "c1"});
+        let with = |extra: Value| {
+            let mut body = call.clone();
+            body.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            body
+        };
+        let rows = [
+            row(
+                1,
+                with(json!({"kind": "policy.decision", "tool": "shell", "decision": "ask"})),
+            ),
+            row(
+                2,
+                with(json!({"kind": "approval", "tool": "shell", "option_kind": "allow_once"})),
+            ),
+            row(
+                3,
+                with(
+                    json!({"kind": "approval", "tool": "network", "target": "a.test:443",
+                               "option_kind": "allow_once"}),
+                ),
+            ),
+            row(
+                4,
+                with(
+                    json!({"kind": "network.connection", "tool": "network", "via": "connect",
+                               "name": "a.test", "port": 443, "address": "127.0.0.1",
+                               "decision": "allow", "rule": "approved", "bytes_sent": 10,
+                               "bytes_received": 20, "duration_us": 5, "reason": "r"}),
+                ),
+            ),
+            row(
+                5,
+                with(
+                    json!({"kind": "network.connection", "tool": "network", "via": "http",
+                               "name": "b.test", "port": 80, "decision": "deny",
+                               "rule": "not_in_allow_domains"}),
+                ),
+            ),
+            row(
+                6,
+                with(
+                    json!({"kind": "tool.exec", "tool": "shell", "status": "completed",
+                               "sandbox": {"backend": "namespaces"}}),
+                ),
+            ),
+        ];
+        let statement = statement(&facts, &rows, &[]);
+        let call = &statement["predicate"]["tool_calls"][0];
+        assert_eq!(call["tool"], "shell", "{call}");
+        assert_eq!(call["approval"]["option_kind"], "allow_once", "{call}");
+        assert_eq!(
+            call["network_approvals"][0]["target"], "a.test:443",
+            "{call}"
+        );
+        let network = call["network"].as_array().unwrap();
+        assert_eq!(network.len(), 2, "{call}");
+        assert_eq!(network[0]["name"], "a.test");
+        assert_eq!(network[0]["bytes_received"], 20);
+        assert_eq!(network[1]["decision"], "deny");
+        assert_eq!(network[1]["rule"], "not_in_allow_domains");
+        assert!(network[0].get("reason").is_none(), "{call}");
+        assert_eq!(call["records"], json!([1, 2, 3, 4, 5, 6]));
     }
 }

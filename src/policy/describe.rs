@@ -102,7 +102,9 @@ pub fn network(policy: &Policy) -> String {
     }
 }
 
-fn not_enforced(policy: &Policy, backend: Option<Backend>) -> Vec<String> {
+/// What `backend` or the policy's level does not enforce, one item each (the `not enforced:`
+/// line of [`lines`]).
+pub fn not_enforced(policy: &Policy, backend: Option<Backend>) -> Vec<String> {
     let mut out = Vec::new();
     match backend {
         None | Some(Backend::None) => {

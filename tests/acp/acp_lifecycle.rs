@@ -31,8 +31,12 @@ fn initialize_has_the_exact_shape_of_the_spec() {
             .is_some_and(|v| !v.is_empty())
     );
     assert_eq!(result["authMethods"], json!([]));
+    // The sandbox declaration has its own suite (`acp_sandbox`).
+    let mut meta = result["_meta"]["zeroclaw"].clone();
+    let sandbox = meta.as_object_mut().and_then(|m| m.remove("sandbox"));
+    assert!(sandbox.is_some_and(|s| s.is_object()), "{result}");
     assert_eq!(
-        result["_meta"]["zeroclaw"],
+        meta,
         json!({
             "defaultModel": "anthropic/claude-sonnet-4.6",
             "maxSessions": 10,

@@ -25,6 +25,7 @@ mod acp_metrics_file;
 mod acp_modes;
 mod acp_persistence;
 mod acp_prompt;
+mod acp_sandbox;
 mod acp_session_list;
 mod acp_smoke;
 mod acp_terminal;

@@ -2,7 +2,8 @@
 //! (in-toto Statement in a DSSE envelope) lists its principal, agent, model, each tool call
 //! with its decision, approval, confinement report and exit, and the checkpoint covering its
 //! records; `zeroclaw attest verify FILE --key PUB` passes it with only the public key, and
-//! refuses it after a one-byte edit or with another key. Again on PostgreSQL.
+//! refuses it after a one-byte edit or with another key; a call's connections through the
+//! egress proxy are listed under it. Again on PostgreSQL.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -120,3 +121,48 @@ fn a_session_attestation_verifies_offline_and_not_after_a_one_byte_edit() {
 }
 
 crate::on_postgres!(a_session_attestation_verifies_offline_and_not_after_a_one_byte_edit);
+
+/// A call's connections through the egress proxy (its `network.connection` records) are
+/// listed under the call in the attestation, with the name, port, decision and rule.
+#[test]
+fn a_calls_proxied_connections_are_listed_under_it() {
+    if !crate::tools_support::backend_available("namespaces") || !support::have_program("curl") {
+        return;
+    }
+    let keys = Keys::new();
+    let network = "[sandbox.network]\nmode = \"proxy\"\nallow_domains = [\"files.example\"]\n";
+    let setup = keys.on(Setup::level("full").backend("namespaces").extra(network));
+    let mut s = Scene::start(setup);
+    let command = "curl -sS -o /dev/null -w \"other %{http_code}\\n\" http://other.example/x";
+    s.call("shell", json!({ "command": command }))
+        .assert_completed()
+        .assert_result_contains("other 403");
+    s.client
+        .call("session/close", json!({"sessionId": s.session}));
+    s.client.shutdown();
+    let out = zeroclaw(&["sessions", "attest", &s.session], Some(&s.config_dir()));
+    assert!(out.status.success(), "{out:?}");
+    let envelope: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(envelope["payload"].as_str().unwrap())
+        .unwrap();
+    let statement: Value = serde_json::from_slice(&payload).unwrap();
+    let call = &statement["predicate"]["tool_calls"][0];
+    assert_eq!(call["tool"], "shell", "{call}");
+    let network = call["network"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{call}"));
+    assert_eq!(network.len(), 1, "{call}");
+    assert_eq!(network[0]["name"], "other.example", "{call}");
+    assert_eq!(network[0]["port"], 80, "{call}");
+    assert_eq!(network[0]["via"], "http", "{call}");
+    assert_eq!(network[0]["decision"], "deny", "{call}");
+    assert_eq!(network[0]["rule"], "not_in_allow_domains", "{call}");
+    let enforcement = &call["confinement"]["enforcement"];
+    assert!(
+        enforcement["checked"]["held"]
+            .as_array()
+            .is_some_and(|h| !h.is_empty()),
+        "the inside check is in the call's confinement report: {call}"
+    );
+}

@@ -148,6 +148,9 @@ fn check_error(id: &Value, error: &Value, sent: &SentRequest) -> Result<(), Stri
 
 /// Checks a successful result against the method of the request it answers.
 pub fn check_result(method: &str, result: &Value) -> Result<(), String> {
+    if SANDBOX_DECLARED.contains(&method) {
+        check_sandbox_declaration(method, result)?;
+    }
     match method {
         "session/stop" => check_stop_result(result),
         "session/cancel" => check_empty_object(method, result),
@@ -160,6 +163,49 @@ pub fn check_result(method: &str, result: &Value) -> Result<(), String> {
             "success response to method {method:?}, which zeroclaw does not have"
         )),
     }
+}
+
+/// The results that declare the sandbox under `_meta.zeroclaw.sandbox` (docs/acp.md).
+const SANDBOX_DECLARED: [&str; 4] = [
+    "initialize",
+    "session/new",
+    "session/load",
+    "session/resume",
+];
+
+/// `_meta.zeroclaw.sandbox`: the rung (or null), the report's lists, the network mode and the
+/// guarantees summary, each of its documented type.
+fn check_sandbox_declaration(method: &str, result: &Value) -> Result<(), String> {
+    let s = &result["_meta"]["zeroclaw"]["sandbox"];
+    let bad = |what: &str| Err(format!("{method}: _meta.zeroclaw.sandbox.{what}: {s}"));
+    if !s.is_object() {
+        return bad("missing");
+    }
+    if !(s["rung"].is_string() || s["rung"].is_null()) {
+        return bad("rung is not a string or null");
+    }
+    for list in ["enforced", "missing", "notEnforced", "lines"] {
+        if !s[list].is_array() {
+            return bad(list);
+        }
+    }
+    if !["deny", "proxy", "allow"]
+        .iter()
+        .any(|m| s["network"] == *m)
+    {
+        return bad("network");
+    }
+    let g = &s["guarantees"];
+    let fs = ["none", "workspace", "fullRoot"]
+        .iter()
+        .any(|v| g["fsIsolation"] == *v);
+    let net = ["none", "restricted", "denyAll"]
+        .iter()
+        .any(|v| g["netIsolation"] == *v);
+    if !(fs && net && g["processCaps"].is_boolean() && s["insideCheck"].is_boolean()) {
+        return bad("guarantees");
+    }
+    Ok(())
 }
 
 fn check_stop_result(result: &Value) -> Result<(), String> {

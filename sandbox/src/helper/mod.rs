@@ -5,7 +5,8 @@
 //!
 //! Order (DESIGN.md): die-with-parent, new session, stdio (set up by the launcher),
 //! namespaces and mounts, rlimits, chdir, close stray fds, drop capabilities, no_new_privs,
-//! Landlock, seccomp last, exec with the allowlisted environment.
+//! Landlock, seccomp last, the check from inside that they hold (`inside_check`), exec with
+//! the allowlisted environment.
 //!
 //! The ways in: [`run_if_helper`] (a re-executed helper, the zygote, bubblewrap's inner
 //! stage), the zygote's fork ([`zygote`]), and [`forked`] for a single-threaded caller.
@@ -17,11 +18,13 @@ mod cgroup;
 mod discarded;
 mod egress;
 mod exec;
+mod fault;
 pub(crate) mod forked;
 mod git_binder;
 mod git_global;
 mod git_late;
 mod inherited;
+mod inside_check;
 mod landlock;
 mod mounts;
 mod namespaces;

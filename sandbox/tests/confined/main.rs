@@ -8,6 +8,7 @@
 mod support;
 
 mod egress;
+mod inside_check;
 mod launcher;
 mod lifetime;
 mod warm;
