@@ -24,6 +24,7 @@ fn profile() -> Profile {
         limits: Limits::default(),
         env: EnvPolicy::default(),
         umask: crate::profile::DEFAULT_UMASK,
+        home_binds: Vec::new(),
     }
 }
 
