@@ -254,10 +254,10 @@ mod tests {
         let (a, b) = (Path::new("/p/one"), Path::new("/p/two"));
         assert_ne!(c.dir_for(None, "x", a), c.dir_for(None, "x", b));
         assert_ne!(c.dir_for(None, "x", a), c.dir_for(None, "y", a));
-        assert!(
-            c.dir_for(None, "x", a)
-                .starts_with("/w/caches/p-local/a-x/w-")
-        );
+        let dir = c.dir_for(None, "x", a);
+        assert_eq!(dir.parent(), Some(Path::new("/w/caches/p-local/a-x")));
+        let leaf = dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(leaf.starts_with("w-") && leaf.len() == 18, "{leaf}");
         c.scope = CacheScope::Agent;
         assert_eq!(c.dir_for(None, "x", a), c.dir_for(None, "x", b));
         assert_ne!(c.dir_for(None, "x", a), c.dir_for(None, "y", a));
