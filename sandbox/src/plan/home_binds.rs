@@ -111,7 +111,7 @@ mod tests {
             let home = plan
                 .mounts
                 .iter()
-                .position(|op| op.path() == PathBuf::from(HOME));
+                .position(|op| op.path() == std::path::Path::new(HOME));
             let cache = plan.mounts.iter().position(|op| *op == bind_dir(".cache"));
             assert!(home.is_some() && cache > home, "{:?}", plan.mounts);
             assert!(plan.mounts.contains(&bind_dir(".cargo/registry")));
