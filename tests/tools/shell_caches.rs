@@ -3,7 +3,8 @@
 //! `~/.cache` or `~/.cargo/registry` is read by the next call and by a new session in the same
 //! workspace, not by a session in another workspace (the default scope); tool configuration
 //! written to the HOME (`~/.cargo/config.toml` with a `rustc-wrapper`, `~/.npmrc`,
-//! `~/.local/bin`) is gone in the next call; the host directories are 0700, under
+//! `~/.local/bin`) is gone in the next call; the host home's own `~/.cache` and
+//! `~/.cargo/registry` are neither seen nor written; the host directories are 0700, under
 //! `workspace_dir`. `[sandbox.caches] enabled = false` keeps every call cold.
 
 use std::os::unix::fs::PermissionsExt;
@@ -58,6 +59,12 @@ fn caches_persist_per_workspace_and_tool_configuration_does_not() {
             eprintln!("rung: {backend}, level: {level}");
             let mut s = Scene::start(Setup::level(level).backend(backend));
             let what = format!("{backend}/{level}");
+            // The host home's own caches (a `full` shell reads the home's entries): the
+            // persistent ones take their places, and the host's stay untouched.
+            for dir in [".cache", ".cargo/registry"] {
+                std::fs::create_dir_all(s.home.path().join(dir)).unwrap();
+                std::fs::write(s.home.path().join(dir).join("host-only"), "h").unwrap();
+            }
             assert!(shell(&s, WRITE).contains("wrote"), "{what}");
             let next = shell(&s, READ);
             assert!(
@@ -68,6 +75,16 @@ fn caches_persist_per_workspace_and_tool_configuration_does_not() {
                 !next.contains("LEFT:"),
                 "{what}: configuration persisted: {next}"
             );
+            let listed = shell(&s, "ls -a ~/.cache ~/.cargo/registry");
+            assert!(!listed.contains("host-only"), "{what}: {listed}");
+            for dir in [".cache", ".cargo/registry"] {
+                let host: Vec<_> = std::fs::read_dir(s.home.path().join(dir))
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.file_name())
+                    .collect();
+                assert_eq!(host, ["host-only"], "{what}: the host's {dir}");
+            }
 
             let ws = s.ws();
             s.session = s.client.new_session(&ws);
