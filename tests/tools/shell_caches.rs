@@ -1,9 +1,9 @@
 //! Package caches persist, and nothing else of the child's HOME does, on every rung the
 //! machine has and at each level where a shell runs: a file a `shell` call writes under
-//! `~/.cache` or `~/.cargo/registry` is read by the next call and by a new session in the same
-//! workspace, not by a session in another workspace (the default scope); tool configuration
-//! written to the HOME (`~/.cargo/config.toml` with a `rustc-wrapper`, `~/.npmrc`,
-//! `~/.local/bin`) is gone in the next call; the host home's own `~/.cache` and
+//! `~/.cache` or `~/.cargo/registry` is read by the next call, by a new session in the same
+//! workspace and after a restart, not by a session in another workspace (the default scope);
+//! tool configuration written to the HOME (`~/.cargo/config.toml` with a `rustc-wrapper`,
+//! `~/.npmrc`, `~/.local/bin`) is gone in the next call; the host home's own `~/.cache` and
 //! `~/.cargo/registry` are neither seen nor written; the host directories are 0700, under
 //! `workspace_dir`. `[sandbox.caches] enabled = false` keeps every call cold.
 
@@ -94,6 +94,14 @@ fn caches_persist_per_workspace_and_tool_configuration_does_not() {
                 "{what}: a new session in the same workspace reads them: {again}"
             );
             assert!(!again.contains("LEFT:"), "{what}: {again}");
+
+            // A new daemon process (the session loaded again) finds them on disk.
+            s.respawn(&Setup::level(level).backend(backend));
+            let restarted = shell(&s, READ);
+            assert!(
+                restarted.contains("cached-c1") && restarted.contains("cached-r1"),
+                "{what}: after a restart: {restarted}"
+            );
 
             let other = s.root.path().join("other");
             std::fs::create_dir(&other).unwrap();
