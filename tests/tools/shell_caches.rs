@@ -147,3 +147,28 @@ fn disabled_caches_keep_every_call_cold() {
     assert!(next.contains("CACHE-MISSING"), "{backend}: {next}");
     assert!(!s.config_dir().join("workspace/caches").exists());
 }
+
+/// An operator clears the caches between two calls (the daemon keeps running, its warm
+/// helpers prepared): the next call starts with empty ones, and what it writes lands in the
+/// new directories on the host, on every rung.
+#[test]
+fn a_cleared_cache_is_made_again_and_used_by_the_next_call() {
+    for backend in RUNGS {
+        if !backend_available(backend) {
+            continue;
+        }
+        let s = Scene::start(Setup::level("supervised").backend(backend));
+        assert!(shell(&s, WRITE).contains("wrote"), "{backend}");
+        let root = s.config_dir().join("workspace/caches");
+        std::fs::remove_dir_all(&root).unwrap();
+        let next = shell(
+            &s,
+            "cat ~/.cache/zc/f 2>/dev/null || echo GONE; mkdir -p ~/.cache/zc && echo fresh > ~/.cache/zc/g",
+        );
+        assert!(next.contains("GONE"), "{backend}: {next}");
+        let landed = cache_dirs(&root)
+            .into_iter()
+            .any(|d| d.ends_with("cache/zc") && d.join("g").is_file());
+        assert!(landed, "{backend}: the new write is on the host");
+    }
+}
