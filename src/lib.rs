@@ -9,6 +9,7 @@
 pub mod acp;
 pub mod agent;
 pub mod audit;
+pub mod caches;
 pub mod cli;
 pub mod config;
 pub mod egress;

@@ -69,7 +69,7 @@ pub use backend::{Backend, BackendChoice};
 pub use egress_launch::EgressListeners;
 pub use error::{SandboxError, SetupError, Stage};
 pub use launcher::Confined;
-pub use profile::{EnvPolicy, Limits, Network, Profile};
+pub use profile::{EnvPolicy, HomeBind, Limits, Network, Profile};
 pub use sandbox::Sandbox;
 pub use supervise::{End, Outcome, Stream};
 /// The socket-activated listeners systemd passed this process, adopted once (the `unsafe`

@@ -67,6 +67,14 @@ fn validate(profile: &Profile) -> Result<(), SandboxError> {
             denied.display()
         )));
     }
+    if let Some(bind) = profile.home_binds.iter().find(|b| !b.is_valid()) {
+        return Err(SandboxError::Profile(format!(
+            "home bind {} at ~/{}: the host path must be absolute and the place a relative \
+             path of plain names",
+            bind.host.display(),
+            bind.at.display()
+        )));
+    }
     if !profile.workspace.is_dir() {
         return Err(SandboxError::Profile(format!(
             "workspace {} is not a directory",
@@ -135,6 +143,23 @@ mod tests {
                 sandbox.plan(&holding, vec!["true".into()], None).is_ok(),
                 "{backend:?}: a denied path inside the workspace is masked, not refused"
             );
+        }
+    }
+
+    #[test]
+    fn a_home_bind_outside_the_home_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let planner = Planner {
+            backend: Backend::Namespaces,
+            allow_partial: false,
+            bwrap: None,
+        };
+        for at in ["../x", "/x", ""] {
+            let profile = Profile::for_workspace(dir.path()).bind_in_home(dir.path(), at);
+            match planner.plan(&profile, vec!["true".into()], None) {
+                Err(SandboxError::Profile(msg)) => assert!(msg.contains("home bind"), "{msg}"),
+                other => panic!("{at:?} planned: {other:?}"),
+            }
         }
     }
 }

@@ -81,6 +81,31 @@ pub struct EnvPolicy {
     pub set: Vec<(String, String)>,
 }
 
+/// A host directory bound read-write at a path inside the child's private HOME (a package
+/// cache that persists across calls): bound there on the namespace rungs, a symlink in the
+/// scratch HOME with a Landlock write rule on the directory on the Landlock-only rung. Only
+/// the directory persists; the rest of the HOME stays private to the call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HomeBind {
+    /// The host directory (absolute, real path, no symlink on the way): it must exist.
+    pub host: PathBuf,
+    /// Where it appears, relative to the child's HOME (plain names only: no `..`, no root).
+    pub at: PathBuf,
+}
+
+impl HomeBind {
+    /// Whether `at` is a relative path of plain names and `host` is absolute.
+    pub fn is_valid(&self) -> bool {
+        use std::path::Component;
+        self.host.is_absolute()
+            && self.at.components().next().is_some()
+            && self
+                .at
+                .components()
+                .all(|c| matches!(c, Component::Normal(_)))
+    }
+}
+
 /// What a confined child may do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
@@ -116,6 +141,9 @@ pub struct Profile {
     /// egress listens on in the child's network namespace (see [`crate::egress_plan`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub egress_ports: Vec<u16>,
+    /// Host directories that persist inside the private HOME ([`Profile::bind_in_home`]).
+    #[serde(default)]
+    pub home_binds: Vec<HomeBind>,
 }
 
 /// The umask a child gets unless the profile sets one: files it creates are readable by the
@@ -236,6 +264,7 @@ impl Profile {
             env: EnvPolicy::default(),
             umask: DEFAULT_UMASK,
             egress_ports: Vec::new(),
+            home_binds: Vec::new(),
         }
     }
 
@@ -260,6 +289,18 @@ impl Profile {
     /// Keeps a path inside a writable root read-only, also when it does not exist yet.
     pub fn protect(mut self, path: impl AsRef<Path>) -> Self {
         self.protected.push(absolute(path.as_ref()));
+        self
+    }
+
+    /// Binds the host directory `host` read-write at `at` inside the child's private HOME
+    /// (see [`HomeBind`]); a later bind at the same `at` replaces an earlier one.
+    pub fn bind_in_home(mut self, host: impl AsRef<Path>, at: impl AsRef<Path>) -> Self {
+        let at = at.as_ref().to_path_buf();
+        self.home_binds.retain(|b| b.at != at);
+        self.home_binds.push(HomeBind {
+            host: absolute(host.as_ref()),
+            at,
+        });
         self
     }
 

@@ -42,7 +42,16 @@ fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {
         | MountOp::BindDir { path, .. } => Some(path.as_path()),
         MountOp::Symlink { .. } | MountOp::Tmpfs { .. } | MountOp::File { .. } => None,
     });
+    // A persistent HOME directory (`crate::plan` home binds) by its host path too: an
+    // operator clearing a cache removes it, and the daemon makes a new one for the next call.
+    let bound = plan.mounts.iter().filter_map(|op| match op {
+        MountOp::BindDir { src, path } if src.parent() != Some(path.as_path()) => {
+            Some(src.as_path())
+        }
+        _ => None,
+    });
     mounted
+        .chain(bound)
         .chain(plan.placeholders.iter().map(|p| p.path.as_path()))
         // Git hook: a stage is made once the call arrives (see `crate::git::stage::deferred`).
         .filter(|p| !crate::git::stage::is_deferred(plan, p))

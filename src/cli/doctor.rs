@@ -1,7 +1,8 @@
 //! `zeroclaw doctor`: prints the sandbox capability report (a table, or JSON with `--json`),
 //! and when zeroclaw runs as root what root-only files a child could read on the chosen rung
 //! (`root_readable`), and what the configured `[autonomy]` level's tool children read, write
-//! and reach (`crate::policy::describe`), with a warning when `full_host_writes` is on.
+//! and reach (`crate::policy::describe`), with a warning when `full_host_writes` is on, and
+//! the persistent caches' sizes (`doctor_caches`).
 //! Exit codes: 0 the configured sandbox applies; 1 it cannot be applied; 78 (`EX_CONFIG`) the
 //! configuration is invalid (with `--json`, a JSON error object on stdout); 2 bad arguments.
 
@@ -12,7 +13,7 @@ use serde_json::json;
 use zeroclaw_sandbox::BackendChoice;
 use zeroclaw_sandbox::detect::{Report, report};
 
-use super::{doctor_network, doctor_root_files, terminal};
+use super::{doctor_caches, doctor_network, doctor_root_files, terminal};
 use crate::config::{Config, NetworkConfig};
 use crate::policy::{Policy, describe};
 
@@ -99,6 +100,7 @@ fn run_with_network(
         }
         if let (Some(map), Some(policy)) = (value.as_object_mut(), session) {
             map.insert("policy".into(), policy_json(policy, &r));
+            map.insert("caches".into(), doctor_caches::json(&policy.caches));
         }
         terminal::stdout()
             .raw(&(serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"))?;
@@ -112,6 +114,7 @@ fn run_with_network(
         }
         if let Some(policy) = session {
             text += &policy_table(policy, &r);
+            text += &doctor_caches::table(&policy.caches);
         }
         terminal::stdout().lines(&text)?;
     }

@@ -7,6 +7,7 @@ pub mod audit_cmd;
 mod audit_proof;
 pub mod config_cmd;
 pub mod doctor;
+mod doctor_caches;
 mod doctor_network;
 mod doctor_root_files;
 pub mod sandbox;

@@ -2,8 +2,9 @@
 //! session's shell tool uses: the configuration's `[sandbox]` backend, `allow_partial` and
 //! `[sandbox.limits]` (loaded as every other command loads it), flags overriding them, and a
 //! session's denied paths (`[autonomy] forbidden_paths`, the config directory,
-//! `workspace_dir`, ...). Exit code: the command's (128 + signal when killed); 124 wall-time
-//! limit; 123 output limit; 125 the sandbox could not be set up (a workspace or extra root
+//! `workspace_dir`, ...), and the persistent package caches a stdio session of the default
+//! agent gets in that workspace (`crate::caches`; `--no-caches`: none). Exit code: the
+//! command's (128 + signal when killed); 124 wall-time limit; 123 output limit; 125 the sandbox could not be set up (a workspace or extra root
 //! that does not exist, a workspace or writable root inside a denied path, an invalid
 //! configuration); 126/127 the command could not be executed / was not found inside the
 //! sandbox; 2 bad arguments (clap).
@@ -89,6 +90,9 @@ pub struct SandboxRunArgs {
     /// escape suite runs every attack this way too.
     #[arg(long, hide = true)]
     pub through_launcher: bool,
+    /// Without the persistent package caches (`[sandbox.caches]`): the HOME is all private.
+    #[arg(long)]
+    pub no_caches: bool,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -114,19 +118,23 @@ pub fn run(args: SandboxRunArgs) -> ExitCode {
         Ok(egress) => egress,
         Err(e) => return fail(&e),
     };
-    run_with(args, &policy, egress)
+    // The caches a stdio session of the default agent in this workspace gets.
+    let agent = crate::acp::agents::resolve_for_new(&config, None, None)
+        .unwrap_or_else(|_| "default".to_owned());
+    run_with(args, &policy, egress, &agent)
 }
 
-/// Runs with the policy's backend, `allow_partial`, limits and denied paths; flags override
-/// the first three.
+/// Runs with the policy's backend, `allow_partial`, limits, denied paths and the persistent
+/// caches of the local user's `agent` (unless `--no-caches`); flags override the first three.
 pub fn run_with(
     args: SandboxRunArgs,
     policy: &Policy,
     egress: Option<crate::egress::EgressPolicy>,
+    agent: &str,
 ) -> ExitCode {
     let backend = args.backend.unwrap_or(policy.backend);
     let allow_partial = args.allow_partial || policy.allow_partial;
-    let profile = match profile(&args, policy) {
+    let profile = match profile(&args, policy, agent) {
         Ok(p) => Ok(p.egress_ports(egress.as_ref().map(|e| e.ports()).unwrap_or_default())),
         Err(e) => Err(e),
     };
@@ -248,8 +256,8 @@ fn report(result: Result<zeroclaw_sandbox::Outcome, SandboxError>) -> ExitCode {
 /// The profile a session in the workspace would get (its denied paths: the policy's, through
 /// [`Policy::deny_forbidden`]), with this run's network, roots and limits. A workspace inside
 /// a denied path is refused as a session's cwd is ([`Policy::check_cwd`]); a denied path
-/// inside it is masked.
-fn profile(args: &SandboxRunArgs, policy: &Policy) -> Result<Profile, String> {
+/// inside it is masked. The persistent caches are a stdio session's of `agent`.
+fn profile(args: &SandboxRunArgs, policy: &Policy, agent: &str) -> Result<Profile, String> {
     let workspace = match &args.workspace {
         Some(w) => existing_dir("--workspace", w)?,
         None => std::env::current_dir().map_err(|e| format!("current directory: {e}"))?,
@@ -279,6 +287,9 @@ fn profile(args: &SandboxRunArgs, policy: &Policy) -> Result<Profile, String> {
     }
     if let Some(mib) = args.memory_mb {
         p.limits.memory_bytes = mib.saturating_mul(1 << 20);
+    }
+    if !args.no_caches {
+        p = policy.caches.bind(p, None, agent, &workspace);
     }
     Ok(p)
 }

@@ -7,6 +7,7 @@
 //! for `config show`.
 
 pub mod autonomy;
+pub mod caches;
 mod env;
 pub mod listen;
 mod load;
@@ -296,6 +297,8 @@ pub struct SandboxConfig {
     pub network: NetworkConfig,
     /// The umask of tool children (an octal string; default `"022"`), whatever the daemon's.
     pub umask: umask::Umask,
+    /// `[sandbox.caches]`: the persistent package caches of tool children.
+    pub caches: caches::CachesConfig,
 }
 
 impl Default for SandboxConfig {
@@ -306,6 +309,7 @@ impl Default for SandboxConfig {
             limits: LimitsConfig::default(),
             network: NetworkConfig::default(),
             umask: umask::Umask::default(),
+            caches: caches::CachesConfig::default(),
         }
     }
 }

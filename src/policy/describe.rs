@@ -59,6 +59,9 @@ pub fn lines(policy: &Policy, cwd: Option<&Path>, backend: Option<Backend>) -> V
         writes += &format!(", {root}");
     }
     writes += ", a private /tmp (TMPDIR on the landlock rung) and HOME (gone after each call)";
+    if policy.caches.enabled {
+        writes += &crate::caches::described(policy.caches.scope);
+    }
     if full && policy.full_host_writes {
         writes += "; and the host: every directory it reads ([autonomy] full_host_writes = true)";
     } else if full {

@@ -77,6 +77,8 @@ pub struct Policy {
     /// The workspaces of the daemon's other live sessions (never writable from this one,
     /// unless they hold its cwd).
     pub other_workspaces: Vec<PathBuf>,
+    /// `[sandbox.caches]`: the persistent package caches a `shell` child gets.
+    pub caches: crate::caches::Caches,
 }
 
 impl Policy {
@@ -148,6 +150,7 @@ impl Policy {
             full_host_writes: autonomy.full_host_writes,
             never_writable: never_writable::for_daemon(&config.workspace_dir),
             other_workspaces: Vec::new(),
+            caches: crate::caches::Caches::from_config(config),
         }
     }
 
@@ -203,6 +206,7 @@ impl Default for Policy {
                 Path::new("/nonexistent-zeroclaw-workspace"),
             ),
             other_workspaces: Vec::new(),
+            caches: crate::caches::Caches::disabled(),
         }
     }
 }

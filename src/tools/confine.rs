@@ -41,9 +41,17 @@ pub fn read_profile(ctx: &ToolContext, extra: &[(&Path, bool)]) -> Profile {
     profile(ctx, extra).read_only_workspace()
 }
 
-/// The profile of a `shell` command (the whole host but the denied paths in `full`).
+/// The profile of a `shell` command (the whole host but the denied paths in `full`), with the
+/// session's persistent package caches in its HOME ([`crate::caches`]).
 pub fn shell_profile(ctx: &ToolContext) -> Profile {
-    ctx.env.policy.shell_profile(&ctx.cwd)
+    let policy = &ctx.env.policy;
+    let scope = &ctx.env.audit;
+    policy.caches.bind(
+        policy.shell_profile(&ctx.cwd),
+        scope.principal.as_deref(),
+        &scope.agent,
+        &ctx.cwd,
+    )
 }
 
 /// Runs `sh -c command` confined; cancelled with the turn. With `network = proxy`, the

@@ -18,6 +18,7 @@ mod audit_tlog;
 mod cli_closed_stdout;
 mod cli_config;
 mod cli_doctor;
+mod cli_doctor_caches;
 mod cli_doctor_gaps;
 mod cli_doctor_network;
 mod cli_doctor_policy;

@@ -25,13 +25,13 @@ use std::sync::{Arc, Mutex};
 use sandbox_support::Backend;
 
 /// A static file server on loopback: serves files under its root, records each request path.
-struct Files {
-    port: u16,
+pub(super) struct Files {
+    pub(super) port: u16,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl Files {
-    fn start(root: &Path) -> Files {
+    pub(super) fn start(root: &Path) -> Files {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -46,7 +46,7 @@ impl Files {
         Files { port, seen }
     }
 
-    fn seen(&self) -> Vec<String> {
+    pub(super) fn seen(&self) -> Vec<String> {
         self.seen.lock().unwrap().clone()
     }
 }
@@ -103,7 +103,7 @@ fn serve(mut stream: std::net::TcpStream, root: &Path, log: &Mutex<Vec<String>>)
 
 /// A config dir whose `[sandbox.network]` resolves the test names to loopback and admits
 /// loopback and `port`.
-fn config(dir: &Path, port: u16) {
+pub(super) fn config(dir: &Path, port: u16) {
     std::fs::write(
         dir.join("config.toml"),
         format!(
@@ -176,7 +176,7 @@ fn run(backend: &str, cfg: &Path, ws: &Path, flags: &[&str], script: &str) -> Ou
     cmd.output().expect("run zeroclaw")
 }
 
-fn text(o: &Output) -> String {
+pub(super) fn text(o: &Output) -> String {
     format!(
         "exit {:?}\nstdout:\n{}\nstderr:\n{}",
         o.status.code(),

@@ -22,6 +22,7 @@ mod cli_sandbox_umask;
 #[macro_use]
 mod egress_sandbox;
 mod egress_sandbox_foreground;
+mod sandbox_caches;
 mod sandbox_escape_api;
 mod sandbox_escape_failclosed;
 mod sandbox_escape_fs;

@@ -15,6 +15,7 @@ mod injection;
 mod policy_approval;
 mod policy_levels;
 mod session_files;
+mod shell_caches;
 mod shell_discarded;
 mod shell_limits;
 mod tools_e2e;

@@ -1,8 +1,8 @@
 //! Whether a call wrote to its private places, which are discarded at its end: on the
 //! namespace backends the `/tmp` and `$HOME` tmpfs (their used inodes and blocks, one
 //! `statfs` each before the command and again once its tree is gone: no listing), on the
-//! Landlock rung the scratch `TMPDIR` and `HOME` (one directory entry read each before they
-//! are removed). Told as [`Message::Discarded`]; a file written and removed again by the
+//! Landlock rung the scratch `TMPDIR` and `HOME` (one directory entry read, for the HOME a
+//! walk of the directories above its persistent links, before they are removed). Told as [`Message::Discarded`]; a file written and removed again by the
 //! call is not counted.
 
 use std::path::{Path, PathBuf};
@@ -51,13 +51,16 @@ fn used(path: &Path) -> Option<(u64, u64)> {
     Some((inodes, blocks))
 }
 
-/// The Landlock rung's scratch directories (`(name as the command saw it, host path)`) that
-/// hold anything, as a report.
-pub(crate) fn scratch(dirs: &[(&str, PathBuf)]) -> Option<Message> {
-    let written = dirs.iter().filter(|(_, dir)| {
-        std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some())
-    });
+/// The Landlock rung's scratch directories (`(name as the command saw it, written)`) that
+/// the call wrote to, as a report.
+pub(crate) fn scratch(dirs: &[(&str, bool)]) -> Option<Message> {
+    let written = dirs.iter().filter(|(_, written)| *written);
     message(written.map(|(name, _)| (*name).to_owned()).collect())
+}
+
+/// Whether the directory `dir` holds anything (one directory entry read).
+pub(crate) fn holds_any(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some())
 }
 
 fn message(places: Vec<String>) -> Option<Message> {

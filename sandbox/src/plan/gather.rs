@@ -90,6 +90,9 @@ impl HostFacts {
         }
         at.push(PathBuf::from("/etc"));
         at.push(profile.workspace.join(".git/commondir"));
+        if namespaced && let Some(home) = &home {
+            at.extend(super::home_binds::places(profile, home));
+        }
         if let Some(home) = &home {
             at.push(home.join(".rustup"));
             at.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));

@@ -13,6 +13,7 @@ mod carve;
 mod env;
 mod facts;
 mod gather;
+mod home_binds;
 mod landlock;
 mod mounts;
 mod roots;
@@ -143,14 +144,23 @@ pub fn build(
         landlock: if backend == Backend::None {
             LandlockPlan::default() // unconfined: no ruleset, no /etc scan
         } else {
+            let mut rules = landlock(profile, facts, namespaced, &home, &tmp);
+            if backend == Backend::Landlock {
+                rules.write.extend(home_binds::write_rules(profile));
+            }
             LandlockPlan {
                 proc_hidden: if namespaced {
                     Vec::new()
                 } else {
                     root_only_proc
                 },
-                ..landlock(profile, facts, namespaced, &home, &tmp)
+                ..rules
             }
+        },
+        home_links: if backend == Backend::Landlock {
+            home_binds::links(profile)
+        } else {
+            Vec::new()
         },
         seccomp: SeccompPlan {
             deny_inet: profile.network == Network::Deny,

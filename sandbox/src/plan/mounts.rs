@@ -8,7 +8,8 @@ use super::roots::toolchain_roots;
 use super::types::{MountOp, Placeholder};
 use crate::profile::Profile;
 
-/// The new root: read-only roots, private HOME and /tmp, writable roots, pinned parents of
+/// The new root: read-only roots, private HOME and /tmp, writable roots, the persistent
+/// directories in the HOME (`home_binds.rs`), pinned parents of
 /// protected and guarded denied paths, protected paths read-only, denied paths masked (also,
 /// inside a writable root, when they do not exist yet: see [`guarded_denied`]). Parents
 /// before children.
@@ -49,6 +50,7 @@ pub(super) fn mounts_with(
             optional: false,
         });
     }
+    super::home_binds::mounts(profile, facts, home, !home_allowed, &mut ops);
     ops.extend(protected_mounts(profile));
     for op in denied_mounts(profile, facts) {
         if !ops.contains(&op) {

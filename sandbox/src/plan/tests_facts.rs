@@ -25,6 +25,7 @@ fn profile() -> Profile {
         env: EnvPolicy::default(),
         umask: crate::profile::DEFAULT_UMASK,
         egress_ports: Vec::new(),
+        home_binds: Vec::new(),
     }
 }
 

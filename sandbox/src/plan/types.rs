@@ -221,6 +221,10 @@ pub struct Plan {
     pub transparent: Option<Vec<u16>>,
     /// Private HOME/TMPDIR directory the helper creates and removes (Landlock-only backend).
     pub scratch: Option<PathBuf>,
+    /// The profile's persistent HOME directories the helper links into the scratch HOME
+    /// (Landlock-only backend; the namespace rungs bind them among `mounts`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub home_links: Vec<crate::profile::HomeBind>,
     /// bubblewrap executable (bubblewrap backend).
     pub bwrap: Option<PathBuf>,
     /// bubblewrap started by root: bwrap keeps the inner stage the capabilities to cover the

@@ -16,14 +16,18 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
         .scratch
         .clone()
         .ok_or_else(|| SetupError::new(Stage::Scratch, "no scratch directory in the plan"))?;
-    scratch::create(&scratch_dir)?;
+    scratch::create(&scratch_dir, &plan.home_links)?;
     super::super::git_global::write(plan);
     let result = supervise(plan);
     // Before the scratch HOME is looked at: the copy itself is not the call's.
     let git_changed = super::super::git_global::changed_or_remove(plan);
+    let home = scratch_dir.join("home");
     let dirs = [
-        ("$HOME", scratch_dir.join("home")),
-        ("$TMPDIR", scratch_dir.join("tmp")),
+        ("$HOME", scratch::home_written(&home, &plan.home_links)),
+        (
+            "$TMPDIR",
+            super::super::discarded::holds_any(&scratch_dir.join("tmp")),
+        ),
     ];
     if let Some(discarded) = super::super::discarded::scratch(&dirs) {
         super::super::report::send(&discarded);
