@@ -7,6 +7,7 @@
 //! for `config show`.
 
 pub mod autonomy;
+pub mod credential;
 mod env;
 mod load;
 pub mod mask;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use zeroclaw_sandbox::BackendChoice;
 
 pub use autonomy::{AutonomyConfig, AutonomyLevel, AutonomyOverride, LimitsConfig};
+pub use credential::{CredentialConfig, Inject};
 pub use env::RESERVED_ENV_VARS;
 pub use models::{ModelEntry, ModelTable, Prices};
 pub use network::{NetworkConfig, NetworkMode, NetworkOverride};

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::credential::CredentialConfig;
+
 /// How a tool child may reach the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -46,6 +48,12 @@ pub struct NetworkConfig {
     /// Names the proxy resolves to a fixed address instead of asking DNS (like curl's
     /// `--resolve`); the address is still checked against the policy.
     pub hosts: BTreeMap<String, String>,
+    /// Secrets the proxy injects for their hosts (daemon-wide; see
+    /// [`super::credential::CredentialConfig`]).
+    pub credentials: Vec<CredentialConfig>,
+    /// PEM files of CAs the proxy trusts, besides the system roots, when it verifies the
+    /// upstream of an intercepted (credential-bound) host; also in the child's CA bundle.
+    pub extra_ca_files: Vec<String>,
 }
 
 impl Default for NetworkConfig {
@@ -57,12 +65,15 @@ impl Default for NetworkConfig {
             allow_ports: vec![443, 80],
             allow_cidrs: Vec::new(),
             hosts: BTreeMap::new(),
+            credentials: Vec::new(),
+            extra_ca_files: Vec::new(),
         }
     }
 }
 
 /// `[agents.<alias>.network]`: each key set here replaces the `[sandbox.network]` one, so the
-/// operator can narrow or widen one agent's network (`hosts` stays daemon-wide).
+/// operator can narrow or widen one agent's network (`hosts`, `credentials` and
+/// `extra_ca_files` stay daemon-wide).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NetworkOverride {
@@ -94,6 +105,8 @@ impl NetworkConfig {
             allow_ports: o.allow_ports.clone().unwrap_or(self.allow_ports.clone()),
             allow_cidrs: o.allow_cidrs.clone().unwrap_or(self.allow_cidrs.clone()),
             hosts: self.hosts.clone(),
+            credentials: self.credentials.clone(),
+            extra_ca_files: self.extra_ca_files.clone(),
         }
     }
 }

@@ -63,6 +63,8 @@ pub async fn run_shell(
             let argv = ["sh", "-c", command];
             let approver = super::network_approval::for_call(ctx);
             let observer = super::network_audit::for_call(ctx);
+            let credentials =
+                audited(ctx, ctx.env.credentials.get(egress).map_err(ToolError)).await?;
             let run = crate::egress::serve::run_proxied;
             run(
                 sandbox,
@@ -71,6 +73,7 @@ pub async fn run_shell(
                 egress,
                 approver,
                 Some(observer),
+                credentials,
                 |_, _| {},
                 cancel,
             )

@@ -136,6 +136,8 @@ pub struct ToolEnv {
     /// Where the policy of the session's next call comes from (its mode may change during a
     /// turn); `None`: [`ToolEnv::policy`] for the whole turn.
     pub levels: Option<Arc<dyn PolicySource>>,
+    /// The session's credentials: its placeholders and CA (`network = proxy`).
+    pub credentials: crate::egress::credentials::session::Slot,
 }
 
 /// The session's policy as of now (the client may lower its mode at any time).
@@ -155,6 +157,7 @@ impl ToolEnv {
             audit: self.audit.clone(),
             files: self.files.clone(),
             levels: self.levels.clone(),
+            credentials: self.credentials.clone(),
         })
     }
 
@@ -177,6 +180,7 @@ impl ToolEnv {
             audit: self.audit.clone(),
             files: self.files.clone(),
             levels: self.levels.clone(),
+            credentials: self.credentials.clone(),
         })
     }
 }
@@ -216,6 +220,7 @@ impl Default for ToolEnv {
             audit: Default::default(),
             files: Arc::new(buffers::Disk),
             levels: None,
+            credentials: Default::default(),
         }
     }
 }

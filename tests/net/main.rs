@@ -11,6 +11,7 @@ mod support;
 mod tools_support;
 
 mod egress_approval;
+mod egress_credentials;
 mod egress_hostile;
 mod egress_parser;
 mod egress_proxy;

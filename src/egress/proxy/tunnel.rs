@@ -3,7 +3,8 @@
 //! terminating TLS); those bytes are then replayed upstream and both directions relayed until
 //! either side closes, the tunnel is idle for `idle_timeout`, or the proxy is closed: with
 //! splice(2) on Linux (`super::splice`), else, or when no pipe can be had, by copying through
-//! the proxy. The bytes each way are counted for the connection's report.
+//! the proxy. The bytes each way are counted for the connection's report. A tunnel to a host
+//! bound to one of the session's credentials goes to [`super::intercept`] instead.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -29,18 +30,13 @@ const COPY_BUF: usize = 64 * 1024;
 /// (reported when the tunnel ends). `early` holds what the client sent that was read already
 /// (by the HTTP server), before anything more from `client`.
 pub(super) async fn run(
-    inner: &Inner,
+    inner: &Arc<Inner>,
     at: &Attempt,
     mut client: TcpStream,
     early: &[u8],
     dialed: Dialed,
     host: &Host,
 ) {
-    let Dialed {
-        stream: mut upstream,
-        address,
-        rule,
-    } = dialed;
     let mut sent = early.chain(&mut client);
     let hello = match timeout(inner.limits.header_timeout, read_client_hello(&mut sent)).await {
         Ok(result) => result,
@@ -51,10 +47,24 @@ pub(super) async fn run(
         match hello.and_then(|(bytes, sni)| check_sni(inner, host, at.port, sni).map(|()| bytes)) {
             Ok(bytes) => bytes,
             Err(why) => {
-                inner.refuse(at, Some(address), Rule::Proxy(why)).await;
+                inner
+                    .refuse(at, Some(dialed.address), Rule::Proxy(why))
+                    .await;
                 return;
             }
         };
+    if let (Some(session), Host::Name(name)) = (&inner.credentials, host)
+        && !session.bound_to(name).is_empty()
+    {
+        let mut first = first;
+        first.extend_from_slice(unread);
+        return super::intercept::run(inner, at, client, first, dialed, name, session).await;
+    }
+    let Dialed {
+        stream: mut upstream,
+        address,
+        rule,
+    } = dialed;
     let bytes = Bytes::default();
     if upstream.write_all(&first).await.is_ok() && upstream.write_all(unread).await.is_ok() {
         bytes.add_sent(first.len() + unread.len());
