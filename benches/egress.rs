@@ -2,10 +2,13 @@
 //! (plain `http://`), 100 MiB through a `CONNECT` tunnel (after a real TLS ClientHello) and
 //! 1,000 small requests (a fresh connection each: connection setup included) through the
 //! proxy versus directly from a loopback upstream in the same run, and `zeroclaw sandbox run
-//! --network proxy -- true` versus `--network deny`. Medians; ratios printed, nothing asserted.
+//! --network proxy -- true` versus `--network deny`; and an HTTPS request to a host bound to a
+//! credential (intercepted) versus a plain tunnel ([`intercept`]). Medians; ratios printed,
+//! nothing asserted.
 
 #[allow(dead_code)]
 mod common;
+mod intercept;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -29,6 +32,7 @@ const NAME: &str = "bench.example";
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(through_the_proxy());
+    runtime.block_on(intercept::intercepted_vs_tunnel());
     sandbox_run();
 }
 

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod git_http;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 

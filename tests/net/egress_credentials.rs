@@ -22,7 +22,7 @@ use crate::tools_support::{Scene, Setup};
 const CANARY: &str = "zc-canary-secret-7f3a9b";
 
 /// Every file under `dir` holding `needle` (raw bytes: SQLite files, WAL, logs).
-fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
+pub(crate) fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return found;
