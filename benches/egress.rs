@@ -8,6 +8,7 @@
 
 #[allow(dead_code)]
 mod common;
+#[path = "egress/intercept.rs"]
 mod intercept;
 
 use std::collections::BTreeMap;
