@@ -140,6 +140,29 @@ mod tests {
     }
 
     #[test]
+    fn a_credential_secret_file_open_to_others_fails_the_load_naming_its_key() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "t0ken\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let toml = format!(
+            "[sandbox.network]\nmode = \"proxy\"\n[[sandbox.network.credentials]]\n\
+             name = \"gh\"\nhosts = [\"api.example\"]\ninject = \"replace\"\n\
+             value_file = \"{}\"\n",
+            file.display()
+        );
+        let msg = load(&toml).unwrap_err();
+        assert!(
+            msg.contains("`sandbox.network.credentials[0].value_file`") && msg.contains("mode 640"),
+            "{msg}"
+        );
+        let msg =
+            load("[sandbox.network]\nextra_ca_files = [\"/nonexistent/ca.pem\"]\n").unwrap_err();
+        assert!(msg.contains("`sandbox.network.extra_ca_files[0]`"), "{msg}");
+    }
+
+    #[test]
     fn a_malformed_pattern_is_an_error_naming_its_key() {
         let msg = load("[sandbox.network]\nallow_domains = [\"ok.example\", \"bad..example\"]\n")
             .unwrap_err();
