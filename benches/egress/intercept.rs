@@ -54,8 +54,15 @@ pub async fn intercepted_vs_tunnel() {
         .expect("session")
         .expect("credentials");
     let tunnel = serve(Proxy::new(plain, Limits::default())).await;
-    let intercepting =
-        serve(Proxy::new(bound, Limits::default()).with_credentials(Some(session.clone()))).await;
+    let limits = Limits::default();
+    let intercepting = serve(Proxy::credentialed(
+        bound,
+        limits,
+        None,
+        None,
+        Some(session.clone()),
+    ))
+    .await;
     let tunnel_client = client_config(&up_ca);
     let intercept_client = client_config(&session.ca_pem());
     let port = up.port();

@@ -70,8 +70,8 @@ pub fn serve(
 ) -> std::io::Result<Serving> {
     let http = tokio::net::TcpListener::from_std(listeners.http)?;
     let socks = tokio::net::TcpListener::from_std(listeners.socks)?;
-    let proxy = Proxy::observed(policy.clone(), Limits::default(), approver, observer)
-        .with_credentials(credentials);
+    let limits = Limits::default();
+    let proxy = Proxy::credentialed(policy.clone(), limits, approver, observer, credentials);
     let tasks = vec![proxy.serve_http(http), proxy.serve_socks(socks)];
     Ok(Serving { proxy, tasks })
 }

@@ -60,8 +60,9 @@ async fn the_proxy_injects_for_bound_hosts_and_refuses_foreign_placeholders() {
     let session = Session::start(&policy).unwrap().unwrap();
     let pypi_placeholder = session.bound()[1].placeholder.clone();
     let uses = Arc::new(Uses::default());
-    let proxy = Proxy::observed(policy, Limits::default(), None, Some(uses.clone()))
-        .with_credentials(Some(session.clone()));
+    let observer: Arc<dyn Observer> = uses.clone();
+    let credentials = Some(session.clone());
+    let proxy = Proxy::credentialed(policy, Limits::default(), None, Some(observer), credentials);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let _serving = proxy.serve_http(listener);

@@ -16,7 +16,7 @@
 //! an admitted connection when it ends, with its address, rule, bytes each way and duration.
 //! [`Proxy::finish`] ends the tunnels still open and waits for their reports.
 //!
-//! With a session's credentials ([`Proxy::with_credentials`]), a tunnel to a host bound to one
+//! With a session's credentials ([`Proxy::credentialed`]), a tunnel to a host bound to one
 //! is intercepted to put the secret in ([`intercept`]), and every use is reported as a
 //! [`CredentialUse`].
 
@@ -321,6 +321,18 @@ impl Proxy {
         approver: Option<Arc<dyn Approver>>,
         observer: Option<Arc<dyn Observer>>,
     ) -> Proxy {
+        Proxy::credentialed(policy, limits, approver, observer, None)
+    }
+
+    /// [`Proxy::observed`] that also puts a session's `credentials` in on the wire for their
+    /// hosts (tunnels to them are intercepted).
+    pub fn credentialed(
+        policy: EgressPolicy,
+        limits: Limits,
+        approver: Option<Arc<dyn Approver>>,
+        observer: Option<Arc<dyn Observer>>,
+        credentials: Option<Arc<Session>>,
+    ) -> Proxy {
         let permits = Arc::new(Semaphore::new(limits.max_connections));
         Proxy {
             inner: Arc::new(Inner {
@@ -332,20 +344,8 @@ impl Proxy {
                 pending: Mutex::new(HashMap::new()),
                 closed: CancellationToken::new(),
                 observer,
-                credentials: None,
+                credentials,
             }),
-        }
-    }
-
-    /// `proxy` (just made, not yet serving) with the session's `credentials` put in on the
-    /// wire for their hosts.
-    pub fn with_credentials(self, credentials: Option<Arc<Session>>) -> Proxy {
-        let Ok(mut inner) = Arc::try_unwrap(self.inner) else {
-            unreachable!("with_credentials is called on a proxy not yet shared");
-        };
-        inner.credentials = credentials;
-        Proxy {
-            inner: Arc::new(inner),
         }
     }
 
