@@ -50,7 +50,7 @@ pub async fn intercepted_vs_tunnel() {
         inline_secret: Some("bench-secret".into()),
     }];
     let bound = EgressPolicy::from_config(&config).expect("policy with a credential");
-    let session = Session::start(&bound)
+    let session = Session::start(bound.credentials(), bound.extra_cas())
         .expect("session")
         .expect("credentials");
     let tunnel = serve(Proxy::new(plain, Limits::default())).await;

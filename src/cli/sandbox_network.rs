@@ -58,7 +58,7 @@ pub fn run(
     through_launcher: bool,
     on_output: impl FnMut(Stream, &[u8]),
 ) -> Result<Outcome, SandboxError> {
-    let credentials = Session::start(policy)?;
+    let credentials = Session::start(policy.credentials(), policy.extra_cas())?;
     let (result, refusals) = if through_launcher {
         launched(sandbox, profile, command, policy, credentials, on_output)
     } else {

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::address::refused_class;
-use super::credentials::Credential;
+use super::credentials::credential::Credential;
 pub use super::host::Host;
 use super::pattern::DomainPattern;
 pub use super::rule::Rule;
@@ -95,7 +95,7 @@ impl EgressPolicy {
             hosts.insert(norm, ip.to_canonical());
         }
         let env = |name: &str| std::env::var(name).ok();
-        let credentials = super::credentials::from_config(&config.credentials, &env)?;
+        let credentials = super::credentials::credential::from_config(&config.credentials, &env)?;
         let extra_cas = config
             .extra_ca_files
             .iter()

@@ -57,7 +57,9 @@ async fn the_proxy_injects_for_bound_hosts_and_refuses_foreign_placeholders() {
     ))
     .unwrap();
     let policy = EgressPolicy::from_config(&config).unwrap();
-    let session = Session::start(&policy).unwrap().unwrap();
+    let session = Session::start(policy.credentials(), policy.extra_cas())
+        .unwrap()
+        .unwrap();
     let pypi_placeholder = session.bound()[1].placeholder.clone();
     let uses = Arc::new(Uses::default());
     let observer: Arc<dyn Observer> = uses.clone();

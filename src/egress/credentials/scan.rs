@@ -8,7 +8,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hyper::header::{self, HeaderMap, HeaderValue};
 
-use super::Injection;
+use super::credential::Injection;
 use super::session::{Bound, PLACEHOLDER_PREFIX, Session};
 
 /// How much of a body is looked at for placeholders.

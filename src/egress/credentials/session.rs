@@ -11,10 +11,9 @@ use std::sync::Arc;
 use rustls::{ClientConfig, ServerConfig};
 use zeroclaw_sandbox::Profile;
 
-use super::Credential;
 use super::ca::SessionCa;
+use super::credential::Credential;
 use super::roots;
-use crate::egress::EgressPolicy;
 
 /// The prefix of every placeholder.
 pub const PLACEHOLDER_PREFIX: &str = "zeroclaw-placeholder-";
@@ -56,9 +55,12 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// The session state of `policy`'s credentials; `None` when it has none.
-    pub fn start(policy: &EgressPolicy) -> io::Result<Option<Arc<Session>>> {
-        let credentials = policy.credentials();
+    /// The session state of a policy's `credentials` (`EgressPolicy::credentials`), trusting
+    /// `extra_cas` (PEM texts) besides the system roots; `None` when there are none.
+    pub fn start(
+        credentials: &[Credential],
+        extra_cas: &[String],
+    ) -> io::Result<Option<Arc<Session>>> {
         if credentials.is_empty() {
             return Ok(None);
         }
@@ -74,9 +76,9 @@ impl Session {
         let hosts: Vec<_> = bound.iter().flat_map(|b| &b.credential.hosts).collect();
         let ca = SessionCa::new(&hosts).map_err(io::Error::other)?;
         let system = roots::system_bundle();
-        let upstream = roots::upstream_config(&system, policy.extra_cas());
+        let upstream = roots::upstream_config(&system, extra_cas);
         let dir = std::env::temp_dir().join(format!("zeroclaw-session-ca-{}", random_hex(8)?));
-        write_dir(&dir, &ca, &system, policy.extra_cas())?;
+        write_dir(&dir, &ca, &system, extra_cas)?;
         Ok(Some(Arc::new(Session {
             bound,
             ca,
@@ -180,16 +182,22 @@ fn random_hex(bytes: usize) -> io::Result<String> {
 }
 
 /// Where an agent session keeps its credentials: started at its first proxied call with the
-/// policy of that call, then shared by all its calls (and dropped with the session).
+/// credentials of that call's policy, then shared by all its calls (and dropped with the
+/// session).
 #[derive(Debug, Clone, Default)]
 pub struct Slot(Arc<std::sync::OnceLock<Result<Option<Arc<Session>>, String>>>);
 
 impl Slot {
     /// The session's credentials (started now if this is its first proxied call).
-    pub fn get(&self, policy: &EgressPolicy) -> Result<Option<Arc<Session>>, String> {
+    pub fn get(
+        &self,
+        credentials: &[Credential],
+        extra_cas: &[String],
+    ) -> Result<Option<Arc<Session>>, String> {
         self.0
             .get_or_init(|| {
-                Session::start(policy).map_err(|e| format!("credentials: cannot start: {e}"))
+                Session::start(credentials, extra_cas)
+                    .map_err(|e| format!("credentials: cannot start: {e}"))
             })
             .clone()
     }

@@ -94,7 +94,9 @@ fn session() -> std::sync::Arc<Session> {
     )
     .unwrap();
     let policy = EgressPolicy::from_config(&config).unwrap();
-    Session::start(&policy).unwrap().unwrap()
+    Session::start(policy.credentials(), policy.extra_cas())
+        .unwrap()
+        .unwrap()
 }
 
 #[test]
