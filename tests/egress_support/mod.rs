@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod git_http;
+pub mod private_index;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

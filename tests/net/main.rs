@@ -13,6 +13,7 @@ mod tools_support;
 mod egress_approval;
 mod egress_credentials;
 mod egress_credentials_git;
+mod egress_credentials_pip;
 mod egress_credentials_proxy;
 mod egress_hostile;
 mod egress_parser;
