@@ -52,7 +52,8 @@ pub struct NetworkConfig {
     /// [`super::credential::CredentialConfig`]).
     pub credentials: Vec<CredentialConfig>,
     /// PEM files of CAs the proxy trusts, besides the system roots, when it verifies the
-    /// upstream of an intercepted (credential-bound) host; also in the child's CA bundle.
+    /// upstream of an intercepted (credential-bound) host; also in the child's merged CA
+    /// bundle (made when there are credentials).
     pub extra_ca_files: Vec<String>,
 }
 
