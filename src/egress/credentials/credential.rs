@@ -95,6 +95,12 @@ impl Credential {
                 if !ok {
                     return Err((key("env"), format!("`{name}` is not a variable name")));
                 }
+                if is_reserved(name) {
+                    return Err((
+                        key("env"),
+                        format!("`{name}` is a variable zeroclaw or the loader sets"),
+                    ));
+                }
                 name.clone()
             }
             None => format!(
@@ -112,6 +118,35 @@ impl Credential {
             secret,
         })
     }
+}
+
+/// Variables a placeholder may not take: the proxy's and the CA bundle's, and those that
+/// steer the loader or the shell.
+const RESERVED: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "NPM_CONFIG_PROXY",
+    "NPM_CONFIG_HTTPS_PROXY",
+    "CARGO_HTTP_PROXY",
+    "SSL_CERT_FILE",
+    "CURL_CA_BUNDLE",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "GIT_SSL_CAINFO",
+    "CARGO_HTTP_CAINFO",
+    "NODE_EXTRA_CA_CERTS",
+    "PATH",
+    "HOME",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+];
+
+fn is_reserved(name: &str) -> bool {
+    RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name))
+        || name.to_ascii_uppercase().starts_with("LD_")
 }
 
 fn injection(c: &CredentialConfig, key: &dyn Fn(&str) -> String) -> Result<Injection, FieldError> {

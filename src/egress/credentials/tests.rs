@@ -163,3 +163,15 @@ fn a_placeholder_for_another_host_is_found_in_target_headers_and_body() {
     headers.insert("x-token", HeaderValue::from_str(&gh).unwrap());
     assert!(foreign(&s, &bound("pypi.example"), "/", &headers, b"").is_some());
 }
+
+#[test]
+fn a_placeholder_may_not_take_a_variable_zeroclaw_sets() {
+    for var in ["https_proxy", "SSL_CERT_FILE", "PATH", "LD_PRELOAD"] {
+        let err = entries(&format!(
+            "[[credentials]]\nname = \"gh\"\nhosts = [\"a.example\"]\nenv = \"{var}\"\n\
+             inject = \"replace\"\nvalue_env = \"TEST_TOKEN\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(err.0, "credentials[0].env", "{var}: {err:?}");
+    }
+}
