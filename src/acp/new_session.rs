@@ -80,6 +80,15 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     let mut servers = crate::mcp::spec::operator_servers(&config, &session.agent_alias);
     servers.extend(specs);
     let policy = Policy::for_agent(&config, &session.agent_alias);
+    // The session's credentials (placeholders, CA) are made with it; a loaded session's at its
+    // first proxied call.
+    if let Some(egress) = &policy.egress
+        && let Err(e) = session
+            .credentials
+            .get(egress.credentials(), egress.extra_cas())
+    {
+        tracing::warn!(session = %id, error = %e, "session credentials");
+    }
     let notes = crate::mcp::install::preflight(&servers, &policy, &cwd);
     if !notes.is_empty() {
         tracing::warn!(session = %id, problems = ?notes, "MCP servers that cannot start");

@@ -1,5 +1,4 @@
-//! The certificate authority of one session: made with rcgen when the session's credentials
-//! are first needed, its key only in the daemon's memory (dropped with the session), its
+//! The certificate authority of one session: made with rcgen when the session starts, its key only in the daemon's memory (dropped with the session), its
 //! certificate handed to the child. Its name constraints allow only the bound hosts, so even a
 //! certificate it signed could not stand for another name. It signs one leaf per bound host
 //! the child connects to (kept for the session).

@@ -181,9 +181,9 @@ fn random_hex(bytes: usize) -> io::Result<String> {
     Ok(hex::encode(buf))
 }
 
-/// Where an agent session keeps its credentials: started at its first proxied call with the
-/// credentials of that call's policy, then shared by all its calls (and dropped with the
-/// session).
+/// Where an agent session keeps its credentials: started when the session is created (a
+/// loaded session: at its first proxied call), then shared by all its calls (and dropped with
+/// the session).
 #[derive(Debug, Clone, Default)]
 pub struct Slot(Arc<std::sync::OnceLock<Result<Option<Arc<Session>>, String>>>);
 
