@@ -5,8 +5,8 @@
 //! placeholder sent to another allowed host is refused, named in the tool result and
 //! recorded; an unbound host is still a plain tunnel (the client verifies the upstream's own
 //! certificate with that upstream's CA only); the canary secret is nowhere in the audit log,
-//! the session store, the config directory or the model's requests; each run gets a CA and
-//! placeholders of its own, and its CA file is gone once it ended.
+//! the session store, the config directory, the metrics or the model's requests; each run
+//! gets a CA and placeholders of its own, and its CA file is gone once it ended.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -73,8 +73,13 @@ fn a_bound_host_gets_the_secret_and_the_child_only_the_placeholder() {
         api_ca_file.display(),
         token.display()
     );
-    let setup = Setup::level("full").backend("namespaces").extra(&network);
-    let s = Scene::start(setup);
+    let metrics = secrets.path().join("metrics.prom");
+    let setup = Setup::level("full")
+        .backend("namespaces")
+        .arg("--metrics-file")
+        .arg(&metrics.display().to_string())
+        .extra(&network);
+    let mut s = Scene::start(setup);
     std::fs::write(s.ws().join("plain-ca.pem"), &plain_ca).unwrap();
     let command = format!(
         "echo \"env GH_TOKEN=$GH_TOKEN\"; \
@@ -169,6 +174,12 @@ fn a_bound_host_gets_the_secret_and_the_child_only_the_placeholder() {
                 && r["record"]["name"] == "files.example"),
         "{records:#?}"
     );
+
+    // The process's metrics (written when its input ends) do not hold it either.
+    s.client.shutdown();
+    let text = std::fs::read_to_string(&metrics).expect("the metrics file");
+    assert!(text.contains("zeroclaw_"), "{text}");
+    assert!(!text.contains(CANARY), "the secret in the metrics");
 }
 
 /// `zeroclaw sandbox run --network proxy` with a credential: prints the run's placeholder and
