@@ -2,14 +2,18 @@
 //! (plain `http://`), 100 MiB through a `CONNECT` tunnel (after a real TLS ClientHello) and
 //! 1,000 small requests (a fresh connection each: connection setup included) through the
 //! proxy versus directly from a loopback upstream in the same run, with the process CPU per
-//! GiB of each; the same transfers over a veth link shaped to 1 Gbit/s ([`link`]);
-//! `zeroclaw sandbox run --network proxy -- true` versus `--network deny`; and, inside one
-//! `sandbox run --network proxy` on the namespaces rung, a small exchange with a raw loopback
-//! echo on a new connection each time, taken by transparent egress versus through `CONNECT`
-//! (same child, same upstream, interleaved). Medians; ratios printed, nothing asserted.
+//! GiB of each; the same transfers over a veth link shaped to 1 Gbit/s ([`link`]); an HTTPS
+//! request to a host bound to a credential (intercepted) versus a plain tunnel
+//! ([`intercept`]); `zeroclaw sandbox run --network proxy -- true` versus `--network deny`;
+//! and, inside one `sandbox run --network proxy` on the namespaces rung, a small exchange with
+//! a raw loopback echo on a new connection each time, taken by transparent egress versus
+//! through `CONNECT` (same child, same upstream, interleaved). Medians; ratios printed,
+//! nothing asserted.
 
 #[allow(dead_code)]
 mod common;
+#[path = "egress/intercept.rs"]
+mod intercept;
 #[path = "egress/link.rs"]
 mod link;
 
@@ -31,6 +35,7 @@ const NAME: &str = "bench.example";
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(through_the_proxy());
+    runtime.block_on(intercept::intercepted_vs_tunnel());
     drop(runtime);
     link::rows();
     sandbox_run();

@@ -85,6 +85,15 @@ pub async fn handle(conn: &Connection, peer: Peer, params: &Value) -> Result<Val
     let policy = Policy::for_agent(&config, &session.agent_alias);
     let declared = super::sandbox_decl::declaration(&policy, Some(&cwd));
     super::sandbox_decl::extend_answer(&mut answer, declared);
+    // The session's credentials (placeholders, CA) are made with it; a loaded session's at its
+    // first proxied call.
+    if let Some(egress) = &policy.egress
+        && let Err(e) = session
+            .credentials
+            .get(egress.credentials(), egress.extra_cas())
+    {
+        tracing::warn!(session = %id, error = %e, "session credentials");
+    }
     let notes = crate::mcp::install::preflight(&servers, &policy, &cwd);
     if !notes.is_empty() {
         tracing::warn!(session = %id, problems = ?notes, "MCP servers that cannot start");

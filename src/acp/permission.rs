@@ -75,6 +75,7 @@ pub fn tool_env(conn: &Connection, session: &Arc<Session>, peer: Peer) -> Arc<To
             others,
             last: std::sync::Mutex::new((mode, policy)),
         })),
+        credentials: session.credentials.clone(),
     })
 }
 

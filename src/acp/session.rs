@@ -27,6 +27,8 @@ pub struct Session {
     pub owner: Option<String>,
     /// "Always allow" answers, restored from the history's tool results.
     pub approvals: Approvals,
+    /// The session's credentials (placeholders, CA), from its first proxied call.
+    pub credentials: crate::egress::credentials::session::Slot,
     /// The level the client chose (`session/set_mode`); the configured one caps it.
     chosen_mode: Mutex<Option<AutonomyLevel>>,
     /// The values the client chose for the session's config options, by option id
@@ -84,6 +86,7 @@ impl Session {
             mcp_servers,
             owner,
             approvals: Approvals::restored(allowed_always(&history)),
+            credentials: Default::default(),
             chosen_mode: Mutex::new(None),
             settings: Mutex::new(BTreeMap::new()),
             history: Mutex::new(Arc::new(history)),

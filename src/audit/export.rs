@@ -24,7 +24,7 @@ pub fn ocsf(row: &Row, hostname: &str) -> Value {
     let failed = match kind {
         "tool.exec" => record["status"] != "completed",
         "auth.failure" | "sandbox.failure" => true,
-        "policy.decision" | "network.connection" => record["decision"] == "deny",
+        "policy.decision" | "network.connection" | "credential.use" => record["decision"] == "deny",
         _ => false,
     };
     // 1 success, 2 failure; severity 1 informational, 3 medium.

@@ -1,7 +1,23 @@
 //! The `network.connection` record: one per connection the egress proxy of a call refused
-//! (written at once) or served (written when it ended), with the rule behind it.
+//! (written at once) or served (written when it ended), with the rule behind it; and the
+//! `credential.use` record: one per request the proxy put a credential in, or refused for
+//! carrying a credential's placeholder to a host it is not bound to (never the secret).
 
-use crate::egress::proxy::Connection;
+use crate::egress::proxy::{Connection, CredentialUse};
+
+/// The kind of a credential's record.
+pub const CREDENTIAL_KIND: &str = "credential.use";
+
+/// Adds the use's fields to `event` (a `credential.use` event carrying the call fields).
+pub fn with_credential(event: super::Event, u: &CredentialUse) -> super::Event {
+    event
+        .with("credential", u.credential.as_str())
+        .with("name", u.name.as_str())
+        .with("port", u.port)
+        .with("method", u.method.as_str())
+        .with("path", u.path.as_str())
+        .with("decision", if u.allowed { "allow" } else { "deny" })
+}
 
 /// The kind of the record.
 pub const KIND: &str = "network.connection";

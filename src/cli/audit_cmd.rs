@@ -404,6 +404,15 @@ fn line(seq: i64, body: &Value) -> String {
             body["bytes_received"],
             body["duration_us"]
         ),
+        "credential.use" => format!(
+            "decision={} credential={} {}:{} {} {}",
+            text("decision"),
+            text("credential"),
+            text("name"),
+            body["port"],
+            text("method"),
+            text("path")
+        ),
         _ => String::new(),
     };
     format!(

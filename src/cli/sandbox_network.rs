@@ -6,7 +6,10 @@
 use zeroclaw_sandbox::{EgressListeners, Network, Outcome, Profile, Sandbox, SandboxError, Stream};
 
 use crate::config::{NetworkConfig, NetworkMode};
+use std::sync::Arc;
+
 use crate::egress::EgressPolicy;
+use crate::egress::credentials::Session;
 use crate::egress::proxy::Refusal;
 
 /// The run's egress policy: `Some` for `--network proxy`; the domain flags need it.
@@ -45,7 +48,8 @@ pub fn policy(
 /// Runs `command` in the foreground ([`Sandbox::run_foreground_proxied`]: stdin relayed,
 /// SIGINT/SIGTERM/SIGHUP end it as cancelled) with the egress proxy serving it from a thread of
 /// its own; `through_launcher` (a test hook): through the async launcher tool calls take,
-/// stdin closed. The proxy's refusals are printed to stderr once the run has ended.
+/// stdin closed. The proxy's refusals are printed to stderr once the run has ended. The
+/// configured credentials get placeholders and a CA of this run's own.
 pub fn run(
     sandbox: &Sandbox,
     profile: &Profile,
@@ -54,12 +58,17 @@ pub fn run(
     through_launcher: bool,
     on_output: impl FnMut(Stream, &[u8]),
 ) -> Result<Outcome, SandboxError> {
+    let credentials = Session::start(policy.credentials(), policy.extra_cas())?;
     let (result, refusals) = if through_launcher {
-        launched(sandbox, profile, command, policy, on_output)
+        launched(sandbox, profile, command, policy, credentials, on_output)
     } else {
+        let profile = match &credentials {
+            Some(session) => session.apply(profile.clone()),
+            None => profile.clone(),
+        };
         let mut proxy = None;
-        let result = sandbox.run_foreground_proxied(profile, command, on_output, |listeners| {
-            proxy = Some(ProxyThread::start(policy, listeners)?);
+        let result = sandbox.run_foreground_proxied(&profile, command, on_output, |listeners| {
+            proxy = Some(ProxyThread::start(policy, listeners, credentials.clone())?);
             Ok(())
         });
         (result, proxy.map(ProxyThread::finish).unwrap_or_default())
@@ -76,6 +85,7 @@ fn launched(
     profile: &Profile,
     command: &[std::ffi::OsString],
     policy: &EgressPolicy,
+    credentials: Option<Arc<Session>>,
     on_output: impl FnMut(Stream, &[u8]),
 ) -> (Result<Outcome, SandboxError>, Vec<Refusal>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -92,6 +102,7 @@ fn launched(
         policy,
         None,
         None,
+        credentials,
         on_output,
         std::future::pending(),
     ));
@@ -110,7 +121,11 @@ struct ProxyThread {
 
 impl ProxyThread {
     /// Starts serving on `listeners`; returns once the proxy accepts on them.
-    fn start(policy: &EgressPolicy, listeners: EgressListeners) -> std::io::Result<ProxyThread> {
+    fn start(
+        policy: &EgressPolicy,
+        listeners: EgressListeners,
+        credentials: Option<Arc<Session>>,
+    ) -> std::io::Result<ProxyThread> {
         let policy = policy.clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (ready, serving) = std::sync::mpsc::sync_channel::<std::io::Result<()>>(1);
@@ -128,8 +143,13 @@ impl ProxyThread {
                     }
                 };
                 let refusals = runtime.block_on(async move {
-                    let serving = match crate::egress::serve::serve(&policy, listeners, None, None)
-                    {
+                    let serving = match crate::egress::serve::serve(
+                        &policy,
+                        listeners,
+                        None,
+                        None,
+                        credentials,
+                    ) {
                         Ok(serving) => serving,
                         Err(e) => {
                             let _ = ready.send(Err(e));

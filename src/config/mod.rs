@@ -8,6 +8,7 @@
 
 pub mod autonomy;
 pub mod caches;
+pub mod credential;
 mod env;
 pub mod listen;
 mod load;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use zeroclaw_sandbox::BackendChoice;
 
 pub use autonomy::{AutonomyConfig, AutonomyLevel, AutonomyOverride, LimitsConfig};
+pub use credential::{CredentialConfig, Inject};
 pub use env::RESERVED_ENV_VARS;
 pub use models::{ModelEntry, ModelTable, Prices};
 pub use network::{NetworkConfig, NetworkMode, NetworkOverride};

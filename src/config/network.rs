@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::credential::CredentialConfig;
+
 /// How a tool child may reach the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -50,6 +52,13 @@ pub struct NetworkConfig {
     /// Names the proxy resolves to a fixed address instead of asking DNS (like curl's
     /// `--resolve`); the address is still checked against the policy.
     pub hosts: BTreeMap<String, String>,
+    /// Secrets the proxy injects for their hosts (daemon-wide; see
+    /// [`super::credential::CredentialConfig`]).
+    pub credentials: Vec<CredentialConfig>,
+    /// PEM files of CAs the proxy trusts, besides the system roots, when it verifies the
+    /// upstream of an intercepted (credential-bound) host; also in the child's merged CA
+    /// bundle (made when there are credentials).
+    pub extra_ca_files: Vec<String>,
 }
 
 impl Default for NetworkConfig {
@@ -62,12 +71,15 @@ impl Default for NetworkConfig {
             allow_cidrs: Vec::new(),
             allow: Vec::new(),
             hosts: BTreeMap::new(),
+            credentials: Vec::new(),
+            extra_ca_files: Vec::new(),
         }
     }
 }
 
 /// `[agents.<alias>.network]`: each key set here replaces the `[sandbox.network]` one, so the
-/// operator can narrow or widen one agent's network (`hosts` stays daemon-wide).
+/// operator can narrow or widen one agent's network (`hosts`, `credentials` and
+/// `extra_ca_files` stay daemon-wide).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NetworkOverride {
@@ -102,6 +114,8 @@ impl NetworkConfig {
             allow_cidrs: o.allow_cidrs.clone().unwrap_or(self.allow_cidrs.clone()),
             allow: o.allow.clone().unwrap_or(self.allow.clone()),
             hosts: self.hosts.clone(),
+            credentials: self.credentials.clone(),
+            extra_ca_files: self.extra_ca_files.clone(),
         }
     }
 }
@@ -132,6 +146,29 @@ mod tests {
         assert!(msg.contains("`sandbox.network.allow_domain`"), "{msg}");
         let msg = load(&format!("{AGENT}[agents.a.network]\nhosts = {{}}\n")).unwrap_err();
         assert!(msg.contains("`agents.a.network.hosts`"), "{msg}");
+    }
+
+    #[test]
+    fn a_credential_secret_file_open_to_others_fails_the_load_naming_its_key() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "t0ken\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let toml = format!(
+            "[sandbox.network]\nmode = \"proxy\"\n[[sandbox.network.credentials]]\n\
+             name = \"gh\"\nhosts = [\"api.example\"]\ninject = \"replace\"\n\
+             value_file = \"{}\"\n",
+            file.display()
+        );
+        let msg = load(&toml).unwrap_err();
+        assert!(
+            msg.contains("`sandbox.network.credentials[0].value_file`") && msg.contains("mode 640"),
+            "{msg}"
+        );
+        let msg =
+            load("[sandbox.network]\nextra_ca_files = [\"/nonexistent/ca.pem\"]\n").unwrap_err();
+        assert!(msg.contains("`sandbox.network.extra_ca_files[0]`"), "{msg}");
     }
 
     #[test]

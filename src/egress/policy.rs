@@ -11,6 +11,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::address::refused_class;
+use super::credentials::credential::Credential;
 pub use super::host::Host;
 use super::pattern::DomainPattern;
 pub use super::rule::Rule;
@@ -49,6 +50,18 @@ pub struct EgressPolicy {
     /// `allow` entries: a name pattern and the port relayed raw for it.
     raw: Vec<(DomainPattern, u16)>,
     hosts: BTreeMap<String, IpAddr>,
+    /// `credentials`, checked, their secrets read.
+    credentials: Vec<Credential>,
+    /// The PEM text of each `extra_ca_files` entry.
+    extra_cas: Vec<String>,
+}
+
+/// The PEM text of a CA file, checked to hold certificates.
+fn read_ca_file(path: &str) -> Result<String, String> {
+    let path = crate::policy::resolve::expand_home(std::path::Path::new(path));
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    super::credentials::roots::parse_pem(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text)
 }
 
 /// A malformed entry: the key below `[sandbox.network]` (e.g. `allow_domains[2]`) and why.
@@ -91,6 +104,14 @@ impl EgressPolicy {
                 .map_err(|_| (key, format!("`{addr}` is not an IP address")))?;
             hosts.insert(norm, ip.to_canonical());
         }
+        let env = |name: &str| std::env::var(name).ok();
+        let credentials = super::credentials::credential::from_config(&config.credentials, &env)?;
+        let extra_cas = config
+            .extra_ca_files
+            .iter()
+            .enumerate()
+            .map(|(i, path)| read_ca_file(path).map_err(|e| (format!("extra_ca_files[{i}]"), e)))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(EgressPolicy {
             mode: config.mode,
             allow_domains,
@@ -99,7 +120,19 @@ impl EgressPolicy {
             allow_cidrs,
             raw,
             hosts,
+            credentials,
+            extra_cas,
         })
+    }
+
+    /// The credentials the proxy injects (secrets read at load).
+    pub fn credentials(&self) -> &[Credential] {
+        &self.credentials
+    }
+
+    /// The PEM texts of `extra_ca_files`.
+    pub fn extra_cas(&self) -> &[String] {
+        &self.extra_cas
     }
 
     /// Judges a requested destination before any name is resolved: the port, then an IP
@@ -207,6 +240,13 @@ impl EgressPolicy {
         if !self.raw.is_empty() {
             let raw = self.raw.iter().map(|(p, port)| format!("{p}:{port}"));
             lines.push(format!("allow = {}", list(raw.collect())));
+        }
+        if !self.credentials.is_empty() {
+            let shown = self.credentials.iter().map(|c| {
+                let hosts: Vec<String> = c.hosts.iter().map(|p| p.to_string()).collect();
+                format!("{} (${} for {})", c.name, c.env, hosts.join(" "))
+            });
+            lines.push(format!("credentials = {}", list(shown.collect())));
         }
         lines
     }

@@ -38,6 +38,9 @@ pub enum Rule {
     /// A request two parsers could read two ways (why): userinfo, a second or differing
     /// `Host`, both `Content-Length` and `Transfer-Encoding`, a folded header.
     Ambiguous(String),
+    /// The request carries the placeholder of this credential, which is not sent to its host
+    /// (or goes over plain HTTP).
+    Placeholder(String),
 }
 
 impl Rule {
@@ -59,6 +62,7 @@ impl Rule {
             Rule::MalformedHost(_) => "malformed_host",
             Rule::NoncanonicalIp(_) => "noncanonical_ip",
             Rule::Ambiguous(_) => "ambiguous_request",
+            Rule::Placeholder(_) => "credential_placeholder",
         }
     }
 }
@@ -87,6 +91,11 @@ impl fmt::Display for Rule {
                 "`{text}` is an IP address in a non-canonical notation (write IPv4 as a.b.c.d)"
             ),
             Rule::Ambiguous(why) => write!(f, "ambiguous request: {why}"),
+            Rule::Placeholder(name) => write!(
+                f,
+                "the request carries the placeholder of credential `{name}`, which is not \
+                 bound to this host (or goes over plain http://)"
+            ),
         }
     }
 }

@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use zeroclaw_sandbox::{EgressListeners, Outcome, Profile, Sandbox, SandboxError, Stream};
 
 use super::EgressPolicy;
+use super::credentials::Session;
 use super::proxy::{Approver, Limits, Observer, Proxy, Refusal};
 
 /// How long a finished call waits for its connections to end and be reported.
@@ -20,7 +21,8 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// Runs `argv` confined by `profile` (`network = proxy`, stdin closed) with the egress proxy
 /// serving it under `policy` until it ends; returns its outcome and the proxy's refusals.
 /// With an `approver` (supervised), names outside `allow_domains` are asked about; with an
-/// `observer`, every connection is reported to it before this returns.
+/// `observer`, every connection is reported to it before this returns. With `credentials`
+/// (the session's), the profile gets their placeholders and CA and the proxy puts them in.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_proxied<I, S>(
     sandbox: &Sandbox,
@@ -29,6 +31,7 @@ pub async fn run_proxied<I, S>(
     policy: &EgressPolicy,
     approver: Option<Arc<dyn Approver>>,
     observer: Option<Arc<dyn Observer>>,
+    credentials: Option<Arc<Session>>,
     on_output: impl FnMut(Stream, &[u8]),
     cancel: impl Future<Output = ()>,
 ) -> Result<(Outcome, Vec<Refusal>), SandboxError>
@@ -36,12 +39,16 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let mut child = sandbox.spawn(profile, argv).await?;
+    let profile = match &credentials {
+        Some(session) => session.apply(profile.clone()),
+        None => profile.clone(),
+    };
+    let mut child = sandbox.spawn(&profile, argv).await?;
     drop(child.take_stdin());
     let listeners = child.take_egress().ok_or_else(|| {
         SandboxError::Profile("the sandbox brought back no egress proxy listeners".into())
     })?;
-    let serving = serve(policy, listeners, approver, observer)?;
+    let serving = serve(policy, listeners, approver, observer, credentials)?;
     let outcome = child.wait(on_output, cancel).await?;
     Ok((outcome, serving.finish().await))
 }
@@ -53,16 +60,19 @@ pub struct Serving {
 }
 
 /// Starts the HTTP proxy and SOCKS5 on `listeners` under `policy`, and transparent egress
-/// when the sandbox brought its sockets back (needs a Tokio runtime).
+/// when the sandbox brought its sockets back (needs a Tokio runtime), putting `credentials`
+/// in for their hosts.
 pub fn serve(
     policy: &EgressPolicy,
     listeners: EgressListeners,
     approver: Option<Arc<dyn Approver>>,
     observer: Option<Arc<dyn Observer>>,
+    credentials: Option<Arc<Session>>,
 ) -> std::io::Result<Serving> {
     let http = tokio::net::TcpListener::from_std(listeners.http)?;
     let socks = tokio::net::TcpListener::from_std(listeners.socks)?;
-    let proxy = Proxy::observed(policy.clone(), Limits::default(), approver, observer);
+    let limits = Limits::default();
+    let proxy = Proxy::credentialed(policy.clone(), limits, approver, observer, credentials);
     let mut tasks = vec![proxy.serve_http(http), proxy.serve_socks(socks)];
     if let Some(t) = listeners.transparent {
         let dns = tokio::net::UdpSocket::from_std(t.dns)?;

@@ -223,6 +223,11 @@ fn denied_paths(config: &Config, autonomy: &AutonomyConfig) -> Vec<PathBuf> {
     if let Some(sessions) = config.store_path().parent() {
         forbidden.push(sessions.to_path_buf());
     }
+    // A credential's secret file: the proxy reads it, no child ever does.
+    let secret_files = config.sandbox.network.credentials.iter();
+    for file in secret_files.filter_map(|c| c.value_file.as_deref()) {
+        forbidden.push(resolve::expand_home(Path::new(file)));
+    }
     forbidden.iter().map(|p| resolve::normalize(p)).collect()
 }
 

@@ -71,6 +71,14 @@ pub async fn run_shell(
             let argv = ["sh", "-c", command];
             let approver = super::network_approval::for_call(ctx);
             let observer = super::network_audit::for_call(ctx);
+            let credentials = audited(
+                ctx,
+                ctx.env
+                    .credentials
+                    .get(egress.credentials(), egress.extra_cas())
+                    .map_err(ToolError),
+            )
+            .await?;
             let run = crate::egress::serve::run_proxied;
             run(
                 sandbox,
@@ -79,6 +87,7 @@ pub async fn run_shell(
                 egress,
                 approver,
                 Some(observer),
+                credentials,
                 |_, _| {},
                 cancel,
             )

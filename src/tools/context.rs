@@ -77,6 +77,8 @@ pub struct ToolEnv {
     /// Where the policy of the session's next call comes from (its mode may change during a
     /// turn); `None`: [`ToolEnv::policy`] for the whole turn.
     pub levels: Option<Arc<dyn PolicySource>>,
+    /// The session's credentials: its placeholders and CA (`network = proxy`).
+    pub credentials: crate::egress::credentials::session::Slot,
 }
 
 /// The session's policy as of now (the client may lower its mode at any time).
@@ -96,6 +98,7 @@ impl ToolEnv {
             audit: self.audit.clone(),
             files: self.files.clone(),
             levels: self.levels.clone(),
+            credentials: self.credentials.clone(),
         })
     }
 
@@ -118,6 +121,7 @@ impl ToolEnv {
             audit: self.audit.clone(),
             files: self.files.clone(),
             levels: self.levels.clone(),
+            credentials: self.credentials.clone(),
         })
     }
 }
@@ -157,6 +161,7 @@ impl Default for ToolEnv {
             audit: Default::default(),
             files: Arc::new(buffers::Disk),
             levels: None,
+            credentials: Default::default(),
         }
     }
 }

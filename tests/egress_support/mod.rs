@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod git_http;
+pub mod private_index;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -47,23 +50,7 @@ pub async fn http_upstream() -> Upstream {
 
 /// An HTTPS upstream whose certificate names `name`; returns it and the CA's PEM.
 pub async fn https_upstream(name: &str) -> (Upstream, String) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-    let leaf_key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec![name.to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &ca)
-        .unwrap();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
-    let config = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![leaf.der().clone()], key)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let (acceptor, ca_pem) = tls_acceptor(name);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Seen::default();
@@ -79,7 +66,64 @@ pub async fn https_upstream(name: &str) -> (Upstream, String) {
             });
         }
     });
-    (Upstream { addr, seen }, ca.pem())
+    (Upstream { addr, seen }, ca_pem)
+}
+
+/// An HTTPS API upstream for `name` (its own test CA; returns it and the CA's PEM) that keeps
+/// every request head it received, raw, and answers `hello from api` (never echoing a header).
+pub async fn https_echo(name: &str) -> (Upstream, String) {
+    let (acceptor, ca_pem) = tls_acceptor(name);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Seen::default();
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let log = log.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let Some(head) = read_head(&mut tls).await else {
+                    return;
+                };
+                log.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let reply = "HTTP/1.1 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\nhello from api\n";
+                let _ = tls.write_all(reply.as_bytes()).await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    (Upstream { addr, seen }, ca_pem)
+}
+
+/// A TLS acceptor presenting a leaf for `name` signed by a new test CA, and the CA's PEM.
+fn tls_acceptor(name: &str) -> (tokio_rustls::TlsAcceptor, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    // Names of their own: a leaf whose subject is its issuer's looks self-signed to OpenSSL.
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, format!("test CA for {name}"));
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let mut leaf_params = rcgen::CertificateParams::new(vec![name.to_owned()]).unwrap();
+    leaf_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let leaf = leaf_params.signed_by(&leaf_key, &ca).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone()], key)
+        .unwrap();
+    (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca.pem())
 }
 
 pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {

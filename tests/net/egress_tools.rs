@@ -32,7 +32,7 @@ fn network(allow: &str, port: u16) -> String {
 /// Whether `backend` serves proxy calls here, printing why not (failing when `CI=true`):
 /// the Landlock-only rung needs Landlock's TCP rules; any other failure of a trivial proxy
 /// call fails the test.
-fn serves_proxy(backend: &str) -> bool {
+pub(crate) fn serves_proxy(backend: &str) -> bool {
     if !backend_available(backend) || !support::have_program("curl") {
         return false;
     }

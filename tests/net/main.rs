@@ -11,6 +11,10 @@ mod support;
 mod tools_support;
 
 mod egress_approval;
+mod egress_credentials;
+mod egress_credentials_git;
+mod egress_credentials_pip;
+mod egress_credentials_proxy;
 mod egress_hostile;
 mod egress_parser;
 mod egress_proxy;

@@ -37,6 +37,8 @@ pub struct Setup {
     pub capabilities: Value,
     /// Extra environment of the `zeroclaw acp` process (e.g. `PATH`).
     pub env: Vec<(String, String)>,
+    /// Extra arguments of `zeroclaw acp` (e.g. `--metrics-file PATH`).
+    pub args: Vec<String>,
 }
 
 impl Default for Setup {
@@ -50,6 +52,7 @@ impl Default for Setup {
             base: None,
             capabilities: json!({}),
             env: Vec::new(),
+            args: Vec::new(),
         }
     }
 }
@@ -92,6 +95,12 @@ impl Setup {
     /// for the scene's fake home (made when the scene starts).
     pub fn env(mut self, name: &str, value: &str) -> Setup {
         self.env.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Adds an argument of `zeroclaw acp`.
+    pub fn arg(mut self, arg: &str) -> Setup {
+        self.args.push(arg.to_owned());
         self
     }
 
@@ -344,6 +353,9 @@ fn spawn_client(
         .current_dir(root);
     for (name, value) in &setup.env {
         builder = builder.env(name, value.replace("{home}", &home.to_string_lossy()));
+    }
+    for arg in &setup.args {
+        builder = builder.arg(arg.as_str());
     }
     let client = builder.spawn();
     client.set_permission(setup.permission.clone());

@@ -10,7 +10,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
@@ -29,7 +28,7 @@ use super::{Attempt, Inner, Refusal, Via, tunnel};
 use crate::egress::host::shown;
 use crate::egress::{Host, Rule};
 
-type Body = BoxBody<Bytes, hyper::Error>;
+use super::peek::Body;
 
 /// Serves one client connection (one request: no second head to read two ways).
 pub(super) async fn serve_conn(
@@ -108,13 +107,23 @@ async fn handle(
         name: host.to_string(),
         ..at
     };
-    let dialed = match dial(&inner, &at, &host).await {
-        Ok(dialed) => dialed,
-        Err(e) => return dial_error(e),
+    if via == Via::Connect {
+        return match dial(&inner, &at, &host).await {
+            Ok(dialed) => connect(inner, req, permit, at, host, dialed),
+            Err(e) => dial_error(e),
+        };
+    }
+    // A placeholder never goes out in clear text: refused before anything is dialed.
+    let req = match &inner.credentials {
+        Some(session) => match super::intercept::check_plain(&inner, &at, session, req).await {
+            Ok(req) => req,
+            Err(refusal) => return refusal,
+        },
+        None => req.map(|b| b.boxed()),
     };
-    match via {
-        Via::Connect => connect(inner, req, permit, at, host, dialed),
-        _ => forward(inner, req, permit, at, &host, dialed).await,
+    match dial(&inner, &at, &host).await {
+        Ok(dialed) => forward(inner, req, permit, at, &host, dialed).await,
+        Err(e) => dial_error(e),
     }
 }
 
@@ -211,7 +220,7 @@ fn connect(
 
 async fn forward(
     inner: Arc<Inner>,
-    req: Request<Incoming>,
+    req: Request<Body>,
     permit: Arc<OwnedSemaphorePermit>,
     at: Attempt,
     host: &Host,
@@ -303,7 +312,7 @@ fn dial_error(e: DialError) -> Response<Body> {
     }
 }
 
-fn refused(refusal: &Refusal) -> Response<Body> {
+pub(super) fn refused(refusal: &Refusal) -> Response<Body> {
     let mut response = text(StatusCode::FORBIDDEN, &format!("zeroclaw {refusal}\n"));
     if let Ok(value) = HeaderValue::from_str(&refusal.rule.to_string()) {
         response.headers_mut().insert("x-zeroclaw-egress", value);
@@ -311,7 +320,7 @@ fn refused(refusal: &Refusal) -> Response<Body> {
     response
 }
 
-fn text(status: StatusCode, body: &str) -> Response<Body> {
+pub(super) fn text(status: StatusCode, body: &str) -> Response<Body> {
     let mut response = Response::new(full(body.to_owned()));
     *response.status_mut() = status;
     response.headers_mut().insert(

@@ -19,6 +19,10 @@
 //! Transparent egress ([`Proxy::serve_transparent`]): a DNS stub ([`dns_stub`]) answering
 //! allowed names with synthetic addresses ([`synthetic`]), and listeners taking the child's
 //! direct connections ([`transparent`]), judged like a `CONNECT` to the same name and port.
+//!
+//! With a session's credentials ([`Proxy::credentialed`]), a tunnel to a host bound to one
+//! is intercepted to put the secret in ([`intercept`]), and every use is reported as a
+//! [`CredentialUse`].
 
 mod counted;
 mod dial;
@@ -26,6 +30,8 @@ mod dns_stub;
 mod head;
 mod http;
 mod idle;
+mod intercept;
+mod peek;
 mod socks;
 #[cfg(target_os = "linux")]
 mod splice;
@@ -46,6 +52,7 @@ use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::credentials::Session;
 use super::{EgressPolicy, Rule};
 
 /// The proxy's bounds on what one client may cost.
@@ -147,10 +154,32 @@ pub struct Connection {
     pub duration: Duration,
 }
 
+/// One request of an intercepted connection that a credential was put in (`allowed`), or a
+/// request refused for carrying a credential's placeholder to a host it is not bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialUse {
+    pub credential: String,
+    /// The host the request went (or would have gone) to, and its port.
+    pub name: String,
+    pub port: u16,
+    /// The request's method and path (without its query).
+    pub method: String,
+    pub path: String,
+    pub allowed: bool,
+}
+
 /// Receives every [`Connection`] of a proxy (the audit log of a session's call). The proxy
 /// waits for the returned future before it lets the connection's permit go.
 pub trait Observer: Send + Sync {
     fn connection<'a>(&'a self, c: Connection) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+    /// A credential put in a request, or a placeholder refused (nothing by default).
+    fn credential<'a>(
+        &'a self,
+        _used: CredentialUse,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// A connection being served: what it asked for and since when.
@@ -187,9 +216,24 @@ struct Inner {
     /// Cancelled by [`Proxy::close`]: open questions are dropped and their connections refused.
     closed: CancellationToken,
     observer: Option<Arc<dyn Observer>>,
+    /// The session's credentials: tunnels to their hosts are intercepted.
+    credentials: Option<Arc<Session>>,
 }
 
 impl Inner {
+    /// Reports a credential's use or a placeholder's refusal (logged without any secret).
+    async fn credential(&self, used: CredentialUse) {
+        tracing::info!(
+            credential = %used.credential,
+            target = %format!("{}:{}", used.name, used.port),
+            allowed = used.allowed,
+            "egress credential"
+        );
+        if let Some(observer) = &self.observer {
+            observer.credential(used).await;
+        }
+    }
+
     /// The approver's answer for `name:port`; asked once for the connections waiting at once.
     /// Without an approver, the name is refused as not in `allow_domains`.
     async fn approve(&self, name: &str, port: u16) -> Approval {
@@ -287,6 +331,18 @@ impl Proxy {
         approver: Option<Arc<dyn Approver>>,
         observer: Option<Arc<dyn Observer>>,
     ) -> Proxy {
+        Proxy::credentialed(policy, limits, approver, observer, None)
+    }
+
+    /// [`Proxy::observed`] that also puts a session's `credentials` in on the wire for their
+    /// hosts (tunnels to them are intercepted).
+    pub fn credentialed(
+        policy: EgressPolicy,
+        limits: Limits,
+        approver: Option<Arc<dyn Approver>>,
+        observer: Option<Arc<dyn Observer>>,
+        credentials: Option<Arc<Session>>,
+    ) -> Proxy {
         let permits = Arc::new(Semaphore::new(limits.max_connections));
         Proxy {
             inner: Arc::new(Inner {
@@ -298,6 +354,7 @@ impl Proxy {
                 pending: Mutex::new(HashMap::new()),
                 closed: CancellationToken::new(),
                 observer,
+                credentials,
             }),
         }
     }

@@ -5,7 +5,8 @@
 //! splice(2) on Linux (`super::splice`), else, or when no pipe can be had, by copying through
 //! the proxy. The bytes each way are counted for the connection's report. A destination an
 //! `allow` entry admits ([`Rule::AllowListed`]) is relayed raw, without the TLS check
-//! ([`relay_raw`]).
+//! ([`relay_raw`]); a tunnel to a host bound to one of the session's credentials goes to
+//! [`super::intercept`] instead.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ const COPY_BUF: usize = 64 * 1024;
 /// (reported when the tunnel ends). `early` holds what the client sent that was read already
 /// (by the HTTP server), before anything more from `client`.
 pub(super) async fn run(
-    inner: &Inner,
+    inner: &Arc<Inner>,
     at: &Attempt,
     mut client: TcpStream,
     early: &[u8],
@@ -41,11 +42,6 @@ pub(super) async fn run(
     if matches!(dialed.rule, Rule::AllowListed(_)) {
         return relay_raw(inner, at, client, early, dialed).await;
     }
-    let Dialed {
-        stream: mut upstream,
-        address,
-        rule,
-    } = dialed;
     let mut sent = early.chain(&mut client);
     let hello = match timeout(inner.limits.header_timeout, read_client_hello(&mut sent)).await {
         Ok(result) => result,
@@ -56,10 +52,24 @@ pub(super) async fn run(
         match hello.and_then(|(bytes, sni)| check_sni(inner, host, at.port, sni).map(|()| bytes)) {
             Ok(bytes) => bytes,
             Err(why) => {
-                inner.refuse(at, Some(address), Rule::Proxy(why)).await;
+                inner
+                    .refuse(at, Some(dialed.address), Rule::Proxy(why))
+                    .await;
                 return;
             }
         };
+    if let (Some(session), Host::Name(name)) = (&inner.credentials, host)
+        && !session.bound_to(name).is_empty()
+    {
+        let mut first = first;
+        first.extend_from_slice(unread);
+        return super::intercept::run(inner, at, client, first, dialed, name, session).await;
+    }
+    let Dialed {
+        stream: mut upstream,
+        address,
+        rule,
+    } = dialed;
     let bytes = Bytes::default();
     if upstream.write_all(&first).await.is_ok() && upstream.write_all(unread).await.is_ok() {
         bytes.add_sent(first.len() + unread.len());
