@@ -239,7 +239,13 @@ fn network(plan: &Plan, out: &mut InsideCheck) -> Result<(), SetupError> {
     } else {
         Stage::Namespaces
     };
-    let addr = std::net::SocketAddr::from((OUTSIDE, 9));
+    // A port transparent egress does not listen on (its listeners would accept).
+    let taken = plan.transparent.as_deref().unwrap_or_default();
+    let port = [9, 1, 7, 13, 19]
+        .into_iter()
+        .find(|p| !taken.contains(p))
+        .unwrap_or(9);
+    let addr = std::net::SocketAddr::from((OUTSIDE, port));
     match std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(50)) {
         Ok(_) => Err(failed(stage, format!("connect({addr}) succeeded"))),
         Err(e) => match e.raw_os_error() {
@@ -255,10 +261,43 @@ fn network(plan: &Plan, out: &mut InsideCheck) -> Result<(), SetupError> {
                     .push(format!("network: connect({addr}) refused: {e}"));
                 Ok(())
             }
+            // Transparent egress makes every IPv4 address local to `lo` (the proxy's listeners
+            // take the allowed ports): a refusal there is our own stack's, when `lo` is the
+            // namespace's only interface.
+            Some(libc::ECONNREFUSED) if plan.transparent.is_some() => match only_loopback() {
+                Ok(()) => {
+                    out.held.push(format!(
+                        "network: connect({addr}) refused on lo (transparent egress), lo the \
+                         only interface"
+                    ));
+                    Ok(())
+                }
+                Err(why) => Err(failed(stage, why)),
+            },
             _ => Err(failed(
                 stage,
                 format!("connect({addr}): {e} (the host's network is reachable)"),
             )),
         },
+    }
+}
+
+/// `Ok` when the network namespace has no interface but `lo` (`/proc/self/net/dev`).
+fn only_loopback() -> Result<(), String> {
+    let dev = std::fs::read_to_string("/proc/self/net/dev")
+        .map_err(|e| format!("/proc/self/net/dev: {e} (the interfaces cannot be listed)"))?;
+    let others: Vec<&str> = dev
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(str::trim))
+        .filter(|name| *name != "lo")
+        .collect();
+    if others.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "interfaces besides lo: {} (the host's network is reachable)",
+            others.join(", ")
+        ))
     }
 }
