@@ -63,30 +63,22 @@ fn main() {
     };
 
     // One warm-up each: the index refreshed once, the binaries and the tree in the page cache.
-    let mut lines: Vec<(&str, Box<dyn Fn() -> Command>, Vec<Duration>)> = vec![
-        ("git status (bare)", Box::new(bare), Vec::new()),
-        (
-            "zeroclaw sandbox run -- git status",
-            Box::new(confined),
-            Vec::new(),
-        ),
+    let mut lines = vec![
+        Line::new("git status (bare)", bare),
+        Line::new("zeroclaw sandbox run -- git status", confined),
     ];
     if bwrap {
-        lines.push((
-            "bwrap --unshare-all -- git status",
-            Box::new(plain_bwrap),
-            Vec::new(),
-        ));
+        lines.push(Line::new("bwrap --unshare-all -- git status", plain_bwrap));
     }
-    for (what, command, _) in &lines {
-        assert!(runs_ok(&mut command()), "{what} failed");
+    for line in &lines {
+        assert!(runs_ok(&mut (line.command)()), "{} failed", line.what);
     }
     for _ in 0..runs {
         // Taking turns, so every line sees the same machine load.
-        for (what, command, samples) in &mut lines {
+        for line in &mut lines {
             let started = Instant::now();
-            assert!(runs_ok(&mut command()), "{what} failed");
-            samples.push(started.elapsed());
+            assert!(runs_ok(&mut (line.command)()), "{} failed", line.what);
+            line.samples.push(started.elapsed());
         }
     }
 
@@ -94,11 +86,12 @@ fn main() {
         "git status in a {FILES}-file repository ({}), medians of {runs}",
         common::binary().to_string_lossy()
     );
-    let base = median(&mut lines[0].2);
-    for (what, _, samples) in &mut lines {
-        let m = median(samples);
+    let base = median(&mut lines[0].samples);
+    for line in &mut lines {
+        let m = median(&mut line.samples);
         println!(
-            "{what:<36} {:>8.2} ms  ratio {:>5.2}x",
+            "{:<36} {:>8.2} ms  ratio {:>5.2}x",
+            line.what,
             ms(m),
             m.as_secs_f64() / base.as_secs_f64()
         );
@@ -107,6 +100,23 @@ fn main() {
         println!("(no bwrap line: `bwrap` is not installed)");
     }
     println!("goal: confined <= 1.15x bare");
+}
+
+/// One measured command line: how to make it, and its run times.
+struct Line<'a> {
+    what: &'static str,
+    command: Box<dyn Fn() -> Command + 'a>,
+    samples: Vec<Duration>,
+}
+
+impl<'a> Line<'a> {
+    fn new(what: &'static str, command: impl Fn() -> Command + 'a) -> Line<'a> {
+        Line {
+            what,
+            command: Box::new(command),
+            samples: Vec::new(),
+        }
+    }
 }
 
 /// Runs `command` with its output discarded; whether it exited 0.
