@@ -2,8 +2,10 @@
 //! (absolute, lexical `..` removed, symlinks of existing ancestors resolved), one path at a
 //! time ([`normalize`]) or many sharing their ancestors ([`Normalizer`]).
 
-use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// `~` and `~/...` against `$HOME`.
@@ -29,54 +31,76 @@ pub fn normalize(path: &Path) -> PathBuf {
 /// component again (the policy's lists: some fifty paths, most under `$HOME`).
 #[derive(Default)]
 pub struct Normalizer {
-    /// Lexical ancestor → its canonical form; `None`: it does not resolve (missing, not a
-    /// directory, not searchable, a dangling symlink).
-    known: HashMap<PathBuf, Option<PathBuf>>,
+    /// Lexical ancestor (as written, absolute) → its canonical form; `None`: it does not
+    /// resolve (missing, not a directory, not searchable, a dangling symlink).
+    known: BTreeMap<OsString, Option<PathBuf>>,
 }
 
 impl Normalizer {
     /// [`normalize`] of `path`.
     pub fn normalize(&mut self, path: &Path) -> PathBuf {
-        let mut names = lexical(path).into_iter();
+        let lexical = lexical(path);
+        let bytes = lexical.as_os_str().as_bytes();
         let mut real = PathBuf::from("/");
-        let mut prefix = PathBuf::from("/");
-        while let Some(name) = names.next() {
-            prefix.push(&name);
-            let next = match self.known.get(&prefix) {
-                Some(known) => known.clone(),
+        // Each name of `lexical` in turn: `bytes[start..end]`, its ancestor `bytes[..end]`.
+        let mut start = 1;
+        while start < bytes.len() {
+            let end = bytes[start..]
+                .iter()
+                .position(|&b| b == b'/')
+                .map_or(bytes.len(), |n| start + n);
+            let ancestor = OsStr::from_bytes(&bytes[..end]);
+            let known = match self.known.get(ancestor) {
+                Some(known) => known.as_deref(),
                 None => {
-                    let resolved = step(&real, &name);
-                    self.known.insert(prefix.clone(), resolved.clone());
-                    resolved
+                    let resolved = step(&real, OsStr::from_bytes(&bytes[start..end]));
+                    self.known
+                        .entry(ancestor.to_owned())
+                        .or_insert(resolved)
+                        .as_deref()
                 }
             };
-            match next {
-                Some(next) => real = next,
+            match known {
+                Some(next) => {
+                    let real = real.as_mut_os_string();
+                    real.clear();
+                    real.push(next);
+                }
                 // The longest existing ancestor is resolved: the rest is kept as written.
                 None => {
-                    real.push(name);
-                    real.extend(names);
+                    real.push(OsStr::from_bytes(&bytes[start..]));
                     return real;
                 }
             }
+            start = end + 1;
         }
         real
     }
 }
 
-/// The names of `path` made absolute, `.` and `..` removed lexically (`..` of `/` is `/`).
-fn lexical(path: &Path) -> Vec<std::ffi::OsString> {
-    let mut names = Vec::new();
+/// `path` made absolute, `.` and `..` removed lexically (`..` of `/` is `/`); `path` itself
+/// when it is so already (most are).
+fn lexical(path: &Path) -> Cow<'_, Path> {
+    let bytes = path.as_os_str().as_bytes();
+    let plain = bytes.first() == Some(&b'/')
+        && (bytes.len() == 1 || bytes.last() != Some(&b'/'))
+        && bytes[1..]
+            .split(|&b| b == b'/')
+            .all(|name| !matches!(name, b"" | b"." | b".."));
+    if plain {
+        return Cow::Borrowed(path);
+    }
+    let mut lexical = PathBuf::from("/");
     for part in path.components() {
         match part {
             Component::ParentDir => {
-                names.pop();
+                lexical.pop();
             }
-            Component::Normal(name) => names.push(name.to_owned()),
+            Component::Normal(name) => lexical.push(name),
             Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
         }
     }
-    names
+    Cow::Owned(lexical)
 }
 
 /// The canonical form of `real/name`, `real` being canonical; `None` when it does not resolve.
@@ -97,9 +121,7 @@ mod tests {
     /// What `normalize` was before [`Normalizer`]: canonicalize the lexical path, else each
     /// ancestor until one resolves, and append the rest.
     fn by_canonicalize(path: &Path) -> PathBuf {
-        let lexical: PathBuf = std::iter::once(std::ffi::OsString::from("/"))
-            .chain(lexical(path))
-            .collect();
+        let lexical = lexical(path).into_owned();
         let mut existing = lexical.as_path();
         let mut tail = Vec::new();
         loop {
@@ -137,6 +159,8 @@ mod tests {
             "to-file/x",
             "missing/a/b",
             "link",
+            "real//sub/",
+            "link/sub/.",
         ];
         let mut shared = Normalizer::default();
         for p in paths.iter().chain(&paths) {
