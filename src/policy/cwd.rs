@@ -72,7 +72,7 @@ mod tests {
         let agent = root.join(".claude/project");
         std::fs::create_dir_all(&agent).unwrap();
         let policy = Policy {
-            never_writable: super::super::never_writable::list(
+            never_writable: super::super::never_writable::Lazy::of(
                 Some(&root),
                 None,
                 &root.join("state"),

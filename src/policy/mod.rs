@@ -73,7 +73,7 @@ pub struct Policy {
     pub full_host_writes: bool,
     /// What no child may write, at any level ([`never_writable`]); the other sessions'
     /// workspaces are added per turn ([`Policy::with_other_workspaces`]).
-    pub never_writable: Vec<never_writable::Entry>,
+    pub never_writable: never_writable::Lazy,
     /// The workspaces of the daemon's other live sessions (never writable from this one,
     /// unless they hold its cwd).
     pub other_workspaces: Vec<PathBuf>,
@@ -122,7 +122,8 @@ impl Policy {
             && autonomy.level != AutonomyLevel::ReadOnly)
             .then(|| crate::egress::EgressPolicy::from_config(&network_config).ok())
             .flatten();
-        let forbidden = denied_paths(config, &autonomy);
+        let mut normalizer = resolve::Normalizer::default();
+        let forbidden = denied_paths(config, &autonomy, &mut normalizer);
         Policy {
             level: autonomy.level,
             workspace_only: autonomy.workspace_only && autonomy.level != AutonomyLevel::Full,
@@ -130,7 +131,12 @@ impl Policy {
             allowed_roots: autonomy
                 .allowed_roots
                 .iter()
-                .map(|r| (resolve::normalize(&resolve::expand_home(&r.path)), r.write))
+                .map(|r| {
+                    (
+                        normalizer.normalize(&resolve::expand_home(&r.path)),
+                        r.write,
+                    )
+                })
                 .collect(),
             always_ask: autonomy.always_ask,
             auto_approve: autonomy.auto_approve,
@@ -148,7 +154,7 @@ impl Policy {
             allow_root_cwd: autonomy.allow_root_cwd,
             umask: config.sandbox.umask.bits(),
             full_host_writes: autonomy.full_host_writes,
-            never_writable: never_writable::for_daemon(&config.workspace_dir),
+            never_writable: never_writable::Lazy::for_daemon(&config.workspace_dir),
             other_workspaces: Vec::new(),
             caches: crate::caches::Caches::from_config(config),
         }
@@ -163,7 +169,7 @@ impl Policy {
     /// The [`never_writable`] entries of a call in `cwd`: the daemon's list and the other
     /// sessions' workspaces but those holding `cwd`.
     pub fn never_writable_for(&self, cwd: &Path) -> Vec<never_writable::Entry> {
-        let mut entries = self.never_writable.clone();
+        let mut entries = self.never_writable.entries().to_vec();
         entries.extend(never_writable::other_sessions(cwd, &self.other_workspaces));
         entries
     }
@@ -200,7 +206,7 @@ impl Default for Policy {
             allow_root_cwd: autonomy.allow_root_cwd,
             umask: zeroclaw_sandbox::profile::DEFAULT_UMASK,
             full_host_writes: autonomy.full_host_writes,
-            never_writable: never_writable::list(
+            never_writable: never_writable::Lazy::of(
                 zeroclaw_sandbox::profile::home_dir().as_deref(),
                 None,
                 Path::new("/nonexistent-zeroclaw-workspace"),
@@ -215,7 +221,11 @@ impl Default for Policy {
 /// config directory, `workspace_dir`, the session database and its directory. The one list
 /// a session's policy and `zeroclaw sandbox run` deny (through [`Policy::profile`] and
 /// [`Policy::deny_forbidden`]).
-fn denied_paths(config: &Config, autonomy: &AutonomyConfig) -> Vec<PathBuf> {
+fn denied_paths(
+    config: &Config,
+    autonomy: &AutonomyConfig,
+    normalizer: &mut resolve::Normalizer,
+) -> Vec<PathBuf> {
     let mut forbidden = forbidden_paths(autonomy);
     forbidden.push(config.config_dir.clone());
     forbidden.push(config.workspace_dir.clone());
@@ -228,7 +238,7 @@ fn denied_paths(config: &Config, autonomy: &AutonomyConfig) -> Vec<PathBuf> {
     for file in secret_files.filter_map(|c| c.value_file.as_deref()) {
         forbidden.push(resolve::expand_home(Path::new(file)));
     }
-    forbidden.iter().map(|p| resolve::normalize(p)).collect()
+    forbidden.iter().map(|p| normalizer.normalize(p)).collect()
 }
 
 fn forbidden_paths(autonomy: &AutonomyConfig) -> Vec<PathBuf> {

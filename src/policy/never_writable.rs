@@ -10,10 +10,11 @@
 //! [`crate::policy::profile`]), and the host roots of `full_host_writes` are carved around them
 //! (see [`crate::policy::reach`]).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
-use super::resolve::normalize;
+use super::resolve::{Normalizer, normalize};
 
 /// Why a path is never writable from a tool child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,45 +115,81 @@ pub struct Entry {
     pub why: Why,
 }
 
-impl Entry {
-    fn new(path: &Path, why: Why) -> Entry {
-        Entry {
-            path: normalize(path),
-            why,
+/// A [`list`] resolved on first use, then shared by the clones of the policy holding it.
+///
+/// Resolving normalizes every entry against the host (some fifty paths: a fifth of a plain
+/// turn's CPU and its only file system calls when it was done as each turn's policy was
+/// built): a turn whose model calls no tool never needs the list, and the calls of a turn that
+/// does all see the one resolved at its first call. A policy built again (each turn, each mode
+/// change) resolves afresh.
+#[derive(Debug, Clone)]
+pub struct Lazy {
+    home: Option<PathBuf>,
+    path_var: Option<OsString>,
+    workspace_dir: PathBuf,
+    resolved: Arc<OnceLock<Vec<Entry>>>,
+}
+
+impl Lazy {
+    /// The daemon's list: [`HOME_ENTRIES`] under `$HOME`, [`SYSTEM_ENTRIES`], every absolute
+    /// directory on `$PATH`, and `workspace_dir` (`$HOME` and `$PATH` read now).
+    pub fn for_daemon(workspace_dir: &Path) -> Lazy {
+        Lazy::of(
+            zeroclaw_sandbox::profile::home_dir().as_deref(),
+            std::env::var_os("PATH").as_deref(),
+            workspace_dir,
+        )
+    }
+
+    /// [`list`] of these arguments, resolved on first use.
+    pub fn of(home: Option<&Path>, path_var: Option<&OsStr>, workspace_dir: &Path) -> Lazy {
+        Lazy {
+            home: home.map(Path::to_path_buf),
+            path_var: path_var.map(OsStr::to_os_string),
+            workspace_dir: workspace_dir.to_path_buf(),
+            resolved: Arc::default(),
         }
     }
-}
 
-/// The daemon's list: [`HOME_ENTRIES`] under `$HOME`, [`SYSTEM_ENTRIES`], every absolute
-/// directory on `$PATH`, and `workspace_dir`.
-pub fn for_daemon(workspace_dir: &Path) -> Vec<Entry> {
-    let home = zeroclaw_sandbox::profile::home_dir();
-    let path = std::env::var_os("PATH");
-    list(home.as_deref(), path.as_deref(), workspace_dir)
-}
-
-/// [`for_daemon`] for the given home, `PATH` value and `workspace_dir`.
-pub fn list(home: Option<&Path>, path_var: Option<&OsStr>, workspace_dir: &Path) -> Vec<Entry> {
-    let mut out: Vec<Entry> = Vec::new();
-    if let Some(home) = home {
-        out.extend(
-            HOME_ENTRIES
-                .iter()
-                .map(|(p, why)| Entry::new(&home.join(p), *why)),
-        );
+    /// The entries, resolved by the first caller.
+    pub fn entries(&self) -> &[Entry] {
+        self.resolved.get_or_init(|| {
+            list(
+                self.home.as_deref(),
+                self.path_var.as_deref(),
+                &self.workspace_dir,
+            )
+        })
     }
-    out.extend(
+}
+
+/// [`HOME_ENTRIES`] under `home`, [`SYSTEM_ENTRIES`], every absolute directory on `path_var`
+/// (a `PATH` value) and `workspace_dir`, each normalized now.
+pub fn list(home: Option<&Path>, path_var: Option<&OsStr>, workspace_dir: &Path) -> Vec<Entry> {
+    let mut paths: Vec<(PathBuf, Why)> = Vec::new();
+    if let Some(home) = home {
+        paths.extend(HOME_ENTRIES.iter().map(|(p, why)| (home.join(p), *why)));
+    }
+    paths.extend(
         SYSTEM_ENTRIES
             .iter()
-            .map(|(p, why)| Entry::new(Path::new(p), *why)),
+            .map(|(p, why)| (PathBuf::from(p), *why)),
     );
     for dir in path_var.map(std::env::split_paths).into_iter().flatten() {
         // A relative entry names a different directory in every cwd: nothing to keep.
         if dir.is_absolute() && dir != Path::new("/") {
-            out.push(Entry::new(&dir, Why::OnPath));
+            paths.push((dir, Why::OnPath));
         }
     }
-    out.push(Entry::new(workspace_dir, Why::WorkspaceDir));
+    paths.push((workspace_dir.to_path_buf(), Why::WorkspaceDir));
+    let mut normalizer = Normalizer::default();
+    let mut out: Vec<Entry> = paths
+        .iter()
+        .map(|(path, why)| Entry {
+            path: normalizer.normalize(path),
+            why: *why,
+        })
+        .collect();
     let mut seen = std::collections::HashSet::new();
     out.retain(|e| seen.insert(e.path.clone()));
     out

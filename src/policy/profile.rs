@@ -182,7 +182,7 @@ mod tests {
         std::fs::write(home.join(".bashrc"), "").unwrap();
         std::fs::create_dir(home.join("project")).unwrap();
         let policy = Policy {
-            never_writable: never_writable::list(Some(&home), None, &home.join("state")),
+            never_writable: never_writable::Lazy::of(Some(&home), None, &home.join("state")),
             ..Policy::default()
         };
         let at_home = policy.profile(&home, &[]);
@@ -212,6 +212,7 @@ mod tests {
         policy.full_host_writes = true;
         let bin = policy
             .never_writable
+            .entries()
             .iter()
             .find(|e| e.why == never_writable::Why::OnPath);
         let profile = policy.shell_profile(&ws);

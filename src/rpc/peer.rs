@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -109,14 +110,24 @@ impl Peer {
 
     /// Sends a notification; waits for room in the queue, never for the client.
     pub async fn notify(&self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
-            .await;
+        self.notify_with(method, &params).await;
+    }
+
+    /// [`Peer::notify`] with any serializable params, written straight into the line (no
+    /// `Value` tree is built around them: a `session/load` sends one per replayed entry).
+    pub async fn notify_with(&self, method: &str, params: &impl Serialize) {
+        if let Some(line) = notification(method, params) {
+            // A closed queue means the writer is gone (client hung up): nothing left to tell it.
+            let _ = self.out.send(line).await;
+        }
     }
 
     /// Queues a notification now, without waiting (for code that cannot await, such as a
     /// value released after a response): when the queue is full it is sent from a task.
     pub fn notify_now(&self, method: &str, params: Value) {
-        let message = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
+        let Some(message) = notification(method, &params) else {
+            return;
+        };
         if let Err(mpsc::error::TrySendError::Full(message)) = self.out.try_send(message) {
             let out = self.out.clone();
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -192,6 +203,25 @@ impl Peer {
     }
 }
 
+/// The line of a notification: `{"jsonrpc":"2.0","method":…,"params":…}`; `None` (logged) for
+/// params that do not serialize (a map with keys that are not strings: a bug).
+fn notification(method: &str, params: &impl Serialize) -> Option<String> {
+    #[derive(Serialize)]
+    struct Notification<'a, P> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        params: &'a P,
+    }
+    let message = Notification {
+        jsonrpc: "2.0",
+        method,
+        params,
+    };
+    serde_json::to_string(&message)
+        .inspect_err(|error| tracing::error!(%error, method, "notification not serialized"))
+        .ok()
+}
+
 /// Removes a pending entry when its request future ends, however it ends.
 struct ForgetOnDrop<'a> {
     pending: &'a Pending,
@@ -228,6 +258,22 @@ mod tests {
         assert!(!peer.deliver(&Value::Null, Ok(json!(1))));
         assert!(peer.deliver(&json!("zc-out-0"), Ok(json!({"ok": true}))));
         assert_eq!(waiter.await.unwrap(), Ok(json!({"ok": true})));
+    }
+
+    #[tokio::test]
+    async fn a_notification_is_one_json_rpc_line() {
+        let (tx, mut rx) = mpsc::channel(8);
+        let peer = Peer::new(tx);
+        peer.notify("x/said", json!({"a": [true], "b": 1})).await;
+        peer.notify_now("x/now", json!({}));
+        assert_eq!(
+            rx.recv().await.unwrap(),
+            r#"{"jsonrpc":"2.0","method":"x/said","params":{"a":[true],"b":1}}"#
+        );
+        assert_eq!(
+            rx.recv().await.unwrap(),
+            r#"{"jsonrpc":"2.0","method":"x/now","params":{}}"#
+        );
     }
 
     #[tokio::test]
