@@ -27,7 +27,7 @@ const VANISHED_ROOT_RETRIES: u32 = 3;
 fn a_read_root_vanished(e: &SandboxError) -> bool {
     matches!(e, SandboxError::Setup(setup)
         if setup.stage == crate::error::Stage::Bubblewrap
-            && setup.call.contains("bwrap: Can't bind mount")
+            && setup.call.contains("bwrap: ")
             && (setup.call.contains("(deleted)\" in mount table")
                 || setup.call.contains("No such file or directory")))
 }
@@ -66,10 +66,10 @@ impl Launcher {
     }
 
     /// Starts the call; returns once the helper reports the confinement complete.
-    /// A read-only root the host removes while bubblewrap binds it fails bwrap itself (the
-    /// source is gone at the bind, or bwrap looks for the bind in the mount table, where the
-    /// kernel names it "… (deleted)"): nothing of the call has run then, so it is started
-    /// again, a bounded number of times.
+    /// A read-only root the host removes while bubblewrap builds the root fails bwrap itself
+    /// (the source, or a destination's parent, is gone, or bwrap looks for the bind in the
+    /// mount table, where the kernel names it "… (deleted)"): nothing of the call has run
+    /// then, so it is started again, a bounded number of times.
     pub(crate) async fn start(
         &self,
         profile: &Profile,
