@@ -44,7 +44,7 @@ fn targets_of(config: &Path, workspace: &Path) -> Vec<Target> {
         return Vec::new();
     };
     let config_dir = config.parent().unwrap_or(Path::new("/"));
-    parse(&text)
+    config_paths(&text)
         .into_iter()
         .filter_map(|(key, value)| {
             let dir = key == "core.hookspath";
@@ -78,31 +78,24 @@ pub(crate) fn normalize(p: &Path) -> PathBuf {
     out
 }
 
-/// `(section.key, value)` for `core.hooksPath`, `include.path`, `includeIf "...".path`,
-/// keys lowercased, quotes stripped.
-fn parse(text: &str) -> Vec<(String, String)> {
-    let mut section = String::new();
-    let mut out = Vec::new();
-    for raw in text.lines() {
-        let line = raw.trim();
-        if let Some(head) = line.strip_prefix('[') {
-            let name = head.split([']', ' ', '"']).next().unwrap_or("");
-            section = name.to_ascii_lowercase();
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let key = format!("{section}.{}", key.trim().to_ascii_lowercase());
-        let value = value.trim().trim_matches('"').to_string();
-        if matches!(
-            key.as_str(),
-            "core.hookspath" | "include.path" | "includeif.path"
-        ) {
-            out.push((key, value));
-        }
-    }
-    out
+/// `(section.key, value)` for `core.hooksPath`, `include.path`, `includeIf "...".path`, read by
+/// the one git config parser ([`crate::git::config::parse`]: quoting, escapes, comments,
+/// continuations and a key on its section's line, as git reads them). Public for the fuzz
+/// target only.
+#[doc(hidden)]
+pub fn config_paths(text: &str) -> Vec<(String, String)> {
+    crate::git::config::parse(text)
+        .into_iter()
+        .filter_map(|e| {
+            let key = match (e.section.as_str(), e.sub.is_some(), e.key.as_str()) {
+                ("core", false, "hookspath") => "core.hookspath",
+                ("include", false, "path") => "include.path",
+                ("includeif", true, "path") => "includeif.path",
+                _ => return None,
+            };
+            Some((key.to_owned(), e.value?))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -128,6 +121,23 @@ mod tests {
                     path: ws.path().join(".gitconfig-local"),
                     dir: false
                 },
+            ]
+        );
+    }
+
+    /// Read as git reads them (found by the `git_paths` fuzz target, which compares with
+    /// git): a trailing comment after a quoted value, a key on its section's line, a
+    /// continued value, escapes.
+    #[test]
+    fn paths_are_read_as_git_reads_them() {
+        let text = "[Core]\n\tHooksPath = \"a b\" # c\n[include] path = in\\\ncl\n\
+                    [includeIf \"onbranch:x\"]\n\tpath = q\\\"t ; c\n[core \"x\"]\n\thookspath = no\n";
+        assert_eq!(
+            config_paths(text),
+            [
+                ("core.hookspath".to_owned(), "a b".to_owned()),
+                ("include.path".to_owned(), "incl".to_owned()),
+                ("includeif.path".to_owned(), "q\"t".to_owned()),
             ]
         );
     }
