@@ -41,23 +41,24 @@ pub fn parse(text: &str) -> Vec<Entry> {
             }
             l
         };
-        let trimmed = line.trim_start();
-        if let Some(head) = trimmed.strip_prefix('[') {
+        // Section headers, several on a line as git reads them (`[a][b] k = v`), then an entry.
+        let mut rest = line.trim_start();
+        while let Some(head) = rest.strip_prefix('[') {
             match parse_section(head) {
-                Some((s, b, rest)) => {
+                Some((s, b, after)) => {
                     (section, sub) = (s, b);
-                    if let Some(e) = parse_entry(&section, &sub, rest) {
-                        out.push(e);
-                    }
+                    rest = after.trim_start();
                 }
-                None => section.clear(),
+                None => {
+                    section.clear();
+                    rest = "";
+                }
             }
-            continue;
         }
         if section.is_empty() {
             continue;
         }
-        if let Some(e) = parse_entry(&section, &sub, trimmed) {
+        if let Some(e) = parse_entry(&section, &sub, rest) {
             out.push(e);
         }
     }
@@ -164,7 +165,7 @@ pub fn render(entries: &[Entry]) -> String {
         let here = (e.section.as_str(), e.sub.as_deref());
         if current != Some(here) {
             match &e.sub {
-                Some(sub) => out.push_str(&format!("[{} \"{}\"]\n", e.section, escape(sub))),
+                Some(sub) => out.push_str(&format!("[{} \"{}\"]\n", e.section, escape_sub(sub))),
                 None => out.push_str(&format!("[{}]\n", e.section)),
             }
             current = Some(here);
@@ -172,6 +173,25 @@ pub fn render(entries: &[Entry]) -> String {
         match &e.value {
             Some(v) => out.push_str(&format!("\t{} = \"{}\"\n", e.key, escape(v))),
             None => out.push_str(&format!("\t{}\n", e.key)),
+        }
+    }
+    out
+}
+
+/// A subsection name as git reads it back: in a section header a backslash takes the next
+/// character literally (`\b` is `b`, not a backspace), so only `\` and `"` are escaped and
+/// every other character is written as it is (a newline or NUL, which no header holds, is
+/// dropped).
+fn escape_sub(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        match c {
+            '\\' | '"' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\0' => {}
+            c => out.push(c),
         }
     }
     out
@@ -191,4 +211,42 @@ fn escape(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(section: &str, sub: Option<&str>, key: &str, value: &str) -> Entry {
+        Entry {
+            section: section.into(),
+            sub: sub.map(Into::into),
+            key: key.into(),
+            value: Some(value.into()),
+        }
+    }
+
+    /// git reads a second header on the same line (found by the `git_paths` fuzz target: a
+    /// `core.hooksPath` after `[x][core]` was missed).
+    #[test]
+    fn several_headers_on_a_line_are_read_as_git_reads_them() {
+        assert_eq!(
+            parse("[cor.e][Core] hooksPath = a\n[x] [core \"s\"]\tk = b\n"),
+            [
+                entry("core", None, "hookspath", "a"),
+                entry("core", Some("s"), "k", "b"),
+            ]
+        );
+    }
+
+    /// A subsection name with a backspace renders to a header that parses back to the same
+    /// name (found by the `git_config` fuzz target: it was written `\b`, which a header
+    /// reads as `b`).
+    #[test]
+    fn rendered_subsections_parse_back_to_the_same_name() {
+        for sub in ["mai\u{8}n", "a\\b", "q\"t", "tab\there", "]"] {
+            let kept = [entry("branch", Some(sub), "remote", "origin")];
+            assert_eq!(parse(&render(&kept)), kept, "{sub:?}");
+        }
+    }
 }
