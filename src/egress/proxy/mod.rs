@@ -18,6 +18,8 @@
 
 mod counted;
 mod dial;
+#[doc(hidden)]
+pub mod fuzz;
 mod head;
 mod http;
 mod idle;
