@@ -42,12 +42,12 @@ pub fn parse(text: &str) -> Vec<Entry> {
             l
         };
         // Section headers, several on a line as git reads them (`[a][b] k = v`), then an entry.
-        let mut rest = line.trim_start();
+        let mut rest = line.trim_start_matches(git_space);
         while let Some(head) = rest.strip_prefix('[') {
             match parse_section(head) {
                 Some((s, b, after)) => {
                     (section, sub) = (s, b);
-                    rest = after.trim_start();
+                    rest = after.trim_start_matches(git_space);
                 }
                 None => {
                     section.clear();
@@ -65,11 +65,17 @@ pub fn parse(text: &str) -> Vec<Entry> {
     out
 }
 
+/// Whitespace as git reads it (its `isspace`): space, tab, CR, LF, and no other (a vertical
+/// tab or a no-break space is part of a value).
+fn git_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n')
+}
+
 /// `section]`, `section "sub"]` or `section.sub]`, and what follows on the line.
 fn parse_section(head: &str) -> Option<(String, Option<String>, &str)> {
     let end_name = head.find([']', ' ', '\t', '"']).unwrap_or(head.len());
     let name = &head[..end_name];
-    let rest = head[end_name..].trim_start();
+    let rest = head[end_name..].trim_start_matches(git_space);
     let valid = |s: &str| {
         !s.is_empty()
             && s.chars()
@@ -90,13 +96,16 @@ fn parse_section(head: &str) -> Option<(String, Option<String>, &str)> {
         match it.next()? {
             (_, '\\') => subname.push(it.next()?.1),
             (i, '"') => {
-                let after = quoted[i + 1..].trim_start().strip_prefix(']')?;
+                let after = quoted[i + 1..]
+                    .trim_start_matches(git_space)
+                    .strip_prefix(']')?;
                 if !valid(name) || name.contains('.') {
                     return None;
                 }
                 return Some((name.to_ascii_lowercase(), Some(subname), after));
             }
-            (_, '\n') => return None,
+            // git stops at a newline; a NUL could not be written back (see `escape_sub`).
+            (_, '\n' | '\0') => return None,
             (_, c) => subname.push(c),
         }
     }
@@ -104,7 +113,7 @@ fn parse_section(head: &str) -> Option<(String, Option<String>, &str)> {
 
 /// `key`, `key = value` (quotes, escapes, trailing comment).
 fn parse_entry(section: &str, sub: &Option<String>, line: &str) -> Option<Entry> {
-    let line = line.trim_start();
+    let line = line.trim_start_matches(git_space);
     if line.is_empty() || line.starts_with(['#', ';']) {
         return None;
     }
@@ -115,7 +124,7 @@ fn parse_entry(section: &str, sub: &Option<String>, line: &str) -> Option<Entry>
     if key.is_empty() || !key.starts_with(|c: char| c.is_ascii_alphabetic()) {
         return None;
     }
-    let rest = line[end..].trim_start();
+    let rest = line[end..].trim_start_matches(git_space);
     let value = if rest.is_empty() || rest.starts_with(['#', ';']) {
         None
     } else {
@@ -131,7 +140,7 @@ fn parse_entry(section: &str, sub: &Option<String>, line: &str) -> Option<Entry>
 
 fn parse_value(raw: &str) -> Option<String> {
     let (mut out, mut quoted, mut pending_space) = (String::new(), false, String::new());
-    let mut it = raw.trim_start().chars();
+    let mut it = raw.trim_start_matches(git_space).chars();
     while let Some(c) = it.next() {
         match c {
             '"' => quoted = !quoted,
@@ -147,7 +156,7 @@ fn parse_value(raw: &str) -> Option<String> {
                 out.push(e);
             }
             '#' | ';' if !quoted => break,
-            c if c.is_whitespace() && !quoted => pending_space.push(c),
+            c if git_space(c) && !quoted => pending_space.push(c),
             c => {
                 out.push_str(&std::mem::take(&mut pending_space));
                 out.push(c);
@@ -237,6 +246,26 @@ mod tests {
                 entry("core", Some("s"), "k", "b"),
             ]
         );
+    }
+
+    /// Only git's whitespace is trimmed from a value (found by the `git_paths` fuzz target:
+    /// a path ending in a vertical tab was read without it, so another path was protected).
+    #[test]
+    fn only_gits_whitespace_is_trimmed() {
+        assert_eq!(
+            parse("[include]\n\tpath = l\u{b}\n\tpath = \u{a0}x\u{c} \t\r\n"),
+            [
+                entry("include", None, "path", "l\u{b}"),
+                entry("include", None, "path", "\u{a0}x\u{c}"),
+            ]
+        );
+    }
+
+    /// A subsection name holding a NUL is not read (it could not be written back; found by
+    /// the `git_config` fuzz target: the rewritten file named one section twice).
+    #[test]
+    fn a_subsection_with_a_nul_is_not_read() {
+        assert_eq!(parse("[remote \"a\0\"]\n\turl = x\n"), []);
     }
 
     /// A subsection name with a backspace renders to a header that parses back to the same
