@@ -23,11 +23,13 @@ pub fn parse(text: &str) -> Vec<Entry> {
     let mut chars = text.chars().peekable();
     while chars.peek().is_some() {
         let line: String = {
-            // One logical line: a value may continue past a newline after a backslash.
+            // One logical line: a value may continue past a newline after a backslash, but
+            // not a comment (git ends a comment at the newline, backslash or not).
             let mut l = String::new();
+            let (mut quoted, mut comment) = (false, false);
             while let Some(c) = chars.next() {
                 match c {
-                    '\\' => match chars.next() {
+                    '\\' if !comment => match chars.next() {
                         Some('\n') => {}
                         Some(n) => {
                             l.push('\\');
@@ -36,6 +38,14 @@ pub fn parse(text: &str) -> Vec<Entry> {
                         None => {}
                     },
                     '\n' => break,
+                    '"' if !comment => {
+                        quoted = !quoted;
+                        l.push(c);
+                    }
+                    '#' | ';' if !quoted => {
+                        comment = true;
+                        l.push(c);
+                    }
                     _ => l.push(c),
                 }
             }
@@ -257,6 +267,20 @@ mod tests {
             [
                 entry("include", None, "path", "l\u{b}"),
                 entry("include", None, "path", "\u{a0}x\u{c}"),
+            ]
+        );
+    }
+
+    /// A backslash ending a comment does not continue the line (found by the `git_paths`
+    /// fuzz target: the next line, a hooksPath, was read as part of the comment).
+    #[test]
+    fn a_comment_ends_at_its_newline_backslash_or_not() {
+        assert_eq!(
+            parse("[core]\n\tk = \"v\" # c\\\n\thooksPath = h\n\tq = \"a\\\nb\" ; x\\\n"),
+            [
+                entry("core", None, "k", "v"),
+                entry("core", None, "hookspath", "h"),
+                entry("core", None, "q", "ab"),
             ]
         );
     }
