@@ -19,6 +19,8 @@ pub fn run(data: &[u8]) {
     for (name, value) in git {
         let key = match name.split_once('.') {
             Some(("includeif", rest)) if rest.ends_with(".path") => "includeif.path".to_owned(),
+            // `includeIf.path` without a condition is not an include: git ignores it.
+            Some(("includeif", _)) => continue,
             _ => name.clone(),
         };
         if !matches!(
