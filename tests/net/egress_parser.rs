@@ -165,6 +165,21 @@ async fn content_length_with_transfer_encoding_is_refused_and_smuggles_nothing()
             "{answer}"
         );
     }
+    // Empty lines before the request line, which hyper skips, do not hide the framing
+    // headers (found by the `egress_http` fuzz target).
+    for lead in ["\r\n\r\n", "\n\n\n"] {
+        let head = [
+            lead.as_bytes(),
+            &post(both[0], &format!("0\r\n\r\n{smuggled}")),
+        ]
+        .concat();
+        let answer = exchange(proxy.http, &head).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{lead:?}: {answer}");
+        assert!(
+            answer.contains("both Content-Length and Transfer-Encoding"),
+            "{answer}"
+        );
+    }
     let up_post = format!("POST /up host={NAME}:{port} body=5");
     assert_eq!(up.seen(), [up_post.clone(), up_post]);
     assert!(!up.raw().contains("denied"), "{}", up.raw());

@@ -23,11 +23,13 @@ pub fn parse(text: &str) -> Vec<Entry> {
     let mut chars = text.chars().peekable();
     while chars.peek().is_some() {
         let line: String = {
-            // One logical line: a value may continue past a newline after a backslash.
+            // One logical line: a value may continue past a newline after a backslash, but
+            // not a comment (git ends a comment at the newline, backslash or not).
             let mut l = String::new();
+            let (mut quoted, mut comment) = (false, false);
             while let Some(c) = chars.next() {
                 match c {
-                    '\\' => match chars.next() {
+                    '\\' if !comment => match chars.next() {
                         Some('\n') => {}
                         Some(n) => {
                             l.push('\\');
@@ -36,39 +38,54 @@ pub fn parse(text: &str) -> Vec<Entry> {
                         None => {}
                     },
                     '\n' => break,
+                    '"' if !comment => {
+                        quoted = !quoted;
+                        l.push(c);
+                    }
+                    '#' | ';' if !quoted => {
+                        comment = true;
+                        l.push(c);
+                    }
                     _ => l.push(c),
                 }
             }
             l
         };
-        let trimmed = line.trim_start();
-        if let Some(head) = trimmed.strip_prefix('[') {
+        // Section headers, several on a line as git reads them (`[a][b] k = v`), then an entry.
+        let mut rest = line.trim_start_matches(git_space);
+        while let Some(head) = rest.strip_prefix('[') {
             match parse_section(head) {
-                Some((s, b, rest)) => {
+                Some((s, b, after)) => {
                     (section, sub) = (s, b);
-                    if let Some(e) = parse_entry(&section, &sub, rest) {
-                        out.push(e);
-                    }
+                    rest = after.trim_start_matches(git_space);
                 }
-                None => section.clear(),
+                None => {
+                    section.clear();
+                    rest = "";
+                }
             }
-            continue;
         }
         if section.is_empty() {
             continue;
         }
-        if let Some(e) = parse_entry(&section, &sub, trimmed) {
+        if let Some(e) = parse_entry(&section, &sub, rest) {
             out.push(e);
         }
     }
     out
 }
 
+/// Whitespace as git reads it (its `isspace`): space, tab, CR, LF, and no other (a vertical
+/// tab or a no-break space is part of a value).
+fn git_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n')
+}
+
 /// `section]`, `section "sub"]` or `section.sub]`, and what follows on the line.
 fn parse_section(head: &str) -> Option<(String, Option<String>, &str)> {
     let end_name = head.find([']', ' ', '\t', '"']).unwrap_or(head.len());
     let name = &head[..end_name];
-    let rest = head[end_name..].trim_start();
+    let rest = head[end_name..].trim_start_matches(git_space);
     let valid = |s: &str| {
         !s.is_empty()
             && s.chars()
@@ -89,13 +106,16 @@ fn parse_section(head: &str) -> Option<(String, Option<String>, &str)> {
         match it.next()? {
             (_, '\\') => subname.push(it.next()?.1),
             (i, '"') => {
-                let after = quoted[i + 1..].trim_start().strip_prefix(']')?;
+                let after = quoted[i + 1..]
+                    .trim_start_matches(git_space)
+                    .strip_prefix(']')?;
                 if !valid(name) || name.contains('.') {
                     return None;
                 }
                 return Some((name.to_ascii_lowercase(), Some(subname), after));
             }
-            (_, '\n') => return None,
+            // git stops at a newline; a NUL could not be written back (see `escape_sub`).
+            (_, '\n' | '\0') => return None,
             (_, c) => subname.push(c),
         }
     }
@@ -103,7 +123,7 @@ fn parse_section(head: &str) -> Option<(String, Option<String>, &str)> {
 
 /// `key`, `key = value` (quotes, escapes, trailing comment).
 fn parse_entry(section: &str, sub: &Option<String>, line: &str) -> Option<Entry> {
-    let line = line.trim_start();
+    let line = line.trim_start_matches(git_space);
     if line.is_empty() || line.starts_with(['#', ';']) {
         return None;
     }
@@ -114,7 +134,7 @@ fn parse_entry(section: &str, sub: &Option<String>, line: &str) -> Option<Entry>
     if key.is_empty() || !key.starts_with(|c: char| c.is_ascii_alphabetic()) {
         return None;
     }
-    let rest = line[end..].trim_start();
+    let rest = line[end..].trim_start_matches(git_space);
     let value = if rest.is_empty() || rest.starts_with(['#', ';']) {
         None
     } else {
@@ -130,7 +150,7 @@ fn parse_entry(section: &str, sub: &Option<String>, line: &str) -> Option<Entry>
 
 fn parse_value(raw: &str) -> Option<String> {
     let (mut out, mut quoted, mut pending_space) = (String::new(), false, String::new());
-    let mut it = raw.trim_start().chars();
+    let mut it = raw.trim_start_matches(git_space).chars();
     while let Some(c) = it.next() {
         match c {
             '"' => quoted = !quoted,
@@ -146,7 +166,7 @@ fn parse_value(raw: &str) -> Option<String> {
                 out.push(e);
             }
             '#' | ';' if !quoted => break,
-            c if c.is_whitespace() && !quoted => pending_space.push(c),
+            c if git_space(c) && !quoted => pending_space.push(c),
             c => {
                 out.push_str(&std::mem::take(&mut pending_space));
                 out.push(c);
@@ -164,7 +184,7 @@ pub fn render(entries: &[Entry]) -> String {
         let here = (e.section.as_str(), e.sub.as_deref());
         if current != Some(here) {
             match &e.sub {
-                Some(sub) => out.push_str(&format!("[{} \"{}\"]\n", e.section, escape(sub))),
+                Some(sub) => out.push_str(&format!("[{} \"{}\"]\n", e.section, escape_sub(sub))),
                 None => out.push_str(&format!("[{}]\n", e.section)),
             }
             current = Some(here);
@@ -172,6 +192,25 @@ pub fn render(entries: &[Entry]) -> String {
         match &e.value {
             Some(v) => out.push_str(&format!("\t{} = \"{}\"\n", e.key, escape(v))),
             None => out.push_str(&format!("\t{}\n", e.key)),
+        }
+    }
+    out
+}
+
+/// A subsection name as git reads it back: in a section header a backslash takes the next
+/// character literally (`\b` is `b`, not a backspace), so only `\` and `"` are escaped and
+/// every other character is written as it is (a newline or NUL, which no header holds, is
+/// dropped).
+fn escape_sub(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        match c {
+            '\\' | '"' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\0' => {}
+            c => out.push(c),
         }
     }
     out
@@ -191,4 +230,76 @@ fn escape(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(section: &str, sub: Option<&str>, key: &str, value: &str) -> Entry {
+        Entry {
+            section: section.into(),
+            sub: sub.map(Into::into),
+            key: key.into(),
+            value: Some(value.into()),
+        }
+    }
+
+    /// git reads a second header on the same line (found by the `git_paths` fuzz target: a
+    /// `core.hooksPath` after `[x][core]` was missed).
+    #[test]
+    fn several_headers_on_a_line_are_read_as_git_reads_them() {
+        assert_eq!(
+            parse("[cor.e][Core] hooksPath = a\n[x] [core \"s\"]\tk = b\n"),
+            [
+                entry("core", None, "hookspath", "a"),
+                entry("core", Some("s"), "k", "b"),
+            ]
+        );
+    }
+
+    /// Only git's whitespace is trimmed from a value (found by the `git_paths` fuzz target:
+    /// a path ending in a vertical tab was read without it, so another path was protected).
+    #[test]
+    fn only_gits_whitespace_is_trimmed() {
+        assert_eq!(
+            parse("[include]\n\tpath = l\u{b}\n\tpath = \u{a0}x\u{c} \t\r\n"),
+            [
+                entry("include", None, "path", "l\u{b}"),
+                entry("include", None, "path", "\u{a0}x\u{c}"),
+            ]
+        );
+    }
+
+    /// A backslash ending a comment does not continue the line (found by the `git_paths`
+    /// fuzz target: the next line, a hooksPath, was read as part of the comment).
+    #[test]
+    fn a_comment_ends_at_its_newline_backslash_or_not() {
+        assert_eq!(
+            parse("[core]\n\tk = \"v\" # c\\\n\thooksPath = h\n\tq = \"a\\\nb\" ; x\\\n"),
+            [
+                entry("core", None, "k", "v"),
+                entry("core", None, "hookspath", "h"),
+                entry("core", None, "q", "ab"),
+            ]
+        );
+    }
+
+    /// A subsection name holding a NUL is not read (it could not be written back; found by
+    /// the `git_config` fuzz target: the rewritten file named one section twice).
+    #[test]
+    fn a_subsection_with_a_nul_is_not_read() {
+        assert_eq!(parse("[remote \"a\0\"]\n\turl = x\n"), []);
+    }
+
+    /// A subsection name with a backspace renders to a header that parses back to the same
+    /// name (found by the `git_config` fuzz target: it was written `\b`, which a header
+    /// reads as `b`).
+    #[test]
+    fn rendered_subsections_parse_back_to_the_same_name() {
+        for sub in ["mai\u{8}n", "a\\b", "q\"t", "tab\there", "]"] {
+            let kept = [entry("branch", Some(sub), "remote", "origin")];
+            assert_eq!(parse(&render(&kept)), kept, "{sub:?}");
+        }
+    }
 }

@@ -56,6 +56,30 @@ pub fn targets_in(text: &str, config: &Path, workspace: &Path) -> Vec<Target> {
         .collect()
 }
 
+/// `(section.key, value)` for every `core.hooksPath`, `include.path` and `includeIf "…".path`
+/// the one parser reads in `text`, the value as git reads it (empty ones too). Public for
+/// the fuzz target that compares it with git itself.
+#[doc(hidden)]
+pub fn config_paths(text: &str) -> Vec<(String, String)> {
+    super::config::parse(text)
+        .into_iter()
+        .filter_map(|e| {
+            let key = if is_hooks_path(&e) {
+                "core.hookspath"
+            } else if is_include(&e) {
+                if e.section == "include" {
+                    "include.path"
+                } else {
+                    "includeif.path"
+                }
+            } else {
+                return None;
+            };
+            Some((key.to_owned(), e.value?))
+        })
+        .collect()
+}
+
 fn is_hooks_path(e: &Entry) -> bool {
     e.section == "core" && e.sub.is_none() && e.key == "hookspath"
 }
@@ -92,6 +116,20 @@ pub(crate) fn normalize(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_are_read_as_git_reads_them() {
+        let text = "[Core]\n\tHooksPath = \"a b\" # c\n[include] path = in\\\ncl\n\
+                    [includeIf \"onbranch:x\"]\n\tpath = q\\\"t ; c\n[core \"x\"]\n\thookspath = no\n";
+        assert_eq!(
+            config_paths(text),
+            [
+                ("core.hookspath".to_owned(), "a b".to_owned()),
+                ("include.path".to_owned(), "incl".to_owned()),
+                ("includeif.path".to_owned(), "q\"t".to_owned()),
+            ]
+        );
+    }
 
     fn hooks(path: PathBuf) -> Target {
         Target { path, dir: true }

@@ -39,8 +39,9 @@ pub(super) struct Scanned<T> {
     len: usize,
     /// Bytes of the current line so far.
     col: usize,
-    /// Lines read (the head ends at the first blank line after the request line).
-    lines: usize,
+    /// Whether the request line began: hyper (httparse) skips empty lines before it, so the
+    /// head ends at the first blank line after a line that is not blank.
+    started: bool,
 }
 
 impl<T> Scanned<T> {
@@ -52,7 +53,7 @@ impl<T> Scanned<T> {
             line: [0; PREFIX],
             len: 0,
             col: 0,
-            lines: 0,
+            started: false,
         }
     }
 
@@ -64,7 +65,7 @@ impl<T> Scanned<T> {
         self.io
     }
 
-    fn scan(&mut self, bytes: &[u8]) {
+    pub(super) fn scan(&mut self, bytes: &[u8]) {
         for &b in bytes {
             if self.done {
                 return;
@@ -79,8 +80,8 @@ impl<T> Scanned<T> {
                         .store(true, Ordering::Relaxed);
                 }
                 let blank = self.col == 0 || (self.col == 1 && self.line[0] == b'\r');
-                self.done = blank && self.lines > 0;
-                self.lines += 1;
+                self.done = blank && self.started;
+                self.started |= !blank;
                 self.len = 0;
                 self.col = 0;
                 continue;
@@ -122,5 +123,29 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Scanned<T> {
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names_both(head: &[u8]) -> bool {
+        let mut scanned = Scanned::new(());
+        scanned.scan(head);
+        scanned.framing().both()
+    }
+
+    #[test]
+    fn both_framings_are_seen_after_empty_lines_before_the_request_line() {
+        let head = b"POST http://a.example/ HTTP/1.1\r\nContent-Length: 4\r\n\
+                     Transfer-Encoding: chunked\r\n\r\n";
+        for lead in [&b""[..], b"\r\n", b"\r\n\r\n", b"\n\n\n"] {
+            assert!(names_both(&[lead, &head[..]].concat()), "{lead:?}");
+        }
+        // A blank line after the request line still ends the head.
+        assert!(!names_both(
+            b"GET http://a.example/ HTTP/1.1\r\n\r\nContent-Length: 1\r\nTransfer-Encoding: x\r\n"
+        ));
     }
 }

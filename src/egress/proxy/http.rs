@@ -99,7 +99,13 @@ async fn handle(
         None => sent,
     };
     let at = Attempt::new(via, shown(sent), port);
-    let host = match checked_target(&req, &authority, port, framing) {
+    let host = match checked_target(
+        req.method(),
+        req.headers(),
+        &authority,
+        port,
+        framing.both(),
+    ) {
         Ok(host) => host,
         Err(rule) => return refused(&inner.refuse(&at, None, rule).await),
     };
@@ -128,12 +134,13 @@ async fn handle(
 }
 
 /// The requested host, canonical, once the request is unambiguous: no userinfo, no second or
-/// differing `Host`, not both framings.
-fn checked_target(
-    req: &Request<Incoming>,
+/// differing `Host`, not both framings (`both_framings`: the head named both, see [`Framing`]).
+pub(super) fn checked_target(
+    method: &Method,
+    headers: &HeaderMap,
     authority: &Authority,
     port: u16,
-    framing: &Framing,
+    both_framings: bool,
 ) -> Result<Host, Rule> {
     let ambiguous = |why: &str| Rule::Ambiguous(why.to_owned());
     if authority.as_str().contains('@') {
@@ -142,12 +149,12 @@ fn checked_target(
         ));
     }
     let host = Host::parse(authority.host())?;
-    if framing.both() {
+    if both_framings {
         return Err(ambiguous(
             "both Content-Length and Transfer-Encoding (the body's length is ambiguous)",
         ));
     }
-    let mut named = req.headers().get_all(header::HOST).iter();
+    let mut named = headers.get_all(header::HOST).iter();
     if let Some(value) = named.next() {
         if named.next().is_some() {
             return Err(ambiguous("more than one Host header"));
@@ -161,7 +168,7 @@ fn checked_target(
         // A `CONNECT`'s Host may leave the port out (it goes nowhere); a request's means 80.
         let names_target = match host_header(value) {
             Ok((named, Some(named_port))) => named == host && named_port == port,
-            Ok((named, None)) => named == host && (req.method() == Method::CONNECT || port == 80),
+            Ok((named, None)) => named == host && (method == Method::CONNECT || port == 80),
             Err(_) => false,
         };
         if !names_target {

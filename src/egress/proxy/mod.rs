@@ -27,6 +27,8 @@
 mod counted;
 mod dial;
 mod dns_stub;
+#[doc(hidden)]
+pub mod fuzz;
 mod head;
 mod http;
 mod idle;

@@ -8,7 +8,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::timeout;
@@ -76,10 +76,12 @@ pub(super) async fn serve_conn(
 }
 
 /// A requested host, or the text sent (escaped) and the rule refusing it.
-type Requested = Result<Host, (String, Rule)>;
+pub(super) type Requested = Result<Host, (String, Rule)>;
 
 /// The requested destination, or the reply code to fail with (`None`: just close).
-async fn handshake(s: &mut TcpStream) -> Result<(Requested, u16), Option<u8>> {
+pub(super) async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+) -> Result<(Requested, u16), Option<u8>> {
     let io = |_| None;
     let mut head = [0u8; 2];
     s.read_exact(&mut head).await.map_err(io)?;

@@ -131,7 +131,7 @@ async fn relay(_: &TcpStream, _: &TcpStream, _: Duration, _: &Bytes) -> std::io:
 }
 
 /// The bytes read and the server name of a complete ClientHello.
-async fn read_client_hello<C: AsyncRead + Unpin>(
+pub(super) async fn read_client_hello<C: AsyncRead + Unpin>(
     client: &mut C,
 ) -> Result<(Vec<u8>, Option<String>), String> {
     let mut acceptor = rustls::server::Acceptor::default();
