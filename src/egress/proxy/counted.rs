@@ -1,11 +1,9 @@
 //! An upstream stream that counts the bytes it carries each way, for the connection's report.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use super::observed::{Observed, Observer};
 
 /// The bytes written to and read from a [`Counted`] stream.
 #[derive(Debug, Default)]
@@ -33,53 +31,20 @@ impl Bytes {
 }
 
 /// A stream whose writes count as sent and reads as received.
-pub(super) struct Counted<T> {
-    io: T,
-    bytes: Arc<Bytes>,
+pub(super) type Counted<T> = Observed<T, Arc<Bytes>>;
+
+/// `io`, counted, and its counts.
+pub(super) fn counted<T>(io: T) -> (Counted<T>, Arc<Bytes>) {
+    let bytes = Arc::<Bytes>::default();
+    (Observed::new(io, bytes.clone()), bytes)
 }
 
-impl<T> Counted<T> {
-    pub fn new(io: T) -> (Counted<T>, Arc<Bytes>) {
-        let bytes = Arc::<Bytes>::default();
-        (
-            Counted {
-                io,
-                bytes: bytes.clone(),
-            },
-            bytes,
-        )
+impl Observer for Arc<Bytes> {
+    fn read(&mut self, bytes: &[u8]) {
+        self.add_received(bytes.len());
     }
-}
 
-impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut self.io).poll_read(cx, buf);
-        self.bytes.add_received(buf.filled().len() - before);
-        poll
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for Counted<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let poll = Pin::new(&mut self.io).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = poll {
-            self.bytes.add_sent(n);
-        }
-        poll
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
+    fn wrote(&mut self, n: usize) {
+        self.add_sent(n);
     }
 }

@@ -6,17 +6,18 @@ use hyper::http::uri::Authority;
 use hyper::{Method, Uri};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::head::Scanned;
+use super::head::HeadScan;
+use super::observed::Observer;
 use crate::egress::{Host, Rule};
 
 /// Whether the request head scanner, fed `bytes` in reads of `chunk` bytes, saw both
 /// `Content-Length` and `Transfer-Encoding` before the head ended.
 pub fn head_names_both(bytes: &[u8], chunk: usize) -> bool {
-    let mut scanned = Scanned::new(());
+    let mut scan = HeadScan::default();
     for part in bytes.chunks(chunk.max(1)) {
-        scanned.scan(part);
+        scan.read(part);
     }
-    scanned.framing().both()
+    scan.framing().both()
 }
 
 /// The proxy's check of a parsed request (the target and its `Host` headers), as

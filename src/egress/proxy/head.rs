@@ -4,12 +4,10 @@
 //! the proxy to refuse the request rather than pick one. A client connection carries one
 //! request (the proxy does not keep it alive), so only the first head is scanned.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use super::observed::{Observed, Observer};
 
 /// What the head named (read by the handler once hyper parsed it).
 #[derive(Debug, Default)]
@@ -30,8 +28,16 @@ impl Framing {
 const PREFIX: usize = 18;
 
 /// A client stream whose first request head is scanned as it is read.
-pub(super) struct Scanned<T> {
-    io: T,
+pub(super) type Scanned<T> = Observed<T, HeadScan>;
+
+/// `io`, its first request head scanned as it is read.
+pub(super) fn scanned<T>(io: T) -> Scanned<T> {
+    Observed::new(io, HeadScan::default())
+}
+
+/// The scan of a request head's lines for its framing headers.
+#[derive(Default)]
+pub(super) struct HeadScan {
     framing: Arc<Framing>,
     done: bool,
     /// The start of the current line, lowercase.
@@ -44,28 +50,14 @@ pub(super) struct Scanned<T> {
     started: bool,
 }
 
-impl<T> Scanned<T> {
-    pub fn new(io: T) -> Scanned<T> {
-        Scanned {
-            io,
-            framing: Arc::default(),
-            done: false,
-            line: [0; PREFIX],
-            len: 0,
-            col: 0,
-            started: false,
-        }
-    }
-
+impl HeadScan {
     pub fn framing(&self) -> Arc<Framing> {
         self.framing.clone()
     }
+}
 
-    pub fn into_inner(self) -> T {
-        self.io
-    }
-
-    pub(super) fn scan(&mut self, bytes: &[u8]) {
+impl Observer for HeadScan {
+    fn read(&mut self, bytes: &[u8]) {
         for &b in bytes {
             if self.done {
                 return;
@@ -95,45 +87,14 @@ impl<T> Scanned<T> {
     }
 }
 
-impl<T: AsyncRead + Unpin> AsyncRead for Scanned<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut self.io).poll_read(cx, buf);
-        if !self.done && buf.filled().len() > before {
-            self.scan(&buf.filled()[before..]);
-        }
-        poll
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for Scanned<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn names_both(head: &[u8]) -> bool {
-        let mut scanned = Scanned::new(());
-        scanned.scan(head);
-        scanned.framing().both()
+        let mut scan = HeadScan::default();
+        scan.read(head);
+        scan.framing().both()
     }
 
     #[test]

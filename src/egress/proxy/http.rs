@@ -21,9 +21,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::counted::Counted;
+use super::counted::counted;
 use super::dial::{DialError, Dialed, dial};
-use super::head::{Framing, Scanned};
+use super::head::{Framing, Scanned, scanned};
 use super::{Attempt, Inner, Refusal, Via, tunnel};
 use crate::egress::host::shown;
 use crate::egress::{Host, Rule};
@@ -39,8 +39,8 @@ pub(super) async fn serve_conn(
     let _ = stream.set_nodelay(true);
     let limits = inner.limits.clone();
     let inner_closed = inner.closed.clone();
-    let stream = Scanned::new(stream);
-    let framing = stream.framing();
+    let stream = scanned(stream);
+    let framing = stream.observer.framing();
     let svc = service_fn(move |req| {
         let inner = inner.clone();
         let permit = permit.clone();
@@ -239,7 +239,7 @@ async fn forward(
         address,
         rule,
     } = dialed;
-    let (upstream, bytes) = Counted::new(stream);
+    let (upstream, bytes) = counted(stream);
     let (mut sender, conn) =
         match hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await {
             Ok(pair) => pair,

@@ -22,7 +22,7 @@ use tokio::sync::Mutex;
 use tokio::time::timeout;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use super::counted::Counted;
+use super::counted::{Counted, counted};
 use super::dial::Dialed;
 use super::http::{refused, text};
 use super::peek::{Body, Replayed, body_prefix};
@@ -47,7 +47,7 @@ pub(super) async fn run(
         address,
         rule,
     } = dialed;
-    let (upstream, bytes) = Counted::new(upstream);
+    let (upstream, bytes) = counted(upstream);
     let served = serve(inner, at, client, first, upstream, name, session).await;
     if let Err(why) = served {
         inner.refuse(at, Some(address), Rule::Proxy(why)).await;

@@ -33,6 +33,7 @@ mod head;
 mod http;
 mod idle;
 mod intercept;
+mod observed;
 mod peek;
 mod socks;
 #[cfg(target_os = "linux")]

@@ -8,18 +8,18 @@
 //! ([`relay_raw`]); a tunnel to a host bound to one of the session's credentials goes to
 //! [`super::intercept`] instead.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
+
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 use super::counted::Bytes;
 use super::dial::Dialed;
+use super::observed::{Observed, Observer};
 use super::{Attempt, Inner};
 use crate::egress::{Host, Rule};
 
@@ -200,65 +200,34 @@ where
 {
     let start = Instant::now();
     let last = Arc::new(AtomicU64::new(0));
-    let mut a = Watched {
-        io: a,
+    let watch = || Watch {
         start,
         last: last.clone(),
         read: 0,
     };
-    let mut b = Watched {
-        io: b,
-        start,
-        last: last.clone(),
-        read: 0,
-    };
+    let mut a = Observed::new(a, watch());
+    let mut b = Observed::new(b, watch());
     let copy = tokio::io::copy_bidirectional_with_sizes(&mut a, &mut b, COPY_BUF, COPY_BUF);
     let watchdog = super::idle::quiet_for(idle, start, &last);
     tokio::select! {
         _ = copy => {}
         () = watchdog => tracing::debug!("egress tunnel idle; closed"),
     }
-    bytes.add_sent(a.read);
-    bytes.add_received(b.read);
+    bytes.add_sent(a.observer.read);
+    bytes.add_received(b.observer.read);
 }
 
-/// A stream that notes when it last read anything, and how much it read.
-struct Watched<T> {
-    io: T,
+/// When a tunnel's streams last read anything, and how much each read.
+struct Watch {
     start: Instant,
     last: Arc<AtomicU64>,
     read: usize,
 }
 
-impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut self.io).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.read += buf.filled().len() - before;
-            let now = self.start.elapsed().as_millis() as u64;
-            self.last.store(now, Ordering::Relaxed);
-        }
-        poll
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
+impl Observer for Watch {
+    fn read(&mut self, bytes: &[u8]) {
+        self.read += bytes.len();
+        let now = self.start.elapsed().as_millis() as u64;
+        self.last.store(now, Ordering::Relaxed);
     }
 }
