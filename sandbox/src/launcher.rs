@@ -69,19 +69,22 @@ impl Launcher {
     /// A read-only root the host removes while bubblewrap builds the root fails bwrap itself
     /// (the source, or a destination's parent, is gone, or bwrap looks for the bind in the
     /// mount table, where the kernel names it "… (deleted)"): nothing of the call has run
-    /// then, so it is started again, a bounded number of times.
+    /// then, so the same plan is started again, a bounded number of times (a read-only root
+    /// gone for good is then skipped by `--ro-bind-try`; a writable root gone for good fails
+    /// every time, and that error is returned).
     pub(crate) async fn start(
         &self,
         profile: &Profile,
         argv: Vec<OsString>,
         op: Option<String>,
     ) -> Result<Confined, SandboxError> {
+        let plan = self.planner.plan(profile, argv, op)?;
         let mut retries = VANISHED_ROOT_RETRIES;
         loop {
-            match self.start_once(profile, argv.clone(), op.clone()).await {
+            match self.start_once(profile, plan.clone()).await {
                 Err(e) if retries > 0 && a_read_root_vanished(&e) => {
                     retries -= 1;
-                    tracing::debug!("a read-only root vanished while bwrap bound it; again: {e}");
+                    tracing::debug!("a path vanished while bwrap built the root; again: {e}");
                 }
                 started => return started,
             }
@@ -91,10 +94,8 @@ impl Launcher {
     async fn start_once(
         &self,
         profile: &Profile,
-        argv: Vec<OsString>,
-        op: Option<String>,
+        mut plan: crate::plan::Plan,
     ) -> Result<Confined, SandboxError> {
-        let mut plan = self.planner.plan(profile, argv, op)?;
         let bound = crate::egress_launch::bind_on_host(&mut plan)?;
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
         // A proxy call's listeners come back over its plan socket: always a cold helper.
