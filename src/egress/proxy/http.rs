@@ -9,8 +9,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::http::uri::Authority;
@@ -24,11 +23,12 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::counted::counted;
 use super::dial::{DialError, Dialed, dial};
 use super::head::{Framing, Scanned, scanned};
-use super::{Attempt, Inner, Refusal, Via, tunnel};
+use super::{Attempt, Inner, Via, tunnel};
 use crate::egress::host::shown;
 use crate::egress::{Host, Rule};
 
 use super::peek::Body;
+use super::reply::{empty, refused, text};
 
 /// Serves one client connection (one request: no second head to read two ways).
 pub(super) async fn serve_conn(
@@ -317,32 +317,4 @@ fn dial_error(e: DialError) -> Response<Body> {
         DialError::Refused(refusal) => refused(&refusal),
         DialError::Failed(why) => text(StatusCode::BAD_GATEWAY, &format!("{why}\n")),
     }
-}
-
-pub(super) fn refused(refusal: &Refusal) -> Response<Body> {
-    let mut response = text(StatusCode::FORBIDDEN, &format!("zeroclaw {refusal}\n"));
-    if let Ok(value) = HeaderValue::from_str(&refusal.rule.to_string()) {
-        response.headers_mut().insert("x-zeroclaw-egress", value);
-    }
-    response
-}
-
-pub(super) fn text(status: StatusCode, body: &str) -> Response<Body> {
-    let mut response = Response::new(full(body.to_owned()));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
-}
-
-fn full(body: String) -> Body {
-    Full::new(Bytes::from(body))
-        .map_err(|never| match never {})
-        .boxed()
-}
-
-fn empty() -> Body {
-    full(String::new())
 }

@@ -24,8 +24,8 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use super::counted::{Counted, counted};
 use super::dial::Dialed;
-use super::http::{refused, text};
 use super::peek::{Body, Replayed, body_prefix};
+use super::reply::{refused, text};
 use super::{Attempt, CredentialUse, Inner};
 use crate::egress::Rule;
 use crate::egress::credentials::Session;

@@ -35,6 +35,7 @@ mod idle;
 mod intercept;
 mod observed;
 mod peek;
+mod reply;
 mod socks;
 #[cfg(target_os = "linux")]
 mod splice;
