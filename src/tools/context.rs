@@ -1,16 +1,32 @@
 //! What a tool call may use: its [`ToolContext`] (session, working directory, update sink,
 //! cancellation, call id) and the [`ToolEnv`] the tools of one session share (policy,
-//! approvals, the client's asker and embedder, the audit scope, the editor buffers).
+//! approvals, the client's asker and embedder, the audit scope, the editor buffers), and the
+//! [`ToolError`] and [`BoxFuture`] a call's traits answer with.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::tool::{BoxFuture, ToolError};
 use super::{buffers, deliver_file, network_approval};
 use crate::policy::{Approvals, Policy};
+
+/// A boxed future, as object-safe traits return them.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A failed tool call; the message is written for the model to act on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        ToolError(message)
+    }
+}
 
 /// Where `session/update` payloads (the `update` object) go while a turn runs.
 pub trait UpdateSink: Send + Sync {

@@ -32,6 +32,8 @@ pub mod shell;
 pub mod todo_write;
 pub mod tool;
 
-pub use context::{Asker, Embedder, NoClient, PolicySource, ToolContext, ToolEnv, UpdateSink};
+pub use context::{
+    Asker, BoxFuture, Embedder, NoClient, PolicySource, ToolContext, ToolEnv, ToolError, UpdateSink,
+};
 pub use registry::{ToolRegistry, metric_label};
-pub use tool::{BoxFuture, Tool, ToolError, ToolKind, ToolOutput, path_location};
+pub use tool::{Tool, ToolKind, ToolOutput, path_location};

@@ -1,19 +1,12 @@
 //! What a tool is: the [`Tool`] trait the agent dispatches through, its ACP [`ToolKind`], its
-//! result ([`ToolOutput`]) and error ([`ToolError`]), and the `locations` helper the file tools
-//! share. What a call may use is in [`super::context`]; the tools of an agent in
+//! result ([`ToolOutput`]), and the `locations` helper the file tools share. What a call may use is in [`super::context`]; the tools of an agent in
 //! [`super::registry`].
-
-use std::future::Future;
-use std::pin::Pin;
 
 use serde_json::Value;
 
-use super::context::ToolContext;
+use super::context::{BoxFuture, ToolContext, ToolError};
 use super::deliver_file;
 use crate::policy::Policy;
-
-/// A boxed future, as object-safe traits return them.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The ACP tool kinds (`kind` of `tool_call`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,17 +58,6 @@ impl ToolOutput {
             extra: Value::Null,
             delivery: None,
         }
-    }
-}
-
-/// A failed tool call; the message is written for the model to act on.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
-
-impl From<String> for ToolError {
-    fn from(message: String) -> Self {
-        ToolError(message)
     }
 }
 
