@@ -14,21 +14,28 @@
 //! `data.reason = "sandbox_policy_unsatisfiable"` (with the declaration) when this host cannot
 //! give it; an unknown requirement is refused too, never ignored.
 
-use std::path::Path;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Map, Value, json};
-use zeroclaw_sandbox::detect::Report;
+use zeroclaw_sandbox::detect::{self, Report};
 use zeroclaw_sandbox::{Backend, BackendChoice};
 
+use crate::config::Config;
 use crate::policy::{Policy, describe};
 use crate::rpc::RpcError;
 
 /// The reason in the error data of a requirement this host cannot meet.
 pub const UNSATISFIABLE: &str = "sandbox_policy_unsatisfiable";
 
+/// Where this process keeps the sandbox probes across processes (set by [`prepare`]; a process
+/// that never called it probes for itself).
+static KEPT_IN: OnceLock<PathBuf> = OnceLock::new();
+
 /// The capability report for `choice`: probed once per process and choice (probing starts
-/// children; the machine does not change under a running server).
+/// children; the machine does not change under a running server), from the probes kept by an
+/// earlier process when [`prepare`] named where and the host's facts are unchanged
+/// (`zeroclaw_sandbox::detect::probes_kept_in`).
 fn report(choice: BackendChoice, allow_partial: bool) -> Report {
     static CACHE: Mutex<Vec<((BackendChoice, bool), Report)>> = Mutex::new(Vec::new());
     let key = (choice, allow_partial);
@@ -36,9 +43,29 @@ fn report(choice: BackendChoice, allow_partial: bool) -> Report {
     if let Some((_, r)) = cache.iter().find(|(k, _)| *k == key) {
         return r.clone();
     }
-    let r = zeroclaw_sandbox::detect::report(choice, allow_partial);
+    let r = match KEPT_IN.get() {
+        Some(dir) => detect::report_from(choice, allow_partial, detect::probes_kept_in(dir)),
+        None => detect::report(choice, allow_partial),
+    };
     cache.push((key, r.clone()));
     r
+}
+
+/// Makes the configured policy's declaration ready early: the probes are kept in
+/// `<workspace_dir>/state/` across processes, and read (or run) on a thread of its own, so
+/// that `initialize`, which needs them, finds them done or waits for this reading instead of
+/// starting another.
+pub fn prepare(config: &Config) {
+    let _ = KEPT_IN.set(config.workspace_dir.join("state"));
+    let policy = Policy::for_config(config);
+    let (choice, allow_partial) = (policy.backend, policy.allow_partial);
+    let started = std::thread::Builder::new()
+        .name("sandbox-probe".into())
+        .spawn(move || drop(report(choice, allow_partial)));
+    if let Err(e) = started {
+        // Only the head start is lost: `initialize` reads the probes itself.
+        tracing::debug!(error = %e, "sandbox probe thread not started");
+    }
 }
 
 /// `deny`, `proxy` or `allow`: how the session's children reach the network.

@@ -44,6 +44,7 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.metrics_file {
         crate::metrics::file::check_target(path)?;
     }
+    crate::acp::sandbox_decl::prepare(&config);
     let (runtime, store) = server::runtime_and_store(&config)?;
     let ended = runtime.block_on(serve_stdio(config, store))?;
     // Tasks still running (an outbound request nobody answers) must not hold the exit.

@@ -166,3 +166,60 @@ fn a_sandbox_this_host_cannot_give_is_refused_at_session_new() {
     );
     assert!(result["sessionId"].is_string(), "{result}");
 }
+
+/// `zeroclaw acp` keeps the sandbox probes in `<workspace_dir>/state/sandbox-probes.json` with
+/// the host facts they depend on: the next process declares the same from the file; a file
+/// whose facts are not this host's is not believed (the declaration is doctor's again, and
+/// the file is rewritten); and one whose facts match is what the declaration is made from.
+#[test]
+fn the_probes_one_process_kept_serve_the_next_only_for_the_same_host_facts() {
+    use std::os::unix::fs::PermissionsExt;
+    let model = ModelServer::start_blocking(vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let toml = config("auto", "deny");
+    let initialize = || spawn(&model, dir.path(), &toml).initialize();
+    let first = declared(&initialize()).clone();
+    let file = dir.path().join("workspace/state/sandbox-probes.json");
+    let mode = std::fs::metadata(&file)
+        .expect("the probes are kept")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    assert_eq!(
+        declared(&initialize()),
+        &first,
+        "the next process declares the same"
+    );
+
+    let kept: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let unusable = |mut kept: Value| {
+        for probe in ["user_namespaces", "bubblewrap"] {
+            kept["probes"][probe]["ok"] = false.into();
+            kept["probes"][probe]["detail"] = "planted by the test".into();
+        }
+        std::fs::write(&file, serde_json::to_vec(&kept).unwrap()).unwrap();
+    };
+
+    let mut other_host = kept.clone();
+    other_host["facts"] = "boot=another boot\n".into();
+    unusable(other_host);
+    let doctor = doctor(&model, dir.path());
+    assert_eq!(declared(&initialize())["rung"], doctor["chosen"]);
+    let rewritten: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(rewritten["facts"], kept["facts"], "the file is made anew");
+
+    if first["rung"] == "namespaces" {
+        unusable(kept);
+        let planted = initialize();
+        let missing = declared(&planted)["missing"].to_string();
+        assert!(
+            missing.contains("namespaces: planted by the test"),
+            "same facts: the kept probes are read, not run again: {planted}"
+        );
+    } else {
+        println!(
+            "skipped the planted-probes half: this host's rung is {}",
+            first["rung"]
+        );
+    }
+}

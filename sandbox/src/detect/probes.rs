@@ -79,15 +79,26 @@ pub fn bwrap_path() -> Option<PathBuf> {
     which("bwrap")
 }
 
-/// Every probe of this machine (cached).
+/// Every probe of this machine (cached). The two that start children (the user-namespace
+/// trial and bwrap's preflight run) run side by side: each waits on its own children, so
+/// together they take as long as the slower one.
 pub fn probes() -> Probes {
     let live = Live;
+    let (user_namespaces, bubblewrap) = std::thread::scope(|s| {
+        let bwrap = s.spawn(|| Live.bubblewrap());
+        let userns = live.user_namespaces();
+        let bwrap = bwrap.join().unwrap_or_else(|_| Check {
+            ok: false,
+            detail: "the bwrap preflight probe panicked".into(),
+        });
+        (userns, bwrap)
+    });
     Probes {
         kernel: kernel(),
         landlock_abi: live.landlock_abi(),
         seccomp: live.seccomp(),
-        user_namespaces: live.user_namespaces(),
-        bubblewrap: live.bubblewrap(),
+        user_namespaces,
+        bubblewrap,
         bwrap_path: bwrap_path(),
         cgroup_v2: cgroup_v2(),
         memory_cgroup: memory_cgroup(),
