@@ -37,7 +37,7 @@ use mounts::{mounts_with, placeholders_with};
 use roots::unowned_roots;
 pub use types::GIT_GLOBAL_NAME;
 pub use types::{
-    GitGlobal, LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan,
+    GitGlobal, LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, ProxyPorts, SeccompPlan,
 };
 
 /// Gathers the host's facts for `backend` and `profile` (no git config targets: the plan

@@ -8,6 +8,14 @@ use serde::{Deserialize, Serialize};
 use crate::backend::Backend;
 use crate::profile::Limits;
 
+/// The loopback ports of the egress proxy's two listeners inside the child's namespace
+/// (`network = proxy`), or on the host's loopback on a rung without one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyPorts {
+    pub http: u16,
+    pub socks: u16,
+}
+
 /// One step of building the new root (namespace and bubblewrap backends), in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MountOp {
@@ -141,7 +149,7 @@ pub struct SeccompPlan {
     /// send (an implicit connect), and the supervisor connects them only to 127.0.0.1 at
     /// these ports (filled in by the launcher once it bound them).
     #[serde(default)]
-    pub proxy_only: Option<crate::egress_fds::ProxyPorts>,
+    pub proxy_only: Option<ProxyPorts>,
 }
 
 /// The file name of [`GitGlobal`] in the child's private HOME (`GIT_CONFIG_GLOBAL`). Not
@@ -207,7 +215,7 @@ pub struct Plan {
     /// The egress proxy's listener ports, bound by the helper in the new network namespace
     /// and sent back to the launcher (`network = proxy`; see [`crate::egress_plan`]).
     #[serde(default)]
-    pub egress: Option<crate::egress_fds::ProxyPorts>,
+    pub egress: Option<ProxyPorts>,
     /// `network = proxy` without a network namespace (Landlock-only and Seatbelt rungs): the
     /// launcher binds the listeners itself on the host's loopback, at ephemeral ports, before
     /// the helper starts, and fills in `egress`, the environment and the rules with them
