@@ -44,6 +44,7 @@ impl Sandbox {
             bwrap: (backend == Backend::Bubblewrap)
                 .then(crate::detect::bwrap_path)
                 .flatten(),
+            git: crate::git::READER,
         };
         Sandbox {
             launcher: Launcher::new(planner, PathBuf::from("/proc/self/exe")),

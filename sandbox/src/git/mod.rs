@@ -42,7 +42,15 @@ pub mod validate;
 pub const READER: crate::plan::GitReader = crate::plan::GitReader {
     targets: protected_targets,
     global: global::validated,
+    stage: add_to_plan,
 };
+
+/// The plan's git section (the plan's [`crate::plan::GitReader::stage`]): no `.git` yet, none
+/// left behind ([`missing`]); an existing repository's private stage ([`repo`]).
+pub fn add_to_plan(plan: &mut crate::plan::Plan, profile: &crate::profile::Profile) {
+    missing::guard_if_missing(plan, profile);
+    repo::stage_if_existing(plan, profile);
+}
 
 /// Every path the plan protects in `workspace` for the host's git (the plan's
 /// [`crate::plan::GitReader::targets`]): the configs' targets
