@@ -46,7 +46,7 @@ impl Pending {
 
 /// For a proxy call without a network namespace (`plan.egress_on_host`): binds the HTTP and
 /// SOCKS5 listeners on 127.0.0.1 at ephemeral ports and fills the plan in with them
-/// ([`crate::egress_plan::on_host`]); `None` for any other call. The proxy is reachable by
+/// ([`crate::plan::egress::on_host`]); `None` for any other call. The proxy is reachable by
 /// the host's other processes too while the call runs (docs/policy.md says so).
 pub(crate) fn bind_on_host(
     plan: &mut crate::plan::Plan,
@@ -72,7 +72,7 @@ pub(crate) fn bind_on_host(
         http: http_port,
         socks: socks_port,
     };
-    crate::egress_plan::on_host(plan, ports);
+    crate::plan::egress::on_host(plan, ports);
     Ok(Some(EgressListeners {
         http,
         socks,

@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::backend::Backend;
 use crate::error::SandboxError;
-use crate::planner::Planner;
+use crate::plan::planner::Planner;
 use crate::profile::Profile;
 use crate::supervise::{Config, Event, Kill, Reaper, Reply, Start, Supervisor};
 pub use crate::supervise::{End, Outcome, Stream};

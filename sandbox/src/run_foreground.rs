@@ -29,8 +29,8 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let plan = self.plan(profile, crate::planner::command(argv)?, None)?;
-        if crate::egress_plan::proxied(&plan) {
+        let plan = self.plan(profile, crate::plan::planner::command(argv)?, None)?;
+        if crate::plan::egress::proxied(&plan) {
             return Err(SandboxError::Profile(
                 "network proxy needs a proxy serving the run: use \
                  `Sandbox::run_foreground_proxied` (or `Sandbox::spawn`)"
@@ -57,8 +57,8 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut plan = self.plan(profile, crate::planner::command(argv)?, None)?;
-        if !crate::egress_plan::proxied(&plan) {
+        let mut plan = self.plan(profile, crate::plan::planner::command(argv)?, None)?;
+        if !crate::plan::egress::proxied(&plan) {
             return Err(SandboxError::Profile(
                 "run_foreground_proxied needs a network = proxy profile".into(),
             ));

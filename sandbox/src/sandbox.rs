@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use crate::backend::{Backend, BackendChoice};
 use crate::error::SandboxError;
 use crate::launcher::{Confined, Launcher, Outcome};
-use crate::planner::{Planner, command};
+use crate::plan::planner::{Planner, command};
 use crate::profile::Profile;
 
 /// A configured sandbox: a chosen backend and the helper executable.

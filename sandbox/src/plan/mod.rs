@@ -10,12 +10,14 @@ use crate::backend::Backend;
 use crate::profile::{Network, Profile};
 
 mod carve;
+pub mod egress;
 mod env;
 mod facts;
 mod gather;
 mod home_binds;
 mod landlock;
 mod mounts;
+pub(crate) mod planner;
 mod roots;
 #[cfg(test)]
 mod tests;

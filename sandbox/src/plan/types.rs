@@ -122,7 +122,7 @@ pub struct LandlockPlan {
     pub deny_network: bool,
     /// With `deny_network`, the TCP ports that may still be connected to: the egress proxy's
     /// listeners on the host's loopback (`network = proxy` on the Landlock-only rung, filled
-    /// in by the launcher once it bound them; see [`crate::egress_plan`]). Needs ABI >= 4.
+    /// in by the launcher once it bound them; see [`crate::plan::egress`]). Needs ABI >= 4.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connect_tcp: Vec<u16>,
     /// Open rule paths refusing any symlink on the way (host paths, Landlock-only backend:
@@ -213,7 +213,7 @@ pub struct Plan {
     /// New network namespace.
     pub unshare_net: bool,
     /// The egress proxy's listener ports, bound by the helper in the new network namespace
-    /// and sent back to the launcher (`network = proxy`; see [`crate::egress_plan`]).
+    /// and sent back to the launcher (`network = proxy`; see [`crate::plan::egress`]).
     #[serde(default)]
     pub egress: Option<ProxyPorts>,
     /// `network = proxy` without a network namespace (Landlock-only and Seatbelt rungs): the

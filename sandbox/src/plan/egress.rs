@@ -19,9 +19,8 @@
 //! and nothing else).
 
 use crate::backend::Backend;
-use crate::egress_fds::ProxyPorts;
 use crate::error::SandboxError;
-use crate::plan::{LANDLOCK_NET_ABI, Plan};
+use crate::plan::{LANDLOCK_NET_ABI, Plan, ProxyPorts};
 use crate::profile::{Network, Profile};
 
 /// Where the helper binds the proxy's listeners. The namespace is the call's own (only `lo`,

@@ -38,7 +38,7 @@ impl Planner {
         plan.bwrap = self.bwrap.clone();
         // Git hook: no `.git` yet, none left behind; an existing repository's private stage.
         (self.git.stage)(&mut plan, profile);
-        crate::egress_plan::apply(self.backend, profile, &mut plan)?;
+        crate::plan::egress::apply(self.backend, profile, &mut plan)?;
         Ok(plan)
     }
 }
