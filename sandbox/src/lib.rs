@@ -41,8 +41,7 @@
 pub mod backend;
 pub mod bubblewrap;
 pub mod detect;
-pub mod egress_fds;
-mod egress_launch;
+pub mod egress;
 pub mod error;
 mod foreground;
 mod foreground_egress;
@@ -64,7 +63,7 @@ mod warm_key;
 pub mod wire;
 
 pub use backend::{Backend, BackendChoice};
-pub use egress_launch::EgressListeners;
+pub use egress::launch::EgressListeners;
 pub use error::{SandboxError, SetupError, Stage};
 pub use launcher::Confined;
 pub use profile::{EnvPolicy, HomeBind, Limits, Network, Profile};

@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 
 use crate::Sandbox;
-use crate::egress_launch::{EgressListeners, Pending};
+use crate::egress::launch::{EgressListeners, Pending};
 use crate::error::SandboxError;
 use crate::foreground::Caller;
 use crate::foreground_egress::{Egress, Serve};
@@ -65,10 +65,10 @@ impl Sandbox {
         }
         // The same hand-over as the launcher's: bound here before the child starts, or sent
         // back by the child from the call's network namespace.
-        let (pending, theirs) = match crate::egress_launch::bind_on_host(&mut plan)? {
+        let (pending, theirs) = match crate::egress::launch::bind_on_host(&mut plan)? {
             Some(bound) => (Pending::Bound(bound), None),
             None => {
-                let (ours, theirs) = crate::egress_launch::plan_channel()?;
+                let (ours, theirs) = crate::egress::launch::plan_channel()?;
                 (Pending::Channel(ours), Some(theirs))
             }
         };

@@ -113,7 +113,7 @@ mod tests {
             Some("/private/tmp/zc-1".into()),
         );
         crate::plan::egress::apply(Backend::Seatbelt, &proxy, &mut plan).unwrap();
-        let ports = crate::egress_fds::ProxyPorts {
+        let ports = crate::egress::handover::ProxyPorts {
             http: 40001,
             socks: 40002,
         };

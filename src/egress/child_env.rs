@@ -3,7 +3,7 @@
 //! (`zeroclaw_sandbox::plan::egress::proxy_env`), which sets them in the call's plan; this is
 //! the daemon side's name for them.
 
-use zeroclaw_sandbox::egress_fds::ProxyPorts;
+use zeroclaw_sandbox::egress::handover::ProxyPorts;
 
 /// `(name, value)` pairs for the HTTP proxy on `http_port` and SOCKS5 on `socks_port`
 /// (both on 127.0.0.1 inside the child's network namespace).

@@ -219,12 +219,12 @@ pub struct Plan {
     /// `network = proxy` without a network namespace (Landlock-only and Seatbelt rungs): the
     /// launcher binds the listeners itself on the host's loopback, at ephemeral ports, before
     /// the helper starts, and fills in `egress`, the environment and the rules with them
-    /// ([`crate::egress_launch::bind_on_host`]); the helper sends nothing back.
+    /// ([`crate::egress::launch::bind_on_host`]); the helper sends nothing back.
     #[serde(default)]
     pub egress_on_host: bool,
     /// Transparent egress (`network = proxy` on the namespace backend): the destination ports
     /// the helper listens on in the call's network namespace, beside the DNS stub's socket,
-    /// once it made every IPv4 address local to `lo` (see [`crate::egress_fds`]).
+    /// once it made every IPv4 address local to `lo` (see [`crate::egress::handover`]).
     #[serde(default)]
     pub transparent: Option<Vec<u16>>,
     /// Private HOME/TMPDIR directory the helper creates and removes (Landlock-only backend).
