@@ -126,8 +126,8 @@ bad = []
 if '--layers' in sys.argv:
     # face: the crate's entry points, may use both sides; daemon and child sides: each only
     # itself and the shared modules; shared: only shared.
-    face = {'lib', 'run_foreground'}
-    daemon = {'sandbox', 'plan::planner', 'launcher', 'spawner', 'warm', 'foreground', 'detect'}
+    face = {'lib', 'foreground::run'}
+    daemon = {'sandbox', 'plan::planner', 'egress::launch', 'launcher', 'spawner', 'warm', 'foreground', 'detect'}
     def layer(m):
         n = name(m)
         if n in face: return 'face'

@@ -9,7 +9,7 @@ use crate::Sandbox;
 use crate::egress::launch::{EgressListeners, Pending};
 use crate::error::SandboxError;
 use crate::foreground::Caller;
-use crate::foreground_egress::{Egress, Serve};
+use crate::foreground::egress::{Egress, Serve};
 use crate::helper::forked::{self, Started};
 use crate::launcher::{Outcome, Stream};
 
