@@ -128,9 +128,12 @@ if '--layers' in sys.argv:
     # itself and the shared modules; shared: only shared.
     face = {'lib', 'foreground::run'}
     daemon = {'sandbox', 'plan::planner', 'egress::launch', 'launcher', 'spawner', 'warm', 'foreground', 'detect'}
+    # shared modules that live in a daemon-side folder (the warm key: both sides compute it)
+    shared_inside = {'warm::key'}
     def layer(m):
         n = name(m)
         if n in face: return 'face'
+        if n in shared_inside: return 'shared'
         if n in daemon or (m and m[0] in daemon): return 'daemon'
         if m and m[0] == 'helper': return 'child'
         return 'shared'

@@ -57,7 +57,6 @@ mod supervise;
 #[allow(unsafe_code)]
 mod sys;
 pub mod warm;
-mod warm_key;
 pub mod wire;
 
 pub use backend::{Backend, BackendChoice};
