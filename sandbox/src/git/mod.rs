@@ -33,8 +33,6 @@ pub mod land;
 pub mod missing;
 pub mod repo;
 pub mod stage;
-pub mod stage_path;
-pub mod stale;
 pub mod targets;
 pub mod validate;
 

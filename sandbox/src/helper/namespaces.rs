@@ -147,7 +147,7 @@ pub(super) fn init_main(
 ) -> Result<i32, SetupError> {
     // The helper keeps the locks; a descriptor of a host directory must not reach the command.
     guards.forget();
-    crate::git::stale::forget();
+    crate::git::stage::lock::forget();
     // The helper watches the launcher; the command must not find its pidfd here.
     super::inherited::close_launcher_pidfd();
     // Not dumpable: `/proc/1/fd` (the report pipe, the lifeline, the namespace descriptors)
