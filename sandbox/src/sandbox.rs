@@ -1,7 +1,7 @@
 //! [`Sandbox`], the crate's main type (daemon side): a chosen backend, the helper executable,
 //! its zygote and warm helpers; what a call is checked and planned with. Planning a
-//! call is [`crate::planner`]'s, starting and supervising it [`crate::launcher`]'s, a
-//! foreground run `run_foreground`'s.
+//! call is [`crate::plan::planner`]'s, starting and supervising it [`crate::launcher`]'s, a
+//! foreground run `foreground::run`'s.
 
 use std::ffi::{OsStr, OsString};
 use std::future::Future;

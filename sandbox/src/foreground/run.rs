@@ -1,5 +1,5 @@
 //! [`Sandbox`]'s foreground run: the one place that joins the daemon side (the caller's
-//! [`foreground`] supervision) to the child side ([`helper::forked`]), which never import
+//! [`crate::foreground`] supervision) to the child side ([`helper::forked`]), which never import
 //! each other.
 
 use std::ffi::OsStr;

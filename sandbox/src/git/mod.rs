@@ -14,8 +14,8 @@
 //!   afterwards when still empty and ours.
 //! - [`stage`]: inside that placeholder, the child's private `.git` (so `git init` works),
 //!   validated and moved into place once the run's tree is gone.
-//! - [`stage_path`]: a stage's name prefix and a fresh stage path, below all the others.
-//! - [`stale`]: a stage's lock for its run's lifetime, and the removal of stages whose run is
+//! - [`stage::name`]: a stage's name prefix and a fresh stage path, below all the others.
+//! - [`stage::lock`]: a stage's lock for its run's lifetime, and the removal of stages whose run is
 //!   gone (a killed helper's), never a live one, never through a symlink.
 //! - [`config`]: git's config format, parsed and rendered canonically (the crate's one
 //!   parser of it).

@@ -2,7 +2,7 @@
 //! namespace and bubblewrap backends with fixed listener ports inside the child's private
 //! network namespace (the helper, or bubblewrap's inner stage, binds them there); the Landlock-only and Seatbelt rungs, which have no network
 //! namespace, with listeners the launcher binds on the host's loopback at ephemeral ports
-//! ([`on_host`], called by `egress_launch::bind_on_host`) and rules that let the child connect
+//! ([`on_host`], called by `egress::launch::bind_on_host`) and rules that let the child connect
 //! to those two ports only; every other backend refuses the profile with a clear error, never
 //! a silent fallback to deny or allow — and the proxy variables of the command's environment.
 //!

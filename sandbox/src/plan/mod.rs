@@ -1,7 +1,9 @@
 //! The plan: a [`Profile`] resolved for one backend into exact instructions for the helper
 //! (mount operations, Landlock paths, seccomp switches, environment), sent as JSON. Built
 //! purely ([`build`]) from the [`HostFacts`] gathered beforehand ([`HostFacts::gather`], in
-//! `gather.rs`, the one module here that reads the host).
+//! `gather.rs`, the one module here that reads the host). A call's plan is made by the
+//! daemon side's [`planner`] (the checks every backend makes, `build`, the git section the
+//! daemon hands in, and [`egress`], the plan's part of `network = proxy`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
