@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use zeroclaw_sandbox::Profile;
+use zeroclaw_sandbox::host::mountinfo::mount_points;
 use zeroclaw_sandbox::plan::subtract_on_host as subtract;
 use zeroclaw_sandbox::profile::home_dir;
 
@@ -93,38 +94,6 @@ pub fn host_read_roots(profile: &Profile) -> Vec<PathBuf> {
     out
 }
 
-/// The mount points of the daemon's mount namespace (`/proc/self/mountinfo`'s fifth field).
-fn mount_points() -> Vec<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    info.lines()
-        .filter_map(|line| line.split(' ').nth(4))
-        .map(|field| PathBuf::from(unescape(field)))
-        .collect()
-}
-
-/// A mountinfo field with its octal escapes (`\040` for a space) decoded.
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (bytes[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Each real top-level directory of `/` that is not in [`NOT_REACHED`].
 fn top_level() -> Vec<PathBuf> {
     children(Path::new("/"))
@@ -174,12 +143,6 @@ mod tests {
         assert!(!covers(&sandbox_home()), "HOME itself stays the sandbox's");
         assert!(covers(&dir.path().canonicalize().unwrap().join("open.txt")));
         assert!(covers(Path::new("/usr")));
-    }
-
-    #[test]
-    fn mountinfo_escapes_are_decoded() {
-        assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
-        assert_eq!(unescape("/plain"), "/plain");
     }
 
     #[test]
