@@ -4,14 +4,20 @@
 //! `/etc` stays the sandbox's read-only system root: it binds it idmapped when root launches,
 //! so root-only files there stay unreadable, which a writable root below `/etc` would undo.
 //!
-//! The roots are handed to the sandbox already carved around every denied path: each root
-//! holding a denied path is replaced by its children, recursively, leaving the denied path out.
-//! The namespace backends would also mask denied paths inside a whole root, but the Landlock
-//! rung only grants by hierarchy and does not carve its writable roots, so a whole `/home` or
-//! `/var` there would reopen `~/.ssh` or the session database. The HOME directory itself is
-//! never a root (a root holding it would replace the child's private HOME with the real one);
-//! its entries are, minus the denied ones. Symlinks are left out (the sandbox binds real
-//! directories only; a link's target is reached through its own root).
+//! The roots are handed to the sandbox already carved around every denied path (with the
+//! sandbox's one carver, `plan::subtract_on_host`): each root holding a denied path is
+//! replaced by its children, recursively, leaving the denied path out. On the Landlock-only
+//! rung the plan carves its read and writable rules around the denied paths again
+//! (`plan/landlock.rs`), so there this is the same result twice; on the namespace backends the
+//! plan does not carve but masks a denied path inside a whole root, which a `full` shell would
+//! see (an empty entry instead of none), and inside a whole writable root (`full_host_writes`)
+//! a missing denied path would become a placeholder on the host for the call, its parents
+//! pinned, and the call would start cold. Writable roots are also carved around the
+//! never-writable paths: the Landlock-only rung enforces no protected path, so a writable
+//! root holding one would make it writable there. The HOME directory itself is never a root
+//! (a root holding it would replace the child's private HOME with the real one); its entries
+//! are, minus the denied ones. Symlinks are left out (the sandbox binds real directories only;
+//! a link's target is reached through its own root).
 
 use std::path::{Path, PathBuf};
 
