@@ -148,6 +148,33 @@ mod tests {
     }
 
     #[test]
+    fn the_git_section_comes_from_the_reader_the_daemon_hands_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = std::path::Path::new("/git-section-marker");
+        let planner = Planner {
+            backend: Backend::Namespaces,
+            allow_partial: false,
+            bwrap: None,
+            git: crate::plan::GitReader {
+                stage: |plan, _| {
+                    plan.mounts.push(crate::plan::MountOp::Tmpfs {
+                        path: "/git-section-marker".into(),
+                        mode: 0o700,
+                    })
+                },
+                ..crate::plan::NO_GIT
+            },
+        };
+        let profile = Profile::for_workspace(dir.path());
+        let plan = planner.plan(&profile, vec!["true".into()], None).unwrap();
+        assert!(
+            plan.mounts.iter().any(|op| op.path() == marker),
+            "the planner did not add the reader's git section: {:?}",
+            plan.mounts
+        );
+    }
+
+    #[test]
     fn a_home_bind_outside_the_home_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let planner = Planner {
