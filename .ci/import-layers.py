@@ -126,11 +126,14 @@ bad = []
 if '--layers' in sys.argv:
     # face: the crate's entry points, may use both sides; daemon and child sides: each only
     # itself and the shared modules; shared: only shared.
-    face = {'lib', 'run_foreground'}
-    daemon = {'sandbox', 'planner', 'launcher', 'spawner', 'warm', 'foreground', 'detect'}
+    face = {'lib', 'foreground::run'}
+    daemon = {'sandbox', 'plan::planner', 'egress::launch', 'launcher', 'spawner', 'warm', 'foreground', 'detect'}
+    # shared modules that live in a daemon-side folder (the warm key: both sides compute it)
+    shared_inside = {'warm::key'}
     def layer(m):
         n = name(m)
         if n in face: return 'face'
+        if n in shared_inside: return 'shared'
         if n in daemon or (m and m[0] in daemon): return 'daemon'
         if m and m[0] == 'helper': return 'child'
         return 'shared'

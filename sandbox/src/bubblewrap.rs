@@ -229,7 +229,7 @@ mod tests {
         let profile = Profile::for_workspace(d.path()).network(crate::profile::Network::Proxy);
         let mut plan =
             crate::plan::build_on_host(Backend::Bubblewrap, &profile, vec!["true".into()], None);
-        crate::egress_plan::apply(Backend::Bubblewrap, &profile, &mut plan).unwrap();
+        crate::plan::egress::apply(Backend::Bubblewrap, &profile, &mut plan).unwrap();
         plan.user_limits.clear();
         plan.seal_in_bwrap = false;
         assert!(plan.transparent.is_some());
@@ -295,7 +295,7 @@ mod tests {
         let p = Profile::for_workspace(d.path()).network(crate::profile::Network::Proxy);
         let mut plan =
             crate::plan::build_on_host(Backend::Bubblewrap, &p, vec!["true".into()], None);
-        crate::egress_plan::apply(Backend::Bubblewrap, &p, &mut plan).unwrap();
+        crate::plan::egress::apply(Backend::Bubblewrap, &p, &mut plan).unwrap();
         let v: Vec<String> = args(&plan, Path::new("/h"))
             .into_iter()
             .map(|s| s.into_string().unwrap())

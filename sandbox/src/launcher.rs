@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::backend::Backend;
 use crate::error::SandboxError;
-use crate::planner::Planner;
+use crate::plan::planner::Planner;
 use crate::profile::Profile;
 use crate::supervise::{Config, Event, Kill, Reaper, Reply, Start, Supervisor};
 pub use crate::supervise::{End, Outcome, Stream};
@@ -96,7 +96,7 @@ impl Launcher {
         profile: &Profile,
         mut plan: crate::plan::Plan,
     ) -> Result<Confined, SandboxError> {
-        let bound = crate::egress_launch::bind_on_host(&mut plan)?;
+        let bound = crate::egress::launch::bind_on_host(&mut plan)?;
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
         // A proxy call's listeners come back over its plan socket: always a cold helper.
         if self.planner.backend == Backend::Namespaces
@@ -105,7 +105,7 @@ impl Launcher {
         {
             return Ok(confined);
         }
-        let egress = bound.map(crate::egress_launch::Pending::Bound);
+        let egress = bound.map(crate::egress::launch::Pending::Bound);
         let channel = plan.egress.is_some() && egress.is_none();
         self.start_cold(profile, &json, channel, egress).await
     }
@@ -156,7 +156,7 @@ impl Launcher {
         profile: &Profile,
         json: &[u8],
         channel: bool,
-        bound: Option<crate::egress_launch::Pending>,
+        bound: Option<crate::egress::launch::Pending>,
     ) -> Result<Confined, SandboxError> {
         let pipes = HelperPipes::new(channel)?;
         let forked = self.spawner.fork(&self.helper, &pipes.child_ends())?;
@@ -175,8 +175,8 @@ impl Launcher {
         let _ = plan_w.write_all(json);
         let egress = if channel {
             let channel = OwnedFd::from(plan_w);
-            crate::egress_launch::plan_sent(&channel);
-            Some(crate::egress_launch::Pending::Channel(channel))
+            crate::egress::launch::plan_sent(&channel);
+            Some(crate::egress::launch::Pending::Channel(channel))
         } else {
             drop(plan_w); // end of file: the helper reads the plan to its end
             bound
@@ -247,7 +247,7 @@ impl Launcher {
         }
         Ok(Confined {
             egress: egress
-                .map(crate::egress_launch::Pending::listeners)
+                .map(crate::egress::launch::Pending::listeners)
                 .transpose()?,
             stdin: Some(tokio::net::unix::pipe::Sender::from_owned_fd(stdin)?),
             stdout: Some(stdout),
@@ -282,7 +282,7 @@ struct Started {
     lifeline: OwnedFd,
     /// A proxy call's listeners: its plan socket, which brings them back, or the ones we
     /// bound on the host's loopback.
-    egress: Option<crate::egress_launch::Pending>,
+    egress: Option<crate::egress::launch::Pending>,
 }
 
 /// A pipe, (read end, write end), both close-on-exec.
@@ -310,7 +310,7 @@ struct HelperPipes {
 }
 
 impl HelperPipes {
-    /// `egress`: the plan channel is a socket pair (`crate::egress_launch`).
+    /// `egress`: the plan channel is a socket pair (`crate::egress::launch`).
     fn new(egress: bool) -> Result<Self, SandboxError> {
         let pipe =
             || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from);
@@ -318,7 +318,7 @@ impl HelperPipes {
         let (out_r, out_w) = pipe()?;
         let (err_r, err_w) = pipe()?;
         let (plan_w, plan_r) = if egress {
-            crate::egress_launch::plan_channel()?
+            crate::egress::launch::plan_channel()?
         } else {
             let (r, w) = pipe()?;
             (w, r)
@@ -363,7 +363,7 @@ pub struct Confined {
     /// Set for the namespace backend: once the call ended cleanly, prepare the next.
     refill: Option<Refill>,
     /// A proxy call's listeners, until taken ([`Confined::take_egress`]).
-    egress: Option<crate::egress_launch::EgressListeners>,
+    egress: Option<crate::egress::launch::EgressListeners>,
 }
 
 async fn read_some<R: AsyncRead + Unpin>(r: &mut Option<R>, buf: &mut [u8]) -> usize {
@@ -376,7 +376,7 @@ async fn read_some<R: AsyncRead + Unpin>(r: &mut Option<R>, buf: &mut [u8]) -> u
 impl Confined {
     /// A `network = proxy` call's listeners inside its network namespace (once): the caller
     /// serves the egress proxy on them for the life of the call.
-    pub fn take_egress(&mut self) -> Option<crate::egress_launch::EgressListeners> {
+    pub fn take_egress(&mut self) -> Option<crate::egress::launch::EgressListeners> {
         self.egress.take()
     }
 

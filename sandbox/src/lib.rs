@@ -10,26 +10,26 @@
 //!
 //! Layers (imports point down only; no cycle, and neither side imports the other; diagram
 //! in `README.md`, "Layout"):
-//! - the face: `lib` and `run_foreground` (the one module that joins the two sides, for a
+//! - the face: `lib` and `foreground::run` (the one module that joins the two sides, for a
 //!   foreground run);
-//! - the daemon side: `sandbox` ([`Sandbox`]), `planner` (checks, the call's plan),
+//! - the daemon side: `sandbox` ([`Sandbox`]), `plan::planner` (checks, the call's plan),
 //!   `launcher` (start; the async driver of `supervise`), `spawner` (the launcher's link to
 //!   its zygote), `warm` (helpers prepared ahead of the next call), `foreground` (the
-//!   caller's side of a foreground run; the poll driver of `supervise`; `foreground_egress`,
+//!   caller's side of a foreground run; the poll driver of `supervise`; `foreground::egress`,
 //!   a proxy run's listeners on their way to the caller's hook), `detect` (probes,
-//!   choice, report), `egress_plan` / `egress_launch`
-//!   (`network = proxy`: the plan's part, the listeners coming back);
+//!   choice, report), `egress::launch` (`network = proxy`: the listeners coming back);
 //! - the child side: `helper` (one file per stage, `helper/backends/` with one entry per
 //!   backend, the zygote, and `helper::forked` for a single-threaded caller);
 //! - shared, used by both sides: `profile` (plain data), `plan` (profile resolved per
-//!   backend, built without I/O from the host facts its `gather` reads first), `wire` (argv
-//!   markers, descriptor numbers, size caps, report messages and their decoder), `supervise`
-//!   (one running call's state machine: reports, output cap, deadline, end reason, kill),
-//!   `warm_key`, `error`, `backend`, `bubblewrap`/`seatbelt` (pure argv / SBPL builders),
-//!   `egress_fds` (the proxy listeners' hand-over, both ends), `git` (staged
-//!   repositories, the one git config parser and the paths a config points at), `host`
-//!   (read-only facts about this machine, the scans for root-only files) and `sys` (the raw
-//!   syscalls, the only module allowed `unsafe`).
+//!   backend, built without I/O from the host facts its `gather` reads first; `plan::egress`,
+//!   the plan's part of `network = proxy`), `wire` (argv markers, descriptor numbers, size
+//!   caps, report messages and their decoder), `supervise` (one running call's state machine:
+//!   reports, output cap, deadline, end reason, kill), `warm::key`, `error`, `backend`,
+//!   `bubblewrap`/`seatbelt` (pure argv / SBPL builders), `egress::handover` (the proxy
+//!   listeners' hand-over, both ends), `git` (staged repositories, the one git config parser
+//!   and the paths a config points at), `host` (read-only facts about this machine, the
+//!   scans for root-only files) and `sys` (the raw syscalls, the only module allowed
+//!   `unsafe`).
 //!
 //! # Test strategy
 //! Pure parts have unit tests; `tests/confined/launcher.rs` runs real confined processes
@@ -41,20 +41,15 @@
 pub mod backend;
 pub mod bubblewrap;
 pub mod detect;
-pub mod egress_fds;
-mod egress_launch;
-pub mod egress_plan;
+pub mod egress;
 pub mod error;
 mod foreground;
-mod foreground_egress;
 pub mod git;
 pub mod helper;
 pub mod host;
 pub mod launcher;
 pub mod plan;
-mod planner;
 pub mod profile;
-mod run_foreground;
 mod sandbox;
 pub mod seatbelt;
 mod spawner;
@@ -62,11 +57,10 @@ mod supervise;
 #[allow(unsafe_code)]
 mod sys;
 pub mod warm;
-mod warm_key;
 pub mod wire;
 
 pub use backend::{Backend, BackendChoice};
-pub use egress_launch::EgressListeners;
+pub use egress::launch::EgressListeners;
 pub use error::{SandboxError, SetupError, Stage};
 pub use launcher::Confined;
 pub use profile::{EnvPolicy, HomeBind, Limits, Network, Profile};

@@ -19,7 +19,7 @@ pub enum Network {
     /// Only the daemon's egress proxy: a network namespace with only `lo`, in which the
     /// helper binds the proxy's listeners and hands them to the launcher, or on a rung
     /// without one the launcher's listeners on the host's loopback and rules that reach only
-    /// them (see [`crate::egress_plan`]); refused by a backend that cannot do it.
+    /// them (see [`crate::plan::egress`]); refused by a backend that cannot do it.
     Proxy,
 }
 
@@ -138,7 +138,7 @@ pub struct Profile {
     #[serde(default = "default_umask")]
     pub umask: u32,
     /// `network = proxy`: the destination ports the egress policy can allow, which transparent
-    /// egress listens on in the child's network namespace (see [`crate::egress_plan`]).
+    /// egress listens on in the child's network namespace (see [`crate::plan::egress`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub egress_ports: Vec<u16>,
     /// Host directories that persist inside the private HOME ([`Profile::bind_in_home`]).

@@ -1,7 +1,7 @@
 //! [`Sandbox`], the crate's main type (daemon side): a chosen backend, the helper executable,
 //! its zygote and warm helpers; what a call is checked and planned with. Planning a
-//! call is [`crate::planner`]'s, starting and supervising it [`crate::launcher`]'s, a
-//! foreground run `run_foreground`'s.
+//! call is [`crate::plan::planner`]'s, starting and supervising it [`crate::launcher`]'s, a
+//! foreground run `foreground::run`'s.
 
 use std::ffi::{OsStr, OsString};
 use std::future::Future;
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use crate::backend::{Backend, BackendChoice};
 use crate::error::SandboxError;
 use crate::launcher::{Confined, Launcher, Outcome};
-use crate::planner::{Planner, command};
+use crate::plan::planner::{Planner, command};
 use crate::profile::Profile;
 
 /// A configured sandbox: a chosen backend and the helper executable.
@@ -44,6 +44,7 @@ impl Sandbox {
             bwrap: (backend == Backend::Bubblewrap)
                 .then(crate::detect::bwrap_path)
                 .flatten(),
+            git: crate::git::READER,
         };
         Sandbox {
             launcher: Launcher::new(planner, PathBuf::from("/proc/self/exe")),

@@ -112,12 +112,12 @@ mod tests {
             vec!["true".into()],
             Some("/private/tmp/zc-1".into()),
         );
-        crate::egress_plan::apply(Backend::Seatbelt, &proxy, &mut plan).unwrap();
-        let ports = crate::egress_fds::ProxyPorts {
+        crate::plan::egress::apply(Backend::Seatbelt, &proxy, &mut plan).unwrap();
+        let ports = crate::egress::handover::ProxyPorts {
             http: 40001,
             socks: 40002,
         };
-        crate::egress_plan::on_host(&mut plan, ports);
+        crate::plan::egress::on_host(&mut plan, ports);
         let s = profile(&plan);
         let network: Vec<&str> = s
             .lines()

@@ -137,7 +137,7 @@ pub enum Message {
     /// died without a word is noticed too).
     Ended(ExitInfo),
     /// A warm helper's root is built and waits for its call; the value is the
-    /// [`crate::warm_key::fingerprint`] taken just before mounting.
+    /// [`crate::warm::key::fingerprint`] taken just before mounting.
     Prepared(u64),
     /// What git validation refused of a repository the run created, one line each (see
     /// `crate::git::stage`); the launcher logs them and passes them on as the command's

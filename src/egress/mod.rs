@@ -2,7 +2,7 @@
 //! ports a child may reach, and why) and zeroclaw's own allowlist proxy ([`proxy`]: HTTP
 //! forwarding, `CONNECT` and SOCKS5, resolving names itself and checking every address).
 //!
-//! The child side (listeners inside the child's network namespace, `zeroclaw_sandbox::egress_fds`)
+//! The child side (listeners inside the child's network namespace, `zeroclaw_sandbox::egress::handover`)
 //! lives in the sandbox crate, with [`child_env`] the variables pointing at them;
 //! this module owns every decision ([`host`]: the one canonical form of a requested name; [`rule`]: why a destination was allowed or refused) ([`admit`]: the addresses of a destination the policy
 //! admits, for the proxy and for zeroclaw's own connections), [`credentials`] the secrets the

@@ -4,18 +4,25 @@
 //! `/etc` stays the sandbox's read-only system root: it binds it idmapped when root launches,
 //! so root-only files there stay unreadable, which a writable root below `/etc` would undo.
 //!
-//! The roots are handed to the sandbox already carved around every denied path: each root
-//! holding a denied path is replaced by its children, recursively, leaving the denied path out.
-//! The namespace backends would also mask denied paths inside a whole root, but the Landlock
-//! rung only grants by hierarchy and does not carve its writable roots, so a whole `/home` or
-//! `/var` there would reopen `~/.ssh` or the session database. The HOME directory itself is
-//! never a root (a root holding it would replace the child's private HOME with the real one);
-//! its entries are, minus the denied ones. Symlinks are left out (the sandbox binds real
-//! directories only; a link's target is reached through its own root).
+//! The roots are handed to the sandbox already carved around every denied path (with the
+//! sandbox's one carver, `plan::subtract_on_host`): each root holding a denied path is
+//! replaced by its children, recursively, leaving the denied path out. On the Landlock-only
+//! rung the plan carves its read and writable rules around the denied paths again
+//! (`plan/landlock.rs`), so there this is the same result twice; on the namespace backends the
+//! plan does not carve but masks a denied path inside a whole root, which a `full` shell would
+//! see (an empty entry instead of none), and inside a whole writable root (`full_host_writes`)
+//! a missing denied path would become a placeholder on the host for the call, its parents
+//! pinned, and the call would start cold. Writable roots are also carved around the
+//! never-writable paths: the Landlock-only rung enforces no protected path, so a writable
+//! root holding one would make it writable there. The HOME directory itself is never a root
+//! (a root holding it would replace the child's private HOME with the real one); its entries
+//! are, minus the denied ones. Symlinks are left out (the sandbox binds real directories only;
+//! a link's target is reached through its own root).
 
 use std::path::{Path, PathBuf};
 
 use zeroclaw_sandbox::Profile;
+use zeroclaw_sandbox::host::mountinfo::mount_points;
 use zeroclaw_sandbox::plan::subtract_on_host as subtract;
 use zeroclaw_sandbox::profile::home_dir;
 
@@ -93,38 +100,6 @@ pub fn host_read_roots(profile: &Profile) -> Vec<PathBuf> {
     out
 }
 
-/// The mount points of the daemon's mount namespace (`/proc/self/mountinfo`'s fifth field).
-fn mount_points() -> Vec<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    info.lines()
-        .filter_map(|line| line.split(' ').nth(4))
-        .map(|field| PathBuf::from(unescape(field)))
-        .collect()
-}
-
-/// A mountinfo field with its octal escapes (`\040` for a space) decoded.
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (bytes[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Each real top-level directory of `/` that is not in [`NOT_REACHED`].
 fn top_level() -> Vec<PathBuf> {
     children(Path::new("/"))
@@ -174,12 +149,6 @@ mod tests {
         assert!(!covers(&sandbox_home()), "HOME itself stays the sandbox's");
         assert!(covers(&dir.path().canonicalize().unwrap().join("open.txt")));
         assert!(covers(Path::new("/usr")));
-    }
-
-    #[test]
-    fn mountinfo_escapes_are_decoded() {
-        assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
-        assert_eq!(unescape("/plain"), "/plain");
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub struct Staged {
     /// Mount points of bound directories (relative).
     pub bound: Vec<PathBuf>,
     /// Other entries of the real `.git` named like a stage (a killed run's, for
-    /// [`super::stale::sweep`] once this run is over).
+    /// [`super::stage::lock::sweep`] once this run is over).
     pub stale: Vec<std::ffi::OsString>,
 }
 
@@ -113,7 +113,7 @@ pub fn prepare(stage: &Path, git: &Path, label: String, bound: &[PathBuf]) -> st
         bound: bound.to_vec(),
         ..Staged::default()
     };
-    super::stale::make(stage)?;
+    super::stage::lock::make(stage)?;
     let filled = git_dir(&mut s, Path::new(""), 0);
     // Recorded even when filling failed: the caller's finish removes the stage.
     STAGED.lock().unwrap_or_else(|e| e.into_inner()).push(s);
@@ -129,7 +129,7 @@ fn git_dir(s: &mut Staged, rel: &Path, depth: usize) -> std::io::Result<()> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let here = rel.join(&name);
         let t = entry.file_type()?;
-        if top && name.starts_with(super::stage_path::PREFIX) {
+        if top && name.starts_with(super::stage::name::PREFIX) {
             if Some(entry.file_name().as_os_str()) != s.stage.file_name() {
                 s.stale.push(entry.file_name());
             }

@@ -2,7 +2,7 @@
 //! the run changed, created or removed among the staged files reaches the real `.git`, one
 //! `rename` per file, validated first — so the host's git never sees an unvalidated control
 //! file — and the stage is removed (and the stages of runs that are gone with it,
-//! [`super::stale`]).
+//! [`super::stage::lock`]).
 //!
 //! - `config`, `config.worktree`: the run's version, with every key that is neither on the
 //!   allowlist ([`super::validate::ALLOWED`]) nor already in the host's file refused, written
@@ -35,8 +35,8 @@ pub fn finish(s: &Staged) -> Vec<String> {
         git_dir(s, rel, &workspace, &mut out);
     }
     remove_stage(s);
-    super::stale::release(&s.stage);
-    super::stale::sweep(&s.git, &s.stale);
+    super::stage::lock::release(&s.stage);
+    super::stage::lock::sweep(&s.git, &s.stale);
     out
 }
 
@@ -85,7 +85,7 @@ fn git_dir(s: &Staged, rel: &Path, ws: &Path, out: &mut Vec<String>) {
             continue;
         }
         // Names the sandbox keeps for itself, made by the run (a fake stage): not moved.
-        if super::stage_path::is_ours(&name) && !s.files.contains_key(&here) {
+        if super::stage::name::is_ours(&name) && !s.files.contains_key(&here) {
             out.push(format!(
                 "git: refused {} (a name the sandbox keeps for itself)",
                 shown(s, &here)
@@ -120,7 +120,7 @@ fn git_dir(s: &Staged, rel: &Path, ws: &Path, out: &mut Vec<String>) {
 /// A staged (or new) file: applied when the run changed it and the host did not.
 fn file(s: &Staged, rel: &Path, out: &mut Vec<String>) {
     let name = rel.file_name().unwrap_or_default().to_string_lossy();
-    if name.ends_with(".lock") || super::stage_path::is_ours(&name) {
+    if name.ends_with(".lock") || super::stage::name::is_ours(&name) {
         return;
     }
     let (staged, real) = (s.stage.join(rel), s.git.join(rel));
@@ -375,7 +375,7 @@ mod tests {
     }
 
     fn staged(git: &Path) -> copy::Staged {
-        let stage = super::super::stage_path::new_stage(git);
+        let stage = super::super::stage::name::new_stage(git);
         copy::prepare(&stage, git, ".git".into(), &["objects".into()]).unwrap();
         copy::take(&stage).unwrap()
     }

@@ -51,7 +51,7 @@ pub fn is_placeholder(git: &Path) -> bool {
         name == crate::wire::PLACEHOLDER_MARKER
             || name
                 .to_string_lossy()
-                .starts_with(crate::git::stage_path::PREFIX)
+                .starts_with(crate::git::stage::name::PREFIX)
     })
 }
 
@@ -75,7 +75,7 @@ pub fn guard(plan: &mut Plan, git: &Path) {
         denied: true,
     });
     plan.mounts.push(MountOp::BindDir {
-        src: crate::git::stage_path::new_stage(git),
+        src: crate::git::stage::name::new_stage(git),
         path: git.to_path_buf(),
     });
     // Parents first, as the plan builds them (a stable sort keeps the order of equals).

@@ -14,8 +14,8 @@
 //!   afterwards when still empty and ours.
 //! - [`stage`]: inside that placeholder, the child's private `.git` (so `git init` works),
 //!   validated and moved into place once the run's tree is gone.
-//! - [`stage_path`]: a stage's name prefix and a fresh stage path, below all the others.
-//! - [`stale`]: a stage's lock for its run's lifetime, and the removal of stages whose run is
+//! - [`stage::name`]: a stage's name prefix and a fresh stage path, below all the others.
+//! - [`stage::lock`]: a stage's lock for its run's lifetime, and the removal of stages whose run is
 //!   gone (a killed helper's), never a live one, never through a symlink.
 //! - [`config`]: git's config format, parsed and rendered canonically (the crate's one
 //!   parser of it).
@@ -33,8 +33,6 @@ pub mod land;
 pub mod missing;
 pub mod repo;
 pub mod stage;
-pub mod stage_path;
-pub mod stale;
 pub mod targets;
 pub mod validate;
 
@@ -42,7 +40,15 @@ pub mod validate;
 pub const READER: crate::plan::GitReader = crate::plan::GitReader {
     targets: protected_targets,
     global: global::validated,
+    stage: add_to_plan,
 };
+
+/// The plan's git section (the plan's [`crate::plan::GitReader::stage`]): no `.git` yet, none
+/// left behind ([`missing`]); an existing repository's private stage ([`repo`]).
+pub fn add_to_plan(plan: &mut crate::plan::Plan, profile: &crate::profile::Profile) {
+    missing::guard_if_missing(plan, profile);
+    repo::stage_if_existing(plan, profile);
+}
 
 /// Every path the plan protects in `workspace` for the host's git (the plan's
 /// [`crate::plan::GitReader::targets`]): the configs' targets

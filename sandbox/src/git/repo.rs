@@ -144,7 +144,7 @@ pub fn stage(plan: &mut Plan, profile: &Profile, git: &Path) {
     plan.mounts.retain(|op| !op.path().starts_with(git));
     plan.scrub.retain(|p| !p.starts_with(git));
     plan.mounts.push(MountOp::BindDir {
-        src: super::stage_path::new_stage(git),
+        src: super::stage::name::new_stage(git),
         path: git.to_path_buf(),
     });
     let mut bound = Vec::new();
@@ -176,7 +176,7 @@ fn walk(git: &Path, rel: &Path, top: bool, depth: usize, out: &mut Vec<PathBuf>)
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();
-        if top && name.starts_with(super::stage_path::PREFIX) {
+        if top && name.starts_with(super::stage::name::PREFIX) {
             continue;
         }
         let here = rel.join(&name);

@@ -1,6 +1,6 @@
 //! The helper's part of `network = proxy` (child side): once the call's network namespace
 //! exists, `lo` is up there, the proxy's two listeners are bound in it and sent to the
-//! launcher over the plan socket ([`crate::egress_fds`]), and that socket is closed. The
+//! launcher over the plan socket ([`crate::egress::handover`]), and that socket is closed. The
 //! namespace backend does it all in the helper ([`send_listeners`]); bubblewrap makes the
 //! namespace itself, so its helper passes the socket through bwrap on [`EGRESS_FD`]
 //! ([`keep_for_inner`], [`pass_to_inner`]) and the inner stage sends from there
@@ -108,10 +108,10 @@ pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
 
 fn bind_and_send(
     channel: BorrowedFd<'_>,
-    ports: crate::egress_fds::ProxyPorts,
+    ports: crate::egress::handover::ProxyPorts,
     transparent: Option<&[u16]>,
 ) -> Result<(), SetupError> {
-    crate::egress_fds::bind_and_send_with(channel, ports, transparent).map_err(|e| {
+    crate::egress::handover::bind_and_send_with(channel, ports, transparent).map_err(|e| {
         SetupError::os(
             Stage::Namespaces,
             "bind and send the egress proxy listeners",

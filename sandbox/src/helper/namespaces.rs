@@ -147,7 +147,7 @@ pub(super) fn init_main(
 ) -> Result<i32, SetupError> {
     // The helper keeps the locks; a descriptor of a host directory must not reach the command.
     guards.forget();
-    crate::git::stale::forget();
+    crate::git::stage::lock::forget();
     // The helper watches the launcher; the command must not find its pidfd here.
     super::inherited::close_launcher_pidfd();
     // Not dumpable: `/proc/1/fd` (the report pipe, the lifeline, the namespace descriptors)
@@ -194,7 +194,7 @@ pub(super) fn init_main(
         let _ = nix::unistd::write(&unshared, &[1]);
     }
     // Still the host's view: what the root is about to be built from.
-    let recorded = plan.warm.then(|| crate::warm_key::fingerprint(plan));
+    let recorded = plan.warm.then(|| crate::warm::key::fingerprint(plan));
     let host = mounts::build_root(
         &plan.mounts,
         plan.limits.file_size_bytes,
@@ -215,14 +215,14 @@ pub(super) fn init_main(
             // Off the call's path: detach before anything else.
             host.detach()?;
             gate = None;
-            let mounted = crate::warm_key::mount_ids(plan);
+            let mounted = crate::warm::key::mount_ids(plan);
             // Confined before the call arrives (its shape, rules included, is this plan's):
             // the command only has its limits, cwd and descriptors left to set.
             exec::confine_self(plan, &mut enforcement)?;
             enforcement.warm = true;
             let staging;
             (call, staging) = await_call(plan, fingerprint)?;
-            if crate::warm_key::mount_ids(&call) != mounted {
+            if crate::warm::key::mount_ids(&call) != mounted {
                 return Err(SetupError::new(
                     Stage::Plan,
                     "warm helper: a path its root depends on changed on the host",
@@ -349,7 +349,7 @@ fn await_call(
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     use std::io::IoSliceMut;
     use std::os::fd::{AsRawFd, OwnedFd};
-    let shape = crate::warm_key::key(prepared);
+    let shape = crate::warm::key::key(prepared);
     send(&Message::Prepared(fingerprint));
     let fail = |what: String| SetupError::new(Stage::Plan, format!("warm helper: {what}"));
     let mut buf = vec![0u8; crate::wire::MAX_CALL_BYTES];
@@ -387,7 +387,7 @@ fn await_call(
     }
     let call: Plan = serde_json::from_slice(&buf[..bytes])
         .map_err(|e| fail(format!("parse the call's plan: {e}")))?;
-    if crate::warm_key::key(&call) != shape {
+    if crate::warm::key::key(&call) != shape {
         return Err(fail("the call does not match the prepared root".into()));
     }
     for (target, fd) in stdio.iter().enumerate() {

@@ -9,6 +9,9 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::types::Plan;
+use crate::profile::Profile;
+
 /// A path a git config points at inside the workspace, and whether it is a directory (hooks)
 /// or a file (include): read by `crate::git::targets`, which the daemon side hands to
 /// [`HostFacts::gather`] through a [`GitReader`] (the plan imports nothing of `git/`).
@@ -20,8 +23,9 @@ pub struct GitTarget {
     pub dir: bool,
 }
 
-/// What the plan reads of git, handed to [`HostFacts::gather`] by the daemon side
-/// (`crate::git::READER`), so the plan imports nothing of `git/`.
+/// What the plan reads of git and the git section it adds, handed to [`HostFacts::gather`]
+/// and the planner by the daemon side (`crate::git::READER`), so the plan imports nothing of
+/// `git/`.
 #[derive(Debug, Clone, Copy)]
 pub struct GitReader {
     /// The paths a workspace's git configs point at (`crate::git::protected_targets`).
@@ -29,6 +33,9 @@ pub struct GitReader {
     /// The validated copy of the user's global git config, from the HOME and
     /// `$XDG_CONFIG_HOME` (`crate::git::global::validated`).
     pub global: fn(&Path, Option<&Path>) -> String,
+    /// Adds the plan's git section once it is built: a missing `.git` guarded, an existing
+    /// repository's private stage (`crate::git::add_to_plan`).
+    pub stage: fn(&mut Plan, &Profile),
 }
 
 /// A reader that finds nothing (tests of the plan alone).
@@ -36,6 +43,7 @@ pub struct GitReader {
 pub const NO_GIT: GitReader = GitReader {
     targets: |_| Vec::new(),
     global: |_, _| String::new(),
+    stage: |_, _| {},
 };
 
 /// What `lstat` found at a path.

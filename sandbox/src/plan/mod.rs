@@ -1,7 +1,9 @@
 //! The plan: a [`Profile`] resolved for one backend into exact instructions for the helper
 //! (mount operations, Landlock paths, seccomp switches, environment), sent as JSON. Built
 //! purely ([`build`]) from the [`HostFacts`] gathered beforehand ([`HostFacts::gather`], in
-//! `gather.rs`, the one module here that reads the host).
+//! `gather.rs`, the one module here that reads the host). A call's plan is made by the
+//! daemon side's [`planner`] (the checks every backend makes, `build`, the git section the
+//! daemon hands in, and [`egress`], the plan's part of `network = proxy`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -10,12 +12,14 @@ use crate::backend::Backend;
 use crate::profile::{Network, Profile};
 
 mod carve;
+pub mod egress;
 mod env;
 mod facts;
 mod gather;
 mod home_binds;
 mod landlock;
 mod mounts;
+pub(crate) mod planner;
 mod roots;
 #[cfg(test)]
 mod tests;
@@ -37,7 +41,7 @@ use mounts::{mounts_with, placeholders_with};
 use roots::unowned_roots;
 pub use types::GIT_GLOBAL_NAME;
 pub use types::{
-    GitGlobal, LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan,
+    GitGlobal, LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, ProxyPorts, SeccompPlan,
 };
 
 /// Gathers the host's facts for `backend` and `profile` (no git config targets: the plan

@@ -8,6 +8,14 @@ use serde::{Deserialize, Serialize};
 use crate::backend::Backend;
 use crate::profile::Limits;
 
+/// The loopback ports of the egress proxy's two listeners inside the child's namespace
+/// (`network = proxy`), or on the host's loopback on a rung without one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyPorts {
+    pub http: u16,
+    pub socks: u16,
+}
+
 /// One step of building the new root (namespace and bubblewrap backends), in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MountOp {
@@ -114,7 +122,7 @@ pub struct LandlockPlan {
     pub deny_network: bool,
     /// With `deny_network`, the TCP ports that may still be connected to: the egress proxy's
     /// listeners on the host's loopback (`network = proxy` on the Landlock-only rung, filled
-    /// in by the launcher once it bound them; see [`crate::egress_plan`]). Needs ABI >= 4.
+    /// in by the launcher once it bound them; see [`crate::plan::egress`]). Needs ABI >= 4.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connect_tcp: Vec<u16>,
     /// Open rule paths refusing any symlink on the way (host paths, Landlock-only backend:
@@ -141,7 +149,7 @@ pub struct SeccompPlan {
     /// send (an implicit connect), and the supervisor connects them only to 127.0.0.1 at
     /// these ports (filled in by the launcher once it bound them).
     #[serde(default)]
-    pub proxy_only: Option<crate::egress_fds::ProxyPorts>,
+    pub proxy_only: Option<ProxyPorts>,
 }
 
 /// The file name of [`GitGlobal`] in the child's private HOME (`GIT_CONFIG_GLOBAL`). Not
@@ -205,18 +213,18 @@ pub struct Plan {
     /// New network namespace.
     pub unshare_net: bool,
     /// The egress proxy's listener ports, bound by the helper in the new network namespace
-    /// and sent back to the launcher (`network = proxy`; see [`crate::egress_plan`]).
+    /// and sent back to the launcher (`network = proxy`; see [`crate::plan::egress`]).
     #[serde(default)]
-    pub egress: Option<crate::egress_fds::ProxyPorts>,
+    pub egress: Option<ProxyPorts>,
     /// `network = proxy` without a network namespace (Landlock-only and Seatbelt rungs): the
     /// launcher binds the listeners itself on the host's loopback, at ephemeral ports, before
     /// the helper starts, and fills in `egress`, the environment and the rules with them
-    /// ([`crate::egress_launch::bind_on_host`]); the helper sends nothing back.
+    /// ([`crate::egress::launch::bind_on_host`]); the helper sends nothing back.
     #[serde(default)]
     pub egress_on_host: bool,
     /// Transparent egress (`network = proxy` on the namespace backend): the destination ports
     /// the helper listens on in the call's network namespace, beside the DNS stub's socket,
-    /// once it made every IPv4 address local to `lo` (see [`crate::egress_fds`]).
+    /// once it made every IPv4 address local to `lo` (see [`crate::egress::handover`]).
     #[serde(default)]
     pub transparent: Option<Vec<u16>>,
     /// Private HOME/TMPDIR directory the helper creates and removes (Landlock-only backend).

@@ -76,7 +76,7 @@ async fn the_listeners_reach_the_caller_and_the_command_reaches_them(s: Sandbox)
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", s.backend()));
     let listeners = confined.take_egress().expect("a proxy call's listeners");
-    assert_eq!(listeners.ports, zeroclaw_sandbox::egress_plan::PORTS);
+    assert_eq!(listeners.ports, zeroclaw_sandbox::plan::egress::PORTS);
     let http = first_message(listeners.http).await;
     let socks = first_message(listeners.socks).await;
     let mut stdout = Vec::new();

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use nix::mount::{MsFlags, mount};
 
 use crate::error::SetupError;
+use crate::host::mountinfo;
 use crate::plan::MountOp;
 
 use super::prim::{err, mkdir_p, old};
@@ -132,7 +133,10 @@ pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<bool, SetupError> {
     // bwrap has built the whole root: the table as it is now is the one every seal sees.
     let info = read_mount_table(Path::new("/proc/self/mountinfo"))?;
     let seal = SocketSeal {
-        mount_points: info.lines().filter_map(mount_point).collect(),
+        mount_points: mountinfo::parse(&info)
+            .into_iter()
+            .map(|m| m.point)
+            .collect(),
     };
     for op in ops {
         if let MountOp::Bind {
@@ -152,25 +156,18 @@ fn read_mount_table(path: &Path) -> Result<String, SetupError> {
     std::fs::read_to_string(path).map_err(|e| err(format!("read({})", path.display()), e))
 }
 
-/// A line's mount point (the fifth field).
-fn mount_point(line: &str) -> Option<PathBuf> {
-    line.split(' ').nth(4).map(unescape_mountinfo)
-}
-
 /// The mount points of a table read after `pivot_root` that a recursive bind of a host
 /// directory carries, as paths of the new root: those below `old` (the host's root) with the
 /// prefix taken off. Unbindable mounts, and what is below them, a recursive bind leaves out.
 fn bound_below(info: &str, old: &Path) -> Vec<PathBuf> {
     let mut points = Vec::new();
     let mut unbindable = Vec::new();
-    for line in info.lines() {
-        let Some(Ok(rel)) = mount_point(line).map(|m| m.strip_prefix(old).map(Path::to_path_buf))
-        else {
+    for mount in mountinfo::parse(info) {
+        let Ok(rel) = mount.point.strip_prefix(old) else {
             continue;
         };
         let point = Path::new("/").join(rel);
-        let optional = line.split(' ').skip(6).take_while(|f| *f != "-");
-        if optional.into_iter().any(|f| f == "unbindable") {
+        if mount.unbindable {
             unbindable.push(point);
         } else {
             points.push(point);
@@ -197,31 +194,6 @@ fn outermost_below(mount_points: &[PathBuf], path: &Path) -> Vec<PathBuf> {
     outer
 }
 
-/// A mount point as `/proc/self/mountinfo` writes it (space, tab, newline and backslash as
-/// octal escapes).
-fn unescape_mountinfo(field: &str) -> PathBuf {
-    use std::os::unix::ffi::OsStringExt;
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (bytes[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push(d.iter().fold(0u8, |n, b| n.wrapping_mul(8) + (b - b'0')));
-                i += 4;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    PathBuf::from(std::ffi::OsString::from_vec(out))
-}
-
 /// A path as an overlay option value: `\`, `:` and `,` escaped.
 fn escape_overlay(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
@@ -239,12 +211,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mountinfo_and_overlay_escapes() {
-        assert_eq!(
-            unescape_mountinfo(r"/oldroot/a\040b\011c\134d"),
-            PathBuf::from("/oldroot/a b\tc\\d")
-        );
-        assert_eq!(unescape_mountinfo("/usr"), PathBuf::from("/usr"));
+    fn overlay_escapes() {
         assert_eq!(escape_overlay("/a:b,c\\d"), r"/a\:b\,c\\d");
     }
 

@@ -170,7 +170,7 @@ fn plans() -> [SeccompPlan; 5] {
     ]
 }
 
-const PORTS: crate::egress_fds::ProxyPorts = crate::egress_fds::ProxyPorts {
+const PORTS: crate::egress::handover::ProxyPorts = crate::egress::handover::ProxyPorts {
     http: 40001,
     socks: 40002,
 };

@@ -16,7 +16,7 @@ use super::supervisor::Supervisor;
 
 /// Whether `addr` (a raw socket address) is 127.0.0.1 at one of the proxy's `ports`, as an
 /// `AF_INET` address or an IPv4-mapped `AF_INET6` one.
-pub(super) fn to_proxy(addr: &[u8], ports: crate::egress_fds::ProxyPorts) -> bool {
+pub(super) fn to_proxy(addr: &[u8], ports: crate::egress::handover::ProxyPorts) -> bool {
     let family = addr
         .get(..2)
         .map(|b| i32::from(u16::from_ne_bytes([b[0], b[1]])));
@@ -164,7 +164,7 @@ impl Supervisor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::egress_fds::ProxyPorts;
+    use crate::egress::handover::ProxyPorts;
 
     /// `struct sockaddr_in` / `sockaddr_in6` as the child would pass them.
     fn v4(a: [u8; 4], port: u16) -> Vec<u8> {

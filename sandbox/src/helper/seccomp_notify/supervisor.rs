@@ -25,7 +25,7 @@ pub struct Supervisor {
     pub(super) network_denied: bool,
     /// Proxy mode (no network namespace): an IP socket may be connected only to the egress
     /// proxy's listeners on 127.0.0.1 (we connect outside the child's Landlock TCP rules).
-    pub(super) proxy_only: Option<crate::egress_fds::ProxyPorts>,
+    pub(super) proxy_only: Option<crate::egress::handover::ProxyPorts>,
 }
 
 impl Supervisor {

@@ -1,7 +1,7 @@
 //! The launcher's part of `network = proxy` (daemon side). With a network namespace, the plan
 //! channel of a proxy call is a Unix socket pair instead of a pipe, so that once the helper
 //! has read the plan (we shut our sending half) it can send back the listeners it bound in
-//! the call's network namespace ([`crate::egress_fds`]), which [`receive`] takes once the
+//! the call's network namespace ([`crate::egress::handover`]), which [`receive`] takes once the
 //! helper reported ready. Without one (Landlock-only, Seatbelt), [`bind_on_host`] binds them
 //! on the host's loopback before the helper starts, so no child can take their ports first.
 
@@ -10,7 +10,7 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use nix::sys::socket::{AddressFamily, Shutdown, SockFlag, SockType, shutdown, socketpair};
 
-use crate::egress_fds::ProxyPorts;
+use crate::egress::handover::ProxyPorts;
 use crate::error::SandboxError;
 
 /// The proxy's two listeners of one call, bound inside its network namespace (or on the
@@ -23,7 +23,7 @@ pub struct EgressListeners {
     /// Their ports on the child's loopback (what the command's `*_PROXY` variables name).
     pub ports: ProxyPorts,
     /// Transparent egress's DNS stub socket and per-port listeners (the namespace backend).
-    pub transparent: Option<crate::egress_fds::Transparent>,
+    pub transparent: Option<crate::egress::handover::Transparent>,
 }
 
 /// A call's listeners on their way to [`crate::Confined`]: to be received over the plan
@@ -46,7 +46,7 @@ impl Pending {
 
 /// For a proxy call without a network namespace (`plan.egress_on_host`): binds the HTTP and
 /// SOCKS5 listeners on 127.0.0.1 at ephemeral ports and fills the plan in with them
-/// ([`crate::egress_plan::on_host`]); `None` for any other call. The proxy is reachable by
+/// ([`crate::plan::egress::on_host`]); `None` for any other call. The proxy is reachable by
 /// the host's other processes too while the call runs (docs/policy.md says so).
 pub(crate) fn bind_on_host(
     plan: &mut crate::plan::Plan,
@@ -72,7 +72,7 @@ pub(crate) fn bind_on_host(
         http: http_port,
         socks: socks_port,
     };
-    crate::egress_plan::on_host(plan, ports);
+    crate::plan::egress::on_host(plan, ports);
     Ok(Some(EgressListeners {
         http,
         socks,
@@ -106,13 +106,13 @@ pub(crate) fn receive(ours: OwnedFd) -> Result<EgressListeners, SandboxError> {
     let nonblocking = nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK;
     nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_SETFL(nonblocking))
         .map_err(std::io::Error::from)?;
-    let received = crate::egress_fds::receive(ours.as_fd()).map_err(|e| {
+    let received = crate::egress::handover::receive(ours.as_fd()).map_err(|e| {
         SandboxError::Io(std::io::Error::new(
             e.kind(),
             format!("the helper's egress proxy listeners: {e}"),
         ))
     })?;
-    let crate::egress_fds::Received {
+    let crate::egress::handover::Received {
         http,
         socks,
         ports,

@@ -1,13 +1,13 @@
 //! A foreground run's egress proxy listeners (`network = proxy`, the caller's side): bound on
 //! the host's loopback before the fork on a rung without a network namespace, or sent back by
 //! the child over the plan socket once it has made the call's network namespace
-//! ([`crate::egress_launch`], [`crate::egress_fds`]), which the poll loop watches; handed to the
+//! ([`crate::egress::launch`], [`crate::egress::handover`]), which the poll loop watches; handed to the
 //! caller's hook, which serves the proxy on them, once they are there. A run whose listeners
 //! could not be received or served is killed and ends with that error.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use crate::egress_launch::{EgressListeners, Pending};
+use crate::egress::launch::{EgressListeners, Pending};
 use crate::error::SandboxError;
 use crate::supervise::Outcome;
 
@@ -59,7 +59,7 @@ impl<'a> Egress<'a> {
         let Some(ours) = self.channel.take() else {
             return true;
         };
-        self.hand_over(crate::egress_launch::receive(ours))
+        self.hand_over(crate::egress::launch::receive(ours))
     }
 
     fn hand_over(&mut self, listeners: Result<EgressListeners, SandboxError>) -> bool {
@@ -107,9 +107,9 @@ mod tests {
 
     #[test]
     fn listeners_sent_back_are_served_once() {
-        let (ours, theirs) = crate::egress_launch::plan_channel().unwrap();
-        let ports = crate::egress_fds::ProxyPorts { http: 0, socks: 0 };
-        let sent = crate::egress_fds::bind_and_send(theirs.as_fd(), ports).unwrap();
+        let (ours, theirs) = crate::egress::launch::plan_channel().unwrap();
+        let ports = crate::egress::handover::ProxyPorts { http: 0, socks: 0 };
+        let sent = crate::egress::handover::bind_and_send(theirs.as_fd(), ports).unwrap();
         let mut served = Vec::new();
         let mut egress = Egress::new(
             Pending::Channel(ours),
@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn a_socket_closed_unsent_or_a_failed_hook_fails_the_run() {
-        let (ours, theirs) = crate::egress_launch::plan_channel().unwrap();
+        let (ours, theirs) = crate::egress::launch::plan_channel().unwrap();
         drop(theirs);
         let mut egress = Egress::new(Pending::Channel(ours), Box::new(|_| Ok(())));
         assert!(!egress.receive(), "nothing came");
@@ -136,9 +136,9 @@ mod tests {
         let setup = SandboxError::Profile("namespaces: the child's own error".into());
         assert!(failed(egress.finish(Err(setup))).contains("the child's own error"));
 
-        let (ours, theirs) = crate::egress_launch::plan_channel().unwrap();
-        let ports = crate::egress_fds::ProxyPorts { http: 0, socks: 0 };
-        crate::egress_fds::bind_and_send(theirs.as_fd(), ports).unwrap();
+        let (ours, theirs) = crate::egress::launch::plan_channel().unwrap();
+        let ports = crate::egress::handover::ProxyPorts { http: 0, socks: 0 };
+        crate::egress::handover::bind_and_send(theirs.as_fd(), ports).unwrap();
         let refuse = |_| Err(std::io::Error::other("no runtime"));
         let mut egress = Egress::new(Pending::Channel(ours), Box::new(refuse));
         assert!(!egress.receive(), "the hook failed");

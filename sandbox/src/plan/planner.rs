@@ -16,6 +16,8 @@ pub(crate) struct Planner {
     pub(crate) backend: Backend,
     pub(crate) allow_partial: bool,
     pub(crate) bwrap: Option<PathBuf>,
+    /// What the plan reads of git and the git section it adds (`crate::git::READER`).
+    pub(crate) git: crate::plan::GitReader,
 }
 
 impl Planner {
@@ -29,16 +31,14 @@ impl Planner {
         validate(profile)?;
         let scratch =
             matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
-        let facts = crate::plan::HostFacts::gather(self.backend, profile, crate::git::READER);
+        let facts = crate::plan::HostFacts::gather(self.backend, profile, self.git);
         let mut plan = crate::plan::build(self.backend, profile, &facts, argv, scratch);
         plan.op = op;
         plan.allow_partial = self.allow_partial;
         plan.bwrap = self.bwrap.clone();
-        // Git hook: no `.git` yet, none left behind (see `crate::git::missing`).
-        crate::git::missing::guard_if_missing(&mut plan, profile);
-        // Git hook: an existing repository's private stage (see `crate::git::repo`).
-        crate::git::repo::stage_if_existing(&mut plan, profile);
-        crate::egress_plan::apply(self.backend, profile, &mut plan)?;
+        // Git hook: no `.git` yet, none left behind; an existing repository's private stage.
+        (self.git.stage)(&mut plan, profile);
+        crate::plan::egress::apply(self.backend, profile, &mut plan)?;
         Ok(plan)
     }
 }
@@ -128,6 +128,7 @@ mod tests {
                 backend,
                 allow_partial: false,
                 bwrap: None,
+                git: crate::git::READER,
             };
             for profile in &profiles {
                 match sandbox.plan(profile, vec!["true".into()], None) {
@@ -147,12 +148,40 @@ mod tests {
     }
 
     #[test]
+    fn the_git_section_comes_from_the_reader_the_daemon_hands_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = std::path::Path::new("/git-section-marker");
+        let planner = Planner {
+            backend: Backend::Namespaces,
+            allow_partial: false,
+            bwrap: None,
+            git: crate::plan::GitReader {
+                stage: |plan, _| {
+                    plan.mounts.push(crate::plan::MountOp::Tmpfs {
+                        path: "/git-section-marker".into(),
+                        mode: 0o700,
+                    })
+                },
+                ..crate::plan::NO_GIT
+            },
+        };
+        let profile = Profile::for_workspace(dir.path());
+        let plan = planner.plan(&profile, vec!["true".into()], None).unwrap();
+        assert!(
+            plan.mounts.iter().any(|op| op.path() == marker),
+            "the planner did not add the reader's git section: {:?}",
+            plan.mounts
+        );
+    }
+
+    #[test]
     fn a_home_bind_outside_the_home_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let planner = Planner {
             backend: Backend::Namespaces,
             allow_partial: false,
             bwrap: None,
+            git: crate::git::READER,
         };
         for at in ["../x", "/x", ""] {
             let profile = Profile::for_workspace(dir.path()).bind_in_home(dir.path(), at);

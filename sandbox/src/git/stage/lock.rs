@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use nix::errno::Errno;
 use nix::unistd::{UnlinkatFlags, unlinkat};
 
-use super::stage_path::PREFIX;
+use super::name::PREFIX;
 
 /// The stages this helper made, each open and locked until [`release`]d.
 static HELD: Mutex<Vec<(PathBuf, std::fs::File)>> = Mutex::new(Vec::new());
@@ -36,7 +36,7 @@ const ATTEMPTS: usize = 16;
 /// How deep a removal goes (a git directory is shallow; a deeper tree stays).
 const MAX_DEPTH: usize = 64;
 
-/// Whether `name` is a stage's name as [`super::stage_path::new_stage`] makes it:
+/// Whether `name` is a stage's name as [`super::name::new_stage`] makes it:
 /// `.zeroclaw-stage-<pid>-<n>-<nanos in hex>`.
 pub fn is_stage_name(name: &OsStr) -> bool {
     let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn only_stage_names_count() {
-        let made = super::super::stage_path::new_stage(Path::new("/x"));
+        let made = super::super::name::new_stage(Path::new("/x"));
         assert!(is_stage_name(made.file_name().unwrap()));
         for other in [
             ".zeroclaw-stage-",
@@ -246,7 +246,7 @@ mod tests {
         std::fs::create_dir_all(dead.join("objects/ab")).unwrap();
         std::fs::write(dead.join("objects/ab/cd"), "x").unwrap();
         std::fs::write(dead.join("config"), "x").unwrap();
-        let ours = super::super::stage_path::new_stage(git);
+        let ours = super::super::name::new_stage(git);
         make(&ours).unwrap();
         let other = git.join(".zeroclaw-stage-2-0-2");
         std::fs::create_dir(&other).unwrap();

@@ -2,7 +2,7 @@
 //! helper for the *next* call of the same shape ahead of time. That helper creates the
 //! namespaces and builds the new root, and its pid-namespace init confines itself (capabilities,
 //! no_new_privs, Landlock, seccomp), then waits on a socket for the call itself: the final plan
-//! and the command's stdio. A call whose plan has the same [`key`](crate::warm_key::key) takes it and skips straight
+//! and the command's stdio. A call whose plan has the same [`key`](crate::warm::key::key) takes it and skips straight
 //! to the last fork, the command's limits and cwd, and `execve`.
 //!
 //! Each call still gets namespaces, a root and a `/tmp` of its own: a warm helper serves one
@@ -10,11 +10,11 @@
 //! race its preparation. Staleness is checked on both sides, and either discards the warm
 //! helper for a cold start:
 //! - the init records the identity (device, inode, type, or absence) of every host path the
-//!   root depends on just before mounting ([`fingerprint`](crate::warm_key::fingerprint)) and reports it
+//!   root depends on just before mounting ([`fingerprint`](crate::warm::key::fingerprint)) and reports it
 //!   ([`Message::Prepared`]); the launcher recomputes it when it hands the call over (a
 //!   workspace or `.git` moved aside and made anew);
 //! - the init records which mount each of those paths resolves to once the root is built
-//!   ([`mount_ids`](crate::warm_key::mount_ids)) and compares when the call arrives (a mounted path deleted and made
+//!   ([`mount_ids`](crate::warm::key::mount_ids)) and compares when the call arrives (a mounted path deleted and made
 //!   anew on the host, whose new inode may reuse the old number).
 //!
 //! [`Message::Prepared`]: crate::wire::Message::Prepared
@@ -26,9 +26,11 @@ use std::sync::Arc;
 
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 
+pub(crate) mod key;
+
 use crate::plan::Plan;
 use crate::spawner::{Forked, Spawner};
-use crate::warm_key::{fingerprint, key};
+use crate::warm::key::{fingerprint, key};
 use crate::wire::{MAX_CALL_BYTES, Message};
 
 /// Warm helpers kept per sandbox (one per distinct call shape, least recently made evicted).

@@ -1,15 +1,15 @@
 //! [`Sandbox`]'s foreground run: the one place that joins the daemon side (the caller's
-//! [`foreground`] supervision) to the child side ([`helper::forked`]), which never import
+//! [`crate::foreground`] supervision) to the child side ([`helper::forked`]), which never import
 //! each other.
 
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 
 use crate::Sandbox;
-use crate::egress_launch::{EgressListeners, Pending};
+use crate::egress::launch::{EgressListeners, Pending};
 use crate::error::SandboxError;
 use crate::foreground::Caller;
-use crate::foreground_egress::{Egress, Serve};
+use crate::foreground::egress::{Egress, Serve};
 use crate::helper::forked::{self, Started};
 use crate::launcher::{Outcome, Stream};
 
@@ -29,8 +29,8 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let plan = self.plan(profile, crate::planner::command(argv)?, None)?;
-        if crate::egress_plan::proxied(&plan) {
+        let plan = self.plan(profile, crate::plan::planner::command(argv)?, None)?;
+        if crate::plan::egress::proxied(&plan) {
             return Err(SandboxError::Profile(
                 "network proxy needs a proxy serving the run: use \
                  `Sandbox::run_foreground_proxied` (or `Sandbox::spawn`)"
@@ -57,18 +57,18 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut plan = self.plan(profile, crate::planner::command(argv)?, None)?;
-        if !crate::egress_plan::proxied(&plan) {
+        let mut plan = self.plan(profile, crate::plan::planner::command(argv)?, None)?;
+        if !crate::plan::egress::proxied(&plan) {
             return Err(SandboxError::Profile(
                 "run_foreground_proxied needs a network = proxy profile".into(),
             ));
         }
         // The same hand-over as the launcher's: bound here before the child starts, or sent
         // back by the child from the call's network namespace.
-        let (pending, theirs) = match crate::egress_launch::bind_on_host(&mut plan)? {
+        let (pending, theirs) = match crate::egress::launch::bind_on_host(&mut plan)? {
             Some(bound) => (Pending::Bound(bound), None),
             None => {
-                let (ours, theirs) = crate::egress_launch::plan_channel()?;
+                let (ours, theirs) = crate::egress::launch::plan_channel()?;
                 (Pending::Channel(ours), Some(theirs))
             }
         };

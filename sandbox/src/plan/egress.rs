@@ -2,7 +2,7 @@
 //! namespace and bubblewrap backends with fixed listener ports inside the child's private
 //! network namespace (the helper, or bubblewrap's inner stage, binds them there); the Landlock-only and Seatbelt rungs, which have no network
 //! namespace, with listeners the launcher binds on the host's loopback at ephemeral ports
-//! ([`on_host`], called by `egress_launch::bind_on_host`) and rules that let the child connect
+//! ([`on_host`], called by `egress::launch::bind_on_host`) and rules that let the child connect
 //! to those two ports only; every other backend refuses the profile with a clear error, never
 //! a silent fallback to deny or allow — and the proxy variables of the command's environment.
 //!
@@ -19,9 +19,8 @@
 //! and nothing else).
 
 use crate::backend::Backend;
-use crate::egress_fds::ProxyPorts;
 use crate::error::SandboxError;
-use crate::plan::{LANDLOCK_NET_ABI, Plan};
+use crate::plan::{LANDLOCK_NET_ABI, Plan, ProxyPorts};
 use crate::profile::{Network, Profile};
 
 /// Where the helper binds the proxy's listeners. The namespace is the call's own (only `lo`,

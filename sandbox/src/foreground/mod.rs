@@ -5,7 +5,7 @@
 //! output limit, and the wall-time limit, the output limit and SIGINT/SIGTERM/SIGHUP kill the
 //! whole tree, as with the async [`crate::Sandbox::spawn`]: this poll loop is the second
 //! driver of [`crate::supervise::Supervisor`], which decides. A proxy run's listeners come
-//! back over a plan socket it watches too ([`crate::foreground_egress`]).
+//! back over a plan socket it watches too ([`crate::foreground::egress`]).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
@@ -18,8 +18,11 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+mod egress;
+mod run;
+
 use crate::error::{SandboxError, SetupError, Stage};
-use crate::foreground_egress::Egress;
+use crate::foreground::egress::Egress;
 use crate::supervise::{Config, Event, Kill, Outcome, Reaper, Reply, Stream, Supervisor};
 use crate::wire::{ExitInfo, LIFELINE_FD, PLAN_FD, REPORT_FD, SETUP_FAILED};
 

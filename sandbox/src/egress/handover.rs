@@ -17,12 +17,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg, sockopt};
 
-/// The loopback ports of the two listeners inside the child's namespace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ProxyPorts {
-    pub http: u16,
-    pub socks: u16,
-}
+/// The ports the hand-over binds, declared by the plan.
+pub use crate::plan::ProxyPorts;
 
 /// The most destination ports transparent egress listens on.
 pub const MAX_TRANSPARENT_PORTS: usize = 64;

@@ -10,7 +10,7 @@
 //! atomic `rename` each, so the host sees either no repository or the validated one. An empty
 //! stage is removed. A stage is kept only when this run alone holds the placeholder (another
 //! run still masking it cannot have it replaced); otherwise it is dropped and the refusal
-//! says so. Stages of killed runs in the placeholder are removed first ([`super::stale`]:
+//! says so. Stages of killed runs in the placeholder are removed first ([`super::stage::lock`]:
 //! each stage is locked by its helper for its run's lifetime), and entries the run named
 //! `.zeroclaw-*` are refused (a fake stage).
 
@@ -19,7 +19,10 @@ use std::path::Path;
 use crate::error::{SetupError, Stage};
 use crate::plan::{MountOp, Plan};
 
-pub use super::stage_path::{PREFIX, new_stage};
+pub mod lock;
+pub mod name;
+
+pub use self::name::{PREFIX, new_stage};
 
 /// `(stage, .git)` of every stage in the plan.
 fn stages(plan: &Plan) -> impl Iterator<Item = (&Path, &Path)> {
@@ -110,7 +113,7 @@ pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
             };
             super::copy::prepare(stage, git, label, &super::repo::bound(plan, git))
         } else {
-            super::stale::make(stage)
+            super::stage::lock::make(stage)
         };
         made.map_err(|e| {
             SetupError::os(
@@ -126,7 +129,7 @@ pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
 /// After the run's tree is gone: validates each stage and moves the ones the command wrote
 /// into place when `alone(.git)` (this run alone holds the placeholder, its lock now
 /// exclusive); removes the others, and the stages of runs that are gone
-/// ([`super::stale::sweep`]). Returns one line per refusal.
+/// ([`super::stage::lock::sweep`]). Returns one line per refusal.
 pub fn finish(plan: &Plan, alone: impl Fn(&Path) -> bool) -> Vec<String> {
     let (refused, empty) = finish_leaving(plan, alone);
     empty.remove();
@@ -162,7 +165,7 @@ pub fn finish_leaving(plan: &Plan, alone: impl Fn(&Path) -> bool) -> (Vec<String
             continue;
         }
         refused.extend(finish_new(stage, git, alone(git), &mut empty));
-        super::stale::release(stage);
+        super::stage::lock::release(stage);
     }
     (refused, EmptyStages(empty))
 }
@@ -181,7 +184,7 @@ fn finish_new(
         .flatten()
         .map(|e| e.file_name())
         .collect();
-    super::stale::sweep(git, &listing);
+    super::stage::lock::sweep(git, &listing);
     let Ok(entries) = std::fs::read_dir(stage) else {
         return Vec::new();
     };
@@ -241,7 +244,7 @@ fn sanitize(stage: &Path, git: &Path) -> Vec<String> {
     // The sandbox's own names (a fake stage a later sweep would take for a killed run's).
     for entry in std::fs::read_dir(stage).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if super::stage_path::is_ours(&name) {
+        if super::stage::name::is_ours(&name) {
             remove(&entry.path());
             refused.push(format!(
                 "git: refused .git/{name} (a name the sandbox keeps for itself)"
