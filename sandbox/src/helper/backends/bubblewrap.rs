@@ -32,17 +32,25 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     // A setuid-root bwrap refuses --cap-add to other users: their inner stage then leaves
     // the per-user counts as they are (doctor says so).
     let mut inner = plan.clone();
-    if setuid_for_others(&bwrap) {
+    let setuid = setuid_for_others(&bwrap);
+    if setuid {
         inner.user_limits.clear();
     }
-    // Transparent egress needs the inner stage to hold CAP_NET_ADMIN over bwrap's network
-    // namespace and CAP_SYS_ADMIN over its mounts: only when root launched (a non-root
-    // bwrap's network namespace is not the stage's to route in). Else the proxy variables only.
-    if !inner.seal_in_bwrap {
-        inner.transparent = None;
-        inner
-            .mounts
-            .retain(|op| !matches!(op, MountOp::File { .. }));
+    // Transparent egress needs the inner stage to hold CAP_NET_ADMIN over its network
+    // namespace and CAP_SYS_ADMIN over its mounts. Root launched, bwrap keeps it those over
+    // bwrap's own namespaces. Launched by another user, bwrap runs the stage in a user
+    // namespace nested below the one owning them: bwrap keeps it the capabilities in that
+    // nested namespace, where the stage makes a network and a mount namespace of its own. A
+    // setuid-root bwrap keeps other users nothing: the proxy variables only there.
+    if inner.transparent.is_some() && !inner.seal_in_bwrap {
+        if setuid {
+            inner.transparent = None;
+            inner
+                .mounts
+                .retain(|op| !matches!(op, MountOp::File { .. }));
+        } else {
+            inner.inner_egress_namespaces = true;
+        }
     }
     let json = serde_json::to_vec(&inner)
         .map_err(|e| SetupError::new(Stage::Bubblewrap, format!("encode plan: {e}")))?;
