@@ -72,8 +72,9 @@ fn proxy_mode(backend: Backend, landlock_abi: u32) -> String {
         Backend::Bubblewrap => {
             "a network namespace with only `lo`, where zeroclaw's egress proxy listens (HTTP on \
              127.0.0.1:3128, SOCKS5 on 127.0.0.1:1080) and admits only what the policy allows; \
-             run as root, programs that ignore the proxy variables go through it too \
-             (transparent egress), else they have no route"
+             programs that ignore the proxy variables go through it too (transparent egress), \
+             except with a setuid-root bwrap run by another user than root (it refuses \
+             --cap-add): there they have no route"
         }
         Backend::Landlock if landlock_abi >= LANDLOCK_NET_ABI => {
             "no network namespace: the proxy listens on the host's 127.0.0.1 at two ephemeral \

@@ -227,6 +227,8 @@ def attempt(what, f):
     except Exception as e:
         print(what, 'refused', type(e).__name__)
     print(flush=True)
+# Whatever set the route and bound the listeners, the command holds no capability.
+attempt('caps', lambda: sorted({l.split()[1] for l in open('/proc/self/status') if l.startswith('Cap')}))
 attempt('resolve-echo', lambda: socket.gethostbyname('echo.example'))
 attempt('resolve-other', lambda: socket.gethostbyname('other.example'))
 # The host's /etc/hosts names are not the child's: localhost only.
@@ -315,6 +317,7 @@ fn ignoring_the_proxy_variables(launcher: Launcher, backend: &str) {
             .unwrap_or_else(|| panic!("no {what} line: {all}"))
             .to_owned()
     };
+    assert_eq!(line("caps"), "caps ['0000000000000000']", "{all}");
     assert!(
         line("resolve-echo").starts_with("resolve-echo 198.18."),
         "{all}"
