@@ -259,6 +259,11 @@ mod git_over_ssh_reaches_a_listed_port_and_nothing_else {
     }
 
     #[test]
+    fn namespaces_as_nobody() {
+        super::git_over_ssh_reaches_a_listed_port_and_nothing_else(Launcher::Nobody, "namespaces");
+    }
+
+    #[test]
     fn bubblewrap_as_nobody() {
         super::git_over_ssh_reaches_a_listed_port_and_nothing_else(Launcher::Nobody, "bubblewrap");
     }
