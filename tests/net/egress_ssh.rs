@@ -19,20 +19,47 @@ const SSHD: &str = "/usr/sbin/sshd";
 const PRIVSEP_DIR: &str = "/run/sshd";
 
 /// A loopback `sshd` (`-D -e`, a config, host key and authorized keys of its own) listening on
-/// two ports of 127.0.0.1; killed and reaped on drop, with the privilege separation directory
-/// if it made it.
+/// two ports of 127.0.0.1; killed and reaped on drop.
 struct Sshd {
     child: Child,
     ports: [u16; 2],
-    made_privsep: bool,
+    _privsep: Option<Privsep>,
 }
 
 impl Drop for Sshd {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        if self.made_privsep {
+    }
+}
+
+/// (sshds running, whether this process made [`PRIVSEP_DIR`]): the directory it made goes
+/// when the last of its sshds has ended (the tests run in parallel, and sshd needs it for
+/// every connection).
+static PRIVSEP_USERS: std::sync::Mutex<(usize, bool)> = std::sync::Mutex::new((0, false));
+
+/// One running sshd's hold on [`PRIVSEP_DIR`].
+struct Privsep;
+
+impl Privsep {
+    fn hold() -> Privsep {
+        let mut users = PRIVSEP_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        if users.0 == 0 && !Path::new(PRIVSEP_DIR).exists() {
+            std::fs::create_dir(PRIVSEP_DIR).expect("mkdir /run/sshd");
+            users.1 = true;
+        }
+        users.0 += 1;
+        Privsep
+    }
+}
+
+impl Drop for Privsep {
+    fn drop(&mut self) {
+        let mut users = PRIVSEP_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        users.0 -= 1;
+        if users.0 == 0 && users.1 {
             let _ = std::fs::remove_dir(PRIVSEP_DIR);
+            users.1 = false;
         }
     }
 }
@@ -75,9 +102,7 @@ impl Sshd {
             ),
         )
         .unwrap();
-        let made_privsep = nix::unistd::geteuid().is_root()
-            && !Path::new(PRIVSEP_DIR).exists()
-            && std::fs::create_dir(PRIVSEP_DIR).is_ok();
+        let privsep = nix::unistd::geteuid().is_root().then(Privsep::hold);
         let child = Command::new(SSHD)
             .args(["-D", "-e", "-f"])
             .arg(&config)
@@ -86,10 +111,10 @@ impl Sshd {
             .stderr(Stdio::null())
             .spawn()
             .expect("start sshd");
-        let sshd = Sshd {
+        let mut sshd = Sshd {
             child,
             ports,
-            made_privsep,
+            _privsep: privsep,
         };
         for port in ports {
             sshd.await_banner(port);
@@ -98,7 +123,7 @@ impl Sshd {
     }
 
     /// Connects until sshd's banner comes (it is listening), failing if sshd exits first.
-    fn await_banner(&self, port: u16) {
+    fn await_banner(&mut self, port: u16) {
         use std::io::Read;
         loop {
             if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
@@ -107,11 +132,11 @@ impl Sshd {
                     return;
                 }
             }
-            let exited = std::process::Command::new("kill")
-                .args(["-0", &self.child.id().to_string()])
-                .status()
-                .is_ok_and(|s| !s.success());
-            assert!(!exited, "sshd exited before listening on {port}");
+            let exited = self.child.try_wait().expect("wait for sshd");
+            assert!(
+                exited.is_none(),
+                "sshd exited ({exited:?}) before listening on {port}"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
