@@ -7,14 +7,6 @@ use super::super::{exec, mounts, reaper};
 use crate::error::{SetupError, Stage};
 use crate::plan::{MountOp, Plan};
 
-/// Whether `bwrap` is installed setuid root and we are not root (then it refuses
-/// `--cap-add`).
-fn setuid_for_others(bwrap: &std::path::Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let setuid = std::fs::metadata(bwrap).is_ok_and(|m| m.mode() & libc::S_ISUID != 0);
-    setuid && !nix::unistd::geteuid().is_root()
-}
-
 /// Bubblewrap backend: exec bwrap, which runs our inner stage (Landlock, seccomp, caps,
 /// rlimits) inside its namespaces. The plan for the inner stage travels in a memfd on fd 3;
 /// a proxy call's plan socket goes along on [`crate::wire::EGRESS_FD`].
@@ -32,7 +24,7 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     // A setuid-root bwrap refuses --cap-add to other users: their inner stage then leaves
     // the per-user counts as they are (doctor says so).
     let mut inner = plan.clone();
-    let setuid = setuid_for_others(&bwrap);
+    let setuid = crate::host::bwrap_refuses_cap_add(&bwrap);
     if setuid {
         inner.user_limits.clear();
     }
