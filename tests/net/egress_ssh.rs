@@ -94,11 +94,12 @@ impl Sshd {
                 "Port {}\nPort {}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
                  StrictModes no\nPubkeyAuthentication yes\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
-                 UsePAM no\nPidFile none\n",
+                 UsePAM {pam}\nPidFile none\n",
                 ports[0],
                 ports[1],
                 host_key.display(),
-                keys.display()
+                keys.display(),
+                pam = if locked_account() { "yes" } else { "no" },
             ),
         )
         .unwrap();
@@ -108,7 +109,7 @@ impl Sshd {
             .arg(&config)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("sshd.log")).unwrap())
             .spawn()
             .expect("start sshd");
         let mut sshd = Sshd {
@@ -140,6 +141,20 @@ impl Sshd {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
+}
+
+/// Whether the test user's password is locked (`!` in `/etc/shadow`, as root's is on many
+/// installs): sshd without PAM refuses such an account even a key, so the config then uses
+/// PAM (whose account checks admit a key); otherwise not (PAM's session modules can fail
+/// where a login uid cannot be set). Unreadable shadow: not locked.
+fn locked_account() -> bool {
+    let user = ok(Command::new("id").arg("-un")).trim().to_owned();
+    std::fs::read_to_string("/etc/shadow").is_ok_and(|shadow| {
+        shadow
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .any(|(name, rest)| name == user && rest.starts_with('!'))
+    })
 }
 
 /// Whether the programs this test needs are here (a printed skip otherwise, a failure with
@@ -230,7 +245,8 @@ fn git_over_ssh_reaches_a_listed_port_and_nothing_else(launcher: Launcher, backe
         key = home.join(".ssh/id_ed25519").display(),
     );
     let out = run_with_home(launcher, backend, &cfg, &ws, Some(&home), &script);
-    let all = text(&out);
+    let log = std::fs::read_to_string(dir.join("sshd.log")).unwrap_or_default();
+    let all = format!("{}\nsshd's log:\n{log}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("cloned from-the-host\n"), "{all}");
     assert!(stdout.contains("pushed\n"), "{all}");
