@@ -3,8 +3,9 @@
 //! read-only roots, Landlock, seccomp, capabilities, rlimits), the plan on fd 3 and reports on
 //! fd 4 (and a proxy call's plan socket on [`crate::wire::EGRESS_FD`], which the helper
 //! installs: bwrap keeps every descriptor that is not close-on-exec). A [`MountOp::File`]
-//! (transparent egress's `/etc/hosts` and `/etc/resolv.conf`, root launched only) is left to
-//! the inner stage, which mounts it once it sealed the read-only roots.
+//! (transparent egress's `/etc/hosts` and `/etc/resolv.conf`) is left to the inner stage,
+//! which mounts it once it sealed the read-only roots (or, launched by another user, in a
+//! mount namespace of its own).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -44,14 +45,16 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     // refuses --cap-add, and runs the sandbox in a nested user namespace that cannot mount:
     // the inner stage reports the gaps.
     push(&[&"--cap-drop", &"ALL"]);
-    if plan.seal_in_bwrap {
+    // Transparent egress launched by another user: CAP_SYS_ADMIN in the stage's nested user
+    // namespace, to make a network and a mount namespace of its own there.
+    if plan.seal_in_bwrap || plan.inner_egress_namespaces {
         push(&[&"--cap-add", &"CAP_SYS_ADMIN"]);
     }
     if !plan.user_limits.is_empty() {
         push(&[&"--cap-add", &"CAP_SYS_RESOURCE"]);
     }
-    // Transparent egress (root launched): the inner stage adds the route and binds port 53 in
-    // bwrap's network namespace (`helper::egress::send_from_inner`).
+    // Transparent egress: the inner stage adds the route and binds port 53 in bwrap's
+    // network namespace (root launched) or its own (`helper::egress::send_from_inner`).
     if plan.transparent.is_some() {
         push(&[
             &"--cap-add",
@@ -60,7 +63,11 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
             &"CAP_NET_BIND_SERVICE",
         ]);
     }
-    if plan.seal_in_bwrap || !plan.user_limits.is_empty() || plan.transparent.is_some() {
+    if plan.seal_in_bwrap
+        || plan.inner_egress_namespaces
+        || !plan.user_limits.is_empty()
+        || plan.transparent.is_some()
+    {
         push(&[&"--cap-add", &"CAP_SETPCAP"]);
     }
     if plan.seal_in_bwrap {
@@ -247,6 +254,28 @@ mod tests {
             ["CAP_NET_ADMIN", "CAP_NET_BIND_SERVICE", "CAP_SETPCAP"]
         );
         assert!(!v.iter().any(|a| a == "/etc/resolv.conf"), "{v:?}");
+        // Launched by another user: CAP_SYS_ADMIN too, for the stage's own network and mount
+        // namespaces.
+        plan.inner_egress_namespaces = true;
+        let v: Vec<String> = args(&plan, Path::new("/h"))
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        let added: Vec<&String> = v
+            .windows(2)
+            .filter(|w| w[0] == "--cap-add")
+            .map(|w| &w[1])
+            .collect();
+        assert_eq!(
+            added,
+            [
+                "CAP_SYS_ADMIN",
+                "CAP_NET_ADMIN",
+                "CAP_NET_BIND_SERVICE",
+                "CAP_SETPCAP"
+            ]
+        );
+        assert!(!has_seq(&v, &["--dir", crate::wire::EMPTY_DIR]), "{v:?}");
     }
 
     /// The inner stage gets only what it needs to mount the overlays (and to empty its

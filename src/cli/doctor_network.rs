@@ -31,19 +31,34 @@ pub fn describe(network: &NetworkConfig, report: &Report) -> NetworkReport {
     let policy = EgressPolicy::from_config(network)
         .map(|p| p.describe())
         .unwrap_or_else(|(key, why)| vec![format!("invalid {key}: {why}")]);
-    let abi = report.probes.landlock_abi;
+    let host = Host {
+        landlock_abi: report.probes.landlock_abi,
+        bwrap_refuses_cap_add: report
+            .probes
+            .bwrap_path
+            .as_deref()
+            .is_some_and(zeroclaw_sandbox::host::bwrap_refuses_cap_add),
+    };
     NetworkReport {
         policy,
-        enforced: enforcement(network.mode, report.chosen, abi),
-        proxy: RUNGS.iter().map(|b| (*b, proxy_mode(*b, abi))).collect(),
+        enforced: enforcement(network.mode, report.chosen, host),
+        proxy: RUNGS.iter().map(|b| (*b, proxy_mode(*b, host))).collect(),
     }
 }
 
-fn enforcement(mode: NetworkMode, chosen: Option<Backend>, landlock_abi: u32) -> String {
+/// What decides how proxy mode is enforced here, besides the rung.
+#[derive(Debug, Clone, Copy, Default)]
+struct Host {
+    landlock_abi: u32,
+    /// bwrap is setuid root and we are not root: its inner stage keeps no capability.
+    bwrap_refuses_cap_add: bool,
+}
+
+fn enforcement(mode: NetworkMode, chosen: Option<Backend>, host: Host) -> String {
     let said = match (mode, chosen) {
         (NetworkMode::Allow, _) => "tool children use the host's network",
         (_, None) => "no usable backend: nothing is enforced",
-        (NetworkMode::Proxy, Some(backend)) => return proxy_mode(backend, landlock_abi),
+        (NetworkMode::Proxy, Some(backend)) => return proxy_mode(backend, host),
         (_, Some(Backend::Namespaces | Backend::Bubblewrap)) => {
             "a network namespace with only `lo`: no route anywhere"
         }
@@ -58,9 +73,9 @@ fn enforcement(mode: NetworkMode, chosen: Option<Backend>, landlock_abi: u32) ->
     said.to_owned()
 }
 
-/// How `backend` keeps a proxy-mode child to zeroclaw's egress proxy, on a kernel whose
-/// Landlock ABI is `landlock_abi`.
-fn proxy_mode(backend: Backend, landlock_abi: u32) -> String {
+/// How `backend` keeps a proxy-mode child to zeroclaw's egress proxy on `host`.
+fn proxy_mode(backend: Backend, host: Host) -> String {
+    let landlock_abi = host.landlock_abi;
     let said = match backend {
         Backend::Namespaces => {
             "a network namespace with only `lo`, where zeroclaw's egress proxy listens (HTTP on \
@@ -69,11 +84,20 @@ fn proxy_mode(backend: Backend, landlock_abi: u32) -> String {
              a DNS stub on 127.0.0.1:53 for allowed names, every TCP connection taken by the \
              proxy)"
         }
+        Backend::Bubblewrap if host.bwrap_refuses_cap_add => {
+            "a network namespace with only `lo`, where zeroclaw's egress proxy listens (HTTP on \
+             127.0.0.1:3128, SOCKS5 on 127.0.0.1:1080) and admits only what the policy allows; \
+             NO transparent egress here: this bwrap is setuid root and zeroclaw does not run as \
+             root, so bwrap refuses --cap-add and cannot route: programs that ignore the proxy \
+             variables get no resolver and no route (only proxy-aware programs reach anything)"
+        }
         Backend::Bubblewrap => {
             "a network namespace with only `lo`, where zeroclaw's egress proxy listens (HTTP on \
              127.0.0.1:3128, SOCKS5 on 127.0.0.1:1080) and admits only what the policy allows; \
-             run as root, programs that ignore the proxy variables go through it too \
-             (transparent egress), else they have no route"
+             programs that ignore the proxy variables go through it too (transparent egress: \
+             a DNS stub on 127.0.0.1:53 for allowed names, every TCP connection taken by the \
+             proxy; launched by another user than root, in a network namespace of bwrap's inner \
+             stage)"
         }
         Backend::Landlock if landlock_abi >= LANDLOCK_NET_ABI => {
             "no network namespace: the proxy listens on the host's 127.0.0.1 at two ephemeral \
@@ -125,17 +149,42 @@ impl NetworkReport {
 mod tests {
     use super::*;
 
+    fn abi(landlock_abi: u32) -> Host {
+        Host {
+            landlock_abi,
+            ..Host::default()
+        }
+    }
+
     #[test]
     fn the_landlock_rung_serves_the_proxy_from_abi_4_only() {
-        assert!(proxy_mode(Backend::Landlock, 4).contains("Landlock TCP rules"));
-        let old = proxy_mode(Backend::Landlock, 3);
+        assert!(proxy_mode(Backend::Landlock, abi(4)).contains("Landlock TCP rules"));
+        let old = proxy_mode(Backend::Landlock, abi(3));
         assert!(
             old.starts_with("NOT available: needs Landlock ABI 4"),
             "{old}"
         );
-        let chosen = enforcement(NetworkMode::Proxy, Some(Backend::Landlock), 6);
+        let chosen = enforcement(NetworkMode::Proxy, Some(Backend::Landlock), abi(6));
         assert!(chosen.contains("seccomp refuses"), "{chosen}");
-        assert!(proxy_mode(Backend::Seatbelt, 0).contains("SBPL"));
-        assert!(proxy_mode(Backend::None, 6).starts_with("NOT available"));
+        assert!(proxy_mode(Backend::Seatbelt, abi(0)).contains("SBPL"));
+        assert!(proxy_mode(Backend::None, abi(6)).starts_with("NOT available"));
+    }
+
+    /// Bubblewrap redirects programs that ignore the proxy variables, except where this
+    /// bwrap is setuid root and we are not root: doctor says that it cannot, and what fails.
+    #[test]
+    fn bubblewrap_says_where_it_cannot_redirect() {
+        let routed = proxy_mode(Backend::Bubblewrap, Host::default());
+        assert!(
+            routed.contains("go through it too (transparent egress"),
+            "{routed}"
+        );
+        let setuid = Host {
+            bwrap_refuses_cap_add: true,
+            ..Host::default()
+        };
+        let not = proxy_mode(Backend::Bubblewrap, setuid);
+        assert!(not.contains("NO transparent egress here"), "{not}");
+        assert!(not.contains("no resolver and no route"), "{not}");
     }
 }

@@ -64,22 +64,106 @@ impl Echo {
     }
 }
 
+/// Who launches `zeroclaw sandbox run`: the test's own user, or `nobody` (switched to by
+/// setpriv with a reset environment, so the test must be root, as on CI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Launcher {
+    Me,
+    Nobody,
+}
+
+/// `nobody`'s uid and gid.
+pub(crate) const NOBODY: u32 = 65534;
+
+impl Launcher {
+    /// Whether this launcher can be used here (`Nobody` needs root to switch to it: a skip
+    /// printed otherwise, a failure with `CI=true`).
+    pub(crate) fn usable(self) -> bool {
+        if self == Launcher::Nobody && !nix::unistd::geteuid().is_root() {
+            support::require_feature("launching as nobody needs root to switch to it");
+            return false;
+        }
+        true
+    }
+
+    /// Hands `paths` (recursively) to this launcher's user: the workspace and config dir.
+    pub(crate) fn own(self, paths: &[&Path]) {
+        if self == Launcher::Me {
+            return;
+        }
+        for path in paths {
+            let status = Command::new("chown")
+                .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+                .arg(path)
+                .status()
+                .expect("chown");
+            assert!(status.success(), "chown -R nobody {}", path.display());
+        }
+    }
+}
+
 /// `zeroclaw sandbox run --backend B --network proxy -- sh -c SCRIPT` in `ws` with the
 /// config dir `cfg`.
 fn run(backend: &str, cfg: &Path, ws: &Path, script: &str) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
+    run_as(Launcher::Me, backend, cfg, ws, script)
+}
+
+/// [`run`], launched by `launcher`.
+pub(crate) fn run_as(
+    launcher: Launcher,
+    backend: &str,
+    cfg: &Path,
+    ws: &Path,
+    script: &str,
+) -> Output {
+    run_with_home(launcher, backend, cfg, ws, None, script)
+}
+
+/// [`run_as`]; with `home`, the launcher's `HOME` is that directory, allowed for reading
+/// (`--allow-read`: its secrets, `.ssh` first, stay denied).
+pub(crate) fn run_with_home(
+    launcher: Launcher,
+    backend: &str,
+    cfg: &Path,
+    ws: &Path,
+    home: Option<&Path>,
+    script: &str,
+) -> Output {
+    let zeroclaw = env!("CARGO_BIN_EXE_zeroclaw");
+    let mut cmd = match launcher {
+        Launcher::Me => Command::new(zeroclaw),
+        Launcher::Nobody => {
+            let mut cmd = Command::new("setpriv");
+            cmd.args([
+                &format!("--reuid={NOBODY}"),
+                &format!("--regid={NOBODY}"),
+                "--clear-groups",
+                "--reset-env",
+                "env",
+            ]);
+            cmd.arg(format!("ZEROCLAW_CONFIG_DIR={}", cfg.display()));
+            if let Some(home) = home {
+                cmd.arg(format!("HOME={}", home.display()));
+            }
+            cmd.arg(zeroclaw);
+            cmd
+        }
+    };
     for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("ZEROCLAW_")) {
         cmd.env_remove(name);
     }
     cmd.env("ZEROCLAW_CONFIG_DIR", cfg)
         .args(["sandbox", "run", "--backend", backend, "--network", "proxy"])
         .arg("--workspace")
-        .arg(ws)
-        .args(["--", "sh", "-c", script]);
+        .arg(ws);
+    if let Some(home) = home {
+        cmd.env("HOME", home).arg("--allow-read").arg(home);
+    }
+    cmd.args(["--", "sh", "-c", script]);
     cmd.output().expect("run zeroclaw")
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "exit {:?}\nstdout:\n{}\nstderr:\n{}",
         o.status.code(),
@@ -105,11 +189,20 @@ fn config(dir: &Path, tls: u16, echo: u16) {
 
 /// Whether `backend` serves proxy calls here (printing why not, failing when `CI=true`).
 fn serves_proxy(backend: &str) -> bool {
-    if !crate::tools_support::backend_available(backend) || !support::have_program("python3") {
+    serves_proxy_as(Launcher::Me, backend)
+}
+
+/// [`serves_proxy`], launched by `launcher`.
+pub(crate) fn serves_proxy_as(launcher: Launcher, backend: &str) -> bool {
+    if !launcher.usable()
+        || !crate::tools_support::backend_available(backend)
+        || !support::have_program("python3")
+    {
         return false;
     }
     let (ws, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let out = run(backend, cfg.path(), ws.path(), "true");
+    launcher.own(&[ws.path(), cfg.path()]);
+    let out = run_as(launcher, backend, cfg.path(), ws.path(), "true");
     let all = text(&out);
     if all.contains("needs Landlock ABI 4") {
         support::require_feature(&format!("proxy mode on {backend}: {all}"));
@@ -122,7 +215,7 @@ fn serves_proxy(backend: &str) -> bool {
     true
 }
 
-const UNSET: &str = "unset HTTP_PROXY HTTPS_PROXY ALL_PROXY http_proxy https_proxy all_proxy \
+pub(crate) const UNSET: &str = "unset HTTP_PROXY HTTPS_PROXY ALL_PROXY http_proxy https_proxy all_proxy \
                      npm_config_proxy npm_config_https_proxy CARGO_HTTP_PROXY; ";
 
 /// What the child tries, ignoring the proxy variables; each line `WHAT RESULT`.
@@ -134,6 +227,8 @@ def attempt(what, f):
     except Exception as e:
         print(what, 'refused', type(e).__name__)
     print(flush=True)
+# Whatever set the route and bound the listeners, the command holds no capability.
+attempt('caps', lambda: sorted({l.split()[1] for l in open('/proc/self/status') if l.startswith('Cap')}))
 attempt('resolve-echo', lambda: socket.gethostbyname('echo.example'))
 attempt('resolve-other', lambda: socket.gethostbyname('other.example'))
 # The host's /etc/hosts names are not the child's: localhost only.
@@ -179,7 +274,19 @@ EOF"#;
 fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else_on(
     backend: &str,
 ) {
-    if !serves_proxy(backend) {
+    ignoring_the_proxy_variables(Launcher::Me, backend);
+}
+
+/// The same, launched by `nobody` (bubblewrap's inner stage then routes in a network
+/// namespace of its own).
+fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else_as_nobody(
+    backend: &str,
+) {
+    ignoring_the_proxy_variables(Launcher::Nobody, backend);
+}
+
+fn ignoring_the_proxy_variables(launcher: Launcher, backend: &str) {
+    if !serves_proxy_as(launcher, backend) {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -189,11 +296,18 @@ fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_el
     udp.set_nonblocking(true).unwrap();
     let (ws, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     config(cfg.path(), tls_up.port(), echo.port);
+    launcher.own(&[ws.path(), cfg.path()]);
     let script = PROBE
         .replace("@ECHO@", &echo.port.to_string())
         .replace("@TLS@", &tls_up.port().to_string())
         .replace("@UDP@", &udp.local_addr().unwrap().port().to_string());
-    let out = run(backend, cfg.path(), ws.path(), &format!("{UNSET}{script}"));
+    let out = run_as(
+        launcher,
+        backend,
+        cfg.path(),
+        ws.path(),
+        &format!("{UNSET}{script}"),
+    );
     let all = text(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = |what: &str| {
@@ -203,6 +317,7 @@ fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_el
             .unwrap_or_else(|| panic!("no {what} line: {all}"))
             .to_owned()
     };
+    assert_eq!(line("caps"), "caps ['0000000000000000']", "{all}");
     assert!(
         line("resolve-echo").starts_with("resolve-echo 198.18."),
         "{all}"
@@ -276,6 +391,20 @@ per_transparent_rung!(
     a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else,
     a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else_on
 );
+
+/// Transparent egress on the rungs an unprivileged user launches (the namespaces rung, and
+/// bubblewrap, whose inner stage makes a network namespace of its own then).
+mod a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else_as_nobody {
+    #[test]
+    fn namespaces() {
+        super::a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else_as_nobody("namespaces");
+    }
+
+    #[test]
+    fn bubblewrap() {
+        super::a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_else_as_nobody("bubblewrap");
+    }
+}
 
 /// An `allow` entry's port is relayed raw through SOCKS5 (`ALL_PROXY`) on `backend`, and a
 /// name it does not list is refused at that port.

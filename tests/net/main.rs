@@ -18,6 +18,7 @@ mod egress_credentials_proxy;
 mod egress_hostile;
 mod egress_parser;
 mod egress_proxy;
+mod egress_ssh;
 mod egress_tools;
 mod egress_transparent;
 mod provider_anthropic;

@@ -6,9 +6,10 @@
 //! ([`keep_for_inner`], [`pass_to_inner`]) and the inner stage sends from there
 //! ([`send_from_inner`]). A child forked by a single-threaded caller finds the socket on
 //! [`PLAN_FD`] too ([`channel_fd`]), the pid namespace's init that caller cloned included.
-//! With transparent egress (`plan.transparent`, the namespace backend), [`send_listeners`]
+//! With transparent egress (`plan.transparent`), [`send_listeners`] (or the inner stage)
 //! first makes every IPv4 address local to `lo`, and sends the DNS stub's socket and the
-//! per-port listeners with the proxy's two.
+//! per-port listeners with the proxy's two; bubblewrap's inner stage launched by another user
+//! does it in a network namespace of its own ([`own_namespaces`]).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
@@ -73,7 +74,9 @@ pub(crate) fn pass_to_inner(socket: &OwnedFd) -> Result<(), SetupError> {
 }
 
 /// Bubblewrap's inner stage, in bwrap's network namespace (bwrap brought `lo` up; the stage
-/// has no capability to do it): sends the listeners on [`EGRESS_FD`] and closes it.
+/// has no capability to do it): sends the listeners on [`EGRESS_FD`] and closes it. With
+/// `plan.inner_egress_namespaces` (launched by another user), first a network and a mount
+/// namespace of the stage's own, `lo` brought up there ([`own_namespaces`]).
 pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
     let Some(ports) = plan.egress else {
         return Ok(());
@@ -84,6 +87,9 @@ pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
             format!("no egress proxy socket on fd {EGRESS_FD} in the inner stage"),
         )
     })?;
+    if plan.inner_egress_namespaces {
+        own_namespaces()?;
+    }
     let up = crate::sys::loopback_is_up()
         .map_err(|e| SetupError::os(Stage::Namespaces, "ioctl(SIOCGIFFLAGS, lo)", &e))?;
     if !up {
@@ -94,7 +100,8 @@ pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
         ));
     }
     if plan.transparent.is_some() {
-        // With CAP_NET_ADMIN and CAP_NET_BIND_SERVICE bwrap kept for this stage.
+        // With CAP_NET_ADMIN and CAP_NET_BIND_SERVICE bwrap kept for this stage (over bwrap's
+        // namespace, or over the stage's own).
         crate::sys::local_route_all().map_err(|e| {
             SetupError::os(
                 Stage::Namespaces,
@@ -104,6 +111,25 @@ pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
         })?;
     }
     bind_and_send(channel.as_fd(), ports, plan.transparent.as_deref())
+}
+
+/// Bubblewrap launched by another user: bwrap's network and mount namespaces belong to the
+/// user namespace bwrap made first, and the stage runs in one nested below it, where bwrap
+/// kept it `CAP_SYS_ADMIN` and the network capabilities. With them the stage unshares a
+/// network namespace (only `lo`, brought up here) and a mount namespace (for the two files)
+/// owned by its own user namespace; the command, forked later, inherits both.
+fn own_namespaces() -> Result<(), SetupError> {
+    use nix::sched::CloneFlags;
+    let flags = CloneFlags::CLONE_NEWNET | CloneFlags::CLONE_NEWNS;
+    nix::sched::unshare(flags).map_err(|e| {
+        SetupError::os(
+            Stage::Namespaces,
+            "unshare(CLONE_NEWNET | CLONE_NEWNS) in the inner stage",
+            &e.into(),
+        )
+    })?;
+    crate::sys::loopback_up()
+        .map_err(|e| SetupError::os(Stage::Namespaces, "ioctl(SIOCSIFFLAGS, lo)", &e))
 }
 
 fn bind_and_send(

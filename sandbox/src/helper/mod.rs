@@ -104,9 +104,11 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
         // In bwrap's network namespace: a proxy call's listeners go back first.
         egress::send_from_inner(plan)?;
         // Still holding CAP_SYS_ADMIN in bwrap's namespace (when root launched): mounts first.
-        let sealed = mounts::seal_read_only_roots(&plan.mounts)?;
-        // Over the seal (bwrap left them to this stage when root launched, `bubblewrap.rs`).
-        if plan.seal_in_bwrap {
+        // Launched by another user the stage may hold it too, over its own mount namespace
+        // only (transparent egress): the seal is root's (bwrap made its empty layer then).
+        let sealed = plan.seal_in_bwrap && mounts::seal_read_only_roots(&plan.mounts)?;
+        // Over the seal (bwrap left them to this stage, `bubblewrap.rs`).
+        if plan.seal_in_bwrap || plan.inner_egress_namespaces {
             mounts::bind_files(&plan.mounts)?;
         }
         // In bubblewrap's user namespace, with the host's values from the outer helper.

@@ -12,11 +12,12 @@
 //! stub's socket and one listener per destination port (`Profile::egress_ports`), and the
 //! child's `/etc/hosts` and `/etc/resolv.conf` are replaced (localhost only; the stub on
 //! 127.0.0.1), so a program that ignores the proxy variables still resolves through the
-//! policy and connects through the proxy. Bubblewrap does it only when root launched (its
-//! inner stage then holds those capabilities over bwrap's namespaces); a bubblewrap call
-//! launched by another user keeps the proxy variables only (`helper::backends::bubblewrap`),
-//! like the Landlock-only and Seatbelt rungs (whose child can connect to the proxy's two ports
-//! and nothing else).
+//! policy and connects through the proxy. Bubblewrap's inner stage holds those capabilities
+//! over bwrap's namespaces when root launched, over a network namespace of its own when
+//! another user did (`helper::backends::bubblewrap`); only a setuid-root bwrap launched by
+//! another user (it refuses `--cap-add`) keeps the proxy variables only, like the
+//! Landlock-only and Seatbelt rungs (whose child can connect to the proxy's two ports and
+//! nothing else).
 
 use crate::backend::Backend;
 use crate::error::SandboxError;

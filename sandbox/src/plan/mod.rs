@@ -181,6 +181,7 @@ pub fn build(
         scratch,
         bwrap: None,
         seal_in_bwrap: backend == Backend::Bubblewrap && facts.root,
+        inner_egress_namespaces: false,
         launcher_pid: facts.launcher_pid,
         warm: false,
         user_limits: if namespaced {

@@ -239,6 +239,13 @@ pub struct Plan {
     /// read-only roots with overlays (see `helper::mounts::SocketSeal`).
     #[serde(default)]
     pub seal_in_bwrap: bool,
+    /// Transparent egress on bubblewrap launched by another user (set by the helper, see
+    /// `helper::backends::bubblewrap`): bwrap's own network and mount namespaces belong to a
+    /// user namespace above its inner stage's, so the stage makes a network and a mount
+    /// namespace of its own, with the capabilities bwrap kept it, before it routes, binds the
+    /// listeners and covers the two files (`helper::egress::send_from_inner`).
+    #[serde(default)]
+    pub inner_egress_namespaces: bool,
     /// pid of the launcher, so the helper notices if it died before `PR_SET_PDEATHSIG`.
     pub launcher_pid: u32,
     /// A warm helper (see [`crate::warm`]): the init waits on [`crate::wire::GO_FD`] for the

@@ -7,14 +7,6 @@ use super::super::{exec, mounts, reaper};
 use crate::error::{SetupError, Stage};
 use crate::plan::{MountOp, Plan};
 
-/// Whether `bwrap` is installed setuid root and we are not root (then it refuses
-/// `--cap-add`).
-fn setuid_for_others(bwrap: &std::path::Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let setuid = std::fs::metadata(bwrap).is_ok_and(|m| m.mode() & libc::S_ISUID != 0);
-    setuid && !nix::unistd::geteuid().is_root()
-}
-
 /// Bubblewrap backend: exec bwrap, which runs our inner stage (Landlock, seccomp, caps,
 /// rlimits) inside its namespaces. The plan for the inner stage travels in a memfd on fd 3;
 /// a proxy call's plan socket goes along on [`crate::wire::EGRESS_FD`].
@@ -32,17 +24,25 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     // A setuid-root bwrap refuses --cap-add to other users: their inner stage then leaves
     // the per-user counts as they are (doctor says so).
     let mut inner = plan.clone();
-    if setuid_for_others(&bwrap) {
+    let setuid = crate::host::bwrap_refuses_cap_add(&bwrap);
+    if setuid {
         inner.user_limits.clear();
     }
-    // Transparent egress needs the inner stage to hold CAP_NET_ADMIN over bwrap's network
-    // namespace and CAP_SYS_ADMIN over its mounts: only when root launched (a non-root
-    // bwrap's network namespace is not the stage's to route in). Else the proxy variables only.
-    if !inner.seal_in_bwrap {
-        inner.transparent = None;
-        inner
-            .mounts
-            .retain(|op| !matches!(op, MountOp::File { .. }));
+    // Transparent egress needs the inner stage to hold CAP_NET_ADMIN over its network
+    // namespace and CAP_SYS_ADMIN over its mounts. Root launched, bwrap keeps it those over
+    // bwrap's own namespaces. Launched by another user, bwrap runs the stage in a user
+    // namespace nested below the one owning them: bwrap keeps it the capabilities in that
+    // nested namespace, where the stage makes a network and a mount namespace of its own. A
+    // setuid-root bwrap keeps other users nothing: the proxy variables only there.
+    if inner.transparent.is_some() && !inner.seal_in_bwrap {
+        if setuid {
+            inner.transparent = None;
+            inner
+                .mounts
+                .retain(|op| !matches!(op, MountOp::File { .. }));
+        } else {
+            inner.inner_egress_namespaces = true;
+        }
     }
     let json = serde_json::to_vec(&inner)
         .map_err(|e| SetupError::new(Stage::Bubblewrap, format!("encode plan: {e}")))?;

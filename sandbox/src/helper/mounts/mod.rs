@@ -351,7 +351,8 @@ fn bind_dir(src: &Path, path: &Path) -> Result<(), SetupError> {
     harden_mount(path, false).map_err(|e| err(format!("mount_setattr({})", path.display()), e))
 }
 
-/// Bubblewrap's inner stage, root launched, after the seal: each [`MountOp::File`] of `ops`.
+/// Bubblewrap's inner stage, after the seal (root launched) or in its own mount namespace
+/// (launched by another user): each [`MountOp::File`] of `ops`.
 pub fn bind_files(ops: &[MountOp]) -> Result<(), SetupError> {
     for op in ops {
         if let MountOp::File { path, contents } = op {
