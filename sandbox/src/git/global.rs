@@ -16,9 +16,6 @@ use std::path::{Path, PathBuf};
 use super::config::Entry;
 use super::validate::filter_config_with;
 
-/// A user's config file larger than this is left out whole (git configs are a few KiB).
-pub(super) const MAX_BYTES: u64 = 256 * 1024;
-
 /// Keys a user's global config may pass on beyond [`super::validate::ALLOWED`] (lowercase
 /// `section.key`; `section.*` for every key of the section). None runs a program or names a
 /// file; `alias.*` is kept only for aliases that name a git subcommand first (not `!`, a shell

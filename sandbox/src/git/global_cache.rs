@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// A user's config file larger than this is left out whole (git configs are a few KiB).
+const MAX_BYTES: u64 = 256 * 1024;
+
 /// How long ago a file's inode must have last changed for its stamp to identify its content.
 const SETTLED: Duration = Duration::from_secs(2);
 
@@ -105,7 +108,7 @@ impl Cache {
 }
 
 /// The text of each of `files` that is a readable regular file of at most
-/// [`super::global::MAX_BYTES`], with its name, and every file's stamp (taken from the
+/// [`MAX_BYTES`], with its name, and every file's stamp (taken from the
 /// descriptor read when it opens).
 pub(super) fn read_stamped(files: &[PathBuf]) -> (Vec<(String, String)>, Vec<Stamp>) {
     let mut configs = Vec::new();
@@ -133,13 +136,12 @@ fn read_one(path: &Path) -> std::io::Result<(Metadata, Option<String>)> {
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
     let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() > super::global::MAX_BYTES {
+    if !meta.is_file() || meta.len() > MAX_BYTES {
         return Ok((meta, None));
     }
     let mut bytes = Vec::new();
-    file.take(super::global::MAX_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > super::global::MAX_BYTES {
+    file.take(MAX_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_BYTES {
         return Ok((meta, None));
     }
     Ok((meta, Some(String::from_utf8_lossy(&bytes).into_owned())))
