@@ -59,7 +59,7 @@ pub(super) fn mounts_with(
         }
     }
     ops.extend(masks(profile, facts, &ops, unowned));
-    ops.sort_by_key(|op| depth(op.path()));
+    ops.sort_by_cached_key(|op| depth(op.path()));
     ops
 }
 
