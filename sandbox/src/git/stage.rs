@@ -90,8 +90,7 @@ pub fn normalize_key(key: &mut Plan) {
     if gits.is_empty() {
         return;
     }
-    key.placeholders
-        .retain(|p| !gits.iter().any(|git| p.path == *git));
+    key.placeholders.retain(|p| !gits.contains(&p.path));
     key.mounts
         .retain(|op| !gits.iter().any(|git| op.path().starts_with(git)));
 }
