@@ -16,9 +16,6 @@ use std::path::{Path, PathBuf};
 use super::config::Entry;
 use super::validate::filter_config_with;
 
-/// A user's config file larger than this is left out whole (git configs are a few KiB).
-const MAX_BYTES: u64 = 256 * 1024;
-
 /// Keys a user's global config may pass on beyond [`super::validate::ALLOWED`] (lowercase
 /// `section.key`; `section.*` for every key of the section). None runs a program or names a
 /// file; `alias.*` is kept only for aliases that name a git subcommand first (not `!`, a shell
@@ -84,23 +81,15 @@ pub fn sources(home: &Path, xdg: Option<&Path>) -> Vec<PathBuf> {
 
 /// The text of each of `files` that is there, readable and not too large, with its name.
 pub fn read(files: &[PathBuf]) -> Vec<(String, String)> {
-    files
-        .iter()
-        .filter(|f| std::fs::metadata(f).is_ok_and(|m| m.is_file() && m.len() <= MAX_BYTES))
-        .filter_map(|f| {
-            let bytes = std::fs::read(f).ok()?;
-            Some((
-                f.display().to_string(),
-                String::from_utf8_lossy(&bytes).into_owned(),
-            ))
-        })
-        .collect()
+    super::global_cache::read_stamped(files).0
 }
 
 /// The validated copy of the user's global config under `home` (`xdg`: `$XDG_CONFIG_HOME`):
-/// the plan's [`crate::plan::GitReader::global`].
+/// the plan's [`crate::plan::GitReader::global`]. Read and validated again only when one of
+/// its files changed ([`super::global_cache`]): every call plans it, twice with a warm helper.
 pub fn validated(home: &Path, xdg: Option<&Path>) -> String {
-    copy(&read(&sources(home, xdg))).0
+    let files = sources(home, xdg);
+    super::global_cache::validated(&files, |configs| copy(configs).0)
 }
 
 /// The validated copy of `configs` (`(name, text)`, in git's reading order): the kept entries

@@ -79,7 +79,8 @@ pub fn guard(plan: &mut Plan, git: &Path) {
         path: git.to_path_buf(),
     });
     // Parents first, as the plan builds them (a stable sort keeps the order of equals).
-    plan.mounts.sort_by_key(|op| op.path().components().count());
+    plan.mounts
+        .sort_by_cached_key(|op| op.path().components().count());
 }
 
 #[cfg(test)]

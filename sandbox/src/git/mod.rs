@@ -22,13 +22,15 @@
 //! - [`targets`]: the paths a config points at that are as powerful as the config
 //!   (`core.hooksPath`, `include.path`, `includeIf.*.path`), protected on every backend.
 //! - [`global`]: the user's global config as the child sees it, a validated copy in its
-//!   private HOME (`GIT_CONFIG_GLOBAL`).
+//!   private HOME (`GIT_CONFIG_GLOBAL`), read and validated again only when one of its files
+//!   changed ([`global_cache`]).
 //! - [`validate`]: what a staged repository may keep (an allowlist of config keys, no hooks
 //!   but samples, no attributes naming a driver, no `commondir`/`gitdir` redirection).
 pub mod config;
 pub mod copy;
 pub mod existing;
 pub mod global;
+mod global_cache;
 pub mod land;
 pub mod missing;
 pub mod repo;

@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::carve::{at_or_below, normalized};
 use super::facts::HostFacts;
 use crate::profile::Profile;
 
@@ -57,10 +58,16 @@ pub fn environment(
 /// user's toolchains (pyenv shims, nvm's node, rustup's cargo bin, `~/.local/bin`) win over
 /// the system's as they do in the user's shell.
 fn path_var(profile: &Profile, facts: &HostFacts) -> String {
+    // Normalized once and compared as bytes (`carve::at_or_below`, what `Path::starts_with`
+    // says): a full shell's profile has a hundred roots for each PATH entry.
+    let roots: Vec<PathBuf> = (profile.read_only.iter().filter(|r| facts.exists(r)))
+        .chain(profile.writable_roots())
+        .map(|r| normalized(r))
+        .collect();
+    let denied: Vec<PathBuf> = profile.denied.iter().map(|d| normalized(d)).collect();
     let readable = |dir: &Path| {
-        let read_only = profile.read_only.iter().filter(|r| facts.exists(r));
-        let mut roots = read_only.chain(profile.writable_roots());
-        roots.any(|r| dir.starts_with(r)) && !profile.denied.iter().any(|d| dir.starts_with(d))
+        let dir = normalized(dir);
+        roots.iter().any(|r| at_or_below(&dir, r)) && !denied.iter().any(|d| at_or_below(&dir, d))
     };
     let mut dirs: Vec<PathBuf> = Vec::new();
     for dir in path_entries(facts) {

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::carve::{at_or_below, normalized};
 use super::facts::{HostFacts, Kind};
 use super::roots::toolchain_roots;
 use super::types::{MountOp, Placeholder};
@@ -58,7 +59,7 @@ pub(super) fn mounts_with(
         }
     }
     ops.extend(masks(profile, facts, &ops, unowned));
-    ops.sort_by_key(|op| depth(op.path()));
+    ops.sort_by_cached_key(|op| depth(op.path()));
     ops
 }
 
@@ -195,9 +196,18 @@ fn masks(
     ops: &[MountOp],
     unowned: &[PathBuf],
 ) -> Vec<MountOp> {
+    // Normalized once and compared as bytes (`carve::at_or_below`, what `Path::starts_with`
+    // says): hundreds of binds for each of dozens of denied and private paths.
+    let binds: Vec<PathBuf> = ops
+        .iter()
+        .filter_map(|op| match op {
+            MountOp::Bind { path, .. } => Some(normalized(path)),
+            _ => None,
+        })
+        .collect();
     let visible = |p: &Path| {
-        ops.iter()
-            .any(|op| matches!(op, MountOp::Bind { path, .. } if is_under(p, path)))
+        let p = normalized(p);
+        binds.iter().any(|b| at_or_below(&p, b))
     };
     let etc_unowned = unowned.iter().any(|u| u == Path::new("/etc"));
     let private: &[PathBuf] = if etc_unowned { &[] } else { &facts.etc_private };
@@ -230,15 +240,16 @@ fn masks(
     let hidden_dirs: Vec<PathBuf> = all
         .iter()
         .filter_map(|op| match op {
-            MountOp::MaskDir { path } => Some(path.clone()),
+            MountOp::MaskDir { path } => Some(normalized(path)),
             _ => None,
         })
         .collect();
     all.into_iter()
         .filter(|op| {
+            let path = normalized(op.path());
             !hidden_dirs
                 .iter()
-                .any(|d| op.path() != d && op.path().starts_with(d))
+                .any(|d| path != *d && at_or_below(&path, d))
         })
         .collect()
 }

@@ -263,6 +263,32 @@ mod tests {
     }
 
     #[test]
+    fn the_key_leaves_out_the_stage_as_a_warm_helpers_root_does() {
+        let ws = tempfile::tempdir().unwrap();
+        // The planner's git hook: a workspace without `.git` gets a stage.
+        let staged = |argv: &str| {
+            let mut p = plan(ws.path(), argv);
+            crate::git::missing::guard(&mut p, &ws.path().join(".git"));
+            p
+        };
+        let p = staged("true");
+        assert!(crate::git::stage::any(&p), "no stage: {:?}", p.mounts);
+        let warm = Plan {
+            warm: true,
+            ..p.clone()
+        };
+        let stripped = crate::git::stage::deferred(&warm).expect("a stage");
+        let k = key(&p);
+        assert_eq!(k.mounts, stripped.mounts);
+        assert_eq!(k.placeholders, stripped.placeholders);
+        assert_ne!(k.mounts, p.mounts);
+        // Each call's stage has a name of its own; the shape is the same.
+        let next = staged("false");
+        assert_ne!(next.mounts, p.mounts);
+        assert_eq!(key(&next), k);
+    }
+
+    #[test]
     fn the_fingerprint_sees_a_path_appear_or_be_replaced() {
         let ws = tempfile::tempdir().unwrap();
         let p = plan(ws.path(), "true");
