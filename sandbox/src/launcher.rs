@@ -23,13 +23,17 @@ use crate::wire::Enforcement;
 /// How many times a call whose read-only root vanished under bubblewrap is started again.
 const VANISHED_ROOT_RETRIES: u32 = 3;
 
-/// Whether bubblewrap failed because a source it was binding was removed meanwhile.
+/// Whether bubblewrap failed because a source it was binding was removed (or removed and made
+/// again) meanwhile: the path is gone, the kernel names the bind "… (deleted)", or the bind
+/// itself failed (`Can't bind mount`, whatever the errno of the replaced path). bwrap fails
+/// these before it runs anything of the call, so starting the same plan again is safe.
 fn a_read_root_vanished(e: &SandboxError) -> bool {
     matches!(e, SandboxError::Setup(setup)
         if setup.stage == crate::error::Stage::Bubblewrap
             && setup.call.contains("bwrap: ")
             && (setup.call.contains("(deleted)\" in mount table")
-                || setup.call.contains("No such file or directory")))
+                || setup.call.contains("No such file or directory")
+                || setup.call.contains("Can't bind mount")))
 }
 
 /// The daemon side's half of a [`crate::Sandbox`]: how a call is planned, the helper
