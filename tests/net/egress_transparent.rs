@@ -135,6 +135,8 @@ def attempt(what, f):
         print(what, 'refused', type(e).__name__)
     print(flush=True)
 attempt('resolve-echo', lambda: socket.gethostbyname('echo.example'))
+# Every type (A and AAAA) of an allowed name: no refusal.
+attempt('resolve-echo-any', lambda: len(socket.getaddrinfo('echo.example', 80)) > 0)
 attempt('resolve-other', lambda: socket.gethostbyname('other.example'))
 # The host's /etc/hosts names are not the child's: localhost only.
 attempt('hosts', lambda: sorted({w for l in open('/etc/hosts') if not l.startswith('#') for w in l.split()[1:]}))
@@ -249,8 +251,19 @@ fn a_program_ignoring_the_proxy_variables_reaches_an_allowed_name_and_nothing_el
             tls_up.port()
         ),
         "TLS server name `other.example` differs from the requested host".to_owned(),
+        // The name the stub gave no answer for, once, as a refusal of its own.
+        "network: refused other.example — not in allow_domains".to_owned(),
     ] {
         assert!(stderr.contains(&refusal), "{refusal}: {all}");
+    }
+    assert_eq!(
+        stderr.matches("refused other.example —").count(),
+        1,
+        "{all}"
+    );
+    // An allowed name's lookups (its `A` and any other type) are no refusal.
+    for allowed in ["echo.example —", "tls.example —"] {
+        assert!(!stderr.contains(allowed), "{allowed}: {all}");
     }
 }
 
