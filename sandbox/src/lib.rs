@@ -54,6 +54,7 @@ pub mod launcher;
 pub mod plan;
 mod planner;
 pub mod profile;
+pub mod refused_watch;
 mod run_foreground;
 mod sandbox;
 pub mod seatbelt;
