@@ -50,14 +50,17 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     if !plan.user_limits.is_empty() {
         push(&[&"--cap-add", &"CAP_SYS_RESOURCE"]);
     }
-    // Transparent egress (root launched): the inner stage adds the route and binds port 53 in
-    // bwrap's network namespace (`helper::egress::send_from_inner`).
+    // Transparent egress (root launched): the inner stage adds the route, binds port 53 and
+    // opens the packet socket watching refused connections in bwrap's network namespace
+    // (`helper::egress::send_from_inner`, `refused_watch`).
     if plan.transparent.is_some() {
         push(&[
             &"--cap-add",
             &"CAP_NET_ADMIN",
             &"--cap-add",
             &"CAP_NET_BIND_SERVICE",
+            &"--cap-add",
+            &"CAP_NET_RAW",
         ]);
     }
     if plan.seal_in_bwrap || !plan.user_limits.is_empty() || plan.transparent.is_some() {
@@ -244,7 +247,12 @@ mod tests {
             .collect();
         assert_eq!(
             added,
-            ["CAP_NET_ADMIN", "CAP_NET_BIND_SERVICE", "CAP_SETPCAP"]
+            [
+                "CAP_NET_ADMIN",
+                "CAP_NET_BIND_SERVICE",
+                "CAP_NET_RAW",
+                "CAP_SETPCAP"
+            ]
         );
         assert!(!v.iter().any(|a| a == "/etc/resolv.conf"), "{v:?}");
     }

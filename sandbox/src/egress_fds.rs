@@ -9,7 +9,9 @@
 //! message, the DNS stub's UDP socket on 127.0.0.1:53 and one TCP listener on `0.0.0.0` per
 //! destination port the policy can allow: with every IPv4 address local to `lo`
 //! ([`crate::sys::local_route_all`]), a connection to any address at such a port lands on
-//! that listener, and its local address is the destination the command asked for.
+//! that listener, and its local address is the destination the command asked for. Last
+//! comes the watch on the connections the kernel refused ([`crate::refused_watch`]), when
+//! the packet socket could be made.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{TcpListener, UdpSocket};
@@ -36,6 +38,8 @@ pub const DNS_PORT: u16 = 53;
 pub struct Transparent {
     pub dns: UdpSocket,
     pub listeners: Vec<TcpListener>,
+    /// The watch's packet socket ([`crate::refused_watch::RefusedWatch::new`]), if made.
+    pub watch: Option<OwnedFd>,
 }
 
 /// What [`receive`] took: the two proxy listeners, their ports, and transparent egress's
@@ -83,6 +87,11 @@ pub fn bind_and_send_with(
             owned.push(TcpListener::bind(("0.0.0.0", port))?.into());
             payload.extend_from_slice(&port.to_be_bytes());
         }
+        // Without it (no packet sockets here) the kernel's refusals go unrecorded, nothing
+        // else changes: the daemon says so.
+        if let Ok(watch) = crate::refused_watch::open() {
+            owned.push(watch);
+        }
     }
     let fds: Vec<RawFd> = owned.iter().map(AsRawFd::as_raw_fd).collect();
     let cmsg = [ControlMessage::ScmRights(&fds)];
@@ -120,8 +129,12 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<Received> {
         .flags
         .intersects(MsgFlags::MSG_CTRUNC | MsgFlags::MSG_TRUNC);
     let bytes = msg.bytes;
+    let watch = match owned.last() {
+        Some(last) if owned.len() > 3 && is_packet_socket(last.as_fd()) => owned.pop(),
+        _ => None,
+    };
     let shape_ok = match owned.len() {
-        2 => bytes == 4,
+        2 => bytes == 4 && watch.is_none(),
         n if n >= 3 => bytes == 4 + 2 * (n - 3),
         _ => false,
     };
@@ -151,6 +164,7 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<Received> {
         Ok(dns) => Some(Transparent {
             dns: UdpSocket::from(dns),
             listeners: fds.map(TcpListener::from).collect(),
+            watch,
         }),
         Err(_) => None,
     };
@@ -160,6 +174,13 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<Received> {
         ports,
         transparent,
     })
+}
+
+/// Whether `fd` is an `AF_PACKET` socket (the refused-connection watch).
+fn is_packet_socket(fd: BorrowedFd<'_>) -> bool {
+    use nix::sys::socket::{AddressFamily, SockaddrLike, SockaddrStorage, getsockname};
+    getsockname::<SockaddrStorage>(fd.as_raw_fd())
+        .is_ok_and(|a| a.family() == Some(AddressFamily::Packet))
 }
 
 #[cfg(test)]
