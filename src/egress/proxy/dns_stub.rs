@@ -43,10 +43,11 @@ pub(super) async fn serve(inner: Arc<Inner>, names: Arc<Names>, socket: UdpSocke
         let Some((reply, refused)) = answer(&inner, &names, &buf[..n]) else {
             continue;
         };
-        let _ = socket.send_to(&reply, from).await;
+        // Reported before the answer: once the child has it, its call may end at once.
         if let Some((name, rule)) = refused {
             inner.refuse_lookup(&name, rule).await;
         }
+        let _ = socket.send_to(&reply, from).await;
     }
 }
 
