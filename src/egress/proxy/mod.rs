@@ -18,7 +18,9 @@
 //!
 //! Transparent egress ([`Proxy::serve_transparent`]): a DNS stub ([`dns_stub`]) answering
 //! allowed names with synthetic addresses ([`synthetic`]), and listeners taking the child's
-//! direct connections ([`transparent`]), judged like a `CONNECT` to the same name and port.
+//! direct connections ([`transparent`]), judged like a `CONNECT` to the same name and port;
+//! connections the kernel refused for want of a listener are refusals too
+//! ([`refused_ports`]).
 //!
 //! With a session's credentials ([`Proxy::credentialed`]), a tunnel to a host bound to one
 //! is intercepted to put the secret in ([`intercept`]), and every use is reported as a
@@ -35,6 +37,7 @@ mod idle;
 mod intercept;
 mod observed;
 mod peek;
+mod refused_ports;
 mod reply;
 mod socks;
 #[cfg(target_os = "linux")]
@@ -55,6 +58,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use zeroclaw_sandbox::refused_watch::RefusedWatch;
 
 use super::credentials::Session;
 use super::{EgressPolicy, Rule};
@@ -416,11 +420,15 @@ impl Proxy {
     }
 
     /// Serves transparent egress until the tasks are aborted: the DNS stub on `dns` and the
-    /// child's direct connections on `listeners` (one per destination port).
+    /// child's direct connections on `listeners` (one per destination port). The connections
+    /// the kernel refused for want of a listener, which `watch` sees, are reported by a task
+    /// of their own until [`Proxy::close`] (then those still queued; [`Proxy::finish`] waits
+    /// for them).
     pub fn serve_transparent(
         &self,
         dns: tokio::net::UdpSocket,
         listeners: Vec<TcpListener>,
+        watch: Option<RefusedWatch>,
     ) -> Vec<JoinHandle<()>> {
         let names = Arc::new(synthetic::Names::default());
         let mut tasks = vec![tokio::spawn(dns_stub::serve(
@@ -428,6 +436,11 @@ impl Proxy {
             names.clone(),
             dns,
         ))];
+        if let Some(watch) = watch {
+            let permit = self.inner.permits.clone().try_acquire_owned().ok();
+            let refused = refused_ports::serve(self.inner.clone(), names.clone(), watch, permit);
+            tokio::spawn(refused);
+        }
         for listener in listeners {
             let names = names.clone();
             tasks.push(self.serve(listener, move |inner, stream, permit| {
