@@ -51,7 +51,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
         push(&[&"--cap-add", &"CAP_SYS_RESOURCE"]);
     }
     // Transparent egress (root launched): the inner stage adds the route, binds port 53 and
-    // opens the packet socket watching refused connections in bwrap's network namespace
+    // opens the raw socket watching refused connections in bwrap's network namespace
     // (`helper::egress::send_from_inner`, `refused_watch`).
     if plan.transparent.is_some() {
         push(&[

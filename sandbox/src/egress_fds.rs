@@ -11,7 +11,7 @@
 //! ([`crate::sys::local_route_all`]), a connection to any address at such a port lands on
 //! that listener, and its local address is the destination the command asked for. Last
 //! comes the watch on the connections the kernel refused ([`crate::refused_watch`]), when
-//! the packet socket could be made.
+//! the raw socket could be made.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{TcpListener, UdpSocket};
@@ -38,7 +38,7 @@ pub const DNS_PORT: u16 = 53;
 pub struct Transparent {
     pub dns: UdpSocket,
     pub listeners: Vec<TcpListener>,
-    /// The watch's packet socket ([`crate::refused_watch::RefusedWatch::new`]), if made.
+    /// The watch's raw socket ([`crate::refused_watch::RefusedWatch::new`]), if made.
     pub watch: Option<OwnedFd>,
 }
 
@@ -87,8 +87,8 @@ pub fn bind_and_send_with(
             owned.push(TcpListener::bind(("0.0.0.0", port))?.into());
             payload.extend_from_slice(&port.to_be_bytes());
         }
-        // Without it (no packet sockets here) the kernel's refusals go unrecorded, nothing
-        // else changes: the daemon says so.
+        // Without it (no raw sockets here) the kernel's refusals go unrecorded, nothing else
+        // changes: the daemon says so.
         if let Ok(watch) = crate::refused_watch::open() {
             owned.push(watch);
         }
@@ -130,7 +130,7 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<Received> {
         .intersects(MsgFlags::MSG_CTRUNC | MsgFlags::MSG_TRUNC);
     let bytes = msg.bytes;
     let watch = match owned.last() {
-        Some(last) if owned.len() > 3 && is_packet_socket(last.as_fd()) => owned.pop(),
+        Some(last) if owned.len() > 3 && is_raw_socket(last.as_fd()) => owned.pop(),
         _ => None,
     };
     let shape_ok = match owned.len() {
@@ -176,11 +176,10 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<Received> {
     })
 }
 
-/// Whether `fd` is an `AF_PACKET` socket (the refused-connection watch).
-fn is_packet_socket(fd: BorrowedFd<'_>) -> bool {
-    use nix::sys::socket::{AddressFamily, SockaddrLike, SockaddrStorage, getsockname};
-    getsockname::<SockaddrStorage>(fd.as_raw_fd())
-        .is_ok_and(|a| a.family() == Some(AddressFamily::Packet))
+/// Whether `fd` is a raw socket (the refused-connection watch).
+fn is_raw_socket(fd: BorrowedFd<'_>) -> bool {
+    nix::sys::socket::getsockopt(&fd, sockopt::SockType)
+        .is_ok_and(|t| t == nix::sys::socket::SockType::Raw)
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! Transparent egress's watch on the connections the kernel refused. In a call's network
 //! namespace every IPv4 address is local to `lo` and the proxy listens at the allowed ports
 //! only, so a `connect()` to any other port is answered by the kernel's own reset and never
-//! reaches the proxy. [`open`] (in that namespace, with `CAP_NET_RAW`) makes a packet socket
-//! on `lo` whose filter passes only such resets — TCP `RST`+`ACK` with sequence number 0, the
-//! answer to a `SYN` no socket took — and [`RefusedWatch`] reads the refused destination out
-//! of each (the reset's source). Observation only: the kernel refuses as before. The inside
+//! reaches the proxy. [`open`] (in that namespace, with `CAP_NET_RAW`) makes a raw TCP socket
+//! whose filter passes only such resets — TCP `RST`+`ACK` with sequence number 0, the answer
+//! to a `SYN` no socket took — and [`RefusedWatch`] reads the refused destination out of each
+//! (the reset's source). Observation only: the kernel refuses as before. The inside
 //! check's probe ([`PROBE`], a connect made before the command runs) is the first reset from
 //! that address, and is skipped.
 
@@ -56,7 +56,11 @@ fn program() -> [libc::sock_filter; 12] {
 
 /// The watch's socket, made in the current network namespace (needs `CAP_NET_RAW` there).
 pub fn open() -> io::Result<OwnedFd> {
-    crate::sys::ip_packet_socket_on_lo(&program())
+    let fd = crate::sys::raw_tcp_socket(&program())?;
+    // What came before the filter did is not the watch's.
+    let mut packet = [0u8; SNAP as usize];
+    while recv(fd.as_raw_fd(), &mut packet, MsgFlags::MSG_DONTWAIT).is_ok() {}
+    Ok(fd)
 }
 
 /// The destination a reset refused: the reset's source, if `packet` (from its IPv4 header)
@@ -172,7 +176,7 @@ mod tests {
         );
     }
 
-    /// The kernel's filter on a real socket: on this namespace's `lo` (root needed), a connect
+    /// The kernel's filter on a real socket: in this namespace (root needed), a connect
     /// to a port nothing listens on is queued as its destination by the time `connect`
     /// returns; a connection that was accepted is not.
     #[test]
@@ -180,7 +184,7 @@ mod tests {
         let fd = match open() {
             Ok(fd) => fd,
             Err(e) => {
-                let why = format!("skipped: no packet socket on lo here ({e})");
+                let why = format!("skipped: no raw TCP socket here ({e})");
                 eprintln!("{why}");
                 assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{why}");
                 return;
@@ -201,7 +205,8 @@ mod tests {
         let refused = std::net::TcpStream::connect(("127.0.0.1", closed_port)).unwrap_err();
         assert_eq!(refused.kind(), io::ErrorKind::ConnectionRefused);
         drop(accepted);
-        // Other processes' refusals on this lo may be queued too: ours must be among them.
+        // Other processes' refusals in this namespace may be queued too: ours must be among
+        // them.
         let mut seen = Vec::new();
         while let Some(d) = watch.queued().unwrap() {
             seen.push(d);

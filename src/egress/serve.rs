@@ -86,8 +86,8 @@ pub fn serve(
             Some(fd) => Some(RefusedWatch::new(fd)?),
             None => {
                 tracing::warn!(
-                    "transparent egress: no watch on refused connections (no packet socket in \
-                     the call's namespace); connections to unlisted ports go unrecorded"
+                    "transparent egress: no watch on refused connections (no raw socket in the \
+                     call's namespace); connections to unlisted ports go unrecorded"
                 );
                 None
             }

@@ -47,9 +47,6 @@ pub(super) async fn serve(
     while let Ok(Some(refused)) = watch.queued() {
         report(&inner, &names, refused, &mut reported).await;
     }
-    // Closing a packet socket waits for an RCU grace period (milliseconds): not the call's
-    // to wait for.
-    tokio::task::spawn_blocking(move || drop(watch));
 }
 
 /// Reports the connection to `refused` (the `reported`th; past [`MAX_REPORTED`], only logged).
