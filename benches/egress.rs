@@ -2,7 +2,8 @@
 //! (plain `http://`), 100 MiB through a `CONNECT` tunnel (after a real TLS ClientHello) and
 //! 1,000 small requests (a fresh connection each: connection setup included) through the
 //! proxy versus directly from a loopback upstream in the same run, with the process CPU per
-//! GiB of each; the same transfers over a veth link shaped to 1 Gbit/s ([`link`]); an HTTPS
+//! GiB of each; the same transfers over a veth link shaped to 1 Gbit/s, and one taken by
+//! transparent egress ([`link`]); an HTTPS
 //! request to a host bound to a credential (intercepted) versus a plain tunnel
 //! ([`intercept`]); `zeroclaw sandbox run --network proxy -- true` versus `--network deny`;
 //! and, inside one `sandbox run --network proxy` on the namespaces rung, a small exchange with
@@ -143,8 +144,19 @@ fn client_hello() -> Vec<u8> {
 /// Sends `request` to `addr` and reads the answer to its end; checks the body length.
 async fn fetch((addr, request): (SocketAddr, Vec<u8>), body: usize) -> Duration {
     let started = Instant::now();
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    stream.write_all(&request).await.expect("request");
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    fetch_over(stream, &request, body, started).await
+}
+
+/// Sends `request` on `stream` and reads the answer to its end; checks the body length; the
+/// time since `started`.
+async fn fetch_over(
+    mut stream: TcpStream,
+    request: &[u8],
+    body: usize,
+    started: Instant,
+) -> Duration {
+    stream.write_all(request).await.expect("request");
     let mut buf = vec![0u8; 256 * 1024];
     let mut total = 0usize;
     loop {

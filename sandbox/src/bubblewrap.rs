@@ -53,14 +53,17 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     if !plan.user_limits.is_empty() {
         push(&[&"--cap-add", &"CAP_SYS_RESOURCE"]);
     }
-    // Transparent egress: the inner stage adds the route and binds port 53 in bwrap's
-    // network namespace (root launched) or its own (`helper::egress::send_from_inner`).
+    // Transparent egress: the inner stage adds the route, binds port 53 and opens the raw
+    // socket watching refused connections in bwrap's network namespace (root launched) or its
+    // own (`helper::egress::send_from_inner`, `refused_watch`).
     if plan.transparent.is_some() {
         push(&[
             &"--cap-add",
             &"CAP_NET_ADMIN",
             &"--cap-add",
             &"CAP_NET_BIND_SERVICE",
+            &"--cap-add",
+            &"CAP_NET_RAW",
         ]);
     }
     if plan.seal_in_bwrap
@@ -251,7 +254,12 @@ mod tests {
             .collect();
         assert_eq!(
             added,
-            ["CAP_NET_ADMIN", "CAP_NET_BIND_SERVICE", "CAP_SETPCAP"]
+            [
+                "CAP_NET_ADMIN",
+                "CAP_NET_BIND_SERVICE",
+                "CAP_NET_RAW",
+                "CAP_SETPCAP"
+            ]
         );
         assert!(!v.iter().any(|a| a == "/etc/resolv.conf"), "{v:?}");
         // Launched by another user: CAP_SYS_ADMIN too, for the stage's own network and mount
@@ -272,6 +280,7 @@ mod tests {
                 "CAP_SYS_ADMIN",
                 "CAP_NET_ADMIN",
                 "CAP_NET_BIND_SERVICE",
+                "CAP_NET_RAW",
                 "CAP_SETPCAP"
             ]
         );

@@ -86,7 +86,9 @@ pub fn ocsf(row: &Row, hostname: &str) -> Value {
                                     "session": {"uid": record["session"]}});
             event["dst_endpoint"] = json!({"hostname": record["name"], "ip": record["address"],
                                            "port": record["port"]});
-            event["connection_info"] = json!({"protocol_name": "tcp", "direction_id": 2});
+            // A name the DNS stub refused (`via` dns) was a query, not a connection.
+            let protocol = if record["via"] == "dns" { "dns" } else { "tcp" };
+            event["connection_info"] = json!({"protocol_name": protocol, "direction_id": 2});
             let (out, into) = (&record["bytes_sent"], &record["bytes_received"]);
             event["traffic"] = json!({"bytes_out": out, "bytes_in": into,
                 "bytes": out.as_u64().unwrap_or(0) + into.as_u64().unwrap_or(0)});

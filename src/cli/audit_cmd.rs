@@ -393,12 +393,15 @@ fn line(seq: i64, body: &Value) -> String {
         ),
         "checkpoint" => format!("pruned_through={}", body["pruned_through_seq"]),
         "network.connection" => format!(
-            "decision={} rule={} {} {}:{} address={} sent={} received={} duration_us={}",
+            "decision={} rule={} {} {} address={} sent={} received={} duration_us={}",
             text("decision"),
             text("rule"),
             text("via"),
-            text("name"),
-            body["port"],
+            // A name the DNS stub refused has no port.
+            match body["port"].as_u64() {
+                Some(port) => format!("{}:{port}", text("name")),
+                None => text("name"),
+            },
             text("address"),
             body["bytes_sent"],
             body["bytes_received"],

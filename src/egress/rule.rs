@@ -41,6 +41,8 @@ pub enum Rule {
     /// The request carries the placeholder of this credential, which is not sent to its host
     /// (or goes over plain HTTP).
     Placeholder(String),
+    /// Transparent egress has no listener at this port: the kernel refused the connection.
+    PortNotListed(u16),
 }
 
 impl Rule {
@@ -63,6 +65,7 @@ impl Rule {
             Rule::NoncanonicalIp(_) => "noncanonical_ip",
             Rule::Ambiguous(_) => "ambiguous_request",
             Rule::Placeholder(_) => "credential_placeholder",
+            Rule::PortNotListed(_) => "port_not_listed",
         }
     }
 }
@@ -95,6 +98,11 @@ impl fmt::Display for Rule {
                 f,
                 "the request carries the placeholder of credential `{name}`, which is not \
                  bound to this host (or goes over plain http://)"
+            ),
+            Rule::PortNotListed(port) => write!(
+                f,
+                "port {port} not listed (not in allow_ports or an allow entry): nothing \
+                 listens there, the connection was refused"
             ),
         }
     }

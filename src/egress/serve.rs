@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
+use zeroclaw_sandbox::refused_watch::RefusedWatch;
 use zeroclaw_sandbox::{EgressListeners, Outcome, Profile, Sandbox, SandboxError, Stream};
 
 use super::EgressPolicy;
@@ -81,7 +82,17 @@ pub fn serve(
             .into_iter()
             .map(tokio::net::TcpListener::from_std)
             .collect::<std::io::Result<Vec<_>>>()?;
-        tasks.extend(proxy.serve_transparent(dns, listeners));
+        let watch = match t.watch {
+            Some(fd) => Some(RefusedWatch::new(fd)?),
+            None => {
+                tracing::warn!(
+                    "transparent egress: no watch on refused connections (no raw socket in the \
+                     call's namespace); connections to unlisted ports go unrecorded"
+                );
+                None
+            }
+        };
+        tasks.extend(proxy.serve_transparent(dns, listeners, watch));
     }
     Ok(Serving { proxy, tasks })
 }

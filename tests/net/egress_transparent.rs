@@ -230,6 +230,8 @@ def attempt(what, f):
 # Whatever set the route and bound the listeners, the command holds no capability.
 attempt('caps', lambda: sorted({l.split()[1] for l in open('/proc/self/status') if l.startswith('Cap')}))
 attempt('resolve-echo', lambda: socket.gethostbyname('echo.example'))
+# Every type (A and AAAA) of an allowed name: no refusal.
+attempt('resolve-echo-any', lambda: len(socket.getaddrinfo('echo.example', 80)) > 0)
 attempt('resolve-other', lambda: socket.gethostbyname('other.example'))
 # The host's /etc/hosts names are not the child's: localhost only.
 attempt('hosts', lambda: sorted({w for l in open('/etc/hosts') if not l.startswith('#') for w in l.split()[1:]}))
@@ -364,8 +366,22 @@ fn ignoring_the_proxy_variables(launcher: Launcher, backend: &str) {
             tls_up.port()
         ),
         "TLS server name `other.example` differs from the requested host".to_owned(),
+        // The name the stub gave no answer for, once, as a refusal of its own.
+        "network: refused other.example — not in allow_domains".to_owned(),
+        // The port nothing listens on: the kernel refused it, the watch told.
+        "network: refused echo.example:9 — port 9 not listed".to_owned(),
     ] {
         assert!(stderr.contains(&refusal), "{refusal}: {all}");
+    }
+    assert_eq!(
+        stderr.matches("refused other.example —").count(),
+        1,
+        "{all}"
+    );
+    // An allowed name's lookups (its `A` and any other type) are no refusal; the inside
+    // check's probe (before the command ran) is not the command's.
+    for not_told in ["echo.example —", "tls.example —", "192.0.2.1"] {
+        assert!(!stderr.contains(not_told), "{not_told}: {all}");
     }
 }
 
@@ -510,6 +526,89 @@ fn a_sessions_transparent_connection_is_in_the_audit_log() {
     let line = "via-transparent\n".len() as u64;
     assert_eq!(record["bytes_sent"], line, "{record}");
     assert_eq!(record["bytes_received"], line, "{record}");
+    assert!(audit(&["verify"]).starts_with("ok:"));
+}
+
+per_transparent_rung!(
+    a_sessions_refused_name_and_unlisted_port_are_told_and_audited,
+    a_sessions_refused_name_and_unlisted_port_are_told_and_audited_on
+);
+
+/// In a real session on `backend`, a command that looks up a name outside the list and
+/// connects to a port nothing listens on (by an allowed name and by an IP) gets nothing —
+/// no answer, `ECONNREFUSED` — and the tool result says so (`network: refused …` lines, the
+/// rule named), as do the audit log's `network.connection` records (`audit list --kind`, the
+/// export); an allowed name's lookup is neither; the chain verifies.
+fn a_sessions_refused_name_and_unlisted_port_are_told_and_audited_on(backend: &'static str) {
+    use crate::tools_support::{Scene, Setup};
+    if !serves_proxy(backend) || !support::have_program("bash") {
+        return;
+    }
+    let network = "[sandbox.network]\nmode = \"proxy\"\nallow_domains = [\"ok.example\"]\n\
+                   allow_ports = [443]\nallow_cidrs = [\"127.0.0.0/8\"]\n\
+                   hosts = { \"ok.example\" = \"127.0.0.1\" }\n";
+    let s = Scene::start(Setup::level("full").backend(backend).extra(network));
+    let command = format!(
+        "{UNSET}getent hosts ok.example | cut -c1-7; getent hosts denied.example || echo no-answer; \
+         bash -c 'exec 3<>/dev/tcp/ok.example/5433' 2>&1 | grep -q 'Connection refused' && \
+         echo ECONNREFUSED-5433; bash -c 'exec 3<>/dev/tcp/10.20.30.40/5434' 2>&1 | \
+         grep -q 'Connection refused' && echo ECONNREFUSED-5434"
+    );
+    let out = s.call("shell", serde_json::json!({ "command": command }));
+    out.assert_completed()
+        .assert_result_contains("198.18.")
+        .assert_result_contains("no-answer")
+        .assert_result_contains("network: refused denied.example — not in allow_domains")
+        .assert_result_contains("network: refused ok.example:5433 — port 5433 not listed")
+        .assert_result_contains("network: refused 10.20.30.40:5434 — port 5434 not listed");
+    out.assert_result_contains("ECONNREFUSED-5433")
+        .assert_result_contains("ECONNREFUSED-5434");
+    assert!(
+        !out.text.contains("refused ok.example —"),
+        "{}",
+        out.describe()
+    );
+    let audit = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+            .arg("audit")
+            .arg("--config-dir")
+            .arg(s.config_dir())
+            .args(args)
+            .env_remove("ZEROCLAW_CONFIG_DIR")
+            .output()
+            .expect("run zeroclaw audit");
+        assert!(out.status.success(), "audit {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let listed = audit(&["list", "--kind", "network.connection"]);
+    for line in [
+        "decision=deny rule=not_in_allow_domains dns denied.example address=-",
+        "decision=deny rule=port_not_listed transparent ok.example:5433 address=-",
+        "decision=deny rule=port_not_listed transparent 10.20.30.40:5434 address=10.20.30.40",
+    ] {
+        assert!(listed.contains(line), "{line}:\n{listed}");
+    }
+    assert_eq!(listed.lines().count(), 3, "{listed}");
+    let records: Vec<serde_json::Value> = audit(&["export", "--format", "jsonl"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["record"]["kind"] == "network.connection")
+        .map(|r: serde_json::Value| r["record"].clone())
+        .collect();
+    let dns = records
+        .iter()
+        .find(|r| r["via"] == "dns")
+        .expect("the dns record");
+    assert_eq!(dns["name"], "denied.example", "{dns}");
+    assert!(dns.get("port").is_none(), "{dns}");
+    assert_eq!(dns["reason"], "not in allow_domains", "{dns}");
+    let port = records
+        .iter()
+        .find(|r| r["port"] == 5433)
+        .expect("the unlisted port's record");
+    assert_eq!(port["via"], "transparent", "{port}");
+    assert_eq!(port["name"], "ok.example", "{port}");
+    assert_eq!(port["rule"], "port_not_listed", "{port}");
     assert!(audit(&["verify"]).starts_with("ok:"));
 }
 

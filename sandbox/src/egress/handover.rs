@@ -9,7 +9,9 @@
 //! message, the DNS stub's UDP socket on 127.0.0.1:53 and one TCP listener on `0.0.0.0` per
 //! destination port the policy can allow: with every IPv4 address local to `lo`
 //! ([`crate::sys::local_route_all`]), a connection to any address at such a port lands on
-//! that listener, and its local address is the destination the command asked for.
+//! that listener, and its local address is the destination the command asked for. Last
+//! comes the watch on the connections the kernel refused ([`crate::refused_watch`]), when
+//! the raw socket could be made.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{TcpListener, UdpSocket};
@@ -32,6 +34,8 @@ pub const DNS_PORT: u16 = 53;
 pub struct Transparent {
     pub dns: UdpSocket,
     pub listeners: Vec<TcpListener>,
+    /// The watch's raw socket ([`crate::refused_watch::RefusedWatch::new`]), if made.
+    pub watch: Option<OwnedFd>,
 }
 
 /// What [`receive`] took: the two proxy listeners, their ports, and transparent egress's
@@ -79,6 +83,11 @@ pub fn bind_and_send_with(
             owned.push(TcpListener::bind(("0.0.0.0", port))?.into());
             payload.extend_from_slice(&port.to_be_bytes());
         }
+        // Without it (no raw sockets here) the kernel's refusals go unrecorded, nothing else
+        // changes: the daemon says so.
+        if let Ok(watch) = crate::refused_watch::open() {
+            owned.push(watch);
+        }
     }
     let fds: Vec<RawFd> = owned.iter().map(AsRawFd::as_raw_fd).collect();
     let cmsg = [ControlMessage::ScmRights(&fds)];
@@ -116,8 +125,12 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<Received> {
         .flags
         .intersects(MsgFlags::MSG_CTRUNC | MsgFlags::MSG_TRUNC);
     let bytes = msg.bytes;
+    let watch = match owned.last() {
+        Some(last) if owned.len() > 3 && is_raw_socket(last.as_fd()) => owned.pop(),
+        _ => None,
+    };
     let shape_ok = match owned.len() {
-        2 => bytes == 4,
+        2 => bytes == 4 && watch.is_none(),
         n if n >= 3 => bytes == 4 + 2 * (n - 3),
         _ => false,
     };
@@ -147,6 +160,7 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<Received> {
         Ok(dns) => Some(Transparent {
             dns: UdpSocket::from(dns),
             listeners: fds.map(TcpListener::from).collect(),
+            watch,
         }),
         Err(_) => None,
     };
@@ -156,6 +170,12 @@ pub fn receive(channel: BorrowedFd<'_>) -> std::io::Result<Received> {
         ports,
         transparent,
     })
+}
+
+/// Whether `fd` is a raw socket (the refused-connection watch).
+fn is_raw_socket(fd: BorrowedFd<'_>) -> bool {
+    nix::sys::socket::getsockopt(&fd, sockopt::SockType)
+        .is_ok_and(|t| t == nix::sys::socket::SockType::Raw)
 }
 
 #[cfg(test)]

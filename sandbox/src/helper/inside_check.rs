@@ -28,8 +28,9 @@ use crate::wire::{Enforcement, InsideCheck};
 const WRITE_CANARIES: [&str; 2] = ["/dev/shm", "/"];
 
 /// A TEST-NET-1 address (RFC 5737): never routed, so a connect that gets anywhere proves the
-/// host's network is reachable, and nothing is ever reached.
-const OUTSIDE: [u8; 4] = [192, 0, 2, 1];
+/// host's network is reachable, and nothing is ever reached (transparent egress's watch on
+/// refused connections skips this probe's refusal).
+const OUTSIDE: std::net::Ipv4Addr = crate::refused_watch::PROBE;
 
 /// Checks the calling process's confinement per `plan` and what `report` says was applied;
 /// fills in `report.checked`.

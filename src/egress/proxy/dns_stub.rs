@@ -4,9 +4,11 @@
 //! name, asked about when connected to) is answered with the name's synthetic address
 //! ([`super::synthetic`]) for `A`, and with no records for any other type (`AAAA`
 //! included: the child's namespace has no IPv6 route); any other name gets `NXDOMAIN`. Nothing
-//! is resolved here: the proxy resolves the name when the child connects. A small parser of
-//! its own (one question, no compression in it), because a query is a few bytes and the stub
-//! must decide on exactly the name the proxy later judges.
+//! is resolved here: the proxy resolves the name when the child connects. A refused name is a
+//! refusal of the call like a refused connection (`network: refused NAME — RULE`, reported
+//! `via` dns, once per name). A small parser of its own (one question, no compression in
+//! it), because a query is a few bytes and the stub must decide on exactly the name the proxy
+//! later judges.
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -38,9 +40,14 @@ pub(super) async fn serve(inner: Arc<Inner>, names: Arc<Names>, socket: UdpSocke
                 continue;
             }
         };
-        if let Some(reply) = answer(&inner, &names, &buf[..n]) {
-            let _ = socket.send_to(&reply, from).await;
+        let Some((reply, refused)) = answer(&inner, &names, &buf[..n]) else {
+            continue;
+        };
+        // Reported before the answer: once the child has it, its call may end at once.
+        if let Some((name, rule)) = refused {
+            inner.refuse_lookup(&name, rule).await;
         }
+        let _ = socket.send_to(&reply, from).await;
     }
 }
 
@@ -54,38 +61,49 @@ struct Question<'a> {
     raw: &'a [u8],
 }
 
-/// The reply to `query`, or `None` for something that is not a query at all.
-fn answer(inner: &Inner, names: &Names, query: &[u8]) -> Option<Vec<u8>> {
+/// A name the stub refused (as shown: canonical, or escaped when it is no name) and why.
+type Refused = (String, Rule);
+
+/// The reply to `query` and the name refused if it was, or `None` for something that is not
+/// a query at all.
+fn answer(inner: &Inner, names: &Names, query: &[u8]) -> Option<(Vec<u8>, Option<Refused>)> {
     if query.len() < 12 || query[2] & 0x80 != 0 {
         return None;
     }
     let opcode = (query[2] >> 3) & 0x0f;
     let qdcount = u16::from_be_bytes([query[4], query[5]]);
     if opcode != 0 {
-        return Some(reply(query, None, RCODE_NOTIMP, None));
+        return Some((reply(query, None, RCODE_NOTIMP, None), None));
     }
     let question = match (qdcount, question(&query[12..])) {
         (1, Some(q)) => q,
-        _ => return Some(reply(query, None, RCODE_FORMERR, None)),
+        _ => return Some((reply(query, None, RCODE_FORMERR, None), None)),
     };
     let allowed = match Host::parse(&question.name) {
-        Ok(Host::Name(name)) => judge(inner, &name).map(|()| name),
-        Ok(Host::Ip(_)) => Err(Rule::MalformedHost("an address, not a name".into())),
-        Err(rule) => Err(rule),
+        Ok(Host::Name(name)) => match judge(inner, &name) {
+            Ok(()) => Ok(name),
+            Err(rule) => Err((name, rule)),
+        },
+        Ok(Host::Ip(ip)) => Err((
+            ip.to_string(),
+            Rule::MalformedHost("an address, not a name".into()),
+        )),
+        Err(rule) => Err((shown(&question.name), rule)),
     };
     let name = match allowed {
         Ok(name) => name,
-        Err(rule) => {
-            tracing::info!(name = %shown(&question.name), %rule, "dns stub: no answer");
-            return Some(reply(query, Some(&question), RCODE_NXDOMAIN, None));
+        Err((name, rule)) => {
+            tracing::info!(%name, %rule, "dns stub: no answer");
+            let nx = reply(query, Some(&question), RCODE_NXDOMAIN, None);
+            return Some((nx, Some((name, rule))));
         }
     };
     if question.qclass != CLASS_IN || question.qtype != TYPE_A {
-        return Some(reply(query, Some(&question), 0, None));
+        return Some((reply(query, Some(&question), 0, None), None));
     }
     match names.address_for(&name) {
-        Some(addr) => Some(reply(query, Some(&question), 0, Some(addr))),
-        None => Some(reply(query, Some(&question), RCODE_SERVFAIL, None)),
+        Some(addr) => Some((reply(query, Some(&question), 0, Some(addr)), None)),
+        None => Some((reply(query, Some(&question), RCODE_SERVFAIL, None), None)),
     }
 }
 

@@ -18,7 +18,9 @@
 //!
 //! Transparent egress ([`Proxy::serve_transparent`]): a DNS stub ([`dns_stub`]) answering
 //! allowed names with synthetic addresses ([`synthetic`]), and listeners taking the child's
-//! direct connections ([`transparent`]), judged like a `CONNECT` to the same name and port.
+//! direct connections ([`transparent`]), judged like a `CONNECT` to the same name and port;
+//! connections the kernel refused for want of a listener are refusals too
+//! ([`refused_ports`]).
 //!
 //! With a session's credentials ([`Proxy::credentialed`]), a tunnel to a host bound to one
 //! is intercepted to put the secret in ([`intercept`]), and every use is reported as a
@@ -35,6 +37,7 @@ mod idle;
 mod intercept;
 mod observed;
 mod peek;
+mod refused_ports;
 mod reply;
 mod socks;
 #[cfg(target_os = "linux")]
@@ -43,7 +46,7 @@ mod synthetic;
 mod transparent;
 mod tunnel;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -55,6 +58,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use zeroclaw_sandbox::refused_watch::RefusedWatch;
 
 use super::credentials::Session;
 use super::{EgressPolicy, Rule};
@@ -123,8 +127,11 @@ pub enum Via {
     Connect,
     /// A SOCKS5 `CONNECT`.
     Socks,
-    /// A direct connection of the child's, taken by transparent egress.
+    /// A direct connection of the child's, taken by transparent egress (or refused by the
+    /// kernel for want of a listener at its port).
     Transparent,
+    /// A name the transparent DNS stub refused to answer for (no connection followed).
+    Dns,
 }
 
 impl Via {
@@ -134,6 +141,7 @@ impl Via {
             Via::Connect => "connect",
             Via::Socks => "socks5",
             Via::Transparent => "transparent",
+            Via::Dns => "dns",
         }
     }
 }
@@ -145,7 +153,8 @@ pub struct Connection {
     pub via: Via,
     /// The host in its canonical form (as sent, escaped, when it has none).
     pub name: String,
-    pub port: u16,
+    /// The destination port (`None` for a name refused by the DNS stub).
+    pub port: Option<u16>,
     /// The upstream address connected to (or refused).
     pub address: Option<SocketAddr>,
     pub allowed: bool,
@@ -208,12 +217,17 @@ impl Attempt {
 
 /// Refusals kept per proxy (distinct ones; further ones are only logged).
 const MAX_REFUSALS: usize = 64;
+/// Names refused by the DNS stub that are reported to the observer per proxy (further ones
+/// are only logged).
+const MAX_REFUSED_NAMES: usize = 1024;
 
 struct Inner {
     policy: EgressPolicy,
     limits: Limits,
     permits: Arc<Semaphore>,
     refusals: Mutex<Vec<Refusal>>,
+    /// Names the DNS stub refused and reported ([`Inner::refuse_lookup`]).
+    refused_names: Mutex<HashSet<String>>,
     approver: Option<Arc<dyn Approver>>,
     /// Approvals being asked, by `host:port` (concurrent connections share one answer).
     pending: Mutex<HashMap<String, Arc<OnceCell<Approval>>>>,
@@ -262,19 +276,46 @@ impl Inner {
 
     /// Records a refusal of `at` (reported at once) and returns it.
     async fn refuse(&self, at: &Attempt, address: Option<SocketAddr>, rule: Rule) -> Refusal {
-        let refusal = Refusal {
-            target: format!("{}:{}", at.name, at.port),
-            rule,
-        };
-        tracing::info!(target = %refusal.target, rule = %refusal.rule, "egress refused");
-        {
-            let mut kept = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
-            if kept.len() < MAX_REFUSALS && !kept.contains(&refusal) {
-                kept.push(refusal.clone());
-            }
-        }
+        let refusal = self.keep(format!("{}:{}", at.name, at.port), rule);
         self.report(at, address, false, refusal.rule.clone(), (0, 0))
             .await;
+        refusal
+    }
+
+    /// Records that the DNS stub refused to answer for `name` (shown as the tool result's
+    /// `network: refused NAME — RULE`); the observer hears of each name once per proxy (a
+    /// lookup is several queries: `A` and `AAAA`, retries).
+    async fn refuse_lookup(&self, name: &str, rule: Rule) {
+        let refusal = self.keep(name.to_owned(), rule);
+        let first = {
+            let mut names = self.refused_names.lock().unwrap_or_else(|e| e.into_inner());
+            names.len() < MAX_REFUSED_NAMES && names.insert(refusal.target.clone())
+        };
+        if let (true, Some(observer)) = (first, &self.observer) {
+            let connection = Connection {
+                via: Via::Dns,
+                name: refusal.target,
+                port: None,
+                address: None,
+                allowed: false,
+                rule: refusal.rule,
+                sent: 0,
+                received: 0,
+                duration: Duration::ZERO,
+            };
+            observer.connection(connection).await;
+        }
+    }
+
+    /// Keeps a refusal of `target` for the tool result (distinct ones, at most
+    /// [`MAX_REFUSALS`]), logs it and returns it.
+    fn keep(&self, target: String, rule: Rule) -> Refusal {
+        let refusal = Refusal { target, rule };
+        tracing::info!(target = %refusal.target, rule = %refusal.rule, "egress refused");
+        let mut kept = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() < MAX_REFUSALS && !kept.contains(&refusal) {
+            kept.push(refusal.clone());
+        }
         refusal
     }
 
@@ -295,7 +336,7 @@ impl Inner {
             let connection = Connection {
                 via: at.via,
                 name: at.name.clone(),
-                port: at.port,
+                port: Some(at.port),
                 address,
                 allowed,
                 rule,
@@ -354,6 +395,7 @@ impl Proxy {
                 limits,
                 permits,
                 refusals: Mutex::new(Vec::new()),
+                refused_names: Mutex::new(HashSet::new()),
                 approver,
                 pending: Mutex::new(HashMap::new()),
                 closed: CancellationToken::new(),
@@ -378,11 +420,15 @@ impl Proxy {
     }
 
     /// Serves transparent egress until the tasks are aborted: the DNS stub on `dns` and the
-    /// child's direct connections on `listeners` (one per destination port).
+    /// child's direct connections on `listeners` (one per destination port). The connections
+    /// the kernel refused for want of a listener, which `watch` sees, are reported by a task
+    /// of their own until [`Proxy::close`] (then those still queued; [`Proxy::finish`] waits
+    /// for them).
     pub fn serve_transparent(
         &self,
         dns: tokio::net::UdpSocket,
         listeners: Vec<TcpListener>,
+        watch: Option<RefusedWatch>,
     ) -> Vec<JoinHandle<()>> {
         let names = Arc::new(synthetic::Names::default());
         let mut tasks = vec![tokio::spawn(dns_stub::serve(
@@ -390,6 +436,11 @@ impl Proxy {
             names.clone(),
             dns,
         ))];
+        if let Some(watch) = watch {
+            let permit = self.inner.permits.clone().try_acquire_owned().ok();
+            let refused = refused_ports::serve(self.inner.clone(), names.clone(), watch, permit);
+            tokio::spawn(refused);
+        }
         for listener in listeners {
             let names = names.clone();
             tasks.push(self.serve(listener, move |inner, stream, permit| {
