@@ -22,7 +22,7 @@ use nix::sched::{CloneFlags, unshare};
 use zeroclaw::config::{NetworkConfig, NetworkMode};
 use zeroclaw::egress::EgressPolicy;
 use zeroclaw::egress::proxy::{Limits, Proxy};
-use zeroclaw_sandbox::refused_watch::RefusedWatch;
+use zeroclaw_sandbox::egress::refused_watch::RefusedWatch;
 
 use super::{BIG, BIG_RUNS, NAME, client_hello, fetch, serve_upstream};
 
@@ -259,7 +259,7 @@ impl ChildSide {
             let listener = std::net::TcpListener::bind(("0.0.0.0", up.port()))
                 .map_err(|e| format!("transparent listener: {e}"))?;
             let dns = std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-            let watch = zeroclaw_sandbox::refused_watch::open()
+            let watch = zeroclaw_sandbox::egress::refused_watch::open()
                 .map_err(|e| format!("refused-connection watch: {e}"))?;
             Ok((listener, dns, watch))
         })?;

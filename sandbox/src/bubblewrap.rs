@@ -55,7 +55,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     }
     // Transparent egress: the inner stage adds the route, binds port 53 and opens the raw
     // socket watching refused connections in bwrap's network namespace (root launched) or its
-    // own (`helper::egress::send_from_inner`, `refused_watch`).
+    // own (`helper::egress::send_from_inner`, `egress::refused_watch`).
     if plan.transparent.is_some() {
         push(&[
             &"--cap-add",

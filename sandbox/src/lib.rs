@@ -50,7 +50,6 @@ pub mod host;
 pub mod launcher;
 pub mod plan;
 pub mod profile;
-pub mod refused_watch;
 mod sandbox;
 pub mod seatbelt;
 mod spawner;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use zeroclaw_sandbox::refused_watch::RefusedWatch;
+use zeroclaw_sandbox::egress::refused_watch::RefusedWatch;
 use zeroclaw_sandbox::{EgressListeners, Outcome, Profile, Sandbox, SandboxError, Stream};
 
 use super::EgressPolicy;

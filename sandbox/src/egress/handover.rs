@@ -10,7 +10,7 @@
 //! destination port the policy can allow: with every IPv4 address local to `lo`
 //! ([`crate::sys::local_route_all`]), a connection to any address at such a port lands on
 //! that listener, and its local address is the destination the command asked for. Last
-//! comes the watch on the connections the kernel refused ([`crate::refused_watch`]), when
+//! comes the watch on the connections the kernel refused ([`crate::egress::refused_watch`]), when
 //! the raw socket could be made.
 
 use std::io::{IoSlice, IoSliceMut};
@@ -34,7 +34,7 @@ pub const DNS_PORT: u16 = 53;
 pub struct Transparent {
     pub dns: UdpSocket,
     pub listeners: Vec<TcpListener>,
-    /// The watch's raw socket ([`crate::refused_watch::RefusedWatch::new`]), if made.
+    /// The watch's raw socket ([`crate::egress::refused_watch::RefusedWatch::new`]), if made.
     pub watch: Option<OwnedFd>,
 }
 
@@ -85,7 +85,7 @@ pub fn bind_and_send_with(
         }
         // Without it (no raw sockets here) the kernel's refusals go unrecorded, nothing else
         // changes: the daemon says so.
-        if let Ok(watch) = crate::refused_watch::open() {
+        if let Ok(watch) = crate::egress::refused_watch::open() {
             owned.push(watch);
         }
     }

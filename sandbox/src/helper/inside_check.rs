@@ -30,7 +30,7 @@ const WRITE_CANARIES: [&str; 2] = ["/dev/shm", "/"];
 /// A TEST-NET-1 address (RFC 5737): never routed, so a connect that gets anywhere proves the
 /// host's network is reachable, and nothing is ever reached (transparent egress's watch on
 /// refused connections skips this probe's refusal).
-const OUTSIDE: std::net::Ipv4Addr = crate::refused_watch::PROBE;
+const OUTSIDE: std::net::Ipv4Addr = crate::egress::refused_watch::PROBE;
 
 /// Checks the calling process's confinement per `plan` and what `report` says was applied;
 /// fills in `report.checked`.

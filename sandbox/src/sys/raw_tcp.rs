@@ -1,7 +1,7 @@
 //! Raw TCP sockets for watching: [`raw_tcp_socket`] makes an `AF_INET` `SOCK_RAW` socket for
 //! `IPPROTO_TCP` that receives, of the TCP packets the current network namespace takes in,
 //! those a classic BPF program passes (transparent egress's watch on connections the kernel
-//! refused, `crate::refused_watch`); it is never used to send. [`registered`] hands such a
+//! refused, `crate::egress::refused_watch`); it is never used to send. [`registered`] hands such a
 //! socket to the Tokio reactor.
 
 use std::io;

@@ -58,7 +58,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use zeroclaw_sandbox::refused_watch::RefusedWatch;
+use zeroclaw_sandbox::egress::refused_watch::RefusedWatch;
 
 use super::credentials::Session;
 use super::{EgressPolicy, Rule};

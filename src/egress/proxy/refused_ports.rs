@@ -11,7 +11,7 @@ use std::net::{IpAddr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 
 use tokio::sync::OwnedSemaphorePermit;
-use zeroclaw_sandbox::refused_watch::RefusedWatch;
+use zeroclaw_sandbox::egress::refused_watch::RefusedWatch;
 
 use super::synthetic::{Names, is_synthetic};
 use super::{Attempt, Inner, Via};
