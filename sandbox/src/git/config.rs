@@ -24,18 +24,19 @@ pub fn parse(text: &str) -> Vec<Entry> {
     while chars.peek().is_some() {
         let line: String = {
             // One logical line: a value may continue past a newline after a backslash, but
-            // not a comment (git ends a comment at the newline, backslash or not).
+            // not a comment (git ends a comment at the newline, backslash or not). The
+            // continuation stays in the line as `\` + newline (a backslash ending the file
+            // reads as one too, as git reads it): whitespace before it is kept in the value.
             let mut l = String::new();
             let (mut quoted, mut comment) = (false, false);
             while let Some(c) = chars.next() {
                 match c {
                     '\\' if !comment => match chars.next() {
-                        Some('\n') => {}
+                        Some('\n') | None => l.push_str("\\\n"),
                         Some(n) => {
                             l.push('\\');
                             l.push(n);
                         }
-                        None => {}
                     },
                     '\n' => break,
                     '"' if !comment => {
@@ -148,6 +149,9 @@ fn parse_entry(section: &str, sub: &Option<String>, line: &str) -> Option<Entry>
     })
 }
 
+/// A value as git reads it: whitespace outside quotes is kept between the value's characters
+/// (as written, tabs and CRs included), dropped before the first and after the last; a
+/// continuation counts as a character there (the whitespace before it is kept) but adds none.
 fn parse_value(raw: &str) -> Option<String> {
     let (mut out, mut quoted, mut pending_space) = (String::new(), false, String::new());
     let mut it = raw.trim_start_matches(git_space).chars();
@@ -156,6 +160,10 @@ fn parse_value(raw: &str) -> Option<String> {
             '"' => quoted = !quoted,
             '\\' => {
                 let e = match it.next()? {
+                    '\n' => {
+                        out.push_str(&std::mem::take(&mut pending_space));
+                        continue;
+                    }
                     'n' => '\n',
                     't' => '\t',
                     'b' => '\u{8}',
@@ -166,7 +174,11 @@ fn parse_value(raw: &str) -> Option<String> {
                 out.push(e);
             }
             '#' | ';' if !quoted => break,
-            c if git_space(c) && !quoted => pending_space.push(c),
+            c if git_space(c) && !quoted => {
+                if !out.is_empty() {
+                    pending_space.push(c);
+                }
+            }
             c => {
                 out.push_str(&std::mem::take(&mut pending_space));
                 out.push(c);
@@ -268,6 +280,46 @@ mod tests {
                 entry("include", None, "path", "l\u{b}"),
                 entry("include", None, "path", "\u{a0}x\u{c}"),
             ]
+        );
+    }
+
+    /// Whitespace before a continuation is kept in the value, as written; whitespace with
+    /// nothing before it in the value is not (found by the `git_paths` fuzz target: an
+    /// `includeIf` path ending in CRs and a backslash at the end of the file was read without
+    /// the CRs before the backslash). Expected values are what git 2.47 lists.
+    #[test]
+    fn whitespace_before_a_continuation_is_kept_as_written() {
+        let cases: [(&str, &str); 12] = [
+            ("a = x \\", "x "),
+            ("a = x \\\n\n", "x "),
+            ("a = \"x\" \\", "x "),
+            ("a = x\" \"\\", "x "),
+            ("a = \"x\"  \\\ny", "x  y"),
+            ("a = x \\\n \n", "x "),
+            ("a = \"q\" \t\\", "q \t"),
+            ("a = q \r\\", "q \r"),
+            ("a = \"q\"\r\r\\\nz", "q\r\rz"),
+            ("a = \\\n   x\n", "x"),
+            ("a = \"\" x\n", "x"),
+            ("a = \" \" x\n", "  x"),
+        ];
+        for (line, value) in cases {
+            assert_eq!(
+                parse(&format!("[s]\n{line}")),
+                [entry("s", None, "a", value)],
+                "{line:?}"
+            );
+        }
+        let found =
+            "[Core]\n\t\r\r[includeIf \"gitdir:~/x/\"]\n\tpath = \r\r\"/etc/outs\r\r\"\r\r\\";
+        assert_eq!(
+            parse(found),
+            [entry(
+                "includeif",
+                Some("gitdir:~/x/"),
+                "path",
+                "/etc/outs\r\r\r\r"
+            )]
         );
     }
 
