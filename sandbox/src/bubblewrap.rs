@@ -187,6 +187,22 @@ mod tests {
             .collect()
     }
 
+    /// The bwrap argv for `plan`, as strings.
+    fn plan_args(plan: &Plan) -> Vec<String> {
+        args(plan, Path::new("/opt/zc/zeroclaw"))
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect()
+    }
+
+    /// The capabilities `v` keeps for the inner stage (`--cap-add`), in order.
+    fn caps_added(v: &[String]) -> Vec<&str> {
+        v.windows(2)
+            .filter(|w| w[0] == "--cap-add")
+            .map(|w| w[1].as_str())
+            .collect()
+    }
+
     fn has_seq(v: &[String], seq: &[&str]) -> bool {
         v.windows(seq.len())
             .any(|w| w.iter().zip(seq).all(|(a, b)| a == b))
@@ -216,13 +232,9 @@ mod tests {
         );
         plan.seal_in_bwrap = false;
         let added = |plan: &Plan| -> Vec<String> {
-            let v: Vec<String> = args(plan, Path::new("/opt/zc/zeroclaw"))
+            caps_added(&plan_args(plan))
                 .into_iter()
-                .map(|s| s.into_string().unwrap())
-                .collect();
-            v.windows(2)
-                .filter(|w| w[0] == "--cap-add")
-                .map(|w| w[1].clone())
+                .map(str::to_owned)
                 .collect()
         };
         plan.user_limits = vec![("max_inotify_instances".into(), 32)];
@@ -243,17 +255,9 @@ mod tests {
         plan.user_limits.clear();
         plan.seal_in_bwrap = false;
         assert!(plan.transparent.is_some());
-        let v: Vec<String> = args(&plan, Path::new("/h"))
-            .into_iter()
-            .map(|s| s.into_string().unwrap())
-            .collect();
-        let added: Vec<&String> = v
-            .windows(2)
-            .filter(|w| w[0] == "--cap-add")
-            .map(|w| &w[1])
-            .collect();
+        let v = plan_args(&plan);
         assert_eq!(
-            added,
+            caps_added(&v),
             [
                 "CAP_NET_ADMIN",
                 "CAP_NET_BIND_SERVICE",
@@ -265,17 +269,9 @@ mod tests {
         // Launched by another user: CAP_SYS_ADMIN too, for the stage's own network and mount
         // namespaces.
         plan.inner_egress_namespaces = true;
-        let v: Vec<String> = args(&plan, Path::new("/h"))
-            .into_iter()
-            .map(|s| s.into_string().unwrap())
-            .collect();
-        let added: Vec<&String> = v
-            .windows(2)
-            .filter(|w| w[0] == "--cap-add")
-            .map(|w| &w[1])
-            .collect();
+        let v = plan_args(&plan);
         assert_eq!(
-            added,
+            caps_added(&v),
             [
                 "CAP_SYS_ADMIN",
                 "CAP_NET_ADMIN",
@@ -300,22 +296,11 @@ mod tests {
         );
         plan.user_limits = Vec::new();
         plan.seal_in_bwrap = false;
-        let unsealed: Vec<String> = args(&plan, Path::new("/h"))
-            .into_iter()
-            .map(|s| s.into_string().unwrap())
-            .collect();
+        let unsealed = plan_args(&plan);
         assert!(!unsealed.iter().any(|a| a == "--cap-add"), "{unsealed:?}");
         plan.seal_in_bwrap = true;
-        let v: Vec<String> = args(&plan, Path::new("/h"))
-            .into_iter()
-            .map(|s| s.into_string().unwrap())
-            .collect();
-        let added: Vec<&String> = v
-            .windows(2)
-            .filter(|w| w[0] == "--cap-add")
-            .map(|w| &w[1])
-            .collect();
-        assert_eq!(added, ["CAP_SYS_ADMIN", "CAP_SETPCAP"]);
+        let v = plan_args(&plan);
+        assert_eq!(caps_added(&v), ["CAP_SYS_ADMIN", "CAP_SETPCAP"]);
         assert!(has_seq(&v, &["--dir", crate::wire::EMPTY_DIR]));
     }
 

@@ -184,15 +184,20 @@ mod tests {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
     use std::io::{Read, Write};
 
-    #[test]
-    fn passed_listeners_accept_what_connects_to_their_ports() {
-        let (a, b) = socketpair(
+    /// The two ends of a plan socket.
+    fn plan_socket() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+        socketpair(
             AddressFamily::Unix,
             SockType::SeqPacket,
             None,
             SockFlag::SOCK_CLOEXEC,
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn passed_listeners_accept_what_connects_to_their_ports() {
+        let (a, b) = plan_socket();
         let sent = bind_and_send(a.as_fd(), ProxyPorts { http: 0, socks: 0 }).unwrap();
         let Received {
             http,
@@ -214,13 +219,7 @@ mod tests {
 
     #[test]
     fn a_message_without_listeners_is_refused() {
-        let (a, b) = socketpair(
-            AddressFamily::Unix,
-            SockType::SeqPacket,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        )
-        .unwrap();
+        let (a, b) = plan_socket();
         nix::unistd::write(&a, &[0, 1, 0, 2]).unwrap();
         assert!(receive(b.as_fd()).is_err());
     }

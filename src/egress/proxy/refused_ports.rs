@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 use zeroclaw_sandbox::egress::refused_watch::RefusedWatch;
 
-use super::synthetic::{Names, is_synthetic};
+use super::synthetic::Names;
 use super::{Attempt, Inner, Via};
 use crate::egress::Rule;
 
@@ -68,12 +68,11 @@ async fn report(inner: &Inner, names: &Names, refused: SocketAddrV4, reported: &
         .await;
 }
 
-/// The refused connection to `dest` as the proxy names it: a synthetic address's name (no
-/// address), else the IP.
+/// The refused connection to `dest` as the proxy names it: the name the DNS stub gave `dest`
+/// out for (no address), else the IP.
 fn attempt(names: &Names, dest: SocketAddrV4) -> (Attempt, Option<SocketAddr>) {
     let ip = *dest.ip();
-    let name = is_synthetic(ip).then(|| names.name_of(ip)).flatten();
-    match name {
+    match names.name_of(ip) {
         Some(name) => (Attempt::new(Via::Transparent, name, dest.port()), None),
         None => (
             Attempt::new(Via::Transparent, ip.to_string(), dest.port()),
