@@ -48,6 +48,7 @@ pub mod git;
 pub mod helper;
 pub mod host;
 pub mod launcher;
+pub mod layer;
 pub mod plan;
 pub mod profile;
 mod sandbox;

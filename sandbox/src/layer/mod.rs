@@ -1,0 +1,86 @@
+//! The transactional workspace: a call's writes to the workspace root go to a private
+//! overlayfs upper layer (one per call, in the profile's layers directory), and reach the
+//! workspace only when the call's tree has ended, through validation ([`land`]): the host
+//! never sees a repository, hook or git control file the command wrote before it is
+//! validated. This module owns the layer's directory (naming, creation, lock); [`land`] owns
+//! the landing and its journal, [`control`] what a repository's control state may hold.
+
+use std::path::{Path, PathBuf};
+
+pub mod control;
+pub mod land;
+
+pub use land::{Change, Changed, Landing, land, recover};
+
+/// The overlay's upper directory inside a layer's directory.
+pub fn upper(dir: &Path) -> PathBuf {
+    dir.join("upper")
+}
+
+/// The overlay's work directory inside a layer's directory (same file system as the upper).
+pub fn work(dir: &Path) -> PathBuf {
+    dir.join("work")
+}
+
+/// The file inside a layer's directory naming the workspace it lands in (for [`recover`]).
+pub const WORKSPACE_FILE: &str = "workspace";
+
+/// The lock file inside a layer's directory, held (`flock`, exclusive) by the helper whose
+/// call owns the layer for as long as the call runs and lands: [`recover`] leaves a locked
+/// layer alone.
+pub const LOCK_FILE: &str = "lock";
+
+/// A layer directory made for one call, its lock held until dropped.
+pub struct Held {
+    /// The layer's directory.
+    pub dir: PathBuf,
+    _lock: std::fs::File,
+}
+
+/// A fresh layer directory name under `layers` (unique per process and call).
+pub fn new_dir(layers: &Path) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    layers.join(format!(
+        "{}-{}-{nanos:08x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// Makes the layer directory `dir` for `workspace` (its parent, the layers directory, made
+/// private if missing): `upper/`, `work/`, the workspace file, and the lock, taken.
+pub fn create(dir: &Path, workspace: &Path) -> std::io::Result<Held> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::DirBuilderExt;
+    if let Some(layers) = dir.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(layers)?;
+    }
+    std::fs::DirBuilder::new().mode(0o700).create(dir)?;
+    let lock = lock(dir)?;
+    std::fs::write(dir.join(WORKSPACE_FILE), workspace.as_os_str().as_bytes())?;
+    std::fs::DirBuilder::new().mode(0o755).create(upper(dir))?;
+    std::fs::DirBuilder::new().mode(0o700).create(work(dir))?;
+    Ok(Held {
+        dir: dir.to_path_buf(),
+        _lock: lock,
+    })
+}
+
+/// Takes the layer's lock (blocking); the open file holds it.
+fn lock(dir: &Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_FILE))?;
+    file.lock()?;
+    Ok(file)
+}
