@@ -117,6 +117,8 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
                 push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path])
             }
             MountOp::BindDir { src, path } => push(&[&"--bind", src, path]),
+            // Not planned for bubblewrap (`plan::layer`): 0.8 has no `--overlay`.
+            MountOp::Layer { path, .. } => push(&[&"--bind", path, path]),
             // The inner stage's, over the sealed roots (`helper::mounts::bind_files`).
             MountOp::File { .. } => {}
         }

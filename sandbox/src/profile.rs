@@ -144,6 +144,13 @@ pub struct Profile {
     /// Host directories that persist inside the private HOME ([`Profile::bind_in_home`]).
     #[serde(default)]
     pub home_binds: Vec<HomeBind>,
+    /// Where the transactional workspace keeps its layers ([`Profile::land_through`]): when
+    /// set, a namespaced call's writes to the workspace go to a private upper layer in a new
+    /// directory here, and reach the workspace only once the call's tree has ended, through
+    /// validation (see [`crate::layer`]). Best on the workspace's file system (landing is then
+    /// a rename per entry; elsewhere a copy); never inside the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<PathBuf>,
 }
 
 /// The umask a child gets unless the profile sets one: files it creates are readable by the
@@ -265,7 +272,17 @@ impl Profile {
             umask: DEFAULT_UMASK,
             egress_ports: Vec::new(),
             home_binds: Vec::new(),
+            layers: None,
         }
+    }
+
+    /// Lands the workspace's writes through a private layer kept under `layers` (see
+    /// [`Profile::layers`]).
+    /// The directory is also denied: no call sees another's layer (nor its own).
+    pub fn land_through(mut self, layers: impl AsRef<Path>) -> Self {
+        let layers = absolute(layers.as_ref());
+        self.layers = Some(layers.clone());
+        self.deny(layers)
     }
 
     /// Adds a read-only root.

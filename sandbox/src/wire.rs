@@ -150,7 +150,19 @@ pub enum Message {
     /// --global`; see `helper::git_global`), discarded at its end; sent before
     /// [`Message::Exited`].
     GitConfigChanged,
+    /// What the call changed in the workspace, as its layer landed (the transactional
+    /// workspace, see `crate::layer`): at most [`LANDED_LISTED`] paths, and how many more
+    /// there were; sent before the helper's `Ended`.
+    Landed {
+        /// The changed paths, relative to the workspace, in landing order.
+        changed: Vec<crate::layer::Changed>,
+        /// Changed paths left out of `changed`.
+        more: u64,
+    },
 }
+
+/// The most changed paths a [`Message::Landed`] lists (its line stays around a megabyte).
+pub const LANDED_LISTED: usize = 10_000;
 
 impl Message {
     /// The message on one report line (`None`: not one of ours; such a line is skipped).

@@ -274,6 +274,9 @@ fn profile(args: &SandboxRunArgs, policy: &Policy, agent: &str) -> Result<Profil
     for w in &args.allow_write {
         p = p.allow_write(existing_path("--allow-write", w)?);
     }
+    if let Some(layers) = policy.layers_for(&workspace) {
+        p = p.land_through(layers);
+    }
     let mut p = policy.deny_forbidden(p);
     if let Some((root, denied)) = p.root_inside_denied() {
         return Err(format!(

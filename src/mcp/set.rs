@@ -122,6 +122,10 @@ impl McpSet {
                 },
                 (None, Ok(sandbox)) => {
                     let mut profile = policy.profile(cwd, &[]);
+                    // A server lives for the session: a layer could land only when it ends,
+                    // and the calls' landings would change its lower layer under it
+                    // (`sandbox/README.md`, "Transactional workspace"). It writes directly.
+                    profile.layers = None;
                     match install::roots(spec, policy, cwd, &profile) {
                         Ok(roots) => {
                             for root in roots {

@@ -79,6 +79,9 @@ pub struct Policy {
     pub other_workspaces: Vec<PathBuf>,
     /// `[sandbox.caches]`: the persistent package caches a `shell` child gets.
     pub caches: crate::caches::Caches,
+    /// Where the transactional workspace keeps each call's private layer (the daemon's
+    /// `state/layers`; see [`Policy::layers_for`]); `None`: calls write the workspace directly.
+    pub layers: Option<PathBuf>,
 }
 
 impl Policy {
@@ -157,6 +160,7 @@ impl Policy {
             never_writable: never_writable::Lazy::for_daemon(&config.workspace_dir),
             other_workspaces: Vec::new(),
             caches: crate::caches::Caches::from_config(config),
+            layers: Some(config.workspace_dir.join("state/layers")),
         }
     }
 
@@ -172,6 +176,27 @@ impl Policy {
         let mut entries = self.never_writable.entries().to_vec();
         entries.extend(never_writable::other_sessions(cwd, &self.other_workspaces));
         entries
+    }
+
+    /// The layers directory of a call in `cwd`: the daemon's, unless it lies inside `cwd` (a
+    /// workspace holding the daemon's home, such as `~`): then a private directory of this
+    /// user under `/var/tmp` (landing there copies rather than renames when it is another
+    /// file system). A workspace holding that too gets the daemon's, which the sandbox refuses
+    /// with a reason.
+    pub fn layers_for(&self, cwd: &Path) -> Option<PathBuf> {
+        let layers = self.layers.as_ref()?;
+        if !layers.starts_with(cwd) {
+            return Some(layers.clone());
+        }
+        let shared = PathBuf::from(format!(
+            "/var/tmp/zeroclaw-layers-{}",
+            nix::unistd::geteuid()
+        ));
+        Some(if shared.starts_with(cwd) {
+            layers.clone()
+        } else {
+            shared
+        })
     }
 
     /// The forbidden path that covers `path`, if any.
@@ -213,6 +238,7 @@ impl Default for Policy {
             ),
             other_workspaces: Vec::new(),
             caches: crate::caches::Caches::disabled(),
+            layers: None,
         }
     }
 }

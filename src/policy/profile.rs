@@ -43,6 +43,9 @@ impl Policy {
                 }
             }
         }
+        if let Some(layers) = self.layers_for(cwd) {
+            profile = profile.land_through(layers);
+        }
         let profile = self.deny_forbidden(profile);
         self.keep_never_writable(profile, cwd)
     }

@@ -152,6 +152,8 @@ mod tests {
             git_refused: Vec::new(),
             discarded: Vec::new(),
             git_config_changed: false,
+            changed: Vec::new(),
+            changed_more: 0,
         });
         assert!(failed(egress.finish(killed)).contains("serve the egress proxy: no runtime"));
     }

@@ -59,7 +59,16 @@ pub fn is_placeholder(git: &Path) -> bool {
 /// [`guarded_git_dir`].
 pub fn guard_if_missing(plan: &mut Plan, profile: &Profile) {
     let namespaced = matches!(plan.backend, Backend::Namespaces | Backend::Bubblewrap);
-    if let Some(git) = guarded_git_dir(profile).filter(|_| namespaced) {
+    let Some(git) = guarded_git_dir(profile).filter(|_| namespaced) else {
+        return;
+    };
+    if plan.layer().is_some() {
+        // The transactional workspace: a repository the call makes goes to its layer and is
+        // validated as it lands, so the child sees the host's workspace as it is (`git clone
+        // URL .` needs it empty) and nothing is created or bound below `.git`.
+        plan.placeholders.retain(|p| !p.path.starts_with(&git));
+        plan.mounts.retain(|op| !op.path().starts_with(&git));
+    } else {
         guard(plan, &git);
     }
 }

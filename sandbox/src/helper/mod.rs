@@ -26,6 +26,7 @@ mod git_late;
 mod inherited;
 mod inside_check;
 mod landlock;
+mod layer;
 mod mounts;
 mod namespaces;
 mod ops;

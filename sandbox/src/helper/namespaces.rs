@@ -295,7 +295,8 @@ pub(super) fn init_main(
     }
     let code = shell_code(exit);
     // Git hook: so is a git stage, validated and applied after us (`crate::git::stage`).
-    let staged = crate::git::stage::any(plan) || super::git_late::made();
+    // And so is the transactional workspace's layer, landed by the helper (`crate::layer`).
+    let staged = crate::git::stage::any(plan) || super::git_late::made() || plan.layer().is_some();
     if plan.placeholders.iter().any(|p| p.denied) || staged {
         // The helper reports its own `Ended` once that is done. A launcher waits for both
         // ends (ours first), so ours goes now: the call then ends with the helper's report,

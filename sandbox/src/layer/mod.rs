@@ -62,6 +62,7 @@ pub fn create(dir: &Path, workspace: &Path) -> std::io::Result<Held> {
             .recursive(true)
             .mode(0o700)
             .create(layers)?;
+        private(layers)?;
     }
     std::fs::DirBuilder::new().mode(0o700).create(dir)?;
     let lock = lock(dir)?;
@@ -72,6 +73,22 @@ pub fn create(dir: &Path, workspace: &Path) -> std::io::Result<Held> {
         dir: dir.to_path_buf(),
         _lock: lock,
     })
+}
+
+/// Refuses a layers directory that is not a directory of ours that only we can enter (one
+/// another user made first in a shared place, or a symlink).
+fn private(layers: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = layers.symlink_metadata()?;
+    let ours = meta.uid() == nix::unistd::geteuid().as_raw();
+    if !meta.is_dir() || !ours || meta.mode() & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} is not a private directory of this user (mode 0700, owned by uid {})",
+            layers.display(),
+            nix::unistd::geteuid()
+        )));
+    }
+    Ok(())
 }
 
 /// Takes the layer's lock (blocking); the open file holds it.

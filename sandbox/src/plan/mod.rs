@@ -18,6 +18,7 @@ mod facts;
 mod gather;
 mod home_binds;
 mod landlock;
+pub mod layer;
 mod mounts;
 pub(crate) mod planner;
 mod roots;

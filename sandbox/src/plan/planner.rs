@@ -36,6 +36,7 @@ impl Planner {
         plan.op = op;
         plan.allow_partial = self.allow_partial;
         plan.bwrap = self.bwrap.clone();
+        crate::plan::layer::apply(self.backend, profile, &mut plan)?;
         // Git hook: no `.git` yet, none left behind; an existing repository's private stage.
         (self.git.stage)(&mut plan, profile);
         crate::plan::egress::apply(self.backend, profile, &mut plan)?;

@@ -26,6 +26,7 @@ fn profile() -> Profile {
         umask: crate::profile::DEFAULT_UMASK,
         egress_ports: Vec::new(),
         home_binds: Vec::new(),
+        layers: None,
     }
 }
 

@@ -64,6 +64,16 @@ pub enum MountOp {
         /// What the child reads there.
         contents: String,
     },
+    /// The workspace root as a writable overlay of itself (the transactional workspace, see
+    /// [`crate::layer`]): the host's directory `path` is the lower layer, `dir`'s `upper/`
+    /// and `work/` the call's private layer; writable binds below `path` are bound from the
+    /// overlay, so their writes land through it too.
+    Layer {
+        /// The workspace root, also the path inside.
+        path: PathBuf,
+        /// The call's layer directory ([`crate::layer::create`] makes it in the helper).
+        dir: PathBuf,
+    },
     /// Bind the host directory `src` read-write at `path` (another place): a repository's
     /// private stage (see `crate::git::stage`). Both exist before mounting.
     BindDir {
@@ -84,7 +94,8 @@ impl MountOp {
             | MountOp::MaskFile { path }
             | MountOp::MaskDir { path }
             | MountOp::File { path, .. }
-            | MountOp::BindDir { path, .. } => path,
+            | MountOp::BindDir { path, .. }
+            | MountOp::Layer { path, .. } => path,
         }
     }
 }
@@ -262,4 +273,15 @@ pub struct Plan {
     /// HOME: namespaces, bubblewrap, Landlock with its scratch directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git_global: Option<GitGlobal>,
+}
+
+impl Plan {
+    /// The transactional workspace's `(workspace, layer directory)`, when the call has one
+    /// ([`MountOp::Layer`]).
+    pub fn layer(&self) -> Option<(&Path, &Path)> {
+        self.mounts.iter().find_map(|op| match op {
+            MountOp::Layer { path, dir } => Some((path.as_path(), dir.as_path())),
+            _ => None,
+        })
+    }
 }

@@ -31,6 +31,8 @@ pub(crate) struct Supervisor {
     git_refused: Vec<String>,
     discarded: Vec<String>,
     git_config_changed: bool,
+    changed: Vec<crate::layer::Changed>,
+    changed_more: u64,
 }
 
 fn slot(stream: Stream) -> usize {
@@ -59,6 +61,8 @@ impl Supervisor {
             git_refused: Vec::new(),
             discarded: Vec::new(),
             git_config_changed: false,
+            changed: Vec::new(),
+            changed_more: 0,
         }
     }
 
@@ -134,6 +138,10 @@ impl Supervisor {
             }
             Message::Discarded(places) => self.discarded.extend(places),
             Message::GitConfigChanged => self.git_config_changed = true,
+            Message::Landed { changed, more } => {
+                self.changed.extend(changed);
+                self.changed_more += more;
+            }
             Message::Prepared(_) => {}
         }
     }
@@ -241,6 +249,8 @@ impl Supervisor {
             git_refused: std::mem::take(&mut self.git_refused),
             discarded: std::mem::take(&mut self.discarded),
             git_config_changed: self.git_config_changed,
+            changed: std::mem::take(&mut self.changed),
+            changed_more: self.changed_more,
         })
     }
 

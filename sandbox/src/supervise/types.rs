@@ -52,6 +52,12 @@ pub struct Outcome {
     /// The call changed the user's git config copy in its private HOME (`git config
     /// --global`), which is discarded at its end (the backends with a private HOME).
     pub git_config_changed: bool,
+    /// What the call changed in the workspace, as its layer landed (the transactional
+    /// workspace: namespace rungs with [`crate::Profile::layers`]), at most
+    /// [`crate::wire::LANDED_LISTED`] paths; empty without a layer.
+    pub changed: Vec<crate::layer::Changed>,
+    /// Changed paths left out of `changed`.
+    pub changed_more: u64,
 }
 
 impl Outcome {

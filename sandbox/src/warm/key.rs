@@ -30,6 +30,13 @@ pub fn key(plan: &Plan) -> Plan {
     };
     // Git hook: a stage's unique name is not part of the shape (see `crate::git::stage`).
     crate::git::stage::normalize_key(&mut k);
+    // The helper's layer is made when it is prepared and serves the call it is given: its
+    // name is not part of the shape either (see `crate::layer`).
+    for op in &mut k.mounts {
+        if let MountOp::Layer { dir, .. } = op {
+            dir.clear();
+        }
+    }
     k
 }
 
@@ -39,7 +46,8 @@ fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {
         MountOp::Bind { path, .. }
         | MountOp::MaskFile { path }
         | MountOp::MaskDir { path }
-        | MountOp::BindDir { path, .. } => Some(path.as_path()),
+        | MountOp::BindDir { path, .. }
+        | MountOp::Layer { path, .. } => Some(path.as_path()),
         MountOp::Symlink { .. } | MountOp::Tmpfs { .. } | MountOp::File { .. } => None,
     });
     // A persistent HOME directory (`crate::plan` home binds) by its host path too: an

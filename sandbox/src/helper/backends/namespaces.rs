@@ -17,6 +17,7 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     let built = deferred.as_ref().unwrap_or(plan);
     super::super::mounts::create_placeholders(&built.placeholders)?;
     let mut guards = super::super::mounts::guard_denied(&built.placeholders)?;
+    let layer = super::super::layer::make(plan)?;
     let mut late = super::super::mounts::Guards::default();
     // Git hook: a new repository's private stage (see `crate::git::stage`).
     let result = match &deferred {
@@ -28,6 +29,9 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     let alone = |git: &std::path::Path| guards.alone(git) || late.alone(git);
     let (refused, empty) = crate::git::stage::finish_leaving(plan, alone);
     super::super::report::git_refusals(refused);
+    // An init that told us its tree was gone may still be exiting: its mounts (the layer's
+    // overlay among them) are no one's to use any more.
+    super::super::layer::land(plan, layer);
     // Denied-path placeholders are gone when the call ends; the git stage's empty parts and
     // its `.git` placeholder go just after (see `finish_leaving`).
     let git_placeholder = guards.split_off(|p| crate::git::stage::is_stage_git(plan, p));
@@ -96,6 +100,7 @@ fn run_guarded(
             let init_scrubbed = matches!(exit, Some(ExitInfo::Code(_)))
                 && !plan.placeholders.iter().any(|p| p.denied)
                 && !crate::git::stage::any(plan)
+                && plan.layer().is_none()
                 && !late_git;
             if !init_scrubbed {
                 super::super::mounts::scrub(&plan.scrub);

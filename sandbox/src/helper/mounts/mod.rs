@@ -236,6 +236,7 @@ fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
             })
         }
         MountOp::BindDir { src, path } => bind_dir(src, path),
+        MountOp::Layer { path, dir } => layer(path, dir),
         MountOp::File { path, contents } => bind_contents(path, contents),
         MountOp::MaskFile { path } => {
             let null = Path::new(OLD).join("dev/null");
@@ -319,6 +320,43 @@ fn bind(path: &Path, rw: bool, optional: bool) -> Result<(), SetupError> {
     bound.map_err(|e| err(format!("mount({} , bind)", path.display()), e))?;
     harden_mount(path, !rw)
         .map_err(|e| err(format!("mount_setattr({}, ro={})", path.display(), !rw), e))
+}
+
+/// A [`MountOp::Layer`]: the host's directory `path` as the lower layer of a writable overlay
+/// at the same place, over the call's upper layer in `dir` (see [`crate::layer`]). In a user
+/// namespace overlayfs keeps its own attributes as `user.overlay.*` (`userxattr`), which rules
+/// out `redirect_dir`: renaming a directory the host had gives EXDEV (`mv` copies instead).
+/// `volatile`: a layer that did not land is discarded, so nothing in it needs syncing before
+/// the landing, which syncs what it landed.
+fn layer(path: &Path, dir: &Path) -> Result<(), SetupError> {
+    let lower = old(path);
+    if !lower.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(SetupError::new(
+            Stage::Mounts,
+            format!("the workspace {} is not a directory", path.display()),
+        )
+        .hint("the workspace disappeared while the sandbox was built; recreate it and retry"));
+    }
+    mkdir_p(path)?;
+    let data = format!(
+        "lowerdir={},upperdir={},workdir={},userxattr,volatile",
+        seal::escape_overlay(&lower.display().to_string()),
+        seal::escape_overlay(&old(&crate::layer::upper(dir)).display().to_string()),
+        seal::escape_overlay(&old(&crate::layer::work(dir)).display().to_string()),
+    );
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    mount(
+        Some("overlay"),
+        path,
+        Some("overlay"),
+        flags,
+        Some(data.as_str()),
+    )
+    .map_err(|e| {
+        err(format!("mount(overlay, {}, {data})", path.display()), e).hint(
+            "the workspace is mounted as a writable overlay (Linux >= 5.11 in a user namespace)",
+        )
+    })
 }
 
 /// A [`MountOp::BindDir`]: the host directory `src` read-write at `path`; neither may be a

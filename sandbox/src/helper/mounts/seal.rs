@@ -195,7 +195,7 @@ fn outermost_below(mount_points: &[PathBuf], path: &Path) -> Vec<PathBuf> {
 }
 
 /// A path as an overlay option value: `\`, `:` and `,` escaped.
-fn escape_overlay(path: &str) -> String {
+pub(super) fn escape_overlay(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for c in path.chars() {
         if matches!(c, '\\' | ':' | ',') {

@@ -1,0 +1,100 @@
+//! The plan's transactional workspace: on the namespace rungs, a profile with a layers
+//! directory gets its workspace root mounted as a writable overlay of itself over a fresh,
+//! private layer ([`MountOp::Layer`]), landed through validation once the call's tree ended
+//! (see [`crate::layer`]). The namespace backend (fresh and warm helpers) only: bubblewrap
+//! 0.8 (Debian 12's) has no `--overlay`, and its inner stage holds no capability over the
+//! mounts bwrap made when a non-root user launched it; the Landlock-only and Seatbelt rungs
+//! have no mount namespace. Their writes reach the workspace directly, with today's git
+//! protection (`sandbox/README.md`, "Transactional workspace").
+
+use super::types::{MountOp, Plan};
+use crate::backend::Backend;
+use crate::error::SandboxError;
+use crate::profile::Profile;
+
+/// Turns the workspace's writable bind into a layer when the backend and profile have one.
+/// A layers directory inside the workspace is a profile error (overlayfs refuses an upper
+/// layer inside its lower one, and the child would see its own layer).
+pub fn apply(backend: Backend, profile: &Profile, plan: &mut Plan) -> Result<(), SandboxError> {
+    let Some(layers) = &profile.layers else {
+        return Ok(());
+    };
+    if backend != Backend::Namespaces || profile.workspace_read_only {
+        return Ok(());
+    }
+    if layers.starts_with(&profile.workspace) {
+        return Err(SandboxError::Profile(format!(
+            "the layers directory {} lies inside the workspace {}: a call's private layer \
+             must be outside what it lands in",
+            layers.display(),
+            profile.workspace.display()
+        )));
+    }
+    let dir = crate::layer::new_dir(layers);
+    for op in plan.mounts.iter_mut() {
+        if matches!(op, MountOp::Bind { path, rw: true, .. } if *path == profile.workspace) {
+            *op = MountOp::Layer {
+                path: profile.workspace.clone(),
+                dir: dir.clone(),
+            };
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(backend: Backend, profile: &Profile) -> Plan {
+        let facts = crate::plan::HostFacts::gather(backend, profile, crate::git::READER);
+        let mut plan = crate::plan::build(backend, profile, &facts, vec!["true".into()], None);
+        apply(backend, profile, &mut plan).unwrap();
+        plan
+    }
+
+    #[test]
+    fn a_namespaced_workspace_with_a_layers_directory_is_layered_and_others_are_not() {
+        let ws = tempfile::tempdir().unwrap();
+        let layers = tempfile::tempdir().unwrap();
+        let ws_path = ws.path().canonicalize().unwrap();
+        let profile = Profile::for_workspace(&ws_path).land_through(layers.path());
+        {
+            let plan = planned(Backend::Namespaces, &profile);
+            let (workspace, dir) = plan.layer().expect("layered");
+            assert_eq!(workspace, ws_path);
+            assert!(dir.starts_with(layers.path()), "{}", dir.display());
+            assert!(
+                !plan.mounts.iter().any(
+                    |op| matches!(op, MountOp::Bind { path, rw: true, .. } if *path == ws_path)
+                ),
+                "the workspace is not also bound directly"
+            );
+        }
+        for backend in [Backend::Bubblewrap, Backend::Landlock, Backend::Seatbelt] {
+            assert!(planned(backend, &profile).layer().is_none(), "{backend:?}");
+        }
+        let plain = Profile::for_workspace(&ws_path);
+        assert!(planned(Backend::Namespaces, &plain).layer().is_none());
+        let read_only = profile.clone().read_only_workspace();
+        assert!(planned(Backend::Namespaces, &read_only).layer().is_none());
+    }
+
+    #[test]
+    fn a_layers_directory_inside_the_workspace_is_refused() {
+        let ws = tempfile::tempdir().unwrap();
+        let profile = Profile::for_workspace(ws.path()).land_through(ws.path().join("layers"));
+        let facts =
+            crate::plan::HostFacts::gather(Backend::Namespaces, &profile, crate::git::READER);
+        let mut plan = crate::plan::build(
+            Backend::Namespaces,
+            &profile,
+            &facts,
+            vec!["true".into()],
+            None,
+        );
+        let err = apply(Backend::Namespaces, &profile, &mut plan).unwrap_err();
+        assert!(err.to_string().contains("inside the workspace"), "{err}");
+    }
+}
