@@ -57,10 +57,14 @@ fn target(args: &Value) -> Option<(&'static str, String)> {
         .find_map(|k| args[*k].as_str().map(|v| (*k, v.to_owned())))
 }
 
-/// What the confined runs of one call reported (the last run wins).
+/// What the confined runs of one call reported (the last run wins), and what all of them
+/// changed in the workspace (the transactional workspace's landings, in order).
 #[derive(Debug, Default, Clone)]
 pub struct Trail {
     pub sandbox: Option<Value>,
+    pub changed: Vec<zeroclaw_sandbox::layer::Changed>,
+    /// Changed paths the landings did not list (past `zeroclaw_sandbox::wire::LANDED_LISTED`).
+    pub changed_more: u64,
 }
 
 /// Runs `call` (about `subject`) with a fresh trail and returns its output with what the
@@ -101,7 +105,10 @@ pub fn note_outcome(profile: &Profile, outcome: &Outcome, took: Duration) {
         "output_capped": outcome.truncated || outcome.end == End::OutputLimit,
     });
     let _ = TRAIL.try_with(|trail| {
-        trail.lock().unwrap_or_else(|e| e.into_inner()).sandbox = Some(sandbox);
+        let mut trail = trail.lock().unwrap_or_else(|e| e.into_inner());
+        trail.sandbox = Some(sandbox);
+        trail.changed.extend(outcome.changed.iter().cloned());
+        trail.changed_more += outcome.changed_more;
     });
 }
 
@@ -149,6 +156,16 @@ impl Execution<'_> {
             .with("status", self.status)
             .with("duration_us", self.duration.as_micros() as u64)
             .with("sandbox", self.trail.sandbox);
+        // Every path the call changed in the workspace, with the SHA-256 of what it wrote:
+        // what a security team checks an agent's work against.
+        if !self.trail.changed.is_empty() || self.trail.changed_more > 0 {
+            event = event
+                .with(
+                    "changed",
+                    serde_json::to_value(&self.trail.changed).unwrap_or_default(),
+                )
+                .with("changed_more", self.trail.changed_more);
+        }
         if let Some((key, value)) = target {
             event = event.with(key, value);
         }
