@@ -123,6 +123,7 @@ impl FromStr for BackendChoice {
 /// report's REDUCED lines and the docs. It is never chosen by `auto`, only by name.
 pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
     ".git/hooks and .git/config are not protected (no mount namespace to make them read-only)",
+    "no transactional workspace: writes reach the workspace directly, and a repository a command creates below it is not validated, nor listed in the audit record",
     "/tmp is the host's (only TMPDIR and HOME are private)",
     "the private TMPDIR and HOME have no size cap (directories on the host's file system, not tmpfs capped at the file-size limit): only each file's size (RLIMIT_FSIZE) is bounded",
     "no Unix datagram socket can be made (a filter cannot read a sendto address)",
