@@ -56,6 +56,16 @@ pub struct Limits {
     pub open_files: u64,
     /// stdout + stderr bytes kept; past this the tree is killed and the output marked truncated.
     pub output_bytes: u64,
+    /// Bytes one call may write into its workspace layer (the transactional workspace: its
+    /// upper layer holds exactly the call's writes); past this the tree is killed and nothing
+    /// the call wrote lands. 0: no bound. Without a layer only `file_size_bytes` bounds writes.
+    #[serde(default = "default_written_bytes")]
+    pub written_bytes: u64,
+}
+
+/// [`Limits::written_bytes`] unless set: 8 GiB, room for a large build's target directory.
+pub fn default_written_bytes() -> u64 {
+    8 << 30
 }
 
 impl Default for Limits {
@@ -68,6 +78,7 @@ impl Default for Limits {
             file_size_bytes: 1 << 30,
             open_files: 1024,
             output_bytes: 8 << 20,
+            written_bytes: default_written_bytes(),
         }
     }
 }

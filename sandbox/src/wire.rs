@@ -153,6 +153,10 @@ pub enum Message {
     /// What the call changed in the workspace, as its layer landed (the transactional
     /// workspace, see `crate::layer`): at most [`LANDED_LISTED`] paths, and how many more
     /// there were; sent before the helper's `Ended`.
+    /// The call's layer grew past its write bound (the value, in bytes): the helper killed
+    /// the tree and discards the layer.
+    WriteLimit(u64),
+    /// See [`LANDED_LISTED`].
     Landed {
         /// The changed paths, relative to the workspace, in landing order.
         changed: Vec<crate::layer::Changed>,

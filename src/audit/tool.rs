@@ -89,6 +89,7 @@ pub fn note_outcome(profile: &Profile, outcome: &Outcome, took: Duration) {
         End::TimedOut => "timed_out",
         End::Cancelled => "cancelled",
         End::OutputLimit => "output_limit",
+        End::WriteLimit => "write_limit",
     };
     let enforcement = serde_json::to_value(&outcome.enforcement).unwrap_or(Value::Null);
     let profile_digest = serde_json::to_value(profile)

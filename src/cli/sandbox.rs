@@ -79,6 +79,10 @@ pub struct SandboxRunArgs {
     /// available (root), the whole execution's.
     #[arg(long = "memory-mb", value_name = "MIB")]
     pub memory_mb: Option<u64>,
+    /// What the run may write into the workspace in MiB (its layer, on the namespaces
+    /// backend; overrides [sandbox.limits].written_mb; 0: no bound).
+    #[arg(long = "written-mb", value_name = "MIB")]
+    pub written_mb: Option<u64>,
     /// Extra read-only root (repeatable; must exist).
     #[arg(long = "allow-read", value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
@@ -246,6 +250,13 @@ fn report(result: Result<zeroclaw_sandbox::Outcome, SandboxError>) -> ExitCode {
                 eprintln!("zeroclaw sandbox: output limit reached; the process tree was killed");
                 ExitCode::from(EXIT_OUTPUT_LIMIT)
             }
+            End::WriteLimit => {
+                eprintln!(
+                    "zeroclaw sandbox: write limit reached ([sandbox.limits] written_mb); the \
+                     process tree was killed and nothing it wrote reached the workspace"
+                );
+                ExitCode::from(EXIT_OUTPUT_LIMIT)
+            }
             End::Cancelled => ExitCode::from(130),
             End::Exited => ExitCode::from((o.shell_code() & 0xff) as u8),
         },
@@ -290,6 +301,9 @@ fn profile(args: &SandboxRunArgs, policy: &Policy, agent: &str) -> Result<Profil
     }
     if let Some(mib) = args.memory_mb {
         p.limits.memory_bytes = mib.saturating_mul(1 << 20);
+    }
+    if let Some(mib) = args.written_mb {
+        p.limits.written_bytes = mib.saturating_mul(1 << 20);
     }
     if !args.no_caches {
         p = policy.caches.bind(p, None, agent, &workspace);

@@ -151,6 +151,9 @@ pub struct LimitsConfig {
     pub open_files: u64,
     /// stdout + stderr kept from one execution; past it the tree is killed.
     pub output_bytes: u64,
+    /// What one execution may write into the workspace (its layer, on the namespace rung);
+    /// past it the tree is killed and nothing it wrote lands. 0: no bound.
+    pub written_mb: u64,
 }
 
 impl Default for LimitsConfig {
@@ -164,6 +167,7 @@ impl Default for LimitsConfig {
             file_size_mb: 1024,
             open_files: 1024,
             output_bytes: 8 << 20,
+            written_mb: 8192,
         }
     }
 }

@@ -147,6 +147,7 @@ pub fn limits(config: &LimitsConfig) -> Limits {
         file_size_bytes: config.file_size_mb << 20,
         open_files: config.open_files,
         output_bytes: config.output_bytes,
+        written_bytes: config.written_mb << 20,
     }
 }
 

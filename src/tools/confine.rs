@@ -222,5 +222,10 @@ pub fn ended_early(outcome: &Outcome) -> Option<String> {
         End::OutputLimit => Some(
             "killed: the output limit was reached (the whole process tree was killed)".to_owned(),
         ),
+        End::WriteLimit => Some(
+            "killed: the write limit was reached ([sandbox.limits] written_mb; the whole process \
+             tree was killed and nothing it wrote reached the workspace)"
+                .to_owned(),
+        ),
     }
 }

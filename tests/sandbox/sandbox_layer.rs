@@ -124,6 +124,35 @@ per_backend!(
     landlock: "reduced rung (chosen only by name): no mount namespace, no layer"
 );
 
+/// The write bound: a call that writes past `--written-mb` is killed (exit 123, the reason on
+/// stderr) and nothing it wrote lands, not even what it wrote before the bound; a call within
+/// the bound lands.
+fn writes_past_the_bound_land_nothing(w: &World, b: Backend) {
+    let run = w
+        .confined(b)
+        .written_mb(8)
+        .sh("echo first > first.txt; for i in $(seq 1 64); do \
+             head -c 1048576 /dev/urandom > big$i; sleep 0.05; done; echo finished");
+    assert_eq!(run.status_code(), Some(123), "{run}");
+    assert!(
+        run.stderr.contains("write limit reached") && !run.stdout.contains("finished"),
+        "{run}"
+    );
+    assert!(!w.ws.join("first.txt").exists(), "a write of the call landed");
+    assert!(!w.ws.join("big1").exists(), "a write of the call landed");
+    let within = w
+        .confined(b)
+        .written_mb(8)
+        .sh("head -c 1048576 /dev/urandom > one && echo ok");
+    assert!(within.stdout.contains("ok"), "{within}");
+    assert!(w.ws.join("one").is_file(), "a call within the bound did not land");
+}
+per_backend!(
+    writes_past_the_bound_land_nothing,
+    bubblewrap: "no layer on bubblewrap 0.8 (no --overlay): only the file-size limit bounds writes",
+    landlock: "reduced rung (chosen only by name): no mount namespace, no layer"
+);
+
 /// `git clone URL .` into an empty workspace (issue 32): the child sees the host's empty
 /// directory (no placeholder `.git`), and the clone lands whole.
 fn clone_into_an_empty_workspace(w: &World, b: Backend) {

@@ -196,6 +196,11 @@ impl<'w> Shell<'w> {
         self.flag("--memory-mb", mib.to_string())
     }
 
+    /// `zeroclaw sandbox run --written-mb MIB` (ignored by the plain control).
+    pub fn written_mb(self, mib: u64) -> Self {
+        self.flag("--written-mb", mib.to_string())
+    }
+
     /// `--network allow`.
     pub fn network_allow(self) -> Self {
         self.flag("--network", "allow")

@@ -101,3 +101,14 @@ fn lock(dir: &Path) -> std::io::Result<std::fs::File> {
     file.lock()?;
     Ok(file)
 }
+
+/// Removes a layer directory that must not land (its call passed its write bound), whatever
+/// it holds (the overlay's work directory may hold a directory of mode 000).
+pub fn discard(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let work = work(dir).join("work");
+    if work.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o700))?;
+    }
+    std::fs::remove_dir_all(dir)
+}

@@ -138,6 +138,12 @@ impl Supervisor {
             }
             Message::Discarded(places) => self.discarded.extend(places),
             Message::GitConfigChanged => self.git_config_changed = true,
+            // The helper has killed the tree itself and lands nothing.
+            Message::WriteLimit(_) => {
+                if self.end == End::Exited {
+                    self.end = End::WriteLimit;
+                }
+            }
             Message::Landed { changed, more } => {
                 self.changed.extend(changed);
                 self.changed_more += more;

@@ -25,6 +25,9 @@ pub enum End {
     Cancelled,
     /// The output limit was reached; the tree was killed.
     OutputLimit,
+    /// The call wrote more than its write bound into its workspace layer
+    /// ([`crate::Limits::written_bytes`]); the tree was killed and nothing it wrote landed.
+    WriteLimit,
 }
 
 /// The result of one confined execution.

@@ -26,6 +26,8 @@ pub fn key(plan: &Plan) -> Plan {
         processes: plan.limits.processes,
         file_size_bytes: plan.limits.file_size_bytes,
         memory_bytes: plan.limits.memory_bytes,
+        // Watched by the helper, which a warm call keeps.
+        written_bytes: plan.limits.written_bytes,
         ..Default::default()
     };
     // Git hook: a stage's unique name is not part of the shape (see `crate::git::stage`).
