@@ -53,6 +53,22 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     if !plan.user_limits.is_empty() {
         push(&[&"--cap-add", &"CAP_SYS_RESOURCE"]);
     }
+    // The workspace's layer (`plan::layer`, root launched): overlayfs acts on its upper layer
+    // with the credentials of whoever mounted it, for the whole call — copying up a file the
+    // command may not read, keeping its owner and mode — so the inner stage mounts it holding
+    // what a root mounter needs for that (and drops them all before the exec, as the others).
+    if plan.layer().is_some() {
+        for cap in [
+            "CAP_CHOWN",
+            "CAP_DAC_OVERRIDE",
+            "CAP_DAC_READ_SEARCH",
+            "CAP_FOWNER",
+            "CAP_FSETID",
+            "CAP_MKNOD",
+        ] {
+            push(&[&"--cap-add", &cap]);
+        }
+    }
     // Transparent egress: the inner stage adds the route, binds port 53 and opens the raw
     // socket watching refused connections in bwrap's network namespace (root launched) or its
     // own (`helper::egress::send_from_inner`, `egress::refused_watch`).
@@ -117,8 +133,16 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
                 push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path])
             }
             MountOp::BindDir { src, path } => push(&[&"--bind", src, path]),
-            // Not planned for bubblewrap (`plan::layer`): 0.8 has no `--overlay`.
-            MountOp::Layer { path, .. } => push(&[&"--bind", path, path]),
+            // Planned only for a bwrap root launched (`plan::layer`): the inner stage mounts
+            // the overlay (`helper::mounts::layer_in_bwrap`; bwrap 0.8 has no `--overlay`).
+            MountOp::Layer { path, dir } => push(&[
+                &"--bind",
+                path,
+                path,
+                &"--bind",
+                dir,
+                &crate::wire::LAYER_DIR,
+            ]),
             // The inner stage's, over the sealed roots (`helper::mounts::bind_files`).
             MountOp::File { .. } => {}
         }

@@ -61,6 +61,9 @@ pub const MAX_CALL_BYTES: usize = 128 * 1024;
 pub const SETUP_FAILED: i32 = 125;
 /// File marking a placeholder directory the helper created for a protected path.
 pub const PLACEHOLDER_MARKER: &str = ".zeroclaw-placeholder";
+/// Where bubblewrap binds the call's layer directory for its inner stage, which mounts the
+/// workspace's overlay from it and detaches it (`helper::mounts::layer_in_bwrap`).
+pub const LAYER_DIR: &str = "/.zeroclaw-layer";
 /// Empty directory at the new root, the lower layer of read-only overlays (and bwrap's
 /// `--dir`).
 pub const EMPTY_DIR: &str = "/.zeroclaw-empty";

@@ -86,3 +86,16 @@ pub const ESCAPED: &str = "ZC_ESCAPED";
 
 /// The system Python (not a pyenv shim under `$HOME`, which a confined child cannot see).
 pub const PYTHON: &str = "/usr/bin/python3";
+
+/// Whether `backend` gives a call the transactional workspace's layer here: the namespace
+/// backends, and bubblewrap when the tests run as root (bwrap launched by another user has
+/// none). A test of the layer returns early, saying so, where it has none.
+pub fn has_layer(backend: Backend) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    if backend == Backend::Bubblewrap && !root {
+        eprintln!("skipped: bubblewrap launched by a non-root user has no layer (see doctor)");
+        return false;
+    }
+    true
+}

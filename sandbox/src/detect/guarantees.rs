@@ -67,21 +67,18 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                     &format!("{ns} (read-only binds, pinned .git)"),
                 ),
                 g("private /tmp and HOME", &format!("{ns} (tmpfs)")),
-                if b == Backend::Namespaces {
-                    g(
-                        "the workspace's writes land only through validation: no repository a \
-                         command creates or plants below the root reaches the host unvalidated \
-                         (when the daemon keeps layers: sessions and `sandbox run`)",
-                        "overlay upper layer per call, validated and landed after the call",
-                    )
-                } else {
-                    g(
-                        "REDUCED: writes reach the workspace directly; a repository a command \
-                         creates below the workspace root is not validated (bubblewrap 0.8 has no \
-                         --overlay: use the namespaces backend)",
-                        "none",
-                    )
-                },
+                g(
+                    "the workspace's writes land only through validation: no repository a \
+                     command creates or plants below the root reaches the host unvalidated \
+                     (when the daemon keeps layers: sessions and `sandbox run`)",
+                    if b == Backend::Namespaces {
+                        "overlay upper layer per call, validated and landed after the call"
+                    } else {
+                        "overlay upper layer per call, validated and landed after the call \
+                         (bwrap started by root only; started by another user, REDUCED: writes \
+                         reach the workspace directly and nested repositories are not validated)"
+                    },
+                ),
                 g(
                     "no network, no abstract or outside Unix sockets",
                     if b == Backend::Namespaces {

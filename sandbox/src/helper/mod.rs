@@ -108,6 +108,9 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
         // Launched by another user the stage may hold it too, over its own mount namespace
         // only (transparent egress): the seal is root's (bwrap made its empty layer then).
         let sealed = plan.seal_in_bwrap && mounts::seal_read_only_roots(&plan.mounts)?;
+        if plan.seal_in_bwrap {
+            mounts::layer_in_bwrap(&plan.mounts)?;
+        }
         // Over the seal (bwrap left them to this stage, `bubblewrap.rs`).
         if plan.seal_in_bwrap || plan.inner_egress_namespaces {
             mounts::bind_files(&plan.mounts)?;

@@ -1,11 +1,12 @@
 //! The plan's transactional workspace: on the namespace rungs, a profile with a layers
 //! directory gets its workspace root mounted as a writable overlay of itself over a fresh,
 //! private layer ([`MountOp::Layer`]), landed through validation once the call's tree ended
-//! (see [`crate::layer`]). The namespace backend (fresh and warm helpers) only: bubblewrap
-//! 0.8 (Debian 12's) has no `--overlay`, and its inner stage holds no capability over the
-//! mounts bwrap made when a non-root user launched it; the Landlock-only and Seatbelt rungs
-//! have no mount namespace. Their writes reach the workspace directly, with today's git
-//! protection (`sandbox/README.md`, "Transactional workspace").
+//! (see [`crate::layer`]). The namespace backend (fresh and warm helpers), and bubblewrap
+//! launched by root, whose inner stage mounts the overlay (bwrap 0.8, Debian 12's, has no
+//! `--overlay`); bubblewrap launched by another user leaves its inner stage no capability
+//! over its mounts, and the Landlock-only and Seatbelt rungs have no mount namespace: their
+//! writes reach the workspace directly, with today's git protection (`sandbox/README.md`,
+//! "Transactional workspace").
 
 use super::types::{MountOp, Plan};
 use crate::backend::Backend;
@@ -19,7 +20,9 @@ pub fn apply(backend: Backend, profile: &Profile, plan: &mut Plan) -> Result<(),
     let Some(layers) = &profile.layers else {
         return Ok(());
     };
-    if backend != Backend::Namespaces || profile.workspace_read_only {
+    let namespaced =
+        backend == Backend::Namespaces || (backend == Backend::Bubblewrap && plan.seal_in_bwrap);
+    if !namespaced || profile.workspace_read_only {
         return Ok(());
     }
     if layers.starts_with(&profile.workspace) {
@@ -72,7 +75,13 @@ mod tests {
                 "the workspace is not also bound directly"
             );
         }
-        for backend in [Backend::Bubblewrap, Backend::Landlock, Backend::Seatbelt] {
+        let bwrap = planned(Backend::Bubblewrap, &profile);
+        assert_eq!(
+            bwrap.layer().is_some(),
+            bwrap.seal_in_bwrap,
+            "bubblewrap: root only"
+        );
+        for backend in [Backend::Landlock, Backend::Seatbelt] {
             assert!(planned(backend, &profile).layer().is_none(), "{backend:?}");
         }
         let plain = Profile::for_workspace(&ws_path);

@@ -53,11 +53,14 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     crate::sys::dup_onto(crate::wire::REPORT_FD, crate::wire::REPORT_FD).map_err(io)?;
     // Only now: a guard opened earlier could get PLAN_FD's number and be replaced by the plan.
     let mut guards = mounts::guard_denied(&plan.placeholders)?;
+    let layer = super::super::layer::make(plan)?;
     // Git hook: a new repository's private stage (see `crate::git::stage`).
     let result = crate::git::stage::prepare(plan)
         .and_then(|()| run_bwrap_guarded(&inner, &bwrap, &helper, (memfd, egress), &mut guards));
     let (refused, empty) = crate::git::stage::finish_leaving(plan, |git| guards.alone(git));
     super::super::report::git_refusals(refused);
+    // bwrap has exited, and every process of its namespaces with it (`run_bwrap_guarded`).
+    super::super::layer::land(plan, layer);
     // Denied-path placeholders are gone when the call ends; the git stage's empty parts and
     // its `.git` placeholder go just after (see `crate::git::stage::finish_leaving`).
     let git_placeholder = guards.split_off(|p| crate::git::stage::is_stage_git(plan, p));
@@ -145,7 +148,11 @@ fn run_bwrap_guarded(
     };
     drop(passed);
     super::super::inherited::release_stdio();
+    let watch = super::super::layer::Watch::start(plan, pid);
     let code = reaper::supervise_child(Pid::from_raw(pid), false);
+    if let Some(watch) = watch {
+        watch.finish();
+    }
     mounts::scrub(&plan.scrub);
     Ok(code)
 }

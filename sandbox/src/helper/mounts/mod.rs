@@ -32,7 +32,7 @@ mod unowned;
 
 pub use guards::{Guards, create_placeholders, guard_denied};
 use prim::{OLD, err, mkdir_p, old};
-pub use seal::{SocketSeal, UNSEALED, seal_read_only_roots};
+pub use seal::{SocketSeal, UNSEALED, layer_in_bwrap, seal_read_only_roots};
 pub use unowned::{Unowned, warm_up};
 
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];

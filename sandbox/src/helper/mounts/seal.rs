@@ -51,6 +51,17 @@ impl SocketSeal {
         if !path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             return Ok(());
         }
+        let data = format!(
+            "lowerdir={}:{EMPTY}",
+            escape_overlay(&path.display().to_string())
+        );
+        let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        self.cover(path, &data, flags)
+    }
+
+    /// Mounts the overlay `data` over the directory at `path`, the mounts below it attached
+    /// again on top.
+    fn cover(&self, path: &Path, data: &str, flags: MsFlags) -> Result<(), SetupError> {
         let outer = outermost_below(&self.mount_points, path);
         let clones = outer
             .iter()
@@ -60,18 +71,7 @@ impl SocketSeal {
                     .map_err(|e| err(format!("open_tree({}, clone)", m.display()), e))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let data = format!(
-            "lowerdir={}:{EMPTY}",
-            escape_overlay(&path.display().to_string())
-        );
-        let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-        let mounted = mount(
-            Some("overlay"),
-            path,
-            Some("overlay"),
-            flags,
-            Some(data.as_str()),
-        );
+        let mounted = mount(Some("overlay"), path, Some("overlay"), flags, Some(data));
         if mounted == Err(nix::errno::Errno::ENOENT) && removed_on_the_host(path) {
             // Removed on the host since it was bound (another program's temporary directory
             // under a `full` session's read roots): an unlinked directory is empty and takes
@@ -149,6 +149,38 @@ pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<bool, SetupError> {
         }
     }
     Ok(true)
+}
+
+/// The bubblewrap backend's inner stage started by root (bwrap left it `CAP_SYS_ADMIN` over
+/// its mount namespace, `seal_in_bwrap`): the workspace's [`MountOp::Layer`] — which bwrap
+/// bound as a plain bind, with the layer's directory at [`crate::wire::LAYER_DIR`] — becomes
+/// the writable overlay the namespace backend mounts, its submounts (protected paths, masks)
+/// attached again on top; the layer's directory is then detached. Outside any user namespace,
+/// so overlayfs keeps its attributes as `trusted.overlay.*`.
+pub fn layer_in_bwrap(ops: &[MountOp]) -> Result<(), SetupError> {
+    let Some(path) = ops.iter().find_map(|op| match op {
+        MountOp::Layer { path, .. } => Some(path),
+        _ => None,
+    }) else {
+        return Ok(());
+    };
+    let info = read_mount_table(Path::new("/proc/self/mountinfo"))?;
+    let seal = SocketSeal {
+        mount_points: mountinfo::parse(&info)
+            .into_iter()
+            .map(|m| m.point)
+            .collect(),
+    };
+    let dir = Path::new(crate::wire::LAYER_DIR);
+    let data = format!(
+        "lowerdir={},upperdir={},workdir={},volatile",
+        escape_overlay(&path.display().to_string()),
+        escape_overlay(&crate::layer::upper(dir).display().to_string()),
+        escape_overlay(&crate::layer::work(dir).display().to_string()),
+    );
+    seal.cover(path, &data, MsFlags::MS_NOSUID | MsFlags::MS_NODEV)?;
+    nix::mount::umount2(dir, nix::mount::MntFlags::MNT_DETACH)
+        .map_err(|e| err(format!("umount2({}, MNT_DETACH)", dir.display()), e))
 }
 
 /// The mount table readable at `path`, whole.
