@@ -34,10 +34,19 @@ pub fn apply(backend: Backend, profile: &Profile, plan: &mut Plan) -> Result<(),
         )));
     }
     let dir = crate::layer::new_dir(layers);
+    let workspace = &profile.workspace;
+    // The writable binds below the root pin a protected or denied path's ancestors (bound
+    // onto themselves, so they cannot be renamed): in the layer a directory the host has
+    // cannot be renamed anyway (overlayfs without `redirect_dir` refuses it, EXDEV), and a
+    // bind of the host's own directory would let the call write past the layer (an existing
+    // repository's `.git`: its logs, refs, alternates and sequencer state land validated).
+    plan.mounts.retain(
+        |op| !matches!(op, MountOp::Bind { path, rw: true, .. } if path != workspace && path.starts_with(workspace)),
+    );
     for op in plan.mounts.iter_mut() {
-        if matches!(op, MountOp::Bind { path, rw: true, .. } if *path == profile.workspace) {
+        if matches!(op, MountOp::Bind { path, rw: true, .. } if path == workspace) {
             *op = MountOp::Layer {
-                path: profile.workspace.clone(),
+                path: workspace.clone(),
                 dir: dir.clone(),
             };
             break;
@@ -88,6 +97,38 @@ mod tests {
         assert!(planned(Backend::Namespaces, &plain).layer().is_none());
         let read_only = profile.clone().read_only_workspace();
         assert!(planned(Backend::Namespaces, &read_only).layer().is_none());
+    }
+
+    #[test]
+    fn no_writable_bind_below_a_layered_workspace_reaches_past_the_layer() {
+        let ws = tempfile::tempdir().unwrap();
+        let layers = tempfile::tempdir().unwrap();
+        let ws_path = ws.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws_path.join(".git/hooks")).unwrap();
+        std::fs::write(ws_path.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(ws_path.join(".git/config"), "").unwrap();
+        let profile = Profile::for_workspace(&ws_path).deny(ws_path.join("secret/key"));
+        let plain = planned(Backend::Namespaces, &profile);
+        let below = |plan: &Plan| {
+            plan.mounts
+                .iter()
+                .filter(|op| {
+                    matches!(op, MountOp::Bind { path, rw: true, .. } if path != &ws_path && path.starts_with(&ws_path))
+                })
+                .count()
+        };
+        assert!(
+            below(&plain) > 0,
+            "the unlayered plan pins .git: {:#?}",
+            plain.mounts
+        );
+        let layered = planned(Backend::Namespaces, &profile.land_through(layers.path()));
+        assert_eq!(below(&layered), 0, "{:#?}", layered.mounts);
+        assert!(
+            layered.mounts.iter().any(|op| matches!(op, MountOp::Bind { path, rw: false, .. } if *path == ws_path.join(".git/config"))),
+            "the protected paths stay read-only: {:#?}",
+            layered.mounts
+        );
     }
 
     #[test]

@@ -326,6 +326,9 @@ fn bind(path: &Path, rw: bool, optional: bool) -> Result<(), SetupError> {
 /// at the same place, over the call's upper layer in `dir` (see [`crate::layer`]). In a user
 /// namespace overlayfs keeps its own attributes as `user.overlay.*` (`userxattr`), which rules
 /// out `redirect_dir`: renaming a directory the host had gives EXDEV (`mv` copies instead).
+/// `userxattr` also forces `redirect_dir=nofollow` and `metacopy=off`, whatever the module's
+/// defaults: the landing moves whole files and takes a directory in the upper layer for the
+/// one at its own path.
 /// `volatile`: a layer that did not land is discarded, so nothing in it needs syncing before
 /// the landing, which syncs what it landed.
 fn layer(path: &Path, dir: &Path) -> Result<(), SetupError> {
