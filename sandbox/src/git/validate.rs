@@ -278,7 +278,7 @@ pub fn sanitize_git_dir_over(
                     .path()
                     .symlink_metadata()
                     .is_ok_and(|m| is_whiteout(&m));
-                if !(plain && name.ends_with(".sample")) && !removal {
+                if !(removal || plain && name.ends_with(".sample")) {
                     refused.push(format!(
                         "git: refused hook {name} in {shown}/hooks (runs a program outside the sandbox)"
                     ));
