@@ -111,7 +111,20 @@ pub(super) fn control_entry(
         return;
     }
     let parent = tail(2).map(|t| t[0]).unwrap_or_default();
-    let todo = ((parent == "rebase-merge" || parent == "rebase-apply")
+    let rebase = parent == "rebase-merge" || parent == "rebase-apply";
+    if rebase && (name == "strategy" || name == "strategy_opts") {
+        refused.push(format!(
+            "git: refused {} (names a merge strategy, a program git runs)",
+            shown(rel)
+        ));
+        let _ = remove(&path);
+        return;
+    }
+    if parent == "sequencer" && name == "opts" {
+        sequencer_opts(&path, &shown(rel), refused);
+        return;
+    }
+    let todo = (rebase
         && (name == "git-rebase-todo" || name == "git-rebase-todo.backup" || name == "done"))
         || (parent == "sequencer" && (name == "todo" || name == "done"));
     if todo {
@@ -151,6 +164,25 @@ fn filter_todo(path: &Path, shown: &str, refused: &mut Vec<String>) {
     }
     if cut && rewrite(path, &kept).is_err() {
         let _ = remove(path);
+    }
+}
+
+/// Filters a cherry-pick's or revert's options (git's config format): the `options` keys
+/// stay but `strategy` and `strategy-option` (a merge strategy is a program git runs).
+fn sequencer_opts(path: &Path, shown: &str, refused: &mut Vec<String>) {
+    let Ok(bytes) = std::fs::read(path) else {
+        let _ = remove(path);
+        return;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let (clean, r) = crate::git::validate::filter_config_lines(&text, shown, |e| {
+        e.section == "options" && e.sub.is_none() && !e.key.starts_with("strategy")
+    });
+    if !r.is_empty() {
+        refused.extend(r);
+        if rewrite(path, clean.as_bytes()).is_err() {
+            let _ = remove(path);
+        }
     }
 }
 

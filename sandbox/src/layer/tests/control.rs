@@ -27,8 +27,18 @@ fn a_new_nested_repository_lands_validated() {
         &git.join("rebase-merge/git-rebase-todo"),
         "pick 1234 one\n  exec make\nx rm -rf /\r\nexecutable 1\nfixup 5678 two\n",
     );
+    put(&git.join("rebase-merge/strategy"), "../x\n");
+    put(
+        &git.join("sequencer/opts"),
+        "[options]\n\tsignoff = true\n\tstrategy = ../x\n",
+    );
     let landing = land(&layer.dir, &f.ws).unwrap();
     let git = f.ws.join("sub/.git");
+    assert!(!exists(&git.join("rebase-merge/strategy")));
+    assert_eq!(
+        read(&git.join("sequencer/opts")),
+        "[options]\n\tsignoff = true\n"
+    );
     assert_eq!(
         read(&git.join("config")),
         "[core]\r\n\trepositoryformatversion = 0\r\n\tbare = false\r\n[user]\n\tname = \"a # b\"\n"
@@ -57,7 +67,15 @@ fn a_new_nested_repository_lands_validated() {
         refused_has(r, "\"x rm -rf /\" in sub/.git/rebase-merge"),
         "{r:?}"
     );
-    assert_eq!(r.len(), 6, "{r:?}");
+    assert!(
+        refused_has(r, "sub/.git/rebase-merge/strategy (names"),
+        "{r:?}"
+    );
+    assert!(
+        refused_has(r, "options.strategy in sub/.git/sequencer/opts"),
+        "{r:?}"
+    );
+    assert_eq!(r.len(), 8, "{r:?}");
 }
 
 /// A `.git` file may point into the workspace's `.git/modules/` or `.git/worktrees/` only.

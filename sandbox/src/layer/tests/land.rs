@@ -222,3 +222,63 @@ fn a_landing_across_file_systems_copies() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// A layer written through a real overlayfs mount (as root, and in a user namespace with
+/// `userxattr`): the kernel's whiteouts and opaque directories land as the hand-made ones.
+#[test]
+fn a_layer_written_through_overlayfs_lands() {
+    if !root() {
+        return;
+    }
+    for userns in [false, true] {
+        let f = Fixture::new();
+        put(&f.ws.join("a.txt"), "old");
+        put(&f.ws.join("gone.txt"), "x");
+        put(&f.ws.join("tree/a/b"), "x");
+        put(&f.ws.join("op/old"), "x");
+        put(&f.ws.join("d/f"), "x");
+        let layer = f.layer();
+        let mnt = f._tmp.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let opts = format!(
+            "lowerdir={},upperdir={},workdir={}{}",
+            f.ws.display(),
+            upper(&layer.dir).display(),
+            crate::layer::work(&layer.dir).display(),
+            if userns { ",userxattr" } else { "" }
+        );
+        let script = "set -e; mount -t overlay overlay -o \"$OPTS\" \"$MNT\"; cd \"$MNT\"; \
+                      echo hello > new.txt; echo changed > a.txt; rm gone.txt; rm -r tree; \
+                      rm -r op; mkdir op; echo n > op/n; chmod 700 d; \
+                      mkdir -p sub/.git/hooks; echo x > sub/.git/hooks/pre-commit; \
+                      printf '[core]\\n\\tfsmonitor = x\\n' > sub/.git/config; \
+                      cd /; umount \"$MNT\"";
+        let status = std::process::Command::new("unshare")
+            .arg(if userns { "-Urm" } else { "-m" })
+            .args(["sh", "-c", script])
+            .env("OPTS", &opts)
+            .env("MNT", &mnt)
+            .status();
+        match status {
+            Ok(s) if s.success() => {}
+            other => {
+                eprintln!("skipped (userns: {userns}): no overlay mount here: {other:?}");
+                continue;
+            }
+        }
+        let landing = land(&layer.dir, &f.ws).unwrap();
+        assert_eq!(read(&f.ws.join("new.txt")), "hello\n");
+        assert_eq!(read(&f.ws.join("a.txt")), "changed\n");
+        assert!(!exists(&f.ws.join("gone.txt")) && !exists(&f.ws.join("tree")));
+        let op: Vec<_> = std::fs::read_dir(f.ws.join("op"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(op, ["n"], "userns: {userns}");
+        assert_eq!(mode(&f.ws.join("d")), 0o700);
+        assert_eq!(read(&f.ws.join("sub/.git/config")), "[core]\n");
+        assert!(!exists(&f.ws.join("sub/.git/hooks/pre-commit")));
+        assert_eq!(landing.refused.len(), 2, "{:?}", landing.refused);
+        assert!(!exists(&layer.dir));
+    }
+}
