@@ -39,9 +39,24 @@ pub(super) fn check(upper: &Path, workspace: &Path) -> io::Result<Vec<String>> {
         upper,
         ws: workspace,
         refused: Vec::new(),
+        modes: Vec::new(),
     };
-    v.walk(Path::new(""), false, 0)?;
-    Ok(v.refused)
+    let walked = v
+        .open_up(upper, 0)
+        .and_then(|()| v.walk(Path::new(""), false, 0));
+    // The modes the call gave its directories land: restored, deepest first.
+    for (dir, mode) in v.modes.iter().rev() {
+        match set_mode(dir, *mode) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    walked.map(|()| v.refused)
+}
+
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 
 /// A workspace-relative path as the refusal lines show it.
@@ -69,6 +84,9 @@ struct Validator<'a> {
     upper: &'a Path,
     ws: &'a Path,
     refused: Vec<String>,
+    /// Directories the walk gave their owner every permission (so that a refused entry
+    /// can be removed from them, landing as an unprivileged user), with their modes.
+    modes: Vec<(PathBuf, u32)>,
 }
 
 impl Validator<'_> {
@@ -78,6 +96,7 @@ impl Validator<'_> {
         }
         let dir = self.upper.join(rel);
         rules::overlay_features(&dir)?;
+
         let control = control || self.control_dir(rel)?;
         for (name, meta) in entries(&dir)? {
             let rel = rel.join(&name);
@@ -85,14 +104,34 @@ impl Validator<'_> {
                 continue;
             }
             if name.as_os_str() == ".git" && !meta.is_dir() {
-                rules::git_file(self.upper, self.ws, &rel, &meta, &mut self.refused);
+                rules::git_file(self.upper, self.ws, &rel, &meta, &mut self.refused)?;
             } else if meta.is_dir() {
                 self.walk(&rel, control, depth + 1)?;
             } else {
                 rules::overlay_features(&self.upper.join(&rel))?;
                 if control {
-                    rules::control_entry(self.upper, &rel, &meta, &mut self.refused);
+                    rules::control_entry(self.upper, &rel, &meta, &mut self.refused)?;
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives the owner every permission on every directory of the tree `dir` (recording
+    /// the modes), before anything is sanitized in it.
+    fn open_up(&mut self, dir: &Path, depth: usize) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        if depth > MAX_DEPTH {
+            return Err(io::Error::other(format!("{} is too deep", dir.display())));
+        }
+        let mode = dir.symlink_metadata()?.permissions().mode() & 0o7777;
+        if mode & 0o700 != 0o700 {
+            set_mode(dir, mode | 0o700)?;
+            self.modes.push((dir.to_path_buf(), mode));
+        }
+        for (name, meta) in entries(dir)? {
+            if meta.is_dir() {
+                self.open_up(&dir.join(name), depth + 1)?;
             }
         }
         Ok(())

@@ -57,7 +57,9 @@ pub enum Change {
 
 /// Validates the upper layer of the layer directory `dir` and lands it in `workspace`, then
 /// removes `dir`. A layer with a journal (a landing cut short) is not validated again: its
-/// landing is finished.
+/// landing is finished, and its `changed` lists what this run of it did only. If validation
+/// fails (an entry it cannot read), nothing lands and `dir` stays, without a journal (so
+/// [`recover`] removes it).
 pub fn land(dir: &Path, workspace: &Path) -> io::Result<Landing> {
     let layers = dir
         .parent()
@@ -197,6 +199,20 @@ fn prepare(dir: &Path, rel: &Path, out: &mut Vec<Changed>) -> io::Result<()> {
         path: rel.to_path_buf(),
         change: Change::Directory,
     });
+    // Writable while what does not land is taken out of it, its own mode back before it
+    // moves.
+    let mode = dir.symlink_metadata()?.permissions().mode() & 0o7777;
+    if mode & 0o700 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700))?;
+    }
+    let listed = prepare_entries(dir, rel, out);
+    if mode & 0o700 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
+    }
+    listed
+}
+
+fn prepare_entries(dir: &Path, rel: &Path, out: &mut Vec<Changed>) -> io::Result<()> {
     for (name, meta) in entries(dir)? {
         let (path, src) = (rel.join(&name), dir.join(&name));
         let change = if meta.is_dir() {

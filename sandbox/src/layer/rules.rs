@@ -83,7 +83,7 @@ pub(super) fn control_entry(
     rel: &Path,
     meta: &std::fs::Metadata,
     refused: &mut Vec<String>,
-) {
+) -> io::Result<()> {
     let path = upper.join(rel);
     let why = if meta.file_type().is_symlink() {
         Some("a symbolic link among a repository's control files")
@@ -94,8 +94,7 @@ pub(super) fn control_entry(
     };
     if let Some(why) = why {
         refused.push(format!("git: refused {} ({why})", shown(rel)));
-        let _ = remove(&path);
-        return;
+        return remove(&path);
     }
     let names: Vec<&OsStr> = rel.iter().collect();
     let tail = |n: usize| names.len().checked_sub(n).map(|i| &names[i..]);
@@ -107,8 +106,7 @@ pub(super) fn control_entry(
             "git: refused {} (git would read objects outside the repository)",
             shown(rel)
         ));
-        let _ = remove(&path);
-        return;
+        return remove(&path);
     }
     let parent = tail(2).map(|t| t[0]).unwrap_or_default();
     let rebase = parent == "rebase-merge" || parent == "rebase-apply";
@@ -117,28 +115,26 @@ pub(super) fn control_entry(
             "git: refused {} (names a merge strategy, a program git runs)",
             shown(rel)
         ));
-        let _ = remove(&path);
-        return;
+        return remove(&path);
     }
     if parent == "sequencer" && name == "opts" {
-        sequencer_opts(&path, &shown(rel), refused);
-        return;
+        return sequencer_opts(&path, &shown(rel), refused);
     }
     let todo = (rebase
         && (name == "git-rebase-todo" || name == "git-rebase-todo.backup" || name == "done"))
         || (parent == "sequencer" && (name == "todo" || name == "done"));
     if todo {
-        filter_todo(&path, &shown(rel), refused);
+        return filter_todo(&path, &shown(rel), refused);
     }
+    Ok(())
 }
 
 /// Removes the `exec` (`x`) lines of a rebase or sequencer todo list, each refused; keeps the
 /// file's other bytes.
-fn filter_todo(path: &Path, shown: &str, refused: &mut Vec<String>) {
+fn filter_todo(path: &Path, shown: &str, refused: &mut Vec<String>) -> io::Result<()> {
     let Ok(bytes) = std::fs::read(path) else {
         refused.push(format!("git: refused {shown} (unreadable)"));
-        let _ = remove(path);
-        return;
+        return remove(path);
     };
     let mut kept = Vec::with_capacity(bytes.len());
     let mut cut = false;
@@ -163,16 +159,17 @@ fn filter_todo(path: &Path, shown: &str, refused: &mut Vec<String>) {
         }
     }
     if cut && rewrite(path, &kept).is_err() {
-        let _ = remove(path);
+        return remove(path);
     }
+    Ok(())
 }
 
 /// Filters a cherry-pick's or revert's options (git's config format): the `options` keys
 /// stay but `strategy` and `strategy-option` (a merge strategy is a program git runs).
-fn sequencer_opts(path: &Path, shown: &str, refused: &mut Vec<String>) {
+fn sequencer_opts(path: &Path, shown: &str, refused: &mut Vec<String>) -> io::Result<()> {
     let Ok(bytes) = std::fs::read(path) else {
-        let _ = remove(path);
-        return;
+        refused.push(format!("git: refused {shown} (unreadable)"));
+        return remove(path);
     };
     let text = String::from_utf8_lossy(&bytes);
     let (clean, r) = crate::git::validate::filter_config_lines(&text, shown, |e| {
@@ -181,9 +178,10 @@ fn sequencer_opts(path: &Path, shown: &str, refused: &mut Vec<String>) {
     if !r.is_empty() {
         refused.extend(r);
         if rewrite(path, clean.as_bytes()).is_err() {
-            let _ = remove(path);
+            return remove(path);
         }
     }
+    Ok(())
 }
 
 /// Writes `bytes` to a new file beside `path` (its mode kept) and renames it over `path`.
@@ -218,7 +216,7 @@ pub(super) fn git_file(
     rel: &Path,
     meta: &std::fs::Metadata,
     refused: &mut Vec<String>,
-) {
+) -> io::Result<()> {
     let path = upper.join(rel);
     let inside = meta.is_file() && std::fs::read(&path).is_ok_and(|b| points_inside(&b, ws, rel));
     if !inside {
@@ -226,8 +224,9 @@ pub(super) fn git_file(
             "git: refused {} (points git at a directory outside the repositories' own)",
             shown(rel)
         ));
-        let _ = remove(&path);
+        return remove(&path);
     }
+    Ok(())
 }
 
 /// Whether the `.git` file `rel` holding `bytes` names a directory below the workspace's
