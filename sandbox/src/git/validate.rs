@@ -368,11 +368,13 @@ pub fn real_dir(path: &Path) -> bool {
     path.symlink_metadata().is_ok_and(|m| m.is_dir())
 }
 
-/// Writes `text` to a new file beside `path` (never through a symlink the run planted there)
-/// and renames it over `path`; on failure `path` is removed.
+/// Writes `text` to a new file beside `path` (never through a symlink the run planted there;
+/// the old file's owner and permission bits kept, set-id bits not) and renames it over
+/// `path`; on failure `path` is removed.
 fn replace(path: &Path, text: &str) {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let old = path.symlink_metadata().ok();
     let tmp = path.with_extension("zeroclaw-tmp");
     remove(&tmp);
     let written = std::fs::OpenOptions::new()
@@ -380,7 +382,15 @@ fn replace(path: &Path, text: &str) {
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()));
+        .and_then(|mut f| {
+            if let Some(old) = &old {
+                // Landing as root, the rewritten file stays the run's (a failed chown, not
+                // root, leaves it the writer's own).
+                let _ = std::os::unix::fs::fchown(&f, Some(old.uid()), Some(old.gid()));
+                f.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o777))?;
+            }
+            f.write_all(text.as_bytes())
+        });
     if written.is_err() || std::fs::rename(&tmp, path).is_err() {
         remove(&tmp);
         remove(path);

@@ -42,15 +42,34 @@ fn temporary(dst: &Path) -> std::path::PathBuf {
     dst.with_file_name(name)
 }
 
-/// Copies the file or symlink `src` to `dst` (absent), its mode kept.
-fn copy_entry(src: &Path, dst: &Path) -> io::Result<()> {
+/// Copies the file or symlink `src` to `dst` (absent), its owner (where the lander may set
+/// it: as root) and mode kept; set-id bits only once the owner is the source's, so a copy
+/// made as root is never a set-id file of root's.
+pub(super) fn copy_entry(src: &Path, dst: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
     let meta = src.symlink_metadata()?;
     if meta.file_type().is_symlink() {
-        std::os::unix::fs::symlink(std::fs::read_link(src)?, dst)
-    } else {
-        std::fs::copy(src, dst)?;
-        std::fs::set_permissions(dst, std::fs::Permissions::from_mode(meta.mode_bits()))
+        std::os::unix::fs::symlink(std::fs::read_link(src)?, dst)?;
+        let _ = std::os::unix::fs::lchown(dst, Some(meta.uid()), Some(meta.gid()));
+        return Ok(());
     }
+    std::fs::copy(src, dst)?;
+    let plain = std::fs::Permissions::from_mode(meta.mode_bits() & 0o1777);
+    std::fs::set_permissions(dst, plain)?;
+    own(dst, &meta)
+}
+
+/// Gives `dst` the owner of `meta`, then its whole mode if that worked.
+fn own(dst: &Path, meta: &std::fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let owned = std::os::unix::fs::lchown(dst, Some(meta.uid()), Some(meta.gid())).is_ok()
+        && dst
+            .symlink_metadata()
+            .is_ok_and(|m| m.uid() == meta.uid() && m.gid() == meta.gid());
+    if owned {
+        std::fs::set_permissions(dst, std::fs::Permissions::from_mode(meta.mode_bits()))?;
+    }
+    Ok(())
 }
 
 /// Copies the tree `src` to `dst` (absent): directories, files and symlinks, modes kept
@@ -66,7 +85,11 @@ fn copy_tree(src: &Path, dst: &Path) -> io::Result<()> {
             copy_entry(&from, &to)?;
         }
     }
-    std::fs::set_permissions(dst, std::fs::Permissions::from_mode(meta.mode_bits()))
+    std::fs::set_permissions(
+        dst,
+        std::fs::Permissions::from_mode(meta.mode_bits() & 0o1777),
+    )?;
+    own(dst, &meta)
 }
 
 trait ModeBits {

@@ -187,8 +187,10 @@ fn sequencer_opts(path: &Path, shown: &str, refused: &mut Vec<String>) -> io::Re
 /// Writes `bytes` to a new file beside `path` (its mode kept) and renames it over `path`.
 pub(super) fn rewrite(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mode = path.symlink_metadata()?.permissions().mode() & 0o7777;
+    let old = path.symlink_metadata()?;
+    let mode = old.permissions().mode() & 0o777;
     let mut tmp_name = std::ffi::OsString::from(".zc-rewrite-");
     tmp_name.push(path.file_name().unwrap_or_default());
     let tmp = path.with_file_name(tmp_name);
@@ -199,7 +201,12 @@ pub(super) fn rewrite(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .mode(mode)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|mut f| {
+            // Landing as root, the file stays the call's (not root's).
+            let _ = std::os::unix::fs::fchown(&f, Some(old.uid()), Some(old.gid()));
+            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+            f.write_all(bytes)
+        })
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = remove(&tmp);
@@ -297,7 +304,7 @@ pub(super) fn copy_up_control(
         let copied = to
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::copy(&from, &to));
+            .and_then(|()| super::moves::copy_entry(&from, &to));
         if copied.is_err() {
             return false;
         }

@@ -206,7 +206,22 @@ fn a_landing_across_file_systems_copies() {
     put(&up.join("r.txt"), "hello\n");
     put(&up.join("new/deep/f"), "f");
     std::os::unix::fs::symlink("deep/f", up.join("new/l")).unwrap();
+    let nobody = nix::unistd::geteuid().is_root();
+    if nobody {
+        // The call's own set-id file stays the call's (the copy is made as root).
+        use std::os::unix::fs::PermissionsExt;
+        std::os::unix::fs::chown(up.join("r.txt"), Some(65534), Some(65534)).unwrap();
+        let setuid = std::fs::Permissions::from_mode(0o4755);
+        std::fs::set_permissions(up.join("r.txt"), setuid).unwrap();
+    }
     let landing = land(&layer.dir, &f.ws).unwrap();
+    if nobody {
+        let meta = f.ws.join("r.txt").symlink_metadata().unwrap();
+        assert_eq!(
+            (meta.uid(), meta.gid(), mode(&f.ws.join("r.txt"))),
+            (65534, 65534, 0o4755)
+        );
+    }
     assert_eq!(read(&f.ws.join("r.txt")), "hello\n");
     assert_eq!(read(&f.ws.join("new/deep/f")), "f");
     assert_eq!(
