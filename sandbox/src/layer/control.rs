@@ -96,7 +96,6 @@ impl Validator<'_> {
         }
         let dir = self.upper.join(rel);
         rules::overlay_features(&dir)?;
-
         let control = control || self.control_dir(rel)?;
         for (name, meta) in entries(&dir)? {
             let rel = rel.join(&name);
