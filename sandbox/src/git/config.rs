@@ -18,10 +18,35 @@ pub struct Entry {
 /// Parses git's config format (sections, `[a "b"]` and `[a.b]` subsections, quoting,
 /// escapes, comments, continuations). Lines it cannot read are dropped, never kept.
 pub fn parse(text: &str) -> Vec<Entry> {
+    lines(text).into_iter().filter_map(|l| l.entry).collect()
+}
+
+/// One logical line of a config text as [`parse`] reads it (a value's continuations
+/// included), for the line-preserving filter ([`super::validate::filter_config_lines`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// Its bytes in the text, its ending newline included (none at the end of the text).
+    pub range: std::ops::Range<usize>,
+    /// Where the entry part starts (after the section headers and whitespace), from
+    /// `range.start`: the bytes before it are headers and whitespace only.
+    pub entry_at: usize,
+    /// Whether every header on the line was read (a line without headers: true).
+    pub headers_read: bool,
+    /// Whether a section was current for the entry part (one read on this line or before).
+    pub in_section: bool,
+    /// Whether the entry part is empty or a comment.
+    pub blank: bool,
+    /// The entry read from the entry part, if any.
+    pub entry: Option<Entry>,
+}
+
+/// Every logical line of `text`, as [`parse`] reads it.
+pub fn lines(text: &str) -> Vec<Line> {
     let mut out = Vec::new();
     let (mut section, mut sub) = (String::new(), None::<String>);
-    let mut chars = text.chars().peekable();
-    while chars.peek().is_some() {
+    let mut chars = text.char_indices().peekable();
+    while let Some(&(start, _)) = chars.peek() {
+        let mut end = text.len();
         let line: String = {
             // One logical line: a value may continue past a newline after a backslash, but
             // not a comment (git ends a comment at the newline, backslash or not). The
@@ -29,16 +54,19 @@ pub fn parse(text: &str) -> Vec<Entry> {
             // reads as one too, as git reads it): whitespace before it is kept in the value.
             let mut l = String::new();
             let (mut quoted, mut comment) = (false, false);
-            while let Some(c) = chars.next() {
+            while let Some((i, c)) = chars.next() {
                 match c {
                     '\\' if !comment => match chars.next() {
-                        Some('\n') | None => l.push_str("\\\n"),
-                        Some(n) => {
+                        Some((_, '\n')) | None => l.push_str("\\\n"),
+                        Some((_, n)) => {
                             l.push('\\');
                             l.push(n);
                         }
                     },
-                    '\n' => break,
+                    '\n' => {
+                        end = i + 1;
+                        break;
+                    }
                     '"' if !comment => {
                         quoted = !quoted;
                         l.push(c);
@@ -54,6 +82,7 @@ pub fn parse(text: &str) -> Vec<Entry> {
         };
         // Section headers, several on a line as git reads them (`[a][b] k = v`), then an entry.
         let mut rest = line.trim_start_matches(git_space);
+        let mut headers_read = true;
         while let Some(head) = rest.strip_prefix('[') {
             match parse_section(head) {
                 Some((s, b, after)) => {
@@ -62,16 +91,25 @@ pub fn parse(text: &str) -> Vec<Entry> {
                 }
                 None => {
                     section.clear();
+                    headers_read = false;
                     rest = "";
                 }
             }
         }
-        if section.is_empty() {
-            continue;
-        }
-        if let Some(e) = parse_entry(&section, &sub, rest) {
-            out.push(e);
-        }
+        // `line` equals the text's bytes from `start` but for a backslash ending the text,
+        // read as a continuation (one byte more, at the end): offsets from the start agree.
+        let entry_at = line.len() - rest.len();
+        let entry = (!section.is_empty())
+            .then(|| parse_entry(&section, &sub, rest))
+            .flatten();
+        out.push(Line {
+            range: start..end,
+            entry_at,
+            headers_read,
+            in_section: !section.is_empty(),
+            blank: rest.is_empty() || rest.starts_with(['#', ';']),
+            entry,
+        });
     }
     out
 }

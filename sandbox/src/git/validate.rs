@@ -1,11 +1,13 @@
 //! Validation of a repository's control files that a confined run wrote (its private stage,
 //! see [`super::stage`]) before they reach the host: what the host's git would read and run.
 //!
-//! - **config** (and `config.worktree`): rewritten from an allowlist of keys known to be safe
+//! - **config** (and `config.worktree`): filtered by an allowlist of keys known to be safe
 //!   ([`ALLOWED`]); every other key is refused — the rule is the class (a key that makes git
 //!   run a program or read more configuration), which an allowlist holds and a denylist does
-//!   not. The file is written anew in canonical form from what was parsed, so nothing the
-//!   parser might read differently from git survives: only allowlisted names are written.
+//!   not. A refused key loses its own (logical) line only, the file's other bytes kept
+//!   ([`filter_config_lines`]); a line the parser cannot read, or an entry outside any section
+//!   it read, is cut too, so every byte kept is a header, whitespace, a comment or an entry the
+//!   parser read and allowed. [`filter_config`] is the canonical renderer other callers use.
 //! - **hooks/**: only `*.sample` regular files are kept (`git init` copies them from the
 //!   templates; git never runs them).
 //! - **info/attributes**: lines naming a `filter`, `diff` or `merge` driver are removed.
@@ -16,7 +18,9 @@
 
 use std::path::Path;
 
-use super::config::{Entry, parse, render};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+
+use super::config::{Entry, lines, parse, render};
 
 /// Config keys (lowercase `section.key`, or `section.*.key` for any subsection) a repository
 /// created in the sandbox may keep: identity, remotes and branches, submodule paths and URLs,
@@ -111,14 +115,7 @@ pub fn filter_config_with(
         if allowed(&e.section, e.sub.as_deref(), &e.key) || extra(&e) {
             kept.push(e);
         } else {
-            let name = match &e.sub {
-                Some(sub) => format!("{}.{sub}.{}", e.section, e.key),
-                None => format!("{}.{}", e.section, e.key),
-            };
-            let line = format!(
-                "git: refused {name} in {shown} ({})",
-                reason(&e.section, &e.key)
-            );
+            let line = refusal(&e, shown);
             if !refused.contains(&line) {
                 refused.push(line);
             }
@@ -127,22 +124,82 @@ pub fn filter_config_with(
     (render(&kept), refused)
 }
 
+/// Filters the config text line by line: a refused entry's logical line (continuations
+/// included) is cut, or, for an entry on a section header's line, the entry part of it (the
+/// header kept); so is a line the parser cannot read (a header, or an entry outside a
+/// section). Every other byte is kept. Returns the text and one refusal line per refused key.
+pub fn filter_config_lines(
+    text: &str,
+    shown: &str,
+    extra: impl Fn(&Entry) -> bool,
+) -> (String, Vec<String>) {
+    let (mut out, mut refused) = (String::new(), Vec::<String>::new());
+    let mut refuse = |line: String| {
+        if !refused.contains(&line) {
+            refused.push(line);
+        }
+    };
+    for l in lines(text) {
+        let bytes = &text[l.range.clone()];
+        let entry_ok = |e: &Entry| allowed(&e.section, e.sub.as_deref(), &e.key) || extra(e);
+        if l.headers_read && (l.blank || l.entry.as_ref().is_some_and(entry_ok)) {
+            out.push_str(bytes);
+            continue;
+        }
+        match (&l.entry, l.headers_read) {
+            (Some(e), true) => refuse(refusal(e, shown)),
+            _ => refuse(format!(
+                "git: refused an unreadable line in {shown} (git might read it otherwise)"
+            )),
+        }
+        if l.headers_read {
+            let head = &bytes[..l.entry_at.min(bytes.len())];
+            if !head.trim().is_empty() {
+                out.push_str(head);
+                out.push('\n');
+            }
+        }
+    }
+    (out, refused)
+}
+
+/// The refusal line for the entry `e` of the file shown as `shown`.
+fn refusal(e: &Entry, shown: &str) -> String {
+    let name = match &e.sub {
+        Some(sub) => format!("{}.{sub}.{}", e.section, e.key),
+        None => format!("{}.{}", e.section, e.key),
+    };
+    format!(
+        "git: refused {name} in {shown} ({})",
+        reason(&e.section, &e.key)
+    )
+}
+
 /// Filters an attributes file: lines naming a filter, diff or merge driver are dropped.
 pub fn filter_attributes(text: &str, shown: &str) -> (String, Vec<String>) {
+    filter_attributes_with(text, shown, |_| false)
+}
+
+/// [`filter_attributes`], also keeping the lines `extra` accepts; every kept line's bytes
+/// (its line ending included) are kept as written.
+pub fn filter_attributes_with(
+    text: &str,
+    shown: &str,
+    extra: impl Fn(&str) -> bool,
+) -> (String, Vec<String>) {
     let (mut kept, mut refused) = (String::new(), Vec::new());
-    for line in text.lines() {
+    for line in text.split_inclusive('\n') {
         let names_driver = line.split_whitespace().skip(1).any(|attr| {
             let name = attr.split('=').next().unwrap_or("");
             ["filter", "diff", "merge"].contains(&name) && attr.contains('=')
         });
-        if names_driver && !line.trim_start().starts_with('#') {
+        if names_driver && !line.trim_start().starts_with('#') && !extra(line) {
             refused.push(format!(
                 "git: refused {:?} in {shown} (names a filter or diff driver)",
                 line.trim()
             ));
         } else {
             kept.push_str(line);
-            kept.push('\n');
         }
     }
     (kept, refused)
@@ -161,7 +218,26 @@ pub fn sanitize_git_dir(
     links_allowed: bool,
     module: Option<(&Path, &Path)>,
 ) -> Vec<String> {
+    sanitize_git_dir_over(dir, shown, links_allowed, module, None)
+}
+
+/// [`sanitize_git_dir`] for a git directory in an overlay's upper layer over `lower` (the
+/// same git directory in the workspace, if any): a config entry, or an attributes line, the
+/// workspace's own file already holds is kept (the host's own configuration, copied up when
+/// the run changed another key); a whiteout (a removal) is never refused.
+pub fn sanitize_git_dir_over(
+    dir: &Path,
+    shown: &str,
+    links_allowed: bool,
+    module: Option<(&Path, &Path)>,
+    lower: Option<&Path>,
+) -> Vec<String> {
     let mut refused = Vec::new();
+    let lower_text = |name: &str| {
+        let path = lower?.join(name);
+        let meta = path.symlink_metadata().ok()?;
+        meta.is_file().then(|| std::fs::read(&path).ok()).flatten()
+    };
     let worktree_inside = |e: &Entry| {
         let Some((landing, workspace)) = module else {
             return false;
@@ -181,7 +257,12 @@ pub fn sanitize_git_dir(
         let Some(text) = regular_text(&path, &format!("{shown}/{name}"), &mut refused) else {
             continue;
         };
-        let (clean, r) = filter_config_with(&text, &format!("{shown}/{name}"), worktree_inside);
+        let own = lower_text(name)
+            .map(|b| parse(&String::from_utf8_lossy(&b)))
+            .unwrap_or_default();
+        let (clean, r) = filter_config_lines(&text, &format!("{shown}/{name}"), |e| {
+            worktree_inside(e) || own.contains(e)
+        });
         if !r.is_empty() {
             refused.extend(r);
             replace(&path, &clean);
@@ -193,7 +274,11 @@ pub fn sanitize_git_dir(
             for entry in std::fs::read_dir(&hooks).into_iter().flatten().flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 let plain = entry.file_type().is_ok_and(|t| t.is_file());
-                if !(plain && name.ends_with(".sample")) {
+                let removal = entry
+                    .path()
+                    .symlink_metadata()
+                    .is_ok_and(|m| is_whiteout(&m));
+                if !(removal || plain && name.ends_with(".sample")) {
                     refused.push(format!(
                         "git: refused hook {name} in {shown}/hooks (runs a program outside the sandbox)"
                     ));
@@ -201,6 +286,7 @@ pub fn sanitize_git_dir(
                 }
             }
         }
+        Ok(m) if is_whiteout(&m) => {}
         Ok(_) => {
             refused.push(format!(
                 "git: refused {shown}/hooks (not a directory: runs a program outside the sandbox)"
@@ -212,7 +298,12 @@ pub fn sanitize_git_dir(
     let attributes = dir.join("info/attributes");
     let shown_attr = format!("{shown}/info/attributes");
     let info_is_dir = real_dir(&dir.join("info"));
-    if !info_is_dir && dir.join("info").symlink_metadata().is_ok() {
+    if !info_is_dir
+        && dir
+            .join("info")
+            .symlink_metadata()
+            .is_ok_and(|m| !is_whiteout(&m))
+    {
         refused.push(format!("git: refused {shown}/info (not a directory)"));
         remove(&dir.join("info"));
     }
@@ -220,7 +311,12 @@ pub fn sanitize_git_dir(
         .then(|| regular_text(&attributes, &shown_attr, &mut refused))
         .flatten()
     {
-        let (clean, r) = filter_attributes(&text, &shown_attr);
+        let own = lower_text("info/attributes")
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let own: Vec<&str> = own.split_inclusive('\n').map(str::trim_end).collect();
+        let (clean, r) =
+            filter_attributes_with(&text, &shown_attr, |l| own.contains(&l.trim_end()));
         if !r.is_empty() {
             refused.extend(r);
             replace(&attributes, &clean);
@@ -228,7 +324,7 @@ pub fn sanitize_git_dir(
     }
     for name in ["commondir", "gitdir"] {
         let path = dir.join(name);
-        if path.symlink_metadata().is_err() {
+        if path.symlink_metadata().ok().is_none_or(|m| is_whiteout(&m)) {
             continue;
         }
         let keep = links_allowed
@@ -246,7 +342,7 @@ pub fn sanitize_git_dir(
 
 /// The text of a regular file; a symlink or other non-file there is removed and refused.
 fn regular_text(path: &Path, shown: &str, refused: &mut Vec<String>) -> Option<String> {
-    let meta = path.symlink_metadata().ok()?;
+    let meta = path.symlink_metadata().ok().filter(|m| !is_whiteout(m))?;
     if !meta.is_file() {
         refused.push(format!("git: refused {shown} (not a regular file)"));
         remove(path);
@@ -262,16 +358,23 @@ fn regular_text(path: &Path, shown: &str, refused: &mut Vec<String>) -> Option<S
     }
 }
 
+/// Whether `meta` is an overlayfs whiteout (a character device numbered 0:0): a removal.
+pub fn is_whiteout(meta: &std::fs::Metadata) -> bool {
+    meta.file_type().is_char_device() && meta.rdev() == 0
+}
+
 /// Whether `path` is a directory itself (not a symlink to one).
 pub fn real_dir(path: &Path) -> bool {
     path.symlink_metadata().is_ok_and(|m| m.is_dir())
 }
 
-/// Writes `text` to a new file beside `path` (never through a symlink the run planted there)
-/// and renames it over `path`; on failure `path` is removed.
+/// Writes `text` to a new file beside `path` (never through a symlink the run planted there;
+/// the old file's owner and permission bits kept, set-id bits not) and renames it over
+/// `path`; on failure `path` is removed.
 fn replace(path: &Path, text: &str) {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let old = path.symlink_metadata().ok();
     let tmp = path.with_extension("zeroclaw-tmp");
     remove(&tmp);
     let written = std::fs::OpenOptions::new()
@@ -279,7 +382,15 @@ fn replace(path: &Path, text: &str) {
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()));
+        .and_then(|mut f| {
+            if let Some(old) = &old {
+                // Landing as root, the rewritten file stays the run's (a failed chown, not
+                // root, leaves it the writer's own).
+                let _ = std::os::unix::fs::fchown(&f, Some(old.uid()), Some(old.gid()));
+                f.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o777))?;
+            }
+            f.write_all(text.as_bytes())
+        });
     if written.is_err() || std::fs::rename(&tmp, path).is_err() {
         remove(&tmp);
         remove(path);
@@ -326,82 +437,4 @@ fn modules(dir: &Path, shown: &str, ws: &Path, depth: usize, refused: &mut Vec<S
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keeps_allowed_keys_and_refuses_the_rest() {
-        let text = "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"sh -c x\"\n\
-                    [Core] HooksPath = /tmp/h\n[remote \"origin\"]\n\turl = /r.git\n\
-                    \tuploadpack = evil\n[include]\n\tpath = x\n[user]\n\tname = A \"B\" # c\n\
-                    [alias]\n\tst = !sh\n[diff \"x\"]\n\ttextconv = evil\n";
-        let (clean, refused) = filter_config(text, ".git/config");
-        assert_eq!(
-            clean,
-            "[core]\n\trepositoryformatversion = \"0\"\n[remote \"origin\"]\n\turl = \"/r.git\"\n\
-             [user]\n\tname = \"A B\"\n"
-        );
-        assert_eq!(
-            refused,
-            [
-                "git: refused core.fsmonitor in .git/config (runs a program outside the sandbox)",
-                "git: refused core.hookspath in .git/config (runs a program outside the sandbox)",
-                "git: refused remote.origin.uploadpack in .git/config (not on the list of keys known to be safe)",
-                "git: refused include.path in .git/config (reads more configuration)",
-                "git: refused alias.st in .git/config (runs a program outside the sandbox)",
-                "git: refused diff.x.textconv in .git/config (runs a program outside the sandbox)",
-            ]
-        );
-    }
-
-    #[test]
-    fn continuations_and_dotted_subsections_cannot_smuggle_a_key() {
-        let text = "[user]\n\tname = a\\\n\n[core]\n\tfsmonitor = x\n[core.x]\n\tfsmonitor = y\n";
-        let (clean, refused) = filter_config(text, "c");
-        assert!(!clean.contains("fsmonitor"), "{clean}");
-        assert_eq!(refused.len(), 2, "{refused:?}");
-        let parsed = parse(&clean);
-        assert!(
-            parsed
-                .iter()
-                .all(|e| allowed(&e.section, e.sub.as_deref(), &e.key))
-        );
-    }
-
-    #[test]
-    fn a_submodule_may_keep_a_worktree_inside_the_workspace_only() {
-        let d = tempfile::Builder::new()
-            .prefix("zc-git-validate-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
-        let (ws, stage) = (d.path().join("ws"), d.path().join("stage"));
-        std::fs::create_dir_all(&stage).unwrap();
-        let landing = ws.join(".git/modules/sub");
-        for (value, kept) in [
-            ("../../../sub", true),
-            ("../../../../elsewhere", false),
-            ("../..", false),
-        ] {
-            std::fs::write(
-                stage.join("config"),
-                format!("[core]\n\tworktree = {value}\n"),
-            )
-            .unwrap();
-            let refused =
-                sanitize_git_dir(&stage, ".git/modules/sub", false, Some((&landing, &ws)));
-            assert_eq!(refused.is_empty(), kept, "{value}: {refused:?}");
-        }
-        std::fs::write(stage.join("config"), "[core]\n\tworktree = ../../../sub\n").unwrap();
-        assert_eq!(sanitize_git_dir(&stage, ".git", false, None).len(), 1);
-    }
-
-    #[test]
-    fn attributes_naming_a_driver_are_refused() {
-        let (clean, refused) = filter_attributes(
-            "*.txt text\n*.bin filter=evil\n* diff=x\n",
-            ".git/info/attributes",
-        );
-        assert_eq!(clean, "*.txt text\n");
-        assert_eq!(refused.len(), 2);
-    }
-}
+mod tests;

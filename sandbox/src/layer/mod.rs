@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 
 pub mod control;
 pub mod land;
+mod moves;
+mod rules;
+#[cfg(test)]
+mod tests;
 
 pub use land::{Change, Changed, Landing, land, recover};
 

@@ -14,6 +14,7 @@ mod raw_tcp;
 mod seccomp;
 mod stack;
 mod userns;
+mod xattr;
 
 pub use activation::*;
 pub use at::*;
@@ -25,3 +26,4 @@ pub use process::*;
 pub use raw_tcp::*;
 pub use seccomp::*;
 pub use userns::*;
+pub use xattr::*;
