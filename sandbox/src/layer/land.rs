@@ -265,7 +265,25 @@ pub fn recover(layers: &Path) -> Vec<Landing> {
     };
     for entry in list.flatten() {
         let dir = entry.path();
-        if !dir.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+        let Ok(meta) = dir.symlink_metadata() else {
+            continue;
+        };
+        if !meta.is_dir() {
+            continue;
+        }
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(super::BUILDING)
+        {
+            let stale = meta
+                .modified()
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age > super::BUILDING_STALE);
+            if stale {
+                let _ = super::discard(&dir);
+            }
             continue;
         }
         let lock = std::fs::OpenOptions::new()

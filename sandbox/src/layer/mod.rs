@@ -57,27 +57,60 @@ pub fn new_dir(layers: &Path) -> PathBuf {
 }
 
 /// Makes the layer directory `dir` for `workspace` (its parent, the layers directory, made
-/// private if missing): `upper/`, `work/`, the workspace file, and the lock, taken.
+/// private if missing): `upper/`, `work/`, the workspace file, and the lock, taken. Built
+/// under a name [`recover`] leaves alone ([`BUILDING`]) and renamed into place once locked,
+/// so another call's recovery never takes it for the layer of a call that never returned.
 pub fn create(dir: &Path, workspace: &Path) -> std::io::Result<Held> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::DirBuilderExt;
-    if let Some(layers) = dir.parent() {
+    let (Some(layers), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Err(std::io::Error::other(format!(
+            "{} is not a layer directory's path",
+            dir.display()
+        )));
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(layers)?;
+    private(layers)?;
+    let mut building = std::ffi::OsString::from(BUILDING);
+    building.push(name);
+    let building = layers.join(building);
+    std::fs::DirBuilder::new().mode(0o700).create(&building)?;
+    let made = (|| {
+        let lock = lock(&building)?;
+        std::fs::write(
+            building.join(WORKSPACE_FILE),
+            workspace.as_os_str().as_bytes(),
+        )?;
         std::fs::DirBuilder::new()
-            .recursive(true)
+            .mode(0o755)
+            .create(upper(&building))?;
+        std::fs::DirBuilder::new()
             .mode(0o700)
-            .create(layers)?;
-        private(layers)?;
+            .create(work(&building))?;
+        std::fs::rename(&building, dir)?;
+        Ok(lock)
+    })();
+    match made {
+        Ok(lock) => Ok(Held {
+            dir: dir.to_path_buf(),
+            _lock: lock,
+        }),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&building);
+            Err(e)
+        }
     }
-    std::fs::DirBuilder::new().mode(0o700).create(dir)?;
-    let lock = lock(dir)?;
-    std::fs::write(dir.join(WORKSPACE_FILE), workspace.as_os_str().as_bytes())?;
-    std::fs::DirBuilder::new().mode(0o755).create(upper(dir))?;
-    std::fs::DirBuilder::new().mode(0o700).create(work(dir))?;
-    Ok(Held {
-        dir: dir.to_path_buf(),
-        _lock: lock,
-    })
 }
+
+/// The name prefix of a layer directory being made ([`create`]); [`recover`] removes one only
+/// once it is [`BUILDING_STALE`] old (its maker died before the rename).
+pub const BUILDING: &str = ".building-";
+
+/// How old a layer directory still being made must be before [`recover`] takes it for litter.
+pub const BUILDING_STALE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Refuses a layers directory that is not a directory of ours that only we can enter (one
 /// another user made first in a shared place, or a symlink).

@@ -186,6 +186,24 @@ fn recover_finishes_a_journaled_landing_and_drops_the_rest() {
     assert!(recover(&f._tmp.path().join("missing")).is_empty());
 }
 
+/// A layer directory still being made (not yet renamed into place, so not yet locked) is
+/// left to its maker, and removed once stale.
+#[test]
+fn recover_leaves_a_layer_being_made_to_its_maker() {
+    let f = Fixture::new();
+    let building = f.layers.join(format!("{}x", crate::layer::BUILDING));
+    std::fs::create_dir_all(upper(&building)).unwrap();
+    assert!(recover(&f.layers).is_empty());
+    assert!(exists(&building), "a layer being made was removed");
+    let old = std::time::SystemTime::now() - crate::layer::BUILDING_STALE * 2;
+    std::fs::File::open(&building)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    recover(&f.layers);
+    assert!(!exists(&building), "a stale one was kept");
+}
+
 /// The layer on another file system than the workspace: copies, then the sources removed.
 #[test]
 fn a_landing_across_file_systems_copies() {
