@@ -1,11 +1,11 @@
 //! The helper's part of the transactional workspace ([`crate::layer`]): it makes the call's
 //! layer directory before the namespaces (holding its lock for the call), watches the
-//! layer's size against the call's write bound while the tree runs ([`Watch`]), and once the
+//! layer's size against the call's write bound while the tree runs ([`check_bound`]), and once the
 //! tree has ended lands it, telling the launcher what was refused and what changed — or,
 //! past the bound, discards it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -72,65 +72,69 @@ pub(crate) fn land(plan: &Plan, held: Option<crate::layer::Held>) {
     drop(held);
 }
 
-/// Whether this helper's call passed its write bound (set by its [`Watch`]).
+/// Whether this helper's call passed its write bound (set by [`check_bound`]).
 static OVER: AtomicBool = AtomicBool::new(false);
 
-/// The write bound's watch: a thread summing the layer's upper directory while the tree runs
-/// (a walk, so at most once per four walks' time and at least a second apart: 150-350 ms per
-/// 20,000 entries measured), which kills the init (and so the whole pid namespace) once the
-/// sum passes the bound and tells the launcher.
-pub(crate) struct Watch {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
+/// The write bound being watched: the layer's upper directory, the bound, and when to look
+/// next. The helper is single-threaded (a process that unshared a pid namespace can make no
+/// thread), so its wait for the tree looks ([`check_bound`]) between its other wake-ups.
+struct Bound {
+    upper: PathBuf,
+    bytes: u64,
+    next: Instant,
+    pause: Duration,
 }
 
-impl Watch {
-    /// Starts the watch of `plan`'s layer over the tree whose init is `init`, if it has a
-    /// layer and a bound. Called in the helper after it forked the init.
-    pub(crate) fn start(plan: &Plan, init: i32) -> Option<Watch> {
-        let (_, dir) = plan.layer()?;
-        let bound = plan.limits.written_bytes;
-        if bound == 0 {
-            return None;
-        }
-        let upper = crate::layer::upper(dir);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("write-bound".into())
-            .spawn(move || watch(&upper, bound, init, &stopped))
-            .ok()?;
-        Some(Watch { stop, thread })
-    }
+static WATCHED: Mutex<Option<Bound>> = Mutex::new(None);
 
-    /// Ends the watch once the tree is gone (before the landing reads [`OVER`]).
-    pub(crate) fn finish(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.thread().unpark();
-        let _ = self.thread.join();
+/// Watches `plan`'s layer against its write bound while this helper waits for the tree, if
+/// it has a layer and a bound.
+pub(crate) fn watch_bound(plan: &Plan) {
+    let Some((_, dir)) = plan.layer() else { return };
+    if plan.limits.written_bytes == 0 {
+        return;
     }
+    let pause = Duration::from_secs(1);
+    *WATCHED.lock().unwrap_or_else(|e| e.into_inner()) = Some(Bound {
+        upper: crate::layer::upper(dir),
+        bytes: plan.limits.written_bytes,
+        next: Instant::now() + pause,
+        pause,
+    });
 }
 
-fn watch(upper: &Path, bound: u64, init: i32, stop: &AtomicBool) {
-    let mut pause = Duration::from_secs(1);
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::park_timeout(pause);
-        if stop.load(Ordering::Relaxed) {
-            return;
-        }
-        let began = Instant::now();
-        let used = allocated(upper, bound);
-        pause = (began.elapsed() * 4).max(Duration::from_secs(1));
-        if used > bound {
-            OVER.store(true, Ordering::Relaxed);
-            super::report::send(&Message::WriteLimit(bound));
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(init),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            return;
-        }
+/// How long the helper's wait may sleep before [`check_bound`] is due (`None`: no bound).
+pub(crate) fn bound_due_in() -> Option<Duration> {
+    let watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+    watched
+        .as_ref()
+        .map(|b| b.next.saturating_duration_since(Instant::now()))
+}
+
+/// Sums the layer when due (a walk: at most once per four walks' time and at least a second
+/// apart, 150-350 ms per 20,000 entries measured); true once it passed the bound, which it
+/// then tells the launcher (the caller kills the tree, and nothing lands).
+pub(crate) fn check_bound() -> bool {
+    if OVER.load(Ordering::Relaxed) {
+        return true;
     }
+    let mut watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(bound) = watched.as_mut() else {
+        return false;
+    };
+    if Instant::now() < bound.next {
+        return false;
+    }
+    let began = Instant::now();
+    let used = allocated(&bound.upper, bound.bytes);
+    bound.pause = (began.elapsed() * 4).max(Duration::from_secs(1));
+    bound.next = Instant::now() + bound.pause;
+    if used <= bound.bytes {
+        return false;
+    }
+    OVER.store(true, Ordering::Relaxed);
+    super::report::send(&Message::WriteLimit(bound.bytes));
+    true
 }
 
 /// The bytes allocated below `dir` (symlinks not followed), counted until past `bound`.

@@ -49,6 +49,8 @@ pub(crate) fn can_start_init(plan: &Plan) -> bool {
         && !plan.warm
         && !plan.placeholders.iter().any(|p| p.denied)
         && !crate::git::stage::any(plan)
+        // The layer is made, watched and landed by a helper.
+        && plan.layer().is_none()
         && (!nix::unistd::geteuid().is_root()
             || (crate::host::pid_max::usable(plan.limits.processes)
                 && !crate::host::cgroup::memory_usable()))

@@ -161,7 +161,12 @@ fn wait(
             Ok(_) | Err(Errno::EINTR) => continue,
             Err(_) => return Waited::Exited(None),
         }
-        match wake(pidfd.as_ref(), supervisor, told.as_ref()) {
+        let woke = wake(pidfd.as_ref(), supervisor, told.as_ref());
+        // The call's write bound (its layer, `helper::layer`): past it, the tree goes.
+        if super::layer::check_bound() {
+            let _ = nix::sys::signal::kill(main, nix::sys::signal::Signal::SIGKILL);
+        }
+        match woke {
             Wake::Told => {
                 let mut code = [0u8; 4];
                 match told.as_ref().map(|fd| nix::unistd::read(fd, &mut code)) {
@@ -225,10 +230,11 @@ fn wake(
         fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
         fds.len() - 1
     });
-    let timeout = if pidfd.is_some() {
-        PollTimeout::NONE
-    } else {
-        PollTimeout::from(50u16)
+    let timeout = match (pidfd.is_some(), super::layer::bound_due_in()) {
+        (true, Some(due)) => PollTimeout::from(due.as_millis().min(50_000) as u16),
+        (false, Some(due)) => PollTimeout::from(due.as_millis().min(50) as u16),
+        (true, None) => PollTimeout::NONE,
+        (false, None) => PollTimeout::from(50u16),
     };
     if poll(&mut fds, timeout).is_err() {
         return Wake::Other;

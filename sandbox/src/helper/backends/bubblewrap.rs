@@ -148,11 +148,8 @@ fn run_bwrap_guarded(
     };
     drop(passed);
     super::super::inherited::release_stdio();
-    let watch = super::super::layer::Watch::start(plan, pid);
+    super::super::layer::watch_bound(plan);
     let code = reaper::supervise_child(Pid::from_raw(pid), false);
-    if let Some(watch) = watch {
-        watch.finish();
-    }
     mounts::scrub(&plan.scrub);
     Ok(code)
 }

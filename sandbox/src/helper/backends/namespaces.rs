@@ -88,12 +88,8 @@ fn run_guarded(
             if let (Some(channel), Some((full, late))) = (channel, late) {
                 *late = channel.serve(full);
             }
-            let watch = super::super::layer::Watch::start(plan, pid);
-            let waited = reaper::wait_init(Pid::from_raw(pid), tree_gone_r);
-            if let Some(watch) = watch {
-                watch.finish();
-            }
-            let (exit, code) = match waited {
+            super::super::layer::watch_bound(plan);
+            let (exit, code) = match reaper::wait_init(Pid::from_raw(pid), tree_gone_r) {
                 // The init, still exiting, is reaped once the call's end is told (`run`).
                 reaper::Waited::Told(code) => (Some(ExitInfo::Code(code)), code),
                 reaper::Waited::Exited(exit) => (exit, reaper::finish_tree(exit, false)),

@@ -155,10 +155,9 @@ pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<bool, SetupError> {
 /// its mount namespace, `seal_in_bwrap`): the workspace's [`MountOp::Layer`] — which bwrap
 /// bound as a plain bind, with the layer's directory at [`crate::wire::LAYER_DIR`] — becomes
 /// the writable overlay the namespace backend mounts, its submounts (protected paths, masks)
-/// attached again on top; the layer's directory is then detached. Outside any user namespace,
-/// so overlayfs keeps its attributes as `trusted.overlay.*`; `redirect_dir=nofollow` and
-/// `metacopy=off` whatever the module's defaults, as `userxattr` forces on the namespace
-/// backend (the landing moves whole files, and a renamed host directory gives EXDEV).
+/// attached again on top; the layer's directory is then detached. In bwrap's user namespace,
+/// as on the namespace backend: `userxattr`, which also forces `redirect_dir=nofollow` and
+/// `metacopy=off` (the landing moves whole files, and a renamed host directory gives EXDEV).
 pub fn layer_in_bwrap(ops: &[MountOp]) -> Result<(), SetupError> {
     let Some(path) = ops.iter().find_map(|op| match op {
         MountOp::Layer { path, .. } => Some(path),
@@ -175,7 +174,7 @@ pub fn layer_in_bwrap(ops: &[MountOp]) -> Result<(), SetupError> {
     };
     let dir = Path::new(crate::wire::LAYER_DIR);
     let data = format!(
-        "lowerdir={},upperdir={},workdir={},redirect_dir=nofollow,metacopy=off,volatile",
+        "lowerdir={},upperdir={},workdir={},userxattr,volatile",
         escape_overlay(&path.display().to_string()),
         escape_overlay(&crate::layer::upper(dir).display().to_string()),
         escape_overlay(&crate::layer::work(dir).display().to_string()),
