@@ -145,6 +145,8 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
             ]),
             // The inner stage's, over the sealed roots (`helper::mounts::bind_files`).
             MountOp::File { .. } => {}
+            // The inner stage's, in the overlay it mounts (`helper::mounts::layer_in_bwrap`).
+            MountOp::Pin { .. } => {}
         }
     }
     push(&[&"--dev", &"/dev", &"--proc", &"/proc"]);

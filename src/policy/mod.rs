@@ -179,13 +179,14 @@ impl Policy {
     }
 
     /// The layers directory of a call in `cwd`: the daemon's, unless it lies inside `cwd` (a
-    /// workspace holding the daemon's home, such as `~`): then a private directory of this
-    /// user under `/var/tmp` (landing there copies rather than renames when it is another
-    /// file system). A workspace holding that too gets the daemon's, which the sandbox refuses
-    /// with a reason.
+    /// workspace holding the daemon's home, such as `~`) or this user cannot make it (a
+    /// `sandbox run` by a user whose home is not theirs, `nobody`'s `/nonexistent`): then a
+    /// private directory of this user under `/var/tmp` (landing there copies rather than
+    /// renames when it is another file system; one another user made first is refused). A
+    /// workspace holding that too gets the daemon's, which the sandbox refuses with a reason.
     pub fn layers_for(&self, cwd: &Path) -> Option<PathBuf> {
         let layers = self.layers.as_ref()?;
-        if !layers.starts_with(cwd) {
+        if !layers.starts_with(cwd) && can_make(layers) {
             return Some(layers.clone());
         }
         let shared = PathBuf::from(format!(
@@ -241,6 +242,15 @@ impl Default for Policy {
             layers: None,
         }
     }
+}
+
+/// Whether this user can make `dir` (or has it): its nearest existing ancestor is a
+/// directory it may write and enter.
+fn can_make(dir: &Path) -> bool {
+    use nix::unistd::{AccessFlags, access};
+    dir.ancestors()
+        .find(|a| a.symlink_metadata().is_ok())
+        .is_some_and(|a| a.is_dir() && access(a, AccessFlags::W_OK | AccessFlags::X_OK).is_ok())
 }
 
 /// Every path the policy forbids, normalized: the built-in list, `forbidden_paths`, the

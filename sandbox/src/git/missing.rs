@@ -62,10 +62,11 @@ pub fn guard_if_missing(plan: &mut Plan, profile: &Profile) {
     let Some(git) = guarded_git_dir(profile).filter(|_| namespaced) else {
         return;
     };
-    if plan.layer().is_some() {
+    if plan.layer().is_some() && git.symlink_metadata().is_err() {
         // The transactional workspace: a repository the call makes goes to its layer and is
         // validated as it lands, so the child sees the host's workspace as it is (`git clone
-        // URL .` needs it empty) and nothing is created or bound below `.git`.
+        // URL .` needs it empty) and nothing is created or bound below `.git`. (A placeholder
+        // a killed run left is guarded once more, so that this call's end removes it.)
         plan.placeholders.retain(|p| !p.path.starts_with(&git));
         plan.mounts.retain(|op| !op.path().starts_with(&git));
     } else {

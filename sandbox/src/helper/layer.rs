@@ -51,6 +51,7 @@ pub(crate) fn land(plan: &Plan, held: Option<crate::layer::Held>) {
                 Err(e) => format!(" (its layer could not be removed: {e})"),
             }
         )]);
+        crate::layer::release(held);
         return;
     }
     match crate::layer::land(&held.dir, workspace) {
@@ -69,7 +70,7 @@ pub(crate) fn land(plan: &Plan, held: Option<crate::layer::Held>) {
             workspace.display()
         )]),
     }
-    drop(held);
+    crate::layer::release(held);
 }
 
 /// Whether this helper's call passed its write bound (set by [`check_bound`]).

@@ -14,10 +14,6 @@ use super::control::{self, entries};
 use super::moves::{move_file, move_tree};
 use super::rules::remove;
 
-/// The file in the layers directory whose lock (`flock`, exclusive) a landing holds: the
-/// landings of concurrent calls run one at a time.
-pub const LANDING_LOCK: &str = "landing.lock";
-
 /// The file in a layer's directory holding the refusals of its validation, one per line:
 /// written (and synced) once validation is done, before anything lands; a layer with one is
 /// landed forward by [`recover`].
@@ -64,11 +60,9 @@ pub fn land(dir: &Path, workspace: &Path) -> io::Result<Landing> {
     let layers = dir
         .parent()
         .ok_or_else(|| io::Error::other("a layer directory has a parent"))?;
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(layers.join(LANDING_LOCK))?;
+    // The landings of concurrent calls run one at a time: each holds the layers directory's
+    // lock (`flock`, exclusive; a directory, so that it goes once empty, `super::release`).
+    let lock = std::fs::File::open(layers)?;
     lock.lock()?;
     let upper = super::upper(dir);
     let journal = dir.join(JOURNAL);

@@ -69,15 +69,23 @@ pub fn create(dir: &Path, workspace: &Path) -> std::io::Result<Held> {
             dir.display()
         )));
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(layers)?;
-    private(layers)?;
     let mut building = std::ffi::OsString::from(BUILDING);
     building.push(name);
     let building = layers.join(building);
-    std::fs::DirBuilder::new().mode(0o700).create(&building)?;
+    // The layers directory is removed once empty ([`release`]): made again if another call's
+    // release took it in between.
+    let mut tries = 0;
+    loop {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(layers)?;
+        private(layers)?;
+        match std::fs::DirBuilder::new().mode(0o700).create(&building) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 8 => tries += 1,
+            made => break made?,
+        }
+    }
     let made = (|| {
         let lock = lock(&building)?;
         std::fs::write(
@@ -102,6 +110,17 @@ pub fn create(dir: &Path, workspace: &Path) -> std::io::Result<Held> {
             let _ = std::fs::remove_dir_all(&building);
             Err(e)
         }
+    }
+}
+
+/// Lets go of a layer directory whose call is over (landed or discarded: the directory is
+/// gone), and removes the layers directory once nothing is left in it, so a user's
+/// `/var/tmp` fallback is not left behind.
+pub fn release(held: Held) {
+    let layers = held.dir.parent().map(Path::to_path_buf);
+    drop(held);
+    if let Some(layers) = layers {
+        let _ = std::fs::remove_dir(layers);
     }
 }
 

@@ -36,20 +36,22 @@ pub fn apply(backend: Backend, profile: &Profile, plan: &mut Plan) -> Result<(),
     let dir = crate::layer::new_dir(layers);
     let workspace = &profile.workspace;
     // The writable binds below the root pin a protected or denied path's ancestors (bound
-    // onto themselves, so they cannot be renamed): in the layer a directory the host has
-    // cannot be renamed anyway (overlayfs without `redirect_dir` refuses it, EXDEV), and a
-    // bind of the host's own directory would let the call write past the layer (an existing
-    // repository's `.git`: its logs, refs, alternates and sequencer state land validated).
-    plan.mounts.retain(
-        |op| !matches!(op, MountOp::Bind { path, rw: true, .. } if path != workspace && path.starts_with(workspace)),
-    );
+    // onto themselves, so they cannot be renamed): a bind of the host's directory would let
+    // the call write past the layer, so each is pinned in the overlay instead. (Overlayfs
+    // refuses to rename a directory the host has, EXDEV, but `mv` then copies it: without
+    // the pin, a denied path's placeholder parent would be copied out and landed.)
     for op in plan.mounts.iter_mut() {
-        if matches!(op, MountOp::Bind { path, rw: true, .. } if path == workspace) {
-            *op = MountOp::Layer {
-                path: workspace.clone(),
-                dir: dir.clone(),
-            };
-            break;
+        match op {
+            MountOp::Bind { path, rw: true, .. } if path == workspace => {
+                *op = MountOp::Layer {
+                    path: workspace.clone(),
+                    dir: dir.clone(),
+                };
+            }
+            MountOp::Bind { path, rw: true, .. } if path.starts_with(workspace) => {
+                *op = MountOp::Pin { path: path.clone() };
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -124,6 +126,16 @@ mod tests {
         );
         let layered = planned(Backend::Namespaces, &profile.land_through(layers.path()));
         assert_eq!(below(&layered), 0, "{:#?}", layered.mounts);
+        assert_eq!(
+            layered
+                .mounts
+                .iter()
+                .filter(|op| matches!(op, MountOp::Pin { .. }))
+                .count(),
+            below(&plain),
+            "each pin is kept in the overlay: {:#?}",
+            layered.mounts
+        );
         assert!(
             layered.mounts.iter().any(|op| matches!(op, MountOp::Bind { path, rw: false, .. } if *path == ws_path.join(".git/config"))),
             "the protected paths stay read-only: {:#?}",

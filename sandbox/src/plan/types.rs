@@ -66,13 +66,21 @@ pub enum MountOp {
     },
     /// The workspace root as a writable overlay of itself (the transactional workspace, see
     /// [`crate::layer`]): the host's directory `path` is the lower layer, `dir`'s `upper/`
-    /// and `work/` the call's private layer; writable binds below `path` are bound from the
-    /// overlay, so their writes land through it too.
+    /// and `work/` the call's private layer; the writable binds planned below `path` become
+    /// [`MountOp::Pin`]s, so their writes land through it too.
     Layer {
         /// The workspace root, also the path inside.
         path: PathBuf,
         /// The call's layer directory ([`crate::layer::create`] makes it in the helper).
         dir: PathBuf,
+    },
+    /// A directory below a layered workspace bound onto itself from the overlay (a protected
+    /// or denied path's ancestors, `plan::layer`): its writes stay in the call's layer, and
+    /// it cannot be renamed or removed while the call runs (EBUSY), as a pin of the host's
+    /// directory cannot in a workspace without a layer.
+    Pin {
+        /// The pinned directory, inside the workspace.
+        path: PathBuf,
     },
     /// Bind the host directory `src` read-write at `path` (another place): a repository's
     /// private stage (see `crate::git::stage`). Both exist before mounting.
@@ -95,7 +103,8 @@ impl MountOp {
             | MountOp::MaskDir { path }
             | MountOp::File { path, .. }
             | MountOp::BindDir { path, .. }
-            | MountOp::Layer { path, .. } => path,
+            | MountOp::Layer { path, .. }
+            | MountOp::Pin { path } => path,
         }
     }
 }

@@ -49,7 +49,8 @@ fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {
         | MountOp::MaskFile { path }
         | MountOp::MaskDir { path }
         | MountOp::BindDir { path, .. }
-        | MountOp::Layer { path, .. } => Some(path.as_path()),
+        | MountOp::Layer { path, .. }
+        | MountOp::Pin { path } => Some(path.as_path()),
         MountOp::Symlink { .. } | MountOp::Tmpfs { .. } | MountOp::File { .. } => None,
     });
     // A persistent HOME directory (`crate::plan` home binds) by its host path too: an

@@ -167,7 +167,10 @@ impl Pool {
         runtime.spawn_blocking(move || {
             let Some(plan) = next() else { return };
             let key = key(&plan);
-            if warm.iter().any(|w| w.key == key) || makes_placeholders(&plan) {
+            if warm.iter().any(|w| w.key == key)
+                || makes_placeholders(&plan)
+                || stage_over_layer(&plan)
+            {
                 return;
             }
             if let Ok(made) = prepare(&spawner, &helper, plan, key) {
@@ -192,6 +195,15 @@ fn makes_placeholders(plan: &Plan) -> bool {
                 || std::fs::symlink_metadata(&p.path).is_err()
                 || std::fs::symlink_metadata(p.path.join(crate::wire::PLACEHOLDER_MARKER)).is_ok())
     })
+}
+
+/// Whether `plan` stages a repository in a layered workspace (an existing repository's
+/// `.git`): a warm helper makes its stage once the call arrives, binding it from the root it
+/// prepared, where the workspace is already the call's overlay — the stage's writes would go
+/// to the layer, not to the stage the landing validates. Such calls start cold, whose helper
+/// binds the stage from the host.
+fn stage_over_layer(plan: &Plan) -> bool {
+    plan.layer().is_some() && crate::git::stage::any(plan)
 }
 
 /// Has the zygote fork a warm helper for `plan` (its stdio on `/dev/null` until the call).

@@ -155,7 +155,7 @@ pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<bool, SetupError> {
 /// its mount namespace, `seal_in_bwrap`): the workspace's [`MountOp::Layer`] — which bwrap
 /// bound as a plain bind, with the layer's directory at [`crate::wire::LAYER_DIR`] — becomes
 /// the writable overlay the namespace backend mounts, its submounts (protected paths, masks)
-/// attached again on top; the layer's directory is then detached. In bwrap's user namespace,
+/// attached again on top and its [`MountOp::Pin`]s bound; the layer's directory is then detached. In bwrap's user namespace,
 /// as on the namespace backend: `userxattr`, which also forces `redirect_dir=nofollow` and
 /// `metacopy=off` (the landing moves whole files, and a renamed host directory gives EXDEV).
 pub fn layer_in_bwrap(ops: &[MountOp]) -> Result<(), SetupError> {
@@ -180,6 +180,12 @@ pub fn layer_in_bwrap(ops: &[MountOp]) -> Result<(), SetupError> {
         escape_overlay(&crate::layer::work(dir).display().to_string()),
     );
     seal.cover(path, &data, MsFlags::MS_NOSUID | MsFlags::MS_NODEV)?;
+    // The pins, in the overlay (bwrap could only bind the host's directories), parents first.
+    for op in ops {
+        if let MountOp::Pin { path } = op {
+            super::pin(path)?;
+        }
+    }
     nix::mount::umount2(dir, nix::mount::MntFlags::MNT_DETACH)
         .map_err(|e| err(format!("umount2({}, MNT_DETACH)", dir.display()), e))
 }
