@@ -27,7 +27,8 @@
 //!   reports, output cap, deadline, end reason, kill), `warm::key`, `error`, `backend`,
 //!   `bubblewrap`/`seatbelt` (pure argv / SBPL builders), `egress::handover` (the proxy
 //!   listeners' hand-over, both ends), `git` (staged repositories, the one git config parser
-//!   and the paths a config points at), `host` (read-only facts about this machine, the
+//!   and the paths a config points at), `layer` (the transactional workspace: a call's layer
+//!   directory, its validation and landing, the journal and recovery), `host` (read-only facts about this machine, the
 //!   scans for root-only files) and `sys` (the raw syscalls, the only module allowed
 //!   `unsafe`).
 //!

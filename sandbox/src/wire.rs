@@ -7,6 +7,8 @@
 
 use std::os::fd::RawFd;
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::SetupError;
@@ -153,19 +155,41 @@ pub enum Message {
     /// --global`; see `helper::git_global`), discarded at its end; sent before
     /// [`Message::Exited`].
     GitConfigChanged,
-    /// What the call changed in the workspace, as its layer landed (the transactional
-    /// workspace, see `crate::layer`): at most [`LANDED_LISTED`] paths, and how many more
-    /// there were; sent before the helper's `Ended`.
     /// The call's layer grew past its write bound (the value, in bytes): the helper killed
     /// the tree and discards the layer.
     WriteLimit(u64),
-    /// See [`LANDED_LISTED`].
+    /// What the call changed in the workspace, as its layer landed (the transactional
+    /// workspace, see `crate::layer`): at most [`LANDED_LISTED`] paths, and how many more
+    /// there were; sent before the helper's `Ended`.
     Landed {
         /// The changed paths, relative to the workspace, in landing order.
-        changed: Vec<crate::layer::Changed>,
+        changed: Vec<Changed>,
         /// Changed paths left out of `changed`.
         more: u64,
     },
+}
+
+/// One changed path of a call's landing ([`Message::Landed`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Changed {
+    /// Relative to the workspace.
+    pub path: PathBuf,
+    /// What happened to it.
+    pub change: Change,
+}
+
+/// What happened to a path.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Change {
+    /// A regular file written (created or replaced): its size and SHA-256 (hex).
+    Written { bytes: u64, sha256: String },
+    /// A symbolic link made, and what it points to.
+    Symlink { target: PathBuf },
+    /// A directory made (or its mode changed).
+    Directory,
+    /// Removed (a file, a link or a whole tree).
+    Removed,
 }
 
 /// The most changed paths a [`Message::Landed`] lists (its line stays around a megabyte).

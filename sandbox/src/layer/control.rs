@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::git::validate::{is_whiteout, sanitize_git_dir_over};
 
 use super::rules;
+use super::tree::{entries, shown};
 
 /// Deeper than this, the walk fails (the landing then lands nothing): it recurses, and a path
 /// this deep is past `PATH_MAX` anyway.
@@ -57,27 +58,6 @@ pub(super) fn check(upper: &Path, workspace: &Path) -> io::Result<Vec<String>> {
 fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-}
-
-/// A workspace-relative path as the refusal lines show it.
-pub(super) fn shown(rel: &Path) -> String {
-    if rel.as_os_str().is_empty() {
-        ".".into()
-    } else {
-        rel.to_string_lossy().replace('\n', "\\n")
-    }
-}
-
-/// The entries of the directory `dir`, sorted by name, with their own metadata.
-pub(super) fn entries(dir: &Path) -> io::Result<Vec<(PathBuf, std::fs::Metadata)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let meta = entry.path().symlink_metadata()?;
-        out.push((PathBuf::from(entry.file_name()), meta));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
 }
 
 struct Validator<'a> {
@@ -171,7 +151,7 @@ impl Validator<'_> {
     /// so `rel` is no repository after the landing).
     fn unmake_repository(&mut self, rel: &Path) -> io::Result<()> {
         for name in ["HEAD", "objects", "refs"] {
-            rules::remove(&self.upper.join(rel).join(name))?;
+            super::tree::remove(&self.upper.join(rel).join(name))?;
         }
         self.refused.push(format!(
             "git: refused {}/HEAD, objects and refs (would make a repository of a directory \

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 
 use crate::git::validate::is_whiteout;
 
-use super::control::{self, entries};
+use super::control;
 use super::moves::{move_file, move_tree};
-use super::rules::remove;
+use super::tree::{entries, remove};
+use crate::wire::{Change, Changed};
 
 /// The file in a layer's directory holding the refusals of its validation, one per line:
 /// written (and synced) once validation is done, before anything lands; a layer with one is
@@ -28,29 +29,6 @@ pub struct Landing {
     pub refused: Vec<String>,
 }
 
-/// One changed path.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Changed {
-    /// Relative to the workspace.
-    pub path: PathBuf,
-    /// What happened to it.
-    pub change: Change,
-}
-
-/// What happened to a path.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Change {
-    /// A regular file written (created or replaced): its size and SHA-256 (hex).
-    Written { bytes: u64, sha256: String },
-    /// A symbolic link made, and what it points to.
-    Symlink { target: PathBuf },
-    /// A directory made (or its mode changed).
-    Directory,
-    /// Removed (a file, a link or a whole tree).
-    Removed,
-}
-
 /// Validates the upper layer of the layer directory `dir` and lands it in `workspace`, then
 /// removes `dir`. A layer with a journal (a landing cut short) is not validated again: its
 /// landing is finished, and its `changed` lists what this run of it did only. If validation
@@ -61,10 +39,10 @@ pub fn land(dir: &Path, workspace: &Path) -> io::Result<Landing> {
         .parent()
         .ok_or_else(|| io::Error::other("a layer directory has a parent"))?;
     // The landings of concurrent calls run one at a time: each holds the layers directory's
-    // lock (`flock`, exclusive; a directory, so that it goes once empty, `super::release`).
+    // lock (`flock`, exclusive; a directory, so that it goes once empty, `super::dir::release`).
     let lock = std::fs::File::open(layers)?;
     lock.lock()?;
-    let upper = super::upper(dir);
+    let upper = super::dir::upper(dir);
     let journal = dir.join(JOURNAL);
     let refused = match std::fs::read(&journal) {
         Ok(bytes) => String::from_utf8_lossy(&bytes)
@@ -268,15 +246,15 @@ pub fn recover(layers: &Path) -> Vec<Landing> {
         if entry
             .file_name()
             .to_string_lossy()
-            .starts_with(super::BUILDING)
+            .starts_with(super::dir::BUILDING)
         {
             let stale = meta
                 .modified()
                 .ok()
                 .and_then(|m| m.elapsed().ok())
-                .is_some_and(|age| age > super::BUILDING_STALE);
+                .is_some_and(|age| age > super::dir::BUILDING_STALE);
             if stale {
-                let _ = super::discard(&dir);
+                let _ = super::dir::discard(&dir);
             }
             continue;
         }
@@ -284,7 +262,7 @@ pub fn recover(layers: &Path) -> Vec<Landing> {
             .create(true)
             .truncate(false)
             .write(true)
-            .open(dir.join(super::LOCK_FILE));
+            .open(dir.join(super::dir::LOCK_FILE));
         let Ok(lock) = lock else {
             continue;
         };
@@ -302,7 +280,7 @@ pub fn recover(layers: &Path) -> Vec<Landing> {
             }
             continue;
         }
-        let workspace = match std::fs::read(dir.join(super::WORKSPACE_FILE)) {
+        let workspace = match std::fs::read(dir.join(super::dir::WORKSPACE_FILE)) {
             Ok(bytes) => PathBuf::from(std::ffi::OsString::from(
                 <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&bytes),
             )),

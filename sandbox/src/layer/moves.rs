@@ -7,7 +7,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use super::rules::remove;
+use super::tree::remove;
 
 /// Moves the file or symlink `src` over `dst` (not a directory).
 pub(super) fn move_file(src: &Path, dst: &Path) -> io::Result<()> {
@@ -77,7 +77,7 @@ fn own(dst: &Path, meta: &std::fs::Metadata) -> io::Result<()> {
 fn copy_tree(src: &Path, dst: &Path) -> io::Result<()> {
     let meta = src.symlink_metadata()?;
     std::fs::create_dir(dst)?;
-    for (name, entry) in super::control::entries(src)? {
+    for (name, entry) in super::tree::entries(src)? {
         let (from, to) = (src.join(&name), dst.join(&name));
         if entry.is_dir() {
             copy_tree(&from, &to)?;

@@ -8,7 +8,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::control::shown;
+use super::tree::{remove, shown};
 
 /// The overlay attribute marking an opaque directory, as root and under `userxattr`.
 const OPAQUE: [&str; 2] = ["trusted.overlay.opaque", "user.overlay.opaque"];
@@ -40,40 +40,6 @@ pub(super) fn overlay_features(path: &Path) -> io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Removes `path` (a file, a link or a whole tree, never following a link); gone is done.
-pub(crate) fn remove(path: &Path) -> io::Result<()> {
-    let meta = match path.symlink_metadata() {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    let done = if meta.is_dir() {
-        std::fs::remove_dir_all(path).or_else(|_| {
-            open_up(path);
-            std::fs::remove_dir_all(path)
-        })
-    } else {
-        std::fs::remove_file(path)
-    };
-    match done {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        other => other,
-    }
-}
-
-/// Gives the owner every permission on every directory of the tree `path` (so that a tree
-/// with a mode-000 directory, as overlayfs leaves in its work directory, can be removed).
-fn open_up(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    if !path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-        return;
-    }
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700));
-    for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
-        open_up(&entry.path());
-    }
 }
 
 /// The rule for an entry of the upper below a control directory (not a directory, not a

@@ -8,6 +8,8 @@
 //! writes reach the workspace directly, with today's git protection (`sandbox/README.md`,
 //! "Transactional workspace").
 
+use std::path::{Path, PathBuf};
+
 use super::types::{MountOp, Plan};
 use crate::backend::Backend;
 use crate::error::SandboxError;
@@ -33,7 +35,7 @@ pub fn apply(backend: Backend, profile: &Profile, plan: &mut Plan) -> Result<(),
             profile.workspace.display()
         )));
     }
-    let dir = crate::layer::new_dir(layers);
+    let dir = new_dir(layers);
     let workspace = &profile.workspace;
     // The writable binds below the root pin a protected or denied path's ancestors (bound
     // onto themselves, so they cannot be renamed): a bind of the host's directory would let
@@ -55,6 +57,21 @@ pub fn apply(backend: Backend, profile: &Profile, plan: &mut Plan) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// A fresh layer directory name under `layers` (unique per process and call).
+fn new_dir(layers: &Path) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    layers.join(format!(
+        "{}-{}-{nanos:08x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ pub(crate) struct Supervisor {
     git_refused: Vec<String>,
     discarded: Vec<String>,
     git_config_changed: bool,
-    changed: Vec<crate::layer::Changed>,
+    changed: Vec<crate::wire::Changed>,
     changed_more: u64,
 }
 

@@ -58,7 +58,7 @@ pub struct Outcome {
     /// What the call changed in the workspace, as its layer landed (the transactional
     /// workspace: namespace rungs with [`crate::Profile::layers`]), at most
     /// [`crate::wire::LANDED_LISTED`] paths; empty without a layer.
-    pub changed: Vec<crate::layer::Changed>,
+    pub changed: Vec<crate::wire::Changed>,
     /// Changed paths left out of `changed`.
     pub changed_more: u64,
 }

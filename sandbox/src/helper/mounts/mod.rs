@@ -237,7 +237,7 @@ fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
         }
         MountOp::BindDir { src, path } => bind_dir(src, path),
         MountOp::Layer { path, dir } => layer(path, dir),
-        MountOp::Pin { path } => pin(path),
+        MountOp::Pin { path } => seal::pin(path),
         MountOp::File { path, contents } => bind_contents(path, contents),
         MountOp::MaskFile { path } => {
             let null = Path::new(OLD).join("dev/null");
@@ -361,25 +361,6 @@ fn layer(path: &Path, dir: &Path) -> Result<(), SetupError> {
             "the workspace is mounted as a writable overlay (Linux >= 5.11 in a user namespace)",
         )
     })
-}
-
-/// A [`MountOp::Pin`]: the directory at `path` in the new root (below the workspace's
-/// overlay) bound onto itself, what is mounted below it carried along.
-pub(super) fn pin(path: &Path) -> Result<(), SetupError> {
-    mount(
-        Some(path),
-        path,
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|e| {
-        err(format!("mount({}, bind onto itself)", path.display()), e).hint(
-            "a protected or denied path's parent disappeared while the sandbox was built; \
-             recreate it and retry",
-        )
-    })?;
-    harden_mount(path, false).map_err(|e| err(format!("mount_setattr({})", path.display()), e))
 }
 
 /// A [`MountOp::BindDir`]: the host directory `src` read-write at `path`; neither may be a

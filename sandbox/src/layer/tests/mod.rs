@@ -33,7 +33,10 @@ impl Fixture {
 
     /// A new layer for the workspace, its lock held.
     pub fn layer(&self) -> Held {
-        super::create(&super::new_dir(&self.layers), &self.ws).unwrap()
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let name = format!("layer-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        super::create(&self.layers.join(name), &self.ws).unwrap()
     }
 }
 
