@@ -15,7 +15,7 @@ use sandbox_support::judge::{confined, control, defaults};
 use sandbox_support::{Backend, World};
 
 /// The script the planted hook or config runs on the host: it writes the canary.
-fn canary_script(w: &World) -> (PathBuf, PathBuf) {
+pub(super) fn canary_script(w: &World) -> (PathBuf, PathBuf) {
     let canary = w.outside.join("canary");
     let script = w.outside.join("evil.sh");
     w.write(
@@ -339,26 +339,13 @@ fn no_window_in_an_existing_repository(w: &World, b: Backend) {
          echo planted && sleep 2 && echo done",
         evil.display()
     );
-    let mut bg = w.confined(b).spawn_sh(&script);
-    assert_eq!(bg.read_line(), "planted\n");
-    let mut rounds = 0;
-    while bg.alive() {
-        let _ = w
-            .plain()
-            .sh("git status --short >/dev/null 2>&1; cd a && git status >/dev/null 2>&1; true");
-        rounds += 1;
-        assert!(
-            !canary.exists(),
-            "ESCAPE: the host's git status fired during the run"
-        );
-    }
-    let _ = bg.wait_for_exit(Duration::from_secs(30));
-    let host = w.plain().sh("git status --short; git config user.email");
-    assert!(
-        !canary.exists(),
-        "ESCAPE: the host's git status fired after the run"
+    let host = host_git_while_it_runs(
+        w,
+        w.confined(b).spawn_sh(&script),
+        "git status --short >/dev/null 2>&1; cd a && git status >/dev/null 2>&1; true",
+        &canary,
+        "git status --short; git config user.email",
     );
-    assert!(rounds > 0, "the host loop never ran");
     assert!(
         host.stdout.contains("zc@example.invalid"),
         "the run's accepted change did not land\n{host}"
@@ -452,3 +439,32 @@ per_backend!(
     linked_worktree_control_files,
     landlock: "reduced rung (chosen only by name): protected paths are not enforced without a mount namespace (see doctor)"
 );
+
+/// Runs the host's git (`during`) in a loop while the confined run `bg` (whose first line is
+/// `planted`) lasts, then `after`: the canary never fires, and the loop ran. `after`'s run.
+pub(super) fn host_git_while_it_runs(
+    w: &World,
+    mut bg: sandbox_support::procs::Bg,
+    during: &str,
+    canary: &Path,
+    after: &str,
+) -> sandbox_support::run::Run {
+    assert_eq!(bg.read_line(), "planted\n");
+    let mut rounds = 0;
+    while bg.alive() {
+        let _ = w.plain().sh(during);
+        rounds += 1;
+        assert!(
+            !canary.exists(),
+            "ESCAPE: the host's git fired during the run"
+        );
+    }
+    let _ = bg.wait_for_exit(Duration::from_secs(30));
+    let host = w.plain().sh(after);
+    assert!(
+        !canary.exists(),
+        "ESCAPE: the host's git fired after the run\n{host}"
+    );
+    assert!(rounds > 0, "the host loop never ran");
+    host
+}

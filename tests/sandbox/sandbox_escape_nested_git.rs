@@ -13,25 +13,9 @@
 
 use crate::sandbox_support;
 
-use std::fs;
-use std::path::PathBuf;
-use std::time::Duration;
-
+use super::sandbox_escape_git::{canary_script, host_git_while_it_runs};
 use sandbox_support::judge::{confined, control, defaults};
 use sandbox_support::{Backend, World};
-
-/// The script the planted hook or config runs on the host: it writes the canary.
-fn canary_script(w: &World) -> (PathBuf, PathBuf) {
-    use std::os::unix::fs::PermissionsExt;
-    let canary = w.outside.join("canary");
-    let script = w.outside.join("evil.sh");
-    w.write(
-        &script,
-        &format!("#!/bin/sh\ntouch {}\nexit 1\n", canary.display()),
-    );
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).expect("chmod");
-    (canary, script)
-}
 
 const HOST_COMMIT: &str =
     "git -c user.name=h -c user.email=h@example.invalid commit -q --allow-empty -m host";
@@ -189,26 +173,13 @@ fn no_window_in_a_nested_repository(w: &World, b: Backend) {
          echo done",
         evil.display()
     );
-    let mut bg = w.confined(b).spawn_sh(&script);
-    assert_eq!(bg.read_line(), "planted\n");
-    let mut rounds = 0;
-    while bg.alive() {
-        let _ = w
-            .plain()
-            .sh("cd sub 2>/dev/null && git status --short >/dev/null 2>&1; true");
-        rounds += 1;
-        assert!(
-            !canary.exists(),
-            "ESCAPE: the host's git status fired during the run"
-        );
-    }
-    let _ = bg.wait_for_exit(Duration::from_secs(30));
-    let host = w.plain().sh("cd sub && git status --short; true");
-    assert!(
-        !canary.exists(),
-        "ESCAPE: the host's git status fired after the run\n{host}"
+    host_git_while_it_runs(
+        w,
+        w.confined(b).spawn_sh(&script),
+        "cd sub 2>/dev/null && git status --short >/dev/null 2>&1; true",
+        &canary,
+        "cd sub && git status --short; true",
     );
-    assert!(rounds > 0, "the host loop never ran");
     assert!(
         w.ws.join("sub/.git/HEAD").is_file(),
         "the nested repository did not land"

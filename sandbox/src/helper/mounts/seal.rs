@@ -34,6 +34,17 @@ pub struct SocketSeal {
 }
 
 impl SocketSeal {
+    /// Inside a root bwrap has built: every mount point of the table as it is now.
+    fn of_this_root() -> Result<SocketSeal, SetupError> {
+        let info = read_mount_table(Path::new("/proc/self/mountinfo"))?;
+        Ok(SocketSeal {
+            mount_points: mountinfo::parse(&info)
+                .into_iter()
+                .map(|m| m.point)
+                .collect(),
+        })
+    }
+
     /// For the namespace backend's init, right after `pivot_root` (creates [`EMPTY`]): the
     /// host's mounts, read below [`super::prim::OLD`], as the recursive binds of the
     /// read-only roots will carry them into the new root.
@@ -131,13 +142,7 @@ pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<bool, SetupError> {
         return Ok(false);
     }
     // bwrap has built the whole root: the table as it is now is the one every seal sees.
-    let info = read_mount_table(Path::new("/proc/self/mountinfo"))?;
-    let seal = SocketSeal {
-        mount_points: mountinfo::parse(&info)
-            .into_iter()
-            .map(|m| m.point)
-            .collect(),
-    };
+    let seal = SocketSeal::of_this_root()?;
     for op in ops {
         if let MountOp::Bind {
             path,
@@ -165,13 +170,7 @@ pub fn layer_in_bwrap(ops: &[MountOp]) -> Result<(), SetupError> {
     }) else {
         return Ok(());
     };
-    let info = read_mount_table(Path::new("/proc/self/mountinfo"))?;
-    let seal = SocketSeal {
-        mount_points: mountinfo::parse(&info)
-            .into_iter()
-            .map(|m| m.point)
-            .collect(),
-    };
+    let seal = SocketSeal::of_this_root()?;
     let dir = Path::new(crate::wire::LAYER_DIR);
     let data = format!(
         "lowerdir={},upperdir={},workdir={},userxattr,volatile",
