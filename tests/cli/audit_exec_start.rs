@@ -107,8 +107,13 @@ fn a_full_file_system_cannot_hide_that_a_command_ran() {
     );
     let reserve = config_dir.join("workspace/sessions/audit.db.reserve");
 
-    // The command runs, then fills the file system before its end is recorded.
-    let fill = "touch ran-1 && dd if=/dev/zero of=fill bs=64k; echo filled";
+    // The command runs, then fills the file system before its end is recorded. Its layer's
+    // directory (the transactional workspace, on this file system too) frees a few pages once
+    // it has landed: the 300 empty files it also makes give the record a list of changed paths
+    // longer than that room.
+    let fill = "touch ran-1 && for i in $(seq 300); do : > \
+                a-file-whose-long-name-makes-the-list-of-changed-paths-longer-$i; done && \
+                dd if=/dev/zero of=fill bs=64k; echo filled";
     let out = s.call("shell", json!({ "command": fill }));
     assert!(s.ws().join("ran-1").exists(), "{}", out.describe());
     assert!(
