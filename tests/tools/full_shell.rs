@@ -236,9 +236,10 @@ fn full_git_init_refusal_reaches_the_model(backend: &'static str) {
         .assert_result_contains(
             "git: refused core.fsmonitor in .git/config (runs a program outside the sandbox)",
         );
+    // The accepted bytes land as git wrote them: only the refused key's line goes.
     let config = fs::read_to_string(s.ws().join(".git/config")).unwrap_or_default();
     assert!(
-        config.contains("name = \"zc\"") && !config.contains("fsmonitor"),
+        config.contains("\tname = zc\n") && !config.contains("fsmonitor"),
         "the repository did not land validated: {config:?}\n{}",
         out.describe()
     );

@@ -42,6 +42,15 @@ pub fn apply(backend: Backend, profile: &Profile, plan: &mut Plan) -> Result<(),
     // the call write past the layer, so each is pinned in the overlay instead. (Overlayfs
     // refuses to rename a directory the host has, EXDEV, but `mv` then copies it: without
     // the pin, a denied path's placeholder parent would be copied out and landed.)
+    // The first writable bind of the root becomes its layer; a second one (the root also
+    // listed among the writable roots) would mount another overlay over the same layer.
+    let mut layered = false;
+    plan.mounts.retain(|op| {
+        let root = matches!(op, MountOp::Bind { path, rw: true, .. } if path == workspace);
+        let keep = !(root && layered);
+        layered |= root;
+        keep
+    });
     for op in plan.mounts.iter_mut() {
         match op {
             MountOp::Bind { path, rw: true, .. } if path == workspace => {
@@ -158,6 +167,20 @@ mod tests {
             "the protected paths stay read-only: {:#?}",
             layered.mounts
         );
+    }
+
+    #[test]
+    fn a_workspace_also_listed_as_a_writable_root_gets_one_layer() {
+        let ws = tempfile::tempdir().unwrap();
+        let layers = tempfile::tempdir().unwrap();
+        let ws_path = ws.path().canonicalize().unwrap();
+        let profile = Profile::for_workspace(&ws_path)
+            .allow_write(&ws_path)
+            .land_through(layers.path());
+        let plan = planned(Backend::Namespaces, &profile);
+        let at_root = |plan: &Plan| plan.mounts.iter().filter(|op| op.path() == ws_path).count();
+        assert_eq!(at_root(&plan), 1, "{:#?}", plan.mounts);
+        assert!(plan.layer().is_some());
     }
 
     #[test]
