@@ -57,7 +57,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     // with the credentials of whoever mounted it, for the whole call — copying up a file the
     // command may not read, keeping its owner and mode — so the inner stage mounts it holding
     // what a root mounter needs for that (and drops them all before the exec, as the others).
-    if plan.layer().is_some() {
+    if plan.seal_in_bwrap && plan.layer().is_some() {
         for cap in [
             "CAP_CHOWN",
             "CAP_DAC_OVERRIDE",
@@ -133,9 +133,9 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
                 push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path])
             }
             MountOp::BindDir { src, path } => push(&[&"--bind", src, path]),
-            // Planned only for a bwrap root launched (`plan::layer`): the inner stage mounts
-            // the overlay (`helper::mounts::layer_in_bwrap`; bwrap 0.8 has no `--overlay`).
-            MountOp::Layer { path, dir } => push(&[
+            // Root launched, the inner stage mounts the overlay (`helper::mounts::
+            // layer_in_bwrap`; bwrap 0.8 has no `--overlay`) from the layer's directory.
+            MountOp::Layer { path, dir } if plan.seal_in_bwrap => push(&[
                 &"--bind",
                 path,
                 path,
@@ -143,10 +143,15 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
                 dir,
                 &crate::wire::LAYER_DIR,
             ]),
+            // Launched by another user, bwrap runs where the helper mounted the overlay
+            // already (`helper::mounts::layer_outside`): bwrap binds it, and each pin from it.
+            MountOp::Layer { path, .. } | MountOp::Pin { path } if !plan.seal_in_bwrap => {
+                push(&[&"--bind", path, path])
+            }
             // The inner stage's, over the sealed roots (`helper::mounts::bind_files`).
             MountOp::File { .. } => {}
-            // The inner stage's, in the overlay it mounts (`helper::mounts::layer_in_bwrap`).
-            MountOp::Pin { .. } => {}
+            // Root launched: the inner stage's, in the overlay it mounts.
+            MountOp::Pin { .. } | MountOp::Layer { .. } => {}
         }
     }
     push(&[&"--dev", &"/dev", &"--proc", &"/proc"]);

@@ -2,8 +2,8 @@
 //! writes to the workspace land when it ends — a call that writes 10,000 files, one that
 //! renames a directory the host had, one that deletes a tree, two concurrent calls in one
 //! workspace — and nothing of a call is on the host while it runs. The namespace rung (fresh
-//! and warm) and bubblewrap launched by root; the others write the workspace directly, which
-//! the functional suite covers.
+//! and warm) and bubblewrap (launched by root, and by `nobody` in a workspace without `.git`);
+//! the others write the workspace directly, which the functional suite covers.
 
 use crate::sandbox_support;
 
@@ -195,5 +195,62 @@ fn clone_into_an_empty_workspace(w: &World, b: Backend) {
 }
 per_backend!(
     clone_into_an_empty_workspace,
+    landlock: "reduced rung (chosen only by name): no mount namespace, no layer"
+);
+
+/// `git clone URL .` in an empty workspace as `nobody` (switched to with setpriv, which needs
+/// root): bubblewrap launched by another user has its layer mounted around it by the helper,
+/// and the nested repository the call also makes lands validated.
+fn clone_into_an_empty_workspace_as_nobody(w: &World, b: Backend) {
+    use std::os::unix::fs::PermissionsExt;
+    if !nix::unistd::geteuid().is_root() {
+        crate::support::require_feature(
+            "clone_into_an_empty_workspace_as_nobody: needs root to switch to nobody",
+        );
+        return;
+    }
+    fs::set_permissions(&w.root, fs::Permissions::from_mode(0o711)).expect("chmod world");
+    let (ws, src) = (w.root.join("nobody-ws"), w.root.join("nobody-src"));
+    let setup = w.plain().sh(&format!(
+        "mkdir {ws} && git init -q {s} && echo hi > {s}/f && git -C {s} add f && \
+         git -C {s} -c user.name=h -c user.email=h@example.invalid commit -q -m s && \
+         chown -R 65534:65534 {ws} {s}",
+        ws = ws.display(),
+        s = src.display()
+    ));
+    assert_eq!(setup.status_code(), Some(0), "{setup}");
+    let script = format!(
+        "git clone -q {} . && git init -q sub && git -C sub config core.fsmonitor /bin/false \
+         && echo cloned",
+        src.display()
+    );
+    let run = sandbox_support::run::Runner::new("setpriv", &ws)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--reset-env",
+        ])
+        .args(
+            w.confined(b)
+                .workspace(&ws)
+                .allow_read(&src)
+                .argv(&["/bin/sh", "-c", &script]),
+        )
+        .run();
+    assert!(run.stdout.contains("cloned"), "{run}");
+    assert_eq!(
+        fs::read_to_string(ws.join("f")).ok().as_deref(),
+        Some("hi\n"),
+        "{run}"
+    );
+    let config = fs::read_to_string(ws.join("sub/.git/config")).unwrap_or_default();
+    assert!(
+        !config.is_empty() && !config.contains("fsmonitor"),
+        "the nested repository did not land validated: {config:?}\n{run}"
+    );
+}
+per_backend!(
+    clone_into_an_empty_workspace_as_nobody,
     landlock: "reduced rung (chosen only by name): no mount namespace, no layer"
 );

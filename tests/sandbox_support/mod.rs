@@ -87,9 +87,11 @@ pub const ESCAPED: &str = "ZC_ESCAPED";
 /// The system Python (not a pyenv shim under `$HOME`, which a confined child cannot see).
 pub const PYTHON: &str = "/usr/bin/python3";
 
-/// Whether `backend` gives a call the transactional workspace's layer here: the namespace
-/// backends, and bubblewrap when the tests run as root (bwrap launched by another user has
-/// none). A test of the layer returns early, saying so, where it has none.
+/// Whether `backend` gives a call the transactional workspace's layer here whatever the
+/// workspace holds: the namespace backends, and bubblewrap when the tests run as root (bwrap
+/// launched by another user has one only in a workspace without `.git`:
+/// `sandbox_layer::clone_into_an_empty_workspace_as_nobody`). A test of the layer returns
+/// early, saying so, where it has none.
 pub fn has_layer(backend: Backend) -> bool {
     if !layered(backend) {
         eprintln!("skipped: bubblewrap launched by a non-root user has no layer (see doctor)");

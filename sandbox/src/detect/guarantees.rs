@@ -75,8 +75,10 @@ pub fn guarantees(b: Backend) -> Vec<Guarantee> {
                         "overlay upper layer per call, validated and landed after the call"
                     } else {
                         "overlay upper layer per call, validated and landed after the call \
-                         (bwrap started by root only; started by another user, REDUCED: writes \
-                         reach the workspace directly and nested repositories are not validated)"
+                         (started by another user: mounted by the helper around bwrap in a \
+                         workspace without .git; in a repository, or with a setuid bwrap, \
+                         REDUCED: writes reach the workspace directly and nested repositories \
+                         are not validated)"
                     },
                 ),
                 g(

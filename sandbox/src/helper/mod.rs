@@ -23,6 +23,7 @@ pub(crate) mod forked;
 mod git_binder;
 mod git_global;
 mod git_late;
+mod idmap;
 mod inherited;
 mod inside_check;
 mod landlock;

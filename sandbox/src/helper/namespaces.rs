@@ -107,7 +107,7 @@ fn started_init(
         ));
     }
     super::inherited::new_session()?;
-    write_maps(uid.as_raw(), gid.as_raw())?;
+    super::idmap::write_maps(uid.as_raw(), gid.as_raw())?;
     // In the call's network namespace already: a proxy call's listeners go back first.
     super::egress::send_listeners(plan)?;
     super::report::ROOT_PROCESS_LIMIT.store(
@@ -427,17 +427,5 @@ pub(super) fn enter(net: bool) -> Result<(), SetupError> {
     let flags = new_namespaces(net);
     nix::sched::unshare(flags)
         .map_err(|e| namespaces_error(format!("unshare({flags:?})"), e.into()))?;
-    write_maps(uid.as_raw(), gid.as_raw())
-}
-
-/// In a new user namespace: uid and gid maps that keep the ids it was created with.
-fn write_maps(uid: u32, gid: u32) -> Result<(), SetupError> {
-    write_proc("/proc/self/setgroups", "deny")?;
-    write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1\n"))?;
-    write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1\n"))
-}
-
-fn write_proc(path: &str, value: &str) -> Result<(), SetupError> {
-    std::fs::write(path, value)
-        .map_err(|e| SetupError::os(Stage::Namespaces, format!("write({path}, {value:?})"), &e))
+    super::idmap::write_maps(uid.as_raw(), gid.as_raw())
 }

@@ -1,12 +1,13 @@
 //! The plan's transactional workspace: on the namespace rungs, a profile with a layers
 //! directory gets its workspace root mounted as a writable overlay of itself over a fresh,
 //! private layer ([`MountOp::Layer`]), landed through validation once the call's tree ended
-//! (see [`crate::layer`]). The namespace backend (fresh and warm helpers), and bubblewrap
-//! launched by root, whose inner stage mounts the overlay (bwrap 0.8, Debian 12's, has no
-//! `--overlay`); bubblewrap launched by another user leaves its inner stage no capability
-//! over its mounts, and the Landlock-only and Seatbelt rungs have no mount namespace: their
-//! writes reach the workspace directly, with today's git protection (`sandbox/README.md`,
-//! "Transactional workspace").
+//! (see [`crate::layer`]). The namespace backend (fresh and warm helpers); bubblewrap launched
+//! by root, whose inner stage mounts the overlay (bwrap 0.8, Debian 12's, has no
+//! `--overlay`); and bubblewrap launched by another user when the workspace has no `.git`,
+//! where the helper mounts the overlay in a user and mount namespace of its own and runs bwrap
+//! in it ([`Layering::Outside`]). The Landlock-only and Seatbelt rungs have no mount
+//! namespace: their writes reach the workspace directly, with the `.git` stage and
+//! placeholders (`sandbox/README.md`, "Transactional workspace").
 
 use std::path::{Path, PathBuf};
 
@@ -15,15 +16,34 @@ use crate::backend::Backend;
 use crate::error::SandboxError;
 use crate::profile::Profile;
 
+/// Whether bubblewrap launched by another user may have the layer mounted around it, as the
+/// daemon side found the host (`plan::planner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layering {
+    /// The helper may mount it in a user namespace of its own and run bwrap there: bwrap is
+    /// not setuid (a setuid bwrap would lose its bit there and need the user namespaces it is
+    /// installed to do without), and the workspace has no `.git` (an existing repository's
+    /// stage is bound by bwrap from the helper's view, which would be the overlay).
+    Outside,
+    /// Not for bubblewrap launched by another user.
+    Inside,
+}
+
 /// Turns the workspace's writable bind into a layer when the backend and profile have one.
 /// A layers directory inside the workspace is a profile error (overlayfs refuses an upper
 /// layer inside its lower one, and the child would see its own layer).
-pub fn apply(backend: Backend, profile: &Profile, plan: &mut Plan) -> Result<(), SandboxError> {
+pub fn apply(
+    backend: Backend,
+    profile: &Profile,
+    plan: &mut Plan,
+    layering: Layering,
+) -> Result<(), SandboxError> {
     let Some(layers) = &profile.layers else {
         return Ok(());
     };
-    let namespaced =
-        backend == Backend::Namespaces || (backend == Backend::Bubblewrap && plan.seal_in_bwrap);
+    let namespaced = backend == Backend::Namespaces
+        || (backend == Backend::Bubblewrap
+            && (plan.seal_in_bwrap || layering == Layering::Outside));
     if !namespaced || profile.workspace_read_only {
         return Ok(());
     }
@@ -90,7 +110,7 @@ mod tests {
     fn planned(backend: Backend, profile: &Profile) -> Plan {
         let facts = crate::plan::HostFacts::gather(backend, profile, crate::git::READER);
         let mut plan = crate::plan::build(backend, profile, &facts, vec!["true".into()], None);
-        apply(backend, profile, &mut plan).unwrap();
+        apply(backend, profile, &mut plan, Layering::Inside).unwrap();
         plan
     }
 
@@ -116,7 +136,28 @@ mod tests {
         assert_eq!(
             bwrap.layer().is_some(),
             bwrap.seal_in_bwrap,
-            "bubblewrap: root only"
+            "bubblewrap: root launched, unless the layer can be mounted around it"
+        );
+        let facts =
+            crate::plan::HostFacts::gather(Backend::Bubblewrap, &profile, crate::git::READER);
+        let mut around = crate::plan::build(
+            Backend::Bubblewrap,
+            &profile,
+            &facts,
+            vec!["true".into()],
+            None,
+        );
+        around.seal_in_bwrap = false;
+        apply(
+            Backend::Bubblewrap,
+            &profile,
+            &mut around,
+            Layering::Outside,
+        )
+        .unwrap();
+        assert!(
+            around.layer().is_some(),
+            "bubblewrap launched by another user"
         );
         for backend in [Backend::Landlock, Backend::Seatbelt] {
             assert!(planned(backend, &profile).layer().is_none(), "{backend:?}");
@@ -196,7 +237,7 @@ mod tests {
             vec!["true".into()],
             None,
         );
-        let err = apply(Backend::Namespaces, &profile, &mut plan).unwrap_err();
+        let err = apply(Backend::Namespaces, &profile, &mut plan, Layering::Inside).unwrap_err();
         assert!(err.to_string().contains("inside the workspace"), "{err}");
     }
 }

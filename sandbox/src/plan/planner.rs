@@ -36,7 +36,18 @@ impl Planner {
         plan.op = op;
         plan.allow_partial = self.allow_partial;
         plan.bwrap = self.bwrap.clone();
-        crate::plan::layer::apply(self.backend, profile, &mut plan)?;
+        // Bubblewrap launched by another user: the helper mounts the layer around bwrap when
+        // bwrap is not setuid and the workspace has no `.git` (`plan::layer::Layering`).
+        let layering = match &plan.bwrap {
+            Some(bwrap)
+                if !crate::host::bwrap_refuses_cap_add(bwrap)
+                    && profile.workspace.join(".git").symlink_metadata().is_err() =>
+            {
+                crate::plan::layer::Layering::Outside
+            }
+            _ => crate::plan::layer::Layering::Inside,
+        };
+        crate::plan::layer::apply(self.backend, profile, &mut plan, layering)?;
         // Git hook: no `.git` yet, none left behind; an existing repository's private stage.
         (self.git.stage)(&mut plan, profile);
         crate::plan::egress::apply(self.backend, profile, &mut plan)?;

@@ -139,6 +139,14 @@ fn run_bwrap_guarded(
                 "the helper exited before bwrap started",
             )));
         }
+        // Launched by another user: the workspace's layer, mounted around bwrap.
+        if !plan.seal_in_bwrap
+            && plan.layer().is_some()
+            && let Err(e) = super::super::idmap::enter_user_and_mount()
+                .and_then(|()| mounts::layer_outside(&plan.mounts))
+        {
+            super::super::report::finish(Err(e));
+        }
         let err = exec::exec_path(bwrap, &args, &[]);
         return Err(SetupError::os(
             Stage::Bubblewrap,

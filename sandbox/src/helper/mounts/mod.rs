@@ -333,7 +333,28 @@ fn bind(path: &Path, rw: bool, optional: bool) -> Result<(), SetupError> {
 /// `volatile`: a layer that did not land is discarded, so nothing in it needs syncing before
 /// the landing, which syncs what it landed.
 fn layer(path: &Path, dir: &Path) -> Result<(), SetupError> {
-    let lower = old(path);
+    mkdir_p(path)?;
+    mount_layer(path, &old(path), &old(dir))
+}
+
+/// The workspace's layer for bubblewrap launched by another user (`plan::layer::Layering`),
+/// in the process about to exec bwrap, once it is in a user and a mount namespace of its own
+/// (`helper::namespaces::enter_user_and_mount`): the overlay covers the host's workspace in
+/// place; bwrap then binds it from there, and the helper, outside, lands the layer once bwrap
+/// is gone.
+pub fn layer_outside(ops: &[MountOp]) -> Result<(), SetupError> {
+    match ops.iter().find_map(|op| match op {
+        MountOp::Layer { path, dir } => Some((path, dir)),
+        _ => None,
+    }) {
+        Some((path, dir)) => mount_layer(path, path, dir),
+        None => Ok(()),
+    }
+}
+
+/// The overlay of the host's directory `lower` (a directory, or the call fails) at `path`,
+/// over the layer directory `dir`'s upper and work directories.
+fn mount_layer(path: &Path, lower: &Path, dir: &Path) -> Result<(), SetupError> {
     if !lower.symlink_metadata().is_ok_and(|m| m.is_dir()) {
         return Err(SetupError::new(
             Stage::Mounts,
@@ -341,12 +362,11 @@ fn layer(path: &Path, dir: &Path) -> Result<(), SetupError> {
         )
         .hint("the workspace disappeared while the sandbox was built; recreate it and retry"));
     }
-    mkdir_p(path)?;
     let data = format!(
         "lowerdir={},upperdir={},workdir={},userxattr,volatile",
         seal::escape_overlay(&lower.display().to_string()),
-        seal::escape_overlay(&old(&crate::layer::upper(dir)).display().to_string()),
-        seal::escape_overlay(&old(&crate::layer::work(dir)).display().to_string()),
+        seal::escape_overlay(&crate::layer::upper(dir).display().to_string()),
+        seal::escape_overlay(&crate::layer::work(dir).display().to_string()),
     );
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     mount(
