@@ -189,3 +189,45 @@ per_backend!(
     no_window_in_a_nested_repository,
     landlock: "reduced rung (chosen only by name): no mount namespace, no layer (see doctor)"
 );
+
+/// A repository the host has below the root is the user's: the call may change what is in
+/// it (validated), but removing one of its hooks, removing its git directory, making a new
+/// one in its place or putting a file there lands none of it — the host's repository, its
+/// commit and its hook are there afterwards, and each refusal is told.
+fn a_nested_repository_the_host_has_stays(w: &World, b: Backend) {
+    if !sandbox_support::has_layer(b) {
+        return;
+    }
+    let setup = w.plain().sh(&format!(
+        "git init -q a && git init -q c && git init -q d && for r in a c d; do \
+         git -C $r {}; printf '#!/bin/sh\\nexit 0\\n' > $r/.git/hooks/pre-commit; \
+         chmod +x $r/.git/hooks/pre-commit; done",
+        HOST_COMMIT.trim_start_matches("git ")
+    ));
+    assert_eq!(setup.status_code(), Some(0), "{setup}");
+    let run = w.confined(b).sh(
+        "rm -f a/.git/hooks/pre-commit; rm -rf c/.git && mkdir -p c/.git/hooks && \
+         printf '[core]\\n\\tfsmonitor = /bin/false\\n' > c/.git/config; \
+         rm -rf d/.git && echo 'gitdir: /tmp' > d/.git; echo done",
+    );
+    assert!(run.stdout.contains("done"), "{run}");
+    for refusal in [
+        "git: refused the removal of hook pre-commit in a/.git/hooks",
+        "git: refused the replacement of c/.git (a repository the host has)",
+        "git: refused the replacement of d/.git by a file (a repository the host has)",
+    ] {
+        assert!(run.stderr.contains(refusal), "{refusal:?} not told\n{run}");
+    }
+    let host = w.plain().sh(
+        "for r in a c d; do git -C $r log --format=%s; test -x $r/.git/hooks/pre-commit && \
+         echo hook; done; git -C c config core.fsmonitor; true",
+    );
+    assert_eq!(
+        host.stdout, "host\nhook\nhost\nhook\nhost\nhook\n",
+        "{run}\n{host}"
+    );
+}
+per_backend!(
+    a_nested_repository_the_host_has_stays,
+    landlock: "reduced rung (chosen only by name): no mount namespace, no layer (see doctor)"
+);

@@ -278,6 +278,14 @@ pub fn sanitize_git_dir_over(
                     .path()
                     .symlink_metadata()
                     .is_ok_and(|m| is_whiteout(&m));
+                // An existing repository's hooks are the user's: not removed either.
+                if removal && lower.is_some() {
+                    refused.push(format!(
+                        "git: refused the removal of hook {name} in {shown}/hooks (the host's hooks stay)"
+                    ));
+                    remove(&entry.path());
+                    continue;
+                }
                 if !(removal || plain && name.ends_with(".sample")) {
                     refused.push(format!(
                         "git: refused hook {name} in {shown}/hooks (runs a program outside the sandbox)"

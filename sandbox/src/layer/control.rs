@@ -79,6 +79,9 @@ impl Validator<'_> {
         let control = control || self.control_dir(rel)?;
         for (name, meta) in entries(&dir)? {
             let rel = rel.join(&name);
+            if name.as_os_str() == ".git" && self.host_repository(&rel) {
+                self.keep_host_repository(&rel, &meta)?;
+            }
             if is_whiteout(&meta) {
                 continue;
             }
@@ -112,6 +115,45 @@ impl Validator<'_> {
             if meta.is_dir() {
                 self.open_up(&dir.join(name), depth + 1)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Whether the workspace has a repository's git directory at `rel` (a `.git`) that shows
+    /// through the upper's parent directories.
+    fn host_repository(&self, rel: &Path) -> bool {
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let git = self.ws.join(rel);
+        self.lower_visible(parent)
+            && crate::git::validate::real_dir(&git)
+            && git.join("HEAD").symlink_metadata().is_ok()
+    }
+
+    /// A call changes what is in a repository the host has through validation, but never
+    /// removes or replaces its git directory (the user's history and settings): a removal,
+    /// or a file put in its place, is refused, and a `.git` made anew over it (opaque) lands
+    /// over the host's.
+    fn keep_host_repository(&mut self, rel: &Path, meta: &std::fs::Metadata) -> io::Result<()> {
+        let path = self.upper.join(rel);
+        if is_whiteout(meta) {
+            super::tree::remove(&path)?;
+            self.refused.push(format!(
+                "git: refused the removal of {} (a repository the host has)",
+                shown(rel)
+            ));
+        } else if !meta.is_dir() {
+            super::tree::remove(&path)?;
+            self.refused.push(format!(
+                "git: refused the replacement of {} by a file (a repository the host has)",
+                shown(rel)
+            ));
+        } else if rules::opaque(&path) {
+            rules::unopaque(&path)?;
+            self.refused.push(format!(
+                "git: refused the replacement of {} (a repository the host has): what the \
+                 call wrote in it lands over the host's, validated",
+                shown(rel)
+            ));
         }
         Ok(())
     }

@@ -29,6 +29,19 @@ pub(super) fn opaque(path: &Path) -> bool {
     })
 }
 
+/// Makes the upper directory `path` no longer opaque: the workspace's directory below it
+/// shows through again, and what the upper holds lands over it.
+pub(super) fn unopaque(path: &Path) -> io::Result<()> {
+    // Only the attribute that is there: removing a `trusted.*` one needs CAP_SYS_ADMIN on the
+    // host, which a lander in a user namespace lacks, and reading it shows none there.
+    OPAQUE
+        .iter()
+        .try_for_each(|name| match crate::sys::lgetxattr(path, name) {
+            Ok(Some(_)) => crate::sys::lremovexattr(path, name),
+            _ => Ok(()),
+        })
+}
+
 /// Fails if `path` carries an overlay feature the landing would land wrong.
 pub(super) fn overlay_features(path: &Path) -> io::Result<()> {
     for name in UNHANDLED {

@@ -3,7 +3,7 @@
 //! private layer ([`MountOp::Layer`]), landed through validation once the call's tree ended
 //! (see [`crate::layer`]). The namespace backend (fresh and warm helpers); bubblewrap launched
 //! by root, whose inner stage mounts the overlay (bwrap 0.8, Debian 12's, has no
-//! `--overlay`); and bubblewrap launched by another user when the workspace has no `.git`,
+//! `--overlay`); and bubblewrap launched by another user in a workspace without `.git`,
 //! where the helper mounts the overlay in a user and mount namespace of its own and runs bwrap
 //! in it ([`Layering::Outside`]). The Landlock-only and Seatbelt rungs have no mount
 //! namespace: their writes reach the workspace directly, with the `.git` stage and

@@ -58,3 +58,18 @@ pub fn lsetxattr(path: &Path, name: &str, value: &[u8]) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// `lremovexattr(path, name)`: removes the attribute; one `path` does not have is no error.
+pub fn lremovexattr(path: &Path, name: &str) -> io::Result<()> {
+    let (p, n) = (c_path(path)?, c_name(name)?);
+    // SAFETY: `p` and `n` are live NUL-terminated strings, which the kernel only reads.
+    let rc = unsafe { libc::lremovexattr(p.as_ptr(), n.as_ptr()) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::ENODATA) => Ok(()),
+        _ => Err(err),
+    }
+}
