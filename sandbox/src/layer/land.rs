@@ -44,6 +44,12 @@ pub fn land(dir: &Path, workspace: &Path) -> io::Result<Landing> {
     lock.lock()?;
     let upper = super::dir::upper(dir);
     let journal = dir.join(JOURNAL);
+    // A call that wrote nothing: no journal, no sync, the layer removed (most calls).
+    let untouched = std::fs::read_dir(&upper).is_ok_and(|mut d| d.next().is_none());
+    if untouched && journal.symlink_metadata().is_err() {
+        remove(dir)?;
+        return Ok(Landing::default());
+    }
     let refused = match std::fs::read(&journal) {
         Ok(bytes) => String::from_utf8_lossy(&bytes)
             .lines()

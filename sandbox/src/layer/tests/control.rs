@@ -186,10 +186,10 @@ fn a_directory_made_a_repository_has_the_workspaces_files_validated() {
     assert!(exists(&f.ws.join("hooked/hooks/post-checkout")));
 }
 
-/// In the workspace's own repository: a removed hook is no refusal, the host's own keys
-/// stay in a config the call changed, a key the call added does not.
+/// In a repository the host has: a removed hook is refused (the host's hooks stay), the
+/// host's own keys stay in a config the call changed, a key the call added does not.
 #[test]
-fn the_hosts_repository_keeps_its_own_keys_and_loses_hooks_by_removal() {
+fn the_hosts_repository_keeps_its_own_keys_and_its_hooks() {
     if !root() {
         return;
     }
@@ -206,14 +206,18 @@ fn the_hosts_repository_keeps_its_own_keys_and_loses_hooks_by_removal() {
         "[core]\n\tfsmonitor = mine\n\thooksPath = /tmp/h\n[user]\n\temail = e\n",
     );
     let landing = land(&layer.dir, &f.ws).unwrap();
-    assert!(!exists(&f.ws.join(".git/hooks/pre-commit")));
+    assert_eq!(read(&f.ws.join(".git/hooks/pre-commit")), "#!/bin/sh\n");
     assert_eq!(
         read(&f.ws.join(".git/config")),
         "[core]\n\tfsmonitor = mine\n[user]\n\temail = e\n"
     );
-    assert_eq!(landing.refused.len(), 1, "{:?}", landing.refused);
+    assert_eq!(landing.refused.len(), 2, "{:?}", landing.refused);
     assert!(refused_has(
         &landing.refused,
         "core.hookspath in .git/config"
+    ));
+    assert!(refused_has(
+        &landing.refused,
+        "the removal of hook pre-commit in .git/hooks"
     ));
 }

@@ -56,6 +56,17 @@ fn files_and_links_land_with_their_digests() {
 }
 
 #[test]
+fn a_layer_the_call_wrote_nothing_in_lands_nothing_and_goes() {
+    let f = Fixture::new();
+    put(&f.ws.join("a.txt"), "old");
+    let layer = f.layer();
+    let landing = land(&layer.dir, &f.ws).unwrap();
+    assert_eq!(landing, crate::layer::Landing::default());
+    assert_eq!(read(&f.ws.join("a.txt")), "old");
+    assert!(!exists(&layer.dir), "the layer directory is removed");
+}
+
+#[test]
 fn a_new_directory_lands_by_one_rename() {
     let f = Fixture::new();
     let layer = f.layer();
