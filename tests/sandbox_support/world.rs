@@ -57,6 +57,22 @@ pub struct World {
     pub canary: String,
 }
 
+impl Drop for World {
+    /// Removes the world, retried for a while: a helper the launcher made ahead for a next
+    /// call (`--through-launcher`) removes its layer below `home` a moment after the run, and
+    /// a removal racing it would leave the world behind.
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            match fs::remove_dir_all(&self.root) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
 impl World {
     pub fn new() -> World {
         let root = scratch_dir();

@@ -41,6 +41,14 @@ pub fn create(dir: &Path, workspace: &Path) -> std::io::Result<Held> {
             dir.display()
         )));
     };
+    // A workspace removed meanwhile (a helper made ahead for a call that never came) gets no
+    // layer, nor the layers directory's parents made again where they were removed with it.
+    if !workspace.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("the workspace {} is gone", workspace.display()),
+        ));
+    }
     let mut building = std::ffi::OsString::from(BUILDING);
     building.push(name);
     let building = layers.join(building);
