@@ -385,17 +385,7 @@ fn per_user_counts_and_surface_as_nobody(w: &World, b: Backend) {
     script.push(py(SURFACE, &["modify_ldt".into()]));
     let script = marked(&script.join("; "));
     let cmd = ["/bin/sh", "-c", script.as_str()];
-    let as_nobody = |argv: Vec<std::ffi::OsString>| {
-        sandbox_support::run::Runner::new("setpriv", &ws)
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--reset-env",
-            ])
-            .args(argv)
-            .run()
-    };
+    let as_nobody = |argv: Vec<std::ffi::OsString>| sandbox_support::run::as_nobody(&ws, argv);
     let run = as_nobody(w.confined(b).workspace(&ws).argv(&cmd));
     let control = as_nobody(cmd.iter().map(std::ffi::OsString::from).collect());
     run.assert_reached(ATTEMPT);

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::Command;
 
 use sandbox_support::judge::marked;
-use sandbox_support::run::{Run, Runner};
+use sandbox_support::run::{Run, as_nobody};
 use sandbox_support::world::q;
 use sandbox_support::{ATTEMPT, Backend, PYTHON, World};
 
@@ -211,19 +211,6 @@ fn planted_setuid_files(w: &World, b: Backend) {
     judge(&w.ws, confined, || w.plain().sh(&script), as_nobody);
 }
 per_backend!(planted_setuid_files);
-
-/// `argv` run as `nobody` (uid and gid 65534) from `cwd`, through setpriv.
-fn as_nobody(cwd: &Path, argv: &[OsString]) -> Run {
-    Runner::new("setpriv", cwd)
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--reset-env",
-        ])
-        .args(argv)
-        .run()
-}
 
 /// As `nobody`, in a workspace nobody owns: setuid-to-nobody is a privilege too.
 fn planted_setuid_files_as_nobody(w: &World, b: Backend) {

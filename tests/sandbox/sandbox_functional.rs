@@ -349,24 +349,11 @@ fn unprivileged_user_runs_in_namespaces_of_its_own() {
     let host_user_ns = fs::read_link("/proc/self/ns/user").expect("our user namespace");
     let script = "id -u; cat /proc/self/uid_map; echo pid=$$; readlink /proc/self/ns/user; \
                   cat /proc/net/dev | grep -c :; echo written > mine.txt";
-    let run = sandbox_support::run::Runner::new("setpriv", &ws)
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--reset-env",
-        ])
-        .args([
-            sandbox_support::run::zeroclaw(),
-            "sandbox",
-            "run",
-            "--backend",
-            "namespaces",
-        ])
-        .arg("--workspace")
-        .arg(&ws)
-        .args(["--", "/bin/sh", "-c", script])
-        .run();
+    let mut argv: Vec<std::ffi::OsString> = vec![sandbox_support::run::zeroclaw().into()];
+    argv.extend(["sandbox", "run", "--backend", "namespaces", "--workspace"].map(Into::into));
+    argv.push(ws.clone().into());
+    argv.extend(["--", "/bin/sh", "-c", script].map(Into::into));
+    let run = sandbox_support::run::as_nobody(&ws, argv);
     assert_ok(&run, "65534\n");
     let map: Vec<&str> = run
         .stdout

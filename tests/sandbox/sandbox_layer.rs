@@ -224,20 +224,13 @@ fn clone_into_an_empty_workspace_as_nobody(w: &World, b: Backend) {
          && echo cloned",
         src.display()
     );
-    let run = sandbox_support::run::Runner::new("setpriv", &ws)
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--reset-env",
-        ])
-        .args(
-            w.confined(b)
-                .workspace(&ws)
-                .allow_read(&src)
-                .argv(&["/bin/sh", "-c", &script]),
-        )
-        .run();
+    let run = sandbox_support::run::as_nobody(
+        &ws,
+        w.confined(b)
+            .workspace(&ws)
+            .allow_read(&src)
+            .argv(&["/bin/sh", "-c", &script]),
+    );
     assert!(run.stdout.contains("cloned"), "{run}");
     assert_eq!(
         fs::read_to_string(ws.join("f")).ok().as_deref(),

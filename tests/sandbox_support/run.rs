@@ -19,6 +19,20 @@ pub fn zeroclaw() -> &'static str {
     env!("CARGO_BIN_EXE_zeroclaw")
 }
 
+/// `argv` run as `nobody` (uid and gid 65534, no groups, a reset environment) from `cwd`,
+/// through setpriv (which needs root).
+pub fn as_nobody<S: AsRef<OsStr>>(cwd: &Path, argv: impl IntoIterator<Item = S>) -> Run {
+    Runner::new("setpriv", cwd)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--reset-env",
+        ])
+        .args(argv)
+        .run()
+}
+
 /// A command about to run.
 pub struct Runner {
     program: OsString,
