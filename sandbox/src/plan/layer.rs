@@ -107,9 +107,14 @@ fn new_dir(layers: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn planned(backend: Backend, profile: &Profile) -> Plan {
+    /// `profile`'s plan on `backend`, before the layer is applied.
+    fn built(backend: Backend, profile: &Profile) -> Plan {
         let facts = crate::plan::HostFacts::gather(backend, profile, crate::git::READER);
-        let mut plan = crate::plan::build(backend, profile, &facts, vec!["true".into()], None);
+        crate::plan::build(backend, profile, &facts, vec!["true".into()], None)
+    }
+
+    fn planned(backend: Backend, profile: &Profile) -> Plan {
+        let mut plan = built(backend, profile);
         apply(backend, profile, &mut plan, Layering::Inside).unwrap();
         plan
     }
@@ -138,15 +143,7 @@ mod tests {
             bwrap.seal_in_bwrap,
             "bubblewrap: root launched, unless the layer can be mounted around it"
         );
-        let facts =
-            crate::plan::HostFacts::gather(Backend::Bubblewrap, &profile, crate::git::READER);
-        let mut around = crate::plan::build(
-            Backend::Bubblewrap,
-            &profile,
-            &facts,
-            vec!["true".into()],
-            None,
-        );
+        let mut around = built(Backend::Bubblewrap, &profile);
         around.seal_in_bwrap = false;
         apply(
             Backend::Bubblewrap,
@@ -228,15 +225,7 @@ mod tests {
     fn a_layers_directory_inside_the_workspace_is_refused() {
         let ws = tempfile::tempdir().unwrap();
         let profile = Profile::for_workspace(ws.path()).land_through(ws.path().join("layers"));
-        let facts =
-            crate::plan::HostFacts::gather(Backend::Namespaces, &profile, crate::git::READER);
-        let mut plan = crate::plan::build(
-            Backend::Namespaces,
-            &profile,
-            &facts,
-            vec!["true".into()],
-            None,
-        );
+        let mut plan = built(Backend::Namespaces, &profile);
         let err = apply(Backend::Namespaces, &profile, &mut plan, Layering::Inside).unwrap_err();
         assert!(err.to_string().contains("inside the workspace"), "{err}");
     }

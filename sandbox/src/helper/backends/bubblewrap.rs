@@ -141,9 +141,9 @@ fn run_bwrap_guarded(
         }
         // Launched by another user: the workspace's layer, mounted around bwrap.
         if !plan.seal_in_bwrap
-            && plan.layer().is_some()
+            && let Some((path, dir)) = plan.layer()
             && let Err(e) = super::super::idmap::enter_user_and_mount()
-                .and_then(|()| mounts::layer_outside(&plan.mounts))
+                .and_then(|()| mounts::layer_outside(path, dir))
         {
             super::super::report::finish(Err(e));
         }

@@ -237,7 +237,7 @@ fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
         }
         MountOp::BindDir { src, path } => bind_dir(src, path),
         MountOp::Layer { path, dir } => layer(path, dir),
-        MountOp::Pin { path } => seal::pin(path),
+        MountOp::Pin { path } => prim::pin(path),
         MountOp::File { path, contents } => bind_contents(path, contents),
         MountOp::MaskFile { path } => {
             let null = Path::new(OLD).join("dev/null");
@@ -337,19 +337,13 @@ fn layer(path: &Path, dir: &Path) -> Result<(), SetupError> {
     mount_layer(path, &old(path), &old(dir))
 }
 
-/// The workspace's layer for bubblewrap launched by another user (`plan::layer::Layering`),
-/// in the process about to exec bwrap, once it is in a user and a mount namespace of its own
-/// (`helper::namespaces::enter_user_and_mount`): the overlay covers the host's workspace in
-/// place; bwrap then binds it from there, and the helper, outside, lands the layer once bwrap
-/// is gone.
-pub fn layer_outside(ops: &[MountOp]) -> Result<(), SetupError> {
-    match ops.iter().find_map(|op| match op {
-        MountOp::Layer { path, dir } => Some((path, dir)),
-        _ => None,
-    }) {
-        Some((path, dir)) => mount_layer(path, path, dir),
-        None => Ok(()),
-    }
+/// The workspace's layer at `path` (the layer's directory `dir`) for bubblewrap launched by
+/// another user (`plan::layer::Layering`), in the process about to exec bwrap, once it is in a
+/// user and a mount namespace of its own (`helper::idmap::enter_user_and_mount`): the overlay
+/// covers the host's workspace in place; bwrap then binds it from there, and the helper,
+/// outside, lands the layer once bwrap is gone.
+pub fn layer_outside(path: &Path, dir: &Path) -> Result<(), SetupError> {
+    mount_layer(path, path, dir)
 }
 
 /// The overlay of the host's directory `lower` (a directory, or the call fails) at `path`,

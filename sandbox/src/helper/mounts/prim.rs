@@ -1,5 +1,5 @@
 //! The mount steps' shared primitives: where the host root waits while the new root is built,
-//! the error of a failed call, and `mkdir -p` inside the new root.
+//! the error of a failed call, `mkdir -p` inside the new root, and a pin of a directory in it.
 
 use std::path::{Path, PathBuf};
 
@@ -34,4 +34,24 @@ pub(super) fn mkdir_p(path: &Path) -> Result<(), SetupError> {
         }
         Err(e) => Err(err(format!("mkdir -p {}", path.display()), e)),
     }
+}
+
+/// A [`MountOp::Pin`]: the directory at `path` in the new root (below the workspace's
+/// overlay) bound onto itself, what is mounted below it carried along.
+pub(super) fn pin(path: &Path) -> Result<(), SetupError> {
+    nix::mount::mount(
+        Some(path),
+        path,
+        None::<&str>,
+        nix::mount::MsFlags::MS_BIND | nix::mount::MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| {
+        err(format!("mount({}, bind onto itself)", path.display()), e).hint(
+            "a protected or denied path's parent disappeared while the sandbox was built; \
+             recreate it and retry",
+        )
+    })?;
+    crate::sys::harden_mount(path, false)
+        .map_err(|e| err(format!("mount_setattr({})", path.display()), e))
 }

@@ -182,31 +182,11 @@ pub fn layer_in_bwrap(ops: &[MountOp]) -> Result<(), SetupError> {
     // The pins, in the overlay (bwrap could only bind the host's directories), parents first.
     for op in ops {
         if let MountOp::Pin { path } = op {
-            pin(path)?;
+            super::prim::pin(path)?;
         }
     }
     nix::mount::umount2(dir, nix::mount::MntFlags::MNT_DETACH)
         .map_err(|e| err(format!("umount2({}, MNT_DETACH)", dir.display()), e))
-}
-
-/// A [`MountOp::Pin`]: the directory at `path` in the new root (below the workspace's
-/// overlay) bound onto itself, what is mounted below it carried along.
-pub(super) fn pin(path: &Path) -> Result<(), SetupError> {
-    mount(
-        Some(path),
-        path,
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|e| {
-        err(format!("mount({}, bind onto itself)", path.display()), e).hint(
-            "a protected or denied path's parent disappeared while the sandbox was built; \
-             recreate it and retry",
-        )
-    })?;
-    crate::sys::harden_mount(path, false)
-        .map_err(|e| err(format!("mount_setattr({})", path.display()), e))
 }
 
 /// The mount table readable at `path`, whole.
