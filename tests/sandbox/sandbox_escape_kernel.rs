@@ -367,17 +367,9 @@ per_backend!(per_user_rlimits_quartered);
 /// which has no user namespace), and the kernel surface is refused alike. The control runs
 /// as `nobody` unconfined.
 fn per_user_counts_and_surface_as_nobody(w: &World, b: Backend) {
-    use std::os::unix::fs::PermissionsExt;
-    if !nix::unistd::geteuid().is_root() {
-        crate::support::require_feature(
-            "per_user_counts_and_surface_as_nobody: needs root to switch to nobody",
-        );
+    let Some(ws) = w.nobody_workspace("per_user_counts_and_surface_as_nobody") else {
         return;
-    }
-    fs::set_permissions(&w.root, fs::Permissions::from_mode(0o711)).expect("chmod world");
-    let ws = w.root.join("nobody-ws");
-    fs::create_dir(&ws).expect("mkdir");
-    std::os::unix::fs::chown(&ws, Some(65534), Some(65534)).expect("chown");
+    };
     let quarter = (host_inotify_limit() / 4).max(1);
     let mut script = vec![py(INOTIFY, &[(quarter + 8).to_string(), "0".into()])];
     script.push(py(PER_USER_RLIMITS, &[]));

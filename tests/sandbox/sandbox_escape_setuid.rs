@@ -214,16 +214,9 @@ per_backend!(planted_setuid_files);
 
 /// As `nobody`, in a workspace nobody owns: setuid-to-nobody is a privilege too.
 fn planted_setuid_files_as_nobody(w: &World, b: Backend) {
-    if !nix::unistd::geteuid().is_root() {
-        crate::support::require_feature(
-            "planted_setuid_files_as_nobody: needs root to switch to nobody",
-        );
+    let Some(ws) = w.nobody_workspace("planted_setuid_files_as_nobody") else {
         return;
-    }
-    fs::set_permissions(&w.root, fs::Permissions::from_mode(0o711)).expect("chmod world");
-    let ws = w.root.join("nobody-ws");
-    fs::create_dir(&ws).expect("mkdir");
-    std::os::unix::fs::chown(&ws, Some(65534), Some(65534)).expect("chown");
+    };
     if !compile_planter(w, &ws) {
         return;
     }

@@ -202,20 +202,14 @@ per_backend!(
 /// root): bubblewrap launched by another user has its layer mounted around it by the helper,
 /// and the nested repository the call also makes lands validated.
 fn clone_into_an_empty_workspace_as_nobody(w: &World, b: Backend) {
-    use std::os::unix::fs::PermissionsExt;
-    if !nix::unistd::geteuid().is_root() {
-        crate::support::require_feature(
-            "clone_into_an_empty_workspace_as_nobody: needs root to switch to nobody",
-        );
+    let Some(ws) = w.nobody_workspace("clone_into_an_empty_workspace_as_nobody") else {
         return;
-    }
-    fs::set_permissions(&w.root, fs::Permissions::from_mode(0o711)).expect("chmod world");
-    let (ws, src) = (w.root.join("nobody-ws"), w.root.join("nobody-src"));
+    };
+    let src = w.root.join("nobody-src");
     let setup = w.plain().sh(&format!(
-        "mkdir {ws} && git init -q {s} && echo hi > {s}/f && git -C {s} add f && \
+        "git init -q {s} && echo hi > {s}/f && git -C {s} add f && \
          git -C {s} -c user.name=h -c user.email=h@example.invalid commit -q -m s && \
-         chown -R 65534:65534 {ws} {s}",
-        ws = ws.display(),
+         chown -R 65534:65534 {s}",
         s = src.display()
     ));
     assert_eq!(setup.status_code(), Some(0), "{setup}");

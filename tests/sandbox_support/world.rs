@@ -74,6 +74,22 @@ impl Drop for World {
 }
 
 impl World {
+    /// A workspace `nobody` owns in this world (`nobody-ws`, the world's root made
+    /// traversable), for a test that switches to `nobody` (`run::as_nobody`); `None`, with the
+    /// reason said (a failure under CI=true), when the tests do not run as root.
+    pub fn nobody_workspace(&self, test: &str) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        if !nix::unistd::geteuid().is_root() {
+            crate::support::require_feature(&format!("{test}: needs root to switch to nobody"));
+            return None;
+        }
+        fs::set_permissions(&self.root, fs::Permissions::from_mode(0o711)).expect("chmod world");
+        let ws = self.root.join("nobody-ws");
+        fs::create_dir(&ws).expect("mkdir");
+        std::os::unix::fs::chown(&ws, Some(65534), Some(65534)).expect("chown");
+        Some(ws)
+    }
+
     pub fn new() -> World {
         let root = scratch_dir();
         let path = root.path().canonicalize().expect("canonical temp dir");
