@@ -79,8 +79,8 @@ pub struct SandboxRunArgs {
     /// available (root), the whole execution's.
     #[arg(long = "memory-mb", value_name = "MIB")]
     pub memory_mb: Option<u64>,
-    /// What the run may write into the workspace in MiB (its layer, on the namespaces
-    /// backend; overrides [sandbox.limits].written_mb; 0: no bound).
+    /// What the run may write into the workspace in MiB (its layer, on the namespaces and
+    /// bubblewrap backends; overrides [sandbox.limits].written_mb; 0: no bound).
     #[arg(long = "written-mb", value_name = "MIB")]
     pub written_mb: Option<u64>,
     /// Extra read-only root (repeatable; must exist).
