@@ -37,6 +37,34 @@ impl std::str::FromStr for Network {
     }
 }
 
+/// What a confined command sees of the repository its workspace lies in, when the workspace is
+/// a subdirectory of a larger repository and has no `.git` of its own (see
+/// [`crate::plan::HostFacts::parent_repository`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ParentWorktree {
+    /// The parent repository's worktree read-only (its denied paths still masked) and its git
+    /// directory staged like the workspace's own repository's, so `git status`, `git add -A`
+    /// and `git commit -a` work as on the host and its control files land only validated.
+    #[default]
+    ReadOnly,
+    /// Nothing of it: git in the workspace sees no repository.
+    Hidden,
+}
+
+impl std::str::FromStr for ParentWorktree {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "read-only" => Ok(ParentWorktree::ReadOnly),
+            "hidden" => Ok(ParentWorktree::Hidden),
+            other => Err(format!(
+                "parent_worktree must be read-only or hidden, not {other:?}"
+            )),
+        }
+    }
+}
+
 /// Resource limits of one execution; every field has a default.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
@@ -162,6 +190,9 @@ pub struct Profile {
     /// a rename per entry; elsewhere a copy); never inside the workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<PathBuf>,
+    /// What the command sees of a larger repository the workspace lies in.
+    #[serde(default)]
+    pub parent_worktree: ParentWorktree,
 }
 
 /// The umask a child gets unless the profile sets one: files it creates are readable by the
@@ -284,6 +315,7 @@ impl Profile {
             egress_ports: Vec::new(),
             home_binds: Vec::new(),
             layers: None,
+            parent_worktree: ParentWorktree::default(),
         }
     }
 
@@ -294,6 +326,12 @@ impl Profile {
         let layers = absolute(layers.as_ref());
         self.layers = Some(layers.clone());
         self.deny(layers)
+    }
+
+    /// What the command sees of a larger repository the workspace lies in.
+    pub fn parent_worktree(mut self, parent: ParentWorktree) -> Self {
+        self.parent_worktree = parent;
+        self
     }
 
     /// Adds a read-only root.

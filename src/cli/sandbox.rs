@@ -83,6 +83,11 @@ pub struct SandboxRunArgs {
     /// bubblewrap backends; overrides [sandbox.limits].written_mb; 0: no bound).
     #[arg(long = "written-mb", value_name = "MIB")]
     pub written_mb: Option<u64>,
+    /// A workspace inside a larger repository: read-only (that repository's worktree visible
+    /// read-only, its git directory staged) or hidden (overrides [sandbox.git]
+    /// parent_worktree).
+    #[arg(long = "parent-worktree", value_name = "read-only|hidden")]
+    pub parent_worktree: Option<zeroclaw_sandbox::profile::ParentWorktree>,
     /// Extra read-only root (repeatable; must exist).
     #[arg(long = "allow-read", value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
@@ -278,7 +283,8 @@ fn profile(args: &SandboxRunArgs, policy: &Policy, agent: &str) -> Result<Profil
     let mut p = Profile::for_workspace(&workspace)
         .network(args.network)
         .limits(crate::policy::profile::limits(&policy.limits))
-        .umask(policy.umask);
+        .umask(policy.umask)
+        .parent_worktree(args.parent_worktree.unwrap_or(policy.parent_worktree));
     for r in &args.allow_read {
         p = p.allow_read(existing_path("--allow-read", r)?);
     }

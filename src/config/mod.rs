@@ -301,6 +301,19 @@ pub struct SandboxConfig {
     pub umask: umask::Umask,
     /// `[sandbox.caches]`: the persistent package caches of tool children.
     pub caches: caches::CachesConfig,
+    /// `[sandbox.git]`: what tool children see of git beyond the workspace.
+    pub git: SandboxGitConfig,
+}
+
+/// `[sandbox.git]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxGitConfig {
+    /// A workspace that is a subdirectory of a larger repository: `"read-only"` (default) shows
+    /// that repository's worktree read-only, its denied paths masked, and stages its git
+    /// directory so `git status`, `git add` and `git commit` work; `"hidden"` shows nothing of
+    /// it (git then sees no repository, and a shell result that says so tells why).
+    pub parent_worktree: zeroclaw_sandbox::profile::ParentWorktree,
 }
 
 impl Default for SandboxConfig {
@@ -312,6 +325,7 @@ impl Default for SandboxConfig {
             network: NetworkConfig::default(),
             umask: umask::Umask::default(),
             caches: caches::CachesConfig::default(),
+            git: SandboxGitConfig::default(),
         }
     }
 }

@@ -68,6 +68,9 @@ pub struct Policy {
     pub allow_root_cwd: bool,
     /// The umask of tool children (`[sandbox] umask`).
     pub umask: u32,
+    /// What tool children see of a larger repository the workspace lies in
+    /// (`[sandbox.git] parent_worktree`).
+    pub parent_worktree: zeroclaw_sandbox::profile::ParentWorktree,
     /// `[autonomy] full_host_writes`: a `full` session's children write the host, not only
     /// the workspace and the read-write allowed roots (never the [`never_writable`] entries).
     pub full_host_writes: bool,
@@ -156,6 +159,7 @@ impl Policy {
             allow_partial: config.sandbox.allow_partial,
             allow_root_cwd: autonomy.allow_root_cwd,
             umask: config.sandbox.umask.bits(),
+            parent_worktree: config.sandbox.git.parent_worktree,
             full_host_writes: autonomy.full_host_writes,
             never_writable: never_writable::Lazy::for_daemon(&config.workspace_dir),
             other_workspaces: Vec::new(),
@@ -231,6 +235,7 @@ impl Default for Policy {
             allow_partial: false,
             allow_root_cwd: autonomy.allow_root_cwd,
             umask: zeroclaw_sandbox::profile::DEFAULT_UMASK,
+            parent_worktree: Default::default(),
             full_host_writes: autonomy.full_host_writes,
             never_writable: never_writable::Lazy::of(
                 zeroclaw_sandbox::profile::home_dir().as_deref(),

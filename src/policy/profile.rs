@@ -28,7 +28,8 @@ impl Policy {
             .network(network)
             .egress_ports(self.egress.as_ref().map(|e| e.ports()).unwrap_or_default())
             .limits(limits(&self.limits))
-            .umask(self.umask);
+            .umask(self.umask)
+            .parent_worktree(self.parent_worktree);
         for (root, write) in &self.allowed_roots {
             profile = grant(profile, root, *write);
         }

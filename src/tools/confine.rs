@@ -210,6 +210,24 @@ pub fn git_config_note(outcome: &Outcome) -> Option<String> {
     })
 }
 
+/// The one line that says why git saw no repository, when the workspace lies in a larger
+/// repository the operator hid (`[sandbox.git] parent_worktree = "hidden"`) and the command's
+/// stderr says git found none.
+pub fn hidden_parent_note(profile: &Profile, outcome: &Outcome) -> Option<String> {
+    if profile.parent_worktree != zeroclaw_sandbox::profile::ParentWorktree::Hidden {
+        return None;
+    }
+    let said = String::from_utf8_lossy(&outcome.stderr).contains("not a git repository");
+    let parent = said
+        .then(|| zeroclaw_sandbox::git::repo::enclosing(&profile.workspace))
+        .flatten()?;
+    Some(format!(
+        "note: the workspace lies in the git repository at {}, which this daemon hides from \
+         commands ([sandbox.git] parent_worktree = \"hidden\"): git sees no repository here",
+        parent.display()
+    ))
+}
+
 /// The model-readable reason an execution was cut short, if it was.
 pub fn ended_early(outcome: &Outcome) -> Option<String> {
     match outcome.end {

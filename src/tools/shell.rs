@@ -140,6 +140,9 @@ impl Tool for Shell {
             if let Some(note) = confine::git_config_note(&outcome) {
                 text.push_str(&format!("\n{note}"));
             }
+            if let Some(note) = confine::hidden_parent_note(&profile, &outcome) {
+                text.push_str(&format!("\n{note}"));
+            }
             let failed = match outcome.end {
                 zeroclaw_sandbox::End::Exited => outcome.shell_code() != 0,
                 zeroclaw_sandbox::End::TimedOut => true,

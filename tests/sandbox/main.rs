@@ -40,5 +40,6 @@ mod sandbox_escape_sockets;
 mod sandbox_functional;
 mod sandbox_git;
 mod sandbox_git_litter;
+mod sandbox_git_parent;
 mod sandbox_kill_stress;
 mod sandbox_layer;

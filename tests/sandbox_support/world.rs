@@ -233,6 +233,11 @@ impl<'w> Shell<'w> {
         self.flag("--written-mb", mib.to_string())
     }
 
+    /// `zeroclaw sandbox run --parent-worktree MODE` (ignored by the plain control).
+    pub fn parent_worktree(self, mode: &str) -> Self {
+        self.flag("--parent-worktree", mode)
+    }
+
     /// `--network allow`.
     pub fn network_allow(self) -> Self {
         self.flag("--network", "allow")

@@ -18,5 +18,6 @@ mod session_files;
 mod shell_caches;
 mod shell_discarded;
 mod shell_limits;
+mod shell_parent_repo;
 mod tools_e2e;
 mod user_config;

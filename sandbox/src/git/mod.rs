@@ -42,14 +42,23 @@ pub mod validate;
 pub const READER: crate::plan::GitReader = crate::plan::GitReader {
     targets: protected_targets,
     global: global::validated,
+    parent: repo::enclosing,
     stage: add_to_plan,
 };
 
 /// The plan's git section (the plan's [`crate::plan::GitReader::stage`]): no `.git` yet, none
-/// left behind ([`missing`]); an existing repository's private stage ([`repo`]).
-pub fn add_to_plan(plan: &mut crate::plan::Plan, profile: &crate::profile::Profile) {
+/// left behind ([`missing`]); an existing repository's private stage ([`repo`]); the stage of
+/// the larger repository the workspace lies in, when the plan shows it.
+pub fn add_to_plan(
+    plan: &mut crate::plan::Plan,
+    profile: &crate::profile::Profile,
+    facts: &crate::plan::HostFacts,
+) {
     missing::guard_if_missing(plan, profile);
     repo::stage_if_existing(plan, profile);
+    if let Some(worktree) = &facts.parent_repository {
+        repo::stage_parent(plan, profile, worktree);
+    }
 }
 
 /// Every path the plan protects in `workspace` for the host's git (the plan's

@@ -78,7 +78,7 @@ pub fn stage_if_existing(plan: &mut Plan, profile: &Profile) {
     // control file fails at once, rather than succeeding and being dropped afterwards.
     let eligible = namespaced && protected && writable && plan.op.is_none();
     if eligible && repository {
-        stage(plan, profile, &git);
+        stage(plan, profile, &git, &profile.workspace);
     } else if eligible && let Some(common) = linked_common(&git) {
         linked(plan, profile, &git, &common);
     }
@@ -114,14 +114,56 @@ fn linked(plan: &mut Plan, profile: &Profile, git: &Path, common: &Path) {
         rw: false,
         optional: false,
     });
-    stage(plan, profile, common);
+    stage(plan, profile, common, &profile.workspace);
     if !plan.landlock.write.iter().any(|w| common.starts_with(w)) {
         plan.landlock.write.push(common.to_path_buf());
     }
 }
 
-/// Rewrites `plan` for the stage of the repository at `git` (see the module's doc).
-pub fn stage(plan: &mut Plan, profile: &Profile, git: &Path) {
+/// The worktree root of the repository `workspace` lies in when it has no `.git` of its own,
+/// found as git finds it: the nearest ancestor holding a `.git` directory that is a git
+/// directory, not across a file system boundary. An ancestor's `.git` of another kind (a
+/// linked worktree's file, a symlink) ends the search with nothing: it is not followed.
+pub fn enclosing(workspace: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    if workspace.join(".git").symlink_metadata().is_ok() {
+        return None;
+    }
+    let device = std::fs::metadata(workspace).ok()?.dev();
+    for dir in workspace.ancestors().skip(1) {
+        if std::fs::metadata(dir).ok()?.dev() != device {
+            return None;
+        }
+        let git = dir.join(".git");
+        if git.symlink_metadata().is_err() {
+            continue;
+        }
+        return (super::validate::real_dir(&git) && is_git_dir(&git)).then(|| dir.to_path_buf());
+    }
+    None
+}
+
+/// The planner's hook for a workspace inside a larger repository whose worktree the plan shows
+/// read-only (`HostFacts::parent_repository`): on a namespaced plan of a command with a
+/// writable workspace, that repository's git directory is staged as the workspace's own
+/// repository's is, at its real path (so `git add` and `git commit` work and its control files
+/// land only validated), with the paths its configs point at below it kept read-only.
+/// Otherwise it stays part of the read-only worktree.
+pub fn stage_parent(plan: &mut Plan, profile: &Profile, worktree: &Path) {
+    let namespaced = matches!(plan.backend, Backend::Namespaces | Backend::Bubblewrap);
+    let writable = profile.writable_roots().any(|r| r == &profile.workspace);
+    let git = worktree.join(".git");
+    if namespaced && writable && plan.op.is_none() && super::validate::real_dir(&git) {
+        stage(plan, profile, &git, worktree);
+        if !plan.landlock.write.iter().any(|w| git.starts_with(w)) {
+            plan.landlock.write.push(git);
+        }
+    }
+}
+
+/// Rewrites `plan` for the stage of the repository at `git` (see the module's doc); `worktree`
+/// is the worktree whose configs' targets below `git` stay read-only.
+pub fn stage(plan: &mut Plan, profile: &Profile, git: &Path, worktree: &Path) {
     let defaults: Vec<PathBuf> = WORKSPACE_PROTECTED
         .iter()
         .map(|p| profile.workspace.join(p))
@@ -131,7 +173,7 @@ pub fn stage(plan: &mut Plan, profile: &Profile, git: &Path) {
         .iter()
         .cloned()
         .chain(
-            super::targets::targets(&profile.workspace)
+            super::targets::targets(worktree)
                 .into_iter()
                 .map(|t| t.path),
         )
@@ -227,6 +269,32 @@ pub fn bound(plan: &Plan, git: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_enclosing_repository_is_the_nearest_ancestors_and_never_past_a_git_file() {
+        let d = tempfile::Builder::new()
+            .prefix("zc-git-enclosing-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let top = d.path().canonicalize().unwrap();
+        let ws = top.join("a/b/ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        assert_eq!(enclosing(&ws), None, "no repository yet");
+        std::fs::create_dir_all(top.join(".git/objects")).unwrap();
+        std::fs::write(top.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(enclosing(&ws), Some(top.clone()));
+        // A nearer ancestor's `.git` file (a linked worktree) ends the search.
+        std::fs::write(top.join("a/.git"), "gitdir: /elsewhere\n").unwrap();
+        assert_eq!(enclosing(&ws), None);
+        // A `.git` directory that is no git directory ends it too.
+        std::fs::remove_file(top.join("a/.git")).unwrap();
+        std::fs::create_dir(top.join("a/b/.git")).unwrap();
+        assert_eq!(enclosing(&ws), None);
+        std::fs::remove_dir(top.join("a/b/.git")).unwrap();
+        // A workspace with a `.git` of its own has no enclosing repository.
+        std::fs::create_dir(ws.join(".git")).unwrap();
+        assert_eq!(enclosing(&ws), None);
+    }
 
     #[test]
     fn an_existing_repository_is_staged_with_its_data_directories_bound() {

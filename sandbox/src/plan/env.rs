@@ -41,6 +41,12 @@ pub fn environment(
             set("RUSTUP_HOME", rustup.into());
         }
     }
+    if facts.parent_repository.is_some() {
+        // The workspace shown inside a larger repository may be a mount of its own (the
+        // transactional workspace's overlay): git's discovery must cross it to find the
+        // repository, which lies on the workspace's file system on the host.
+        set("GIT_DISCOVERY_ACROSS_FILESYSTEM", "1".into());
+    }
     for name in &profile.env.pass {
         if let Some(v) = facts.var(name) {
             set(name, v.clone());

@@ -33,9 +33,12 @@ pub struct GitReader {
     /// The validated copy of the user's global git config, from the HOME and
     /// `$XDG_CONFIG_HOME` (`crate::git::global::validated`).
     pub global: fn(&Path, Option<&Path>) -> String,
+    /// The worktree root of the larger repository a workspace without `.git` lies in
+    /// (`crate::git::repo::enclosing`).
+    pub parent: fn(&Path) -> Option<PathBuf>,
     /// Adds the plan's git section once it is built: a missing `.git` guarded, an existing
-    /// repository's private stage (`crate::git::add_to_plan`).
-    pub stage: fn(&mut Plan, &Profile),
+    /// repository's private stage, the parent repository's (`crate::git::add_to_plan`).
+    pub stage: fn(&mut Plan, &Profile, &HostFacts),
 }
 
 /// A reader that finds nothing (tests of the plan alone).
@@ -43,7 +46,8 @@ pub struct GitReader {
 pub const NO_GIT: GitReader = GitReader {
     targets: |_| Vec::new(),
     global: |_, _| String::new(),
-    stage: |_, _| {},
+    parent: |_| None,
+    stage: |_, _, _| {},
 };
 
 /// What `lstat` found at a path.
@@ -102,6 +106,11 @@ pub struct HostFacts {
     /// The validated copy of the user's global git config (read by the [`GitReader`]) for
     /// the backends with a private HOME.
     pub git_global: String,
+    /// The worktree root of the larger repository the workspace lies in, which the plan shows
+    /// read-only ([`crate::profile::ParentWorktree::ReadOnly`]; read by the [`GitReader`]):
+    /// never `/`, the HOME or one of its ancestors (a home directory kept in git would expose
+    /// every file of it).
+    pub parent_repository: Option<PathBuf>,
 }
 
 impl HostFacts {

@@ -8,7 +8,7 @@ use super::facts::{GitReader, HostFacts, Kind, PathFact};
 use super::roots::{toolchain_roots, unowned_roots};
 use crate::backend::Backend;
 use crate::host::scan;
-use crate::profile::{HOME_TOOLCHAINS, Network, Profile, home_dir};
+use crate::profile::{HOME_TOOLCHAINS, Network, ParentWorktree, Profile, home_dir};
 
 /// [`subtract_with`] listing the real directories (`host::scan::entries`): what a
 /// Landlock ruleset can grant of `roots` without `denied` (the helper's `/proc`, the root
@@ -25,13 +25,34 @@ impl HostFacts {
         let carved = !namespaced && backend != Backend::None;
         let root = nix::unistd::geteuid().is_root();
         let home = home_dir();
-        // Git hook: the configs' targets and the repository's other control files.
-        let git_targets = (git.targets)(&profile.workspace);
+        // Git hook: the configs' targets and the repository's other control files; the larger
+        // repository the workspace lies in, shown read-only, and what its configs point at in
+        // the workspace.
+        let mut git_targets = (git.targets)(&profile.workspace);
+        let parent_repository = (profile.parent_worktree == ParentWorktree::ReadOnly
+            && !matches!(backend, Backend::None | Backend::Seatbelt))
+        .then(|| (git.parent)(&profile.workspace))
+        .flatten()
+        .filter(|r| r.parent().is_some() && home.as_ref().is_none_or(|h| !h.starts_with(r)));
+        let extended;
+        let profile = match &parent_repository {
+            Some(worktree) => {
+                git_targets.extend(
+                    (git.targets)(worktree)
+                        .into_iter()
+                        .filter(|t| t.path.starts_with(&profile.workspace)),
+                );
+                extended = profile.clone().allow_read(worktree);
+                &extended
+            }
+            None => profile,
+        };
         let mut facts = HostFacts {
             root,
             home: home.clone(),
             launcher_pid: std::process::id(),
             git_targets,
+            parent_repository,
             ..HostFacts::default()
         };
         let names = ["LANG", "TERM", "PATH"]

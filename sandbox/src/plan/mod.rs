@@ -72,15 +72,18 @@ pub fn build(
     argv: Vec<OsString>,
     scratch: Option<PathBuf>,
 ) -> Plan {
+    // The facts' additions: the git configs' targets protected, the larger repository the
+    // workspace lies in read-only.
     let git_targets = &facts.git_targets;
     let mut extended;
-    let profile = if git_targets.is_empty() {
+    let profile = if git_targets.is_empty() && facts.parent_repository.is_none() {
         profile
     } else {
         extended = profile.clone();
         extended
             .protected
             .extend(git_targets.iter().map(|t| t.path.clone()));
+        extended.read_only.extend(facts.parent_repository.clone());
         &extended
     };
     let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);

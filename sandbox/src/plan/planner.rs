@@ -48,8 +48,9 @@ impl Planner {
             _ => crate::plan::layer::Layering::Inside,
         };
         crate::plan::layer::apply(self.backend, profile, &mut plan, layering)?;
-        // Git hook: no `.git` yet, none left behind; an existing repository's private stage.
-        (self.git.stage)(&mut plan, profile);
+        // Git hook: no `.git` yet, none left behind; an existing repository's private stage;
+        // the parent repository's.
+        (self.git.stage)(&mut plan, profile, &facts);
         crate::plan::egress::apply(self.backend, profile, &mut plan)?;
         Ok(plan)
     }
@@ -168,7 +169,7 @@ mod tests {
             allow_partial: false,
             bwrap: None,
             git: crate::plan::GitReader {
-                stage: |plan, _| {
+                stage: |plan, _, _| {
                     plan.mounts.push(crate::plan::MountOp::Tmpfs {
                         path: "/git-section-marker".into(),
                         mode: 0o700,

@@ -27,6 +27,7 @@ fn profile() -> Profile {
         egress_ports: Vec::new(),
         home_binds: Vec::new(),
         layers: None,
+        parent_worktree: Default::default(),
     }
 }
 

@@ -103,15 +103,21 @@ pub fn normalize_key(key: &mut Plan) {
 pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
     for (stage, git) in stages(plan) {
         let made = if is_existing(plan, git) {
-            // A linked worktree's main repository is named by its path (`git::repo::linked`).
-            let linked = plan.mounts.iter().any(|op| {
-                matches!(op, MountOp::Bind { path, rw: false, .. }
-                    if path.file_name() == Some(".git".as_ref()) && path != git)
+            // The workspace's own repository is `.git`; another (a linked worktree's main
+            // repository, the larger repository the workspace lies in: `git::repo`) is named
+            // by its path.
+            let own = git.parent().is_some_and(|worktree| {
+                plan.mounts.iter().any(|op| match op {
+                    MountOp::Bind { path, rw: true, .. } | MountOp::Layer { path, .. } => {
+                        path == worktree
+                    }
+                    _ => false,
+                })
             });
-            let label = if linked {
-                git.display().to_string()
-            } else {
+            let label = if own {
                 ".git".into()
+            } else {
+                git.display().to_string()
             };
             super::copy::prepare(stage, git, label, &super::repo::bound(plan, git))
         } else {
