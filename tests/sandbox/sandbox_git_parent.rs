@@ -4,6 +4,7 @@
 //! `git add -A`, `git commit`), while what it writes into the repository's control files lands
 //! only validated; hidden, git sees no repository. Judged on the host by its git.
 
+use super::sandbox_escape_git::{canary_script, host_git_while_it_runs};
 use super::sandbox_git_litter::ours_in;
 use crate::sandbox_support;
 
@@ -141,3 +142,56 @@ fn a_home_kept_in_git_is_not_shown(w: &World, b: Backend) {
     assert!(!run.stdout.contains(&w.secret("dotfile")), "{run}");
 }
 per_backend!(a_home_kept_in_git_is_not_shown);
+
+/// No window in the parent: while the confined command has set `core.fsmonitor` and a
+/// `pre-commit` hook in the parent's git directory and still runs, the host's `git status`
+/// and a commit loop in the parent and never fire the canary; afterwards neither is there.
+/// The positive control plants the same unconfined, and the host's git fires it.
+fn no_window_in_the_parent_repository(w: &World, b: Backend) {
+    if !sandbox_support::has_layer(b) {
+        return;
+    }
+    let plant = |evil: &std::path::Path| {
+        format!(
+            "d=$(git rev-parse --absolute-git-dir) && git config core.fsmonitor {e} && \
+             printf '#!/bin/sh\\nexec {e}\\n' > $d/hooks/pre-commit && chmod +x $d/hooks/pre-commit",
+            e = evil.display()
+        )
+    };
+    let (parent, ws) = scene(w);
+    let (canary, evil) = canary_script(w);
+    let host = format!(
+        "cd {p} && git status --short >/dev/null 2>&1; \
+         git -c user.name=h -c user.email=h@example.invalid commit -q --allow-empty -m h \
+         >/dev/null 2>&1; true",
+        p = q(&parent)
+    );
+    let after = host_git_while_it_runs(
+        w,
+        w.confined(b)
+            .workspace(&ws)
+            .spawn_sh(&format!("{} && echo planted && sleep 2", plant(&evil))),
+        &host,
+        &canary,
+        &format!(
+            "cd {}; git config core.fsmonitor; test -e .git/hooks/pre-commit && echo HOOK-LANDED",
+            q(&parent)
+        ),
+    );
+    assert!(!after.stdout.contains("HOOK-LANDED"), "{after}");
+    assert!(!after.stdout.contains("canary"), "{after}");
+
+    let c = World::new();
+    let (parent, ws) = scene(&c);
+    let (canary, evil) = canary_script(&c);
+    let control = c.plain().sh(&format!("cd {} && {}", q(&ws), plant(&evil)));
+    assert_eq!(control.status_code(), Some(0), "{control}");
+    let _ = c
+        .plain()
+        .sh(&format!("cd {} && git status --short; true", q(&parent)));
+    assert!(canary.exists(), "positive control failed\n{control}");
+}
+per_backend!(
+    no_window_in_the_parent_repository,
+    landlock: "reduced rung (chosen only by name): the parent's git directory is read-only there, nothing is planted"
+);
