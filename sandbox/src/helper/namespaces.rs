@@ -26,12 +26,11 @@ pub fn names(net: bool) -> Vec<String> {
 
 /// Who started the init, and so what it owes them.
 pub(super) enum Parent {
-    /// The helper, which holds the mount namespace once told (one byte on `unshared_w`) that
-    /// it exists; `helper` is its pidfd. A helper that reports the call's end itself (after
-    /// a git stage or denied-path placeholders) learns on `tree_gone` when everything but
-    /// the init is gone ([`reaper::tell_tree_gone`]).
+    /// The helper; `helper` is its pidfd. A helper that reports the call's end itself (after
+    /// a git stage, a layer or denied-path placeholders) learns on `tree_gone` when
+    /// everything but the init is gone ([`reaper::tell_tree_gone`]), and reports before the
+    /// init's own exit (the namespaces' teardown) is done.
     Helper {
-        unshared_w: std::os::fd::OwnedFd,
         helper: std::os::fd::OwnedFd,
         tree_gone: std::os::fd::OwnedFd,
     },
@@ -123,22 +122,6 @@ fn started_init(
     )
 }
 
-/// The init's mount namespace, held by the helper until it exits.
-static MOUNT_NAMESPACE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
-
-/// Keeps a reference to the init's mount namespace once the init has made it (one byte on
-/// `unshared`), so that tearing it down (unmounting the whole root, an RCU grace period)
-/// happens when the helper exits, after it has reported the tree gone — not when the init
-/// exits, which the report waits for.
-pub(super) fn hold_mount_namespace(init: i32, unshared: std::os::fd::OwnedFd) {
-    let mut byte = [0u8; 1];
-    if let Ok(1) = nix::unistd::read(&unshared, &mut byte)
-        && let Ok(ns) = std::fs::File::open(format!("/proc/{init}/ns/mnt"))
-    {
-        let _ = MOUNT_NAMESPACE.set(ns);
-    }
-}
-
 /// pid 1 of the new namespace: root, /proc, /dev, then the command as its child.
 pub(super) fn init_main(
     plan: &Plan,
@@ -161,12 +144,8 @@ pub(super) fn init_main(
     // An init the caller started watches the lifeline instead: if the caller dies, the init
     // must live on long enough to end the namespace and scrub (a SIGKILL would skip that).
     let caller = matches!(parent, Parent::Caller);
-    let (unshared, tree_gone) = match parent {
-        Parent::Helper {
-            unshared_w,
-            helper,
-            tree_gone,
-        } => {
+    let tree_gone = match parent {
+        Parent::Helper { helper, tree_gone } => {
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
                 .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
             // A helper that died between our fork and the line above sent no signal: we
@@ -177,9 +156,9 @@ pub(super) fn init_main(
                     "the helper exited before the init started",
                 ));
             }
-            (Some(unshared_w), Some(tree_gone))
+            Some(tree_gone)
         }
-        Parent::Caller => (None, None),
+        Parent::Caller => None,
     };
     let _ = nix::unistd::sethostname("zeroclaw");
     if crate::host::pid_max::usable(plan.limits.processes) {
@@ -192,9 +171,6 @@ pub(super) fn init_main(
     // The last namespace we make: from here on the child's user namespace may make none, and
     // its inotify use is bounded well below the host's (`ucounts.rs`).
     user_limits.apply()?;
-    if let Some(unshared) = unshared {
-        let _ = nix::unistd::write(&unshared, &[1]);
-    }
     // Still the host's view: what the root is about to be built from.
     let recorded = plan.warm.then(|| crate::warm::key::fingerprint(plan));
     let host = mounts::build_root(

@@ -61,8 +61,6 @@ fn run_guarded(
     namespaces::enter(plan.unshare_net)?;
     super::super::egress::send_listeners(plan)?;
     reaper::become_subreaper()?;
-    let (unshared_r, unshared_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| SetupError::os(Stage::Init, "pipe2()", &e.into()))?;
     let (tree_gone_r, tree_gone) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| SetupError::os(Stage::Init, "pipe2()", &e.into()))?;
     // For the init to check, once its parent-death signal is armed, that we did not die
@@ -77,8 +75,7 @@ fn run_guarded(
     let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match init {
         Some(pid) => {
-            drop((unshared_w, helper, tree_gone));
-            namespaces::hold_mount_namespace(pid, unshared_r);
+            drop((helper, tree_gone));
             drop(unowned);
             super::super::inherited::release_stdio();
             if plan.warm {
@@ -115,11 +112,7 @@ fn run_guarded(
                 plan,
                 unowned,
                 guards,
-                namespaces::Parent::Helper {
-                    unshared_w,
-                    helper,
-                    tree_gone,
-                },
+                namespaces::Parent::Helper { helper, tree_gone },
                 &user_limits,
             ))
         }
