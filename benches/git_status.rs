@@ -1,6 +1,8 @@
 //! `git status` in a 20,000-file repository (run: `cargo bench --bench git_status`): bare, as
 //! `zeroclaw sandbox run -- git status`, and, where `bwrap` is installed, as a plain
-//! `bwrap --ro-bind / / --bind REPO REPO --unshare-all -- git status` line, taking turns;
+//! `bwrap --ro-bind / / --bind REPO REPO --unshare-all -- git status` line, taking turns, and
+//! through the shell tool of a `zeroclaw acp` session in the repository (the turn minus a
+//! `todo_write` turn: what a daemon user waits for);
 //! medians and ratios against the bare run of the same run, nothing asserted.
 //!
 //! The repository is generated once under the target directory (`CARGO_TARGET_TMPDIR`) and
@@ -9,6 +11,12 @@
 
 #[allow(dead_code)]
 mod common;
+#[allow(dead_code)]
+#[path = "../tests/support/model_server.rs"]
+mod model_server;
+#[allow(dead_code)]
+#[path = "common/turns.rs"]
+mod turns;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -99,7 +107,47 @@ fn main() {
     if !bwrap {
         println!("(no bwrap line: `bwrap` is not installed)");
     }
+    let (turn, todo) = through_the_shell_tool(&repo, runs);
+    let tool_part = turn.saturating_sub(todo);
+    println!(
+        "{:<36} {:>8.2} ms  ratio {:>5.2}x  (turn {:.2} ms - a todo_write turn {:.2} ms)",
+        "the shell tool's `git status` (part)",
+        ms(tool_part),
+        tool_part.as_secs_f64() / base.as_secs_f64(),
+        ms(turn),
+        ms(todo)
+    );
     println!("goal: confined <= 1.15x bare");
+}
+
+/// A `zeroclaw acp` session in the repository (autonomy `full`, the default backend, warm
+/// helpers): the median turn whose model step calls `shell` with `git status`, and the median
+/// turn calling `todo_write` (no child), taking turns. Their difference is what a user of the
+/// daemon waits for the confined `git status`: a call ends with the helper's report, so the
+/// namespace's teardown after it is not on that path (it is on `sandbox run`'s, which waits
+/// for its helper's exit).
+fn through_the_shell_tool(repo: &Path, runs: usize) -> (Duration, Duration) {
+    use turns::Kind;
+    let config = tempfile::tempdir().expect("config dir");
+    let model = model_server::ModelServer::start_blocking(Vec::new());
+    let mut acp = turns::spawn_full(config.path(), &model.base_url(), 2);
+    let kinds = [
+        Kind::Tool("shell", serde_json::json!({"command": "git status"})),
+        Kind::Tool("todo_write", serde_json::json!({"todos": []})),
+    ];
+    let sessions: Vec<String> = kinds.iter().map(|_| acp.new_session(repo)).collect();
+    let mut samples = [Vec::new(), Vec::new()];
+    for n in 0..runs + 1 {
+        for (k, kind) in kinds.iter().enumerate() {
+            let took = acp.turn(&model, &sessions[k], kind);
+            if n > 0 {
+                samples[k].push(took);
+            }
+        }
+    }
+    acp.finish();
+    let [shell, todo] = samples.map(|mut s| median(&mut s));
+    (shell, todo)
 }
 
 /// One measured command line: how to make it, and its run times.

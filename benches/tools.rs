@@ -11,14 +11,16 @@ mod common;
 #[allow(dead_code)]
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
+#[path = "common/turns.rs"]
+mod turns;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Acp, median, ms};
-use model_server::{ModelServer, Reply, text_reply, tool_reply};
-use serde_json::{Value, json};
+use common::{median, ms};
+use model_server::ModelServer;
+use serde_json::json;
+use turns::{Kind, spawn_full};
 
 const RUNS: usize = 100;
 const WARMUP: usize = 5;
@@ -33,8 +35,7 @@ fn main() {
     )
     .expect("small file");
     let model = ModelServer::start_blocking(Vec::new());
-    let mut acp = spawn_full(config.path(), &model.base_url());
-    acp.call("initialize", json!({"protocolVersion": 1}));
+    let mut acp = spawn_full(config.path(), &model.base_url(), 8);
     println!(
         "tool-call overhead ({}), medians of {RUNS}",
         common::binary().to_string_lossy()
@@ -83,12 +84,6 @@ fn main() {
     );
 }
 
-/// What the model does in the measured turn.
-enum Kind {
-    NoTool,
-    Tool(&'static str, Value),
-}
-
 fn report(what: &str, turn: Duration, direct: Duration, how: &str, none: Duration, todo: Duration) {
     let tool_part = turn.saturating_sub(todo);
     println!(
@@ -118,62 +113,4 @@ fn direct(mut f: impl FnMut()) -> Duration {
 
 fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64().max(1e-9)
-}
-
-/// `zeroclaw acp` with autonomy `full` (no prompts).
-fn spawn_full(config_dir: &Path, base_url: &str) -> Acp {
-    std::fs::write(
-        config_dir.join("config.toml"),
-        "[autonomy]\nlevel = \"full\"\n",
-    )
-    .expect("config.toml");
-    Acp::spawn(config_dir, base_url, &[("ZEROCLAW_acp__max_sessions", "8")])
-}
-
-/// Session and turn helpers of this bench.
-trait ToolTurns {
-    fn new_session(&mut self, cwd: &Path) -> String;
-    fn turn(&mut self, model: &ModelServer, session: &str, kind: &Kind) -> Duration;
-}
-
-impl ToolTurns for Acp {
-    fn new_session(&mut self, cwd: &Path) -> String {
-        let created = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
-        created["sessionId"]
-            .as_str()
-            .expect("sessionId")
-            .to_string()
-    }
-
-    /// One timed turn; panics unless a scripted tool call completed.
-    fn turn(&mut self, model: &ModelServer, session: &str, kind: &Kind) -> Duration {
-        let call_id = format!("bench-{}", self.next_id());
-        for reply in script(kind, &call_id) {
-            model.push(reply);
-        }
-        let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]});
-        let start = Instant::now();
-        let id = self.send("session/prompt", params);
-        let mut statuses = Vec::new();
-        let result = self.response(id, |m| {
-            if let Some(s) = m["params"]["update"]["status"].as_str() {
-                statuses.push(s.to_string());
-            }
-        });
-        let took = start.elapsed();
-        assert_eq!(result["stopReason"], "end_turn", "{result}");
-        if let Kind::Tool(name, _) = kind {
-            let last = statuses.last().map(String::as_str);
-            assert_eq!(last, Some("completed"), "{name} ran: {statuses:?}");
-        }
-        took
-    }
-}
-
-/// The model's replies for one turn of this kind.
-fn script(kind: &Kind, call_id: &str) -> Vec<Reply> {
-    match kind {
-        Kind::NoTool => vec![text_reply("done")],
-        Kind::Tool(name, args) => vec![tool_reply(call_id, name, args), text_reply("done")],
-    }
 }
