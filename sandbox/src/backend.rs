@@ -124,6 +124,7 @@ impl FromStr for BackendChoice {
 pub const LANDLOCK_RUNG_LIMITS: &[&str] = &[
     ".git/hooks and .git/config are not protected (no mount namespace to make them read-only)",
     "no transactional workspace: writes reach the workspace directly, and a repository a command creates below it is not validated, nor listed in the audit record",
+    "a larger repository the workspace lies in is readable, its git directory not writable (no stage): git status works there, a commit does not",
     "/tmp is the host's (only TMPDIR and HOME are private)",
     "the private TMPDIR and HOME have no size cap (directories on the host's file system, not tmpfs capped at the file-size limit): only each file's size (RLIMIT_FSIZE) is bounded",
     "no Unix datagram socket can be made (a filter cannot read a sendto address)",
