@@ -120,10 +120,11 @@ fn linked(plan: &mut Plan, profile: &Profile, git: &Path, common: &Path) {
     }
 }
 
-/// The worktree root of the repository `workspace` lies in when it has no `.git` of its own,
-/// found as git finds it: the nearest ancestor holding a `.git` directory that is a git
-/// directory, not across a file system boundary. An ancestor's `.git` of another kind (a
-/// linked worktree's file, a symlink) ends the search with nothing: it is not followed.
+/// The worktree root of the repository `workspace` lies in when it has no `.git` of its own:
+/// the nearest ancestor holding a `.git`, on the workspace's file system (git's discovery stops
+/// at a boundary too), when that `.git` is a git directory. Anything else there ends the search
+/// with nothing, where git would follow a linked worktree's file and go on past a directory
+/// that is no git directory: what is shown is never more than git would find.
 pub fn enclosing(workspace: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     if workspace.join(".git").symlink_metadata().is_ok() {
