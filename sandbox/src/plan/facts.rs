@@ -114,6 +114,20 @@ pub struct HostFacts {
 }
 
 impl HostFacts {
+    /// `profile` as these facts extend it (the one place they do): the paths the git configs
+    /// point at protected, the larger repository the workspace lies in one more read-only root.
+    pub fn extend<'p>(&self, profile: &'p Profile) -> std::borrow::Cow<'p, Profile> {
+        if self.git_targets.is_empty() && self.parent_repository.is_none() {
+            return std::borrow::Cow::Borrowed(profile);
+        }
+        let mut extended = profile.clone();
+        extended
+            .protected
+            .extend(self.git_targets.iter().map(|t| t.path.clone()));
+        extended.read_only.extend(self.parent_repository.clone());
+        std::borrow::Cow::Owned(extended)
+    }
+
     /// What `lstat` found at `path`.
     pub fn kind(&self, path: &Path) -> Option<Kind> {
         self.paths.get(path).and_then(|f| f.kind)

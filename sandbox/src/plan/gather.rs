@@ -34,19 +34,13 @@ impl HostFacts {
         .then(|| (git.parent)(&profile.workspace))
         .flatten()
         .filter(|r| r.parent().is_some() && home.as_ref().is_none_or(|h| !h.starts_with(r)));
-        let extended;
-        let profile = match &parent_repository {
-            Some(worktree) => {
-                git_targets.extend(
-                    (git.targets)(worktree)
-                        .into_iter()
-                        .filter(|t| t.path.starts_with(&profile.workspace)),
-                );
-                extended = profile.clone().allow_read(worktree);
-                &extended
-            }
-            None => profile,
-        };
+        if let Some(worktree) = &parent_repository {
+            git_targets.extend(
+                (git.targets)(worktree)
+                    .into_iter()
+                    .filter(|t| t.path.starts_with(&profile.workspace)),
+            );
+        }
         let mut facts = HostFacts {
             root,
             home: home.clone(),
@@ -55,6 +49,9 @@ impl HostFacts {
             parent_repository,
             ..HostFacts::default()
         };
+        // What the rest reads is the profile as the plan will see it (`HostFacts::extend`).
+        let extended = facts.extend(profile);
+        let profile = extended.as_ref();
         let names = ["LANG", "TERM", "PATH"]
             .into_iter()
             .chain(profile.env.pass.iter().map(String::as_str));
@@ -71,11 +68,7 @@ impl HostFacts {
         let mut at: Vec<PathBuf> = profile.read_only.clone();
         if namespaced {
             at.extend(profile.writable_roots().cloned());
-            let guarded = profile
-                .protected
-                .iter()
-                .chain(facts.git_targets.iter().map(|t| &t.path))
-                .chain(&profile.denied);
+            let guarded = profile.protected.iter().chain(&profile.denied);
             // Compared as normalized bytes (`carve::at_or_below`): a full shell's profile has
             // dozens of writable roots for each of dozens of guarded paths.
             let roots: Vec<(PathBuf, &PathBuf)> = profile

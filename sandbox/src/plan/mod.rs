@@ -72,20 +72,8 @@ pub fn build(
     argv: Vec<OsString>,
     scratch: Option<PathBuf>,
 ) -> Plan {
-    // The facts' additions: the git configs' targets protected, the larger repository the
-    // workspace lies in read-only.
-    let git_targets = &facts.git_targets;
-    let mut extended;
-    let profile = if git_targets.is_empty() && facts.parent_repository.is_none() {
-        profile
-    } else {
-        extended = profile.clone();
-        extended
-            .protected
-            .extend(git_targets.iter().map(|t| t.path.clone()));
-        extended.read_only.extend(facts.parent_repository.clone());
-        &extended
-    };
+    let extended = facts.extend(profile);
+    let profile = extended.as_ref();
     let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
     let unowned = if backend == Backend::Namespaces {
         unowned_roots(profile, facts)
@@ -142,7 +130,7 @@ pub fn build(
             Vec::new()
         },
         placeholders: if namespaced {
-            placeholders_with(profile, facts, git_targets)
+            placeholders_with(profile, facts, &facts.git_targets)
         } else {
             Vec::new()
         },
