@@ -1,7 +1,8 @@
 //! Tool-call overhead through the whole path (run: `cargo bench --bench tools`): a
 //! `zeroclaw acp` turn whose model step calls `file_read` on a small file, and one calling
-//! `shell` with `true`, each confined by the sandbox, against doing the same directly in this
-//! process (`std::fs::read`; spawning `/bin/true`) in the same run. To isolate the tool part,
+//! `shell` with `true` (in a plain directory, and in a git repository, whose `.git` each call
+//! stages), each confined by the sandbox, against doing the same directly in this process
+//! (`std::fs::read`; spawning `/bin/true`) in the same run. To isolate the tool part,
 //! the same turn shape with `todo_write` (a tool that runs no child) and a turn with no tool
 //! call are measured too. Medians; ratios printed, nothing asserted. `ZEROCLAW_BIN` measures
 //! another build of `zeroclaw` (e.g. an older commit's) with this bench's code.
@@ -34,6 +35,21 @@ fn main() {
         "hello from a small file\n".repeat(8),
     )
     .expect("small file");
+    let repo = tempfile::tempdir().expect("repository");
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .arg("-C")
+            .arg(repo.path())
+            .args(["-c", "user.name=bench", "-c", "user.email=bench@localhost"])
+            .args(args)
+            .status()
+            .expect("git");
+        assert!(status.success(), "git {args:?}");
+    };
+    std::fs::write(repo.path().join("README"), "a repository\n").expect("README");
+    git(&["init", "-q"]);
+    git(&["add", "README"]);
+    git(&["commit", "-q", "-m", "first"]);
     let model = ModelServer::start_blocking(Vec::new());
     let mut acp = spawn_full(config.path(), &model.base_url(), 8);
     println!(
@@ -46,8 +62,19 @@ fn main() {
         Kind::Tool("todo_write", json!({"todos": []})),
         Kind::Tool("file_read", json!({"path": SMALL_FILE})),
         Kind::Tool("shell", json!({"command": "true"})),
+        Kind::Tool("shell", json!({"command": "true"})),
     ];
-    let sessions: Vec<String> = kinds.iter().map(|_| acp.new_session(work.path())).collect();
+    // The last kind runs in the repository.
+    let sessions: Vec<String> = (0..kinds.len())
+        .map(|k| {
+            let cwd = if k == kinds.len() - 1 {
+                repo.path()
+            } else {
+                work.path()
+            };
+            acp.new_session(cwd)
+        })
+        .collect();
     let mut samples = vec![Vec::new(); kinds.len()];
     for n in 0..WARMUP + RUNS {
         // Interleaved, so every kind sees the same machine load and history length.
@@ -67,11 +94,19 @@ fn main() {
         let status = Command::new("/bin/true").status().expect("spawn /bin/true");
         assert!(status.success());
     });
-    let [none, todo, file_read, shell] = [0, 1, 2, 3].map(|k| median(&mut samples[k]));
+    let [none, todo, file_read, shell, in_repo] = [0, 1, 2, 3, 4].map(|k| median(&mut samples[k]));
     report("file_read", file_read, read, "std::fs::read", none, todo);
     report(
         "shell `true`",
         shell,
+        spawn,
+        "spawning /bin/true",
+        none,
+        todo,
+    );
+    report(
+        "shell `true` in a git repository",
+        in_repo,
         spawn,
         "spawning /bin/true",
         none,

@@ -1,22 +1,21 @@
-//! A warm helper's git stage, made once its call arrives (namespace backend, child side).
+//! A warm helper's git stage, made once its call arrives (namespace backend).
 //!
 //! A workspace without `.git` gets a guarded `.git` placeholder with a private stage bound
 //! on it ([`crate::git::stage`]); an existing repository gets a stage of copies with its data
-//! directories bound into it ([`crate::git::repo`]). A warm helper waiting for a call that may never come must
-//! leave nothing on the host, and its init is confined (no mount rights) before the call
-//! arrives; so its root is prepared without the stage ([`crate::git::stage::deferred`]) and,
-//! once the call has arrived, the init asks the helper — still privileged in the user
-//! namespace, outside the confinement — over a pipe pair: the helper makes and guards the
-//! placeholder, makes the stage, and binds it at `.git` inside the init's mount namespace
-//! (from a forked child that enters it), then answers. Only then does the init start the
-//! command. The warm helper's identity does not change with it: the stage's name is not part
-//! of the shape ([`crate::git::stage::normalize_key`]).
+//! directories bound into it ([`crate::git::repo`]). A warm helper waiting for a call that may
+//! never come must leave nothing on the host, so its root is prepared without the stage
+//! ([`crate::git::stage::deferred`]: in a layered workspace the host's `.git` is bound there
+//! instead). Once the call has arrived, the init — not confined yet for such a call — asks
+//! the helper over a socket pair: the helper, which sees the host, makes and guards the
+//! placeholder and makes the stage, then answers. The init then binds the stage itself, from
+//! its own root (the workspace and its `.git` are the host's there, at their real paths),
+//! confines itself and starts the command. The warm helper's identity does not change with
+//! it: the stage's name is not part of the shape ([`crate::git::stage::normalize_key`]).
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::git_binder::{Binder, bind_in, receive_fd, send_fd};
 use super::mounts::{self, Guards};
 use crate::error::{SetupError, Stage};
 use crate::plan::{Placeholder, Plan};
@@ -24,9 +23,8 @@ use crate::plan::{Placeholder, Plan};
 /// The init's end of the channel, set before the init is forked.
 static INIT_END: Mutex<Option<OwnedFd>> = Mutex::new(None);
 
-/// The helper's end of the channel (a socket pair: the init's request carries its mount
-/// namespace, which the helper cannot open itself once the init is not dumpable; the answer
-/// is one byte back).
+/// The helper's end of the channel (a socket pair: one byte each way, the init's request
+/// and the helper's answer).
 pub(super) struct Channel(OwnedFd);
 
 /// Before forking a warm init whose stage is deferred: the channel (the init's end kept for
@@ -44,98 +42,89 @@ pub(super) fn channel() -> Result<Channel, SetupError> {
     Ok(Channel(helper))
 }
 
-/// Whether this init had the helper make a stage ([`request`]): the helper then ends the call
-/// once the stage is validated and applied.
-static MADE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// See [`MADE`].
-pub(super) fn made() -> bool {
-    MADE.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// A request sent ([`request`]), its answer not yet read ([`Asked::answer`]).
-#[must_use = "the stage is there only once answered"]
+/// A request sent ([`request`]), its answer not yet read ([`Asked::bind`]).
+#[must_use = "the stage is there only once answered and bound"]
 pub(super) struct Asked(Option<OwnedFd>);
 
-/// In the warm init, once its call has arrived: asks the helper to make the stage in our
-/// mount namespace (the init checks its root meanwhile, then waits for [`Asked::answer`]).
-/// Nothing is asked when no stage is deferred.
+/// In the warm init, once its call has arrived: asks the helper to make the stage (the init
+/// checks the call and its root meanwhile, then calls [`Asked::bind`]). Nothing is asked when
+/// no stage is deferred.
 pub(super) fn request() -> Result<Asked, SetupError> {
     let end = INIT_END.lock().unwrap_or_else(|e| e.into_inner()).take();
     let Some(end) = end else {
         return Ok(Asked(None));
     };
-    MADE.store(true, std::sync::atomic::Ordering::Relaxed);
-    let failed = |what: &str| SetupError::new(Stage::Placeholders, format!("git stage: {what}"));
-    let ns = std::fs::File::open("/proc/self/ns/mnt")
-        .map_err(|e| SetupError::os(Stage::Placeholders, "open(/proc/self/ns/mnt)", &e))?;
-    if !send_fd(&end, std::os::fd::AsFd::as_fd(&ns)) {
-        return Err(failed("the helper is gone"));
+    if nix::unistd::write(&end, &[1]) != Ok(1) {
+        return Err(SetupError::new(
+            Stage::Placeholders,
+            "git stage: the helper is gone",
+        ));
     }
     Ok(Asked(Some(end)))
 }
 
 impl Asked {
-    /// Waits for the helper's answer: the stage is bound at `.git`.
-    pub(super) fn answer(self) -> Result<(), SetupError> {
+    /// Waits for the helper's answer (the stage is made), then binds what `plan` binds into
+    /// the stage and the stage at `.git`, in this init's root, not confined yet.
+    pub(super) fn bind(self, plan: &Plan) -> Result<(), SetupError> {
         let Some(end) = self.0 else {
             return Ok(());
         };
-        let mut byte = [0u8; 1];
-        loop {
-            match nix::unistd::read(&end, &mut byte) {
-                Err(nix::errno::Errno::EINTR) => continue,
-                Ok(1) if byte[0] == 0 => return Ok(()),
-                _ => {
-                    return Err(SetupError::new(
-                        Stage::Placeholders,
-                        "git stage: the helper could not make it (see its log)",
-                    ));
-                }
-            }
+        if read_byte(&end) != Some(0) {
+            return Err(SetupError::new(
+                Stage::Placeholders,
+                "git stage: the helper could not make it (see its log)",
+            ));
         }
+        let Some((stage, git)) = crate::git::stage::first(plan) else {
+            return Ok(());
+        };
+        bind_stage(stage, git, &inner_binds(plan, stage, git))
     }
 }
 
 impl Channel {
     /// In the helper, once the init is forked: waits for its request (none when the init
-    /// ends first), then makes the stage of `plan` (the unstripped plan) in the mount
-    /// namespace the request carries and answers. The placeholder's guard is returned for
-    /// the run's end.
+    /// ends first, or SIGTERM arrives), then makes the stage of `plan` and answers. The
+    /// placeholder's guard is returned for the run's end.
     pub(super) fn serve(self, plan: &Plan) -> Guards {
         drop(INIT_END.lock().unwrap_or_else(|e| e.into_inner()).take());
-        let Some((stage, git)) = crate::git::stage::first(plan) else {
+        if crate::git::stage::first(plan).is_none() || read_byte(&self.0) != Some(1) {
             return Guards::default();
-        };
-        let inner = inner_binds(plan, stage, git);
-        // Forked now, while we wait: dropped unused when no call comes.
-        let binder = Binder::spawn(&self.0, stage, git, &inner);
-        let Some(ns) = receive_fd(&self.0) else {
-            return Guards::default();
-        };
-        let (guards, answer) = match make(plan, (stage, git, &inner), &ns, binder) {
-            Ok((guards, answered)) => (guards, (!answered).then_some(0)),
+        }
+        let (guards, answer) = match make(plan) {
+            Ok(guards) => (guards, 0),
             Err((guards, e)) => {
                 tracing::warn!("{e}");
-                (guards, Some(1))
+                (guards, 1)
             }
         };
-        if let Some(answer) = answer {
-            let _ = nix::unistd::write(&self.0, &[answer]);
-        }
+        let _ = nix::unistd::write(&self.0, &[answer]);
         guards
     }
 }
 
-/// The placeholder (none for an existing repository), its guard, the stage and the binds
-/// (`inner` into the stage, the stage at `git`): by `binder`, which then answers the init
-/// itself (`true`), or from here.
-fn make(
-    plan: &Plan,
-    (stage, git, inner): (&Path, &Path, &[(PathBuf, PathBuf, bool)]),
-    ns: &OwnedFd,
-    binder: Option<Binder>,
-) -> Result<(Guards, bool), (Guards, SetupError)> {
+/// One byte from `sock`; `None` at end of file (the other side ended) or once SIGTERM
+/// arrived (the launcher discarding a warm helper: the reaper then ends the init).
+fn read_byte(sock: &OwnedFd) -> Option<u8> {
+    let mut byte = [0u8; 1];
+    loop {
+        if crate::sys::terminate_requested() {
+            return None;
+        }
+        match nix::unistd::read(sock, &mut byte) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Ok(1) => return Some(byte[0]),
+            _ => return None,
+        }
+    }
+}
+
+/// The placeholder (none for an existing repository), its guard, and the stage.
+fn make(plan: &Plan) -> Result<Guards, (Guards, SetupError)> {
+    let Some((_, git)) = crate::git::stage::first(plan) else {
+        return Ok(Guards::default());
+    };
     let guards = if crate::git::stage::is_existing(plan, git) {
         Guards::default()
     } else {
@@ -146,14 +135,8 @@ fn make(
         }];
         mounts::guard_denied(&placeholder).map_err(|e| (Guards::default(), e))?
     };
-    if let Err(e) = crate::git::stage::prepare(plan) {
-        return Err((guards, e));
-    }
-    if binder.is_some_and(|b| b.bind(ns)) {
-        return Ok((guards, true));
-    }
-    match bind_in(ns, stage, git, inner) {
-        Ok(()) => Ok((guards, false)),
+    match crate::git::stage::prepare(plan) {
+        Ok(()) => Ok(guards),
         Err(e) => Err((guards, e)),
     }
 }
@@ -172,4 +155,56 @@ fn inner_binds(plan: &Plan, stage: &Path, git: &Path) -> Vec<(PathBuf, PathBuf, 
             _ => None,
         })
         .collect()
+}
+
+/// In the init's root: `inner` into `stage`, then `stage` at `git`. A bound directory gone
+/// since the plan was made is skipped, as the cold path does; anything else that cannot be
+/// bound fails the call before the command exists.
+fn bind_stage(
+    stage: &Path,
+    git: &Path,
+    inner: &[(PathBuf, PathBuf, bool)],
+) -> Result<(), SetupError> {
+    use nix::mount::{MsFlags, mount};
+    let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
+    let failed = |what: String| {
+        SetupError::new(Stage::Mounts, format!("git stage in the warm root: {what}"))
+    };
+    for p in [stage, git] {
+        if !p.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            return Err(failed(format!("{} is not a directory", p.display())));
+        }
+    }
+    for (src, at, ro) in inner {
+        let Ok(m) = src.symlink_metadata() else {
+            if *ro {
+                return Err(failed(format!("{} is gone", src.display())));
+            }
+            continue;
+        };
+        let fits = !m.file_type().is_symlink()
+            && at
+                .symlink_metadata()
+                .is_ok_and(|a| a.is_dir() == m.is_dir());
+        if !fits {
+            return Err(failed(format!(
+                "{} has no place in the stage",
+                src.display()
+            )));
+        }
+        mount(Some(src), at, None::<&str>, flags, None::<&str>).map_err(|e| {
+            SetupError::os(Stage::Mounts, format!("bind {}", src.display()), &e.into())
+        })?;
+        crate::sys::harden_mount(at, *ro)
+            .map_err(|e| SetupError::os(Stage::Mounts, format!("harden {}", at.display()), &e))?;
+    }
+    mount(Some(stage), git, None::<&str>, flags, None::<&str>).map_err(|e| {
+        SetupError::os(
+            Stage::Mounts,
+            format!("bind {}", stage.display()),
+            &e.into(),
+        )
+    })?;
+    crate::sys::harden_mount(git, false)
+        .map_err(|e| SetupError::os(Stage::Mounts, format!("harden {}", git.display()), &e))
 }

@@ -20,7 +20,6 @@ mod egress;
 mod exec;
 mod fault;
 pub(crate) mod forked;
-mod git_binder;
 mod git_global;
 mod git_late;
 mod idmap;

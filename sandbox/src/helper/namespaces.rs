@@ -171,10 +171,12 @@ pub(super) fn init_main(
     // The last namespace we make: from here on the child's user namespace may make none, and
     // its inotify use is bounded well below the host's (`ucounts.rs`).
     user_limits.apply()?;
-    // Still the host's view: what the root is about to be built from.
+    // Still the host's view: what the root is about to be built from (a warm helper's
+    // without its git stage, bound once its call arrives: `helper::git_late`).
     let recorded = plan.warm.then(|| crate::warm::key::fingerprint(plan));
+    let deferred = crate::git::stage::deferred(plan);
     let host = mounts::build_root(
-        &plan.mounts,
+        &deferred.as_ref().unwrap_or(plan).mounts,
         plan.limits.file_size_bytes,
         &unowned,
         &plan.proc_masks,
@@ -195,8 +197,11 @@ pub(super) fn init_main(
             gate = None;
             let mounted = crate::warm::key::mount_ids(plan);
             // Confined before the call arrives (its shape, rules included, is this plan's):
-            // the command only has its limits, cwd and descriptors left to set.
-            exec::confine_self(plan, &mut enforcement)?;
+            // the command only has its limits, cwd and descriptors left to set. An init with
+            // a git stage to bind confines once it is bound.
+            if deferred.is_none() {
+                exec::confine_self(plan, &mut enforcement)?;
+            }
             enforcement.warm = true;
             let staging;
             (call, staging) = await_call(plan, fingerprint)?;
@@ -206,7 +211,10 @@ pub(super) fn init_main(
                     "warm helper: a path its root depends on changed on the host",
                 ));
             }
-            staging.answer()?;
+            if deferred.is_some() {
+                staging.bind(plan)?;
+                exec::confine_self(plan, &mut enforcement)?;
+            }
             &call
         }
         None => {
@@ -274,7 +282,7 @@ pub(super) fn init_main(
     let code = shell_code(exit);
     // Git hook: so is a git stage, validated and applied after us (`crate::git::stage`).
     // And so is the transactional workspace's layer, landed by the helper (`crate::layer`).
-    let staged = crate::git::stage::any(plan) || super::git_late::made() || plan.layer().is_some();
+    let staged = crate::git::stage::any(plan) || plan.layer().is_some();
     if plan.placeholders.iter().any(|p| p.denied) || staged {
         // The helper reports its own `Ended` once that is done. A launcher waits for both
         // ends (ours first), so ours goes now: the call then ends with the helper's report,

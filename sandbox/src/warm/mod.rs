@@ -169,7 +169,8 @@ impl Pool {
             let key = key(&plan);
             if warm.iter().any(|w| w.key == key)
                 || makes_placeholders(&plan)
-                || stage_over_layer(&plan)
+                // Git hook: a stage the init cannot bind from its root starts cold.
+                || !crate::git::stage::warm_can_bind(&plan)
             {
                 return;
             }
@@ -195,15 +196,6 @@ fn makes_placeholders(plan: &Plan) -> bool {
                 || std::fs::symlink_metadata(&p.path).is_err()
                 || std::fs::symlink_metadata(p.path.join(crate::wire::PLACEHOLDER_MARKER)).is_ok())
     })
-}
-
-/// Whether `plan` stages a repository in a layered workspace (an existing repository's
-/// `.git`): a warm helper makes its stage once the call arrives, binding it from the root it
-/// prepared, where the workspace is already the call's overlay — the stage's writes would go
-/// to the layer, not to the stage the landing validates. Such calls start cold, whose helper
-/// binds the stage from the host.
-fn stage_over_layer(plan: &Plan) -> bool {
-    plan.layer().is_some() && crate::git::stage::any(plan)
 }
 
 /// Has the zygote fork a warm helper for `plan` (its stdio on `/dev/null` until the call).

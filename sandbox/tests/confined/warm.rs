@@ -170,45 +170,78 @@ async fn a_helper_is_not_used_once_the_paths_it_protects_are_replaced() {
 
 /// In an existing repository a warm helper serves the call: `.git` is the call's private
 /// stage, made from the repository as it is when the call arrives (also once the host made
-/// `.git` anew), and a hook the child writes there never reaches the host.
+/// `.git` anew), and a hook the child writes there never reaches the host. So too in a
+/// layered workspace (the transactional workspace), where the init binds the stage from the
+/// host's `.git` its root shows under the overlay.
 #[tokio::test(flavor = "current_thread")]
 async fn in_a_repository_the_warm_path_stages_git_per_call() {
     let tools = workspace();
     let Some((s, needle)) = namespaces(tools.path()) else {
         return;
     };
-    let ws = workspace();
-    let git = ws.path().join(".git");
-    let make = |git: &Path| {
-        std::fs::create_dir_all(git.join("hooks")).unwrap();
-        std::fs::create_dir_all(git.join("objects")).unwrap();
-        std::fs::create_dir_all(git.join("refs/heads")).unwrap();
-        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
-        std::fs::write(git.join("config"), "[core]\n\tbare = false\n").unwrap();
-    };
-    make(&git);
-    let p = Profile::for_workspace(ws.path());
-    let plant = "echo 'echo pwned' > .git/hooks/pre-commit && git config user.name zc";
-    assert_eq!(sh(&s, &p, plant).await.shell_code(), 0, "cold run");
-    for remake in [false, true] {
-        await_warm(&needle);
-        if remake {
-            let aside = git.with_file_name(format!(".git-{}", std::process::id()));
-            std::fs::rename(&git, &aside).unwrap();
-            make(&git);
-            std::fs::remove_dir_all(aside).unwrap();
+    // The layers directory must be private to the daemon's user (`layer::dir`).
+    let layers = workspace();
+    std::fs::set_permissions(
+        layers.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    for layered in [false, true] {
+        let ws = workspace();
+        let git = ws.path().join(".git");
+        let make = |git: &Path| {
+            std::fs::create_dir_all(git.join("hooks")).unwrap();
+            std::fs::create_dir_all(git.join("objects")).unwrap();
+            std::fs::create_dir_all(git.join("refs/heads")).unwrap();
+            std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            std::fs::write(git.join("config"), "[core]\n\tbare = false\n").unwrap();
+        };
+        make(&git);
+        let mut p = Profile::for_workspace(ws.path());
+        if layered {
+            p = p.land_through(layers.path());
         }
-        let o = sh(&s, &p, plant).await;
-        assert_eq!(o.shell_code(), 0, "{o:?}");
-        assert!(o.enforcement.warm, "no warm helper served the call");
-        assert!(
-            !git.join("hooks/pre-commit").exists(),
-            "ESCAPE: a hook reached the host: {o:?}"
-        );
-        let config = std::fs::read_to_string(git.join("config")).unwrap();
-        assert!(
-            config.contains("zc"),
-            "the accepted change did not land: {config}"
+        let plant = |n: usize| {
+            format!(
+                "echo 'echo pwned' > .git/hooks/pre-commit && git config user.name zc \
+                 && echo kept > written-{n}"
+            )
+        };
+        assert_eq!(sh(&s, &p, &plant(0)).await.shell_code(), 0, "cold run");
+        for (n, remake) in [(1, false), (2, true)] {
+            await_warm(&needle);
+            if remake {
+                let aside = git.with_file_name(format!(".git-{}", std::process::id()));
+                std::fs::rename(&git, &aside).unwrap();
+                make(&git);
+                std::fs::remove_dir_all(aside).unwrap();
+            }
+            let o = sh(&s, &p, &plant(n)).await;
+            assert_eq!(o.shell_code(), 0, "layered {layered}: {o:?}");
+            // A remade `.git` under a layer: the waiting root showed the old one, so the
+            // call may start cold; the stage is still the new repository's.
+            assert!(
+                o.enforcement.warm || (layered && remake),
+                "layered {layered}: no warm helper served the call"
+            );
+            assert!(
+                !git.join("hooks/pre-commit").exists(),
+                "ESCAPE: a hook reached the host (layered {layered}): {o:?}"
+            );
+            let config = std::fs::read_to_string(git.join("config")).unwrap();
+            assert!(
+                config.contains("zc"),
+                "layered {layered}: the accepted change did not land: {config}"
+            );
+        }
+        let written = std::fs::read_dir(ws.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("written-"))
+            .count();
+        assert_eq!(
+            written, 3,
+            "layered {layered}: the workspace's writes landed"
         );
     }
 }

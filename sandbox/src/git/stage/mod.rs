@@ -61,10 +61,12 @@ pub fn is_existing(plan: &Plan, git: &Path) -> bool {
     !plan.placeholders.iter().any(|p| p.path == git)
 }
 
-/// A warm helper's plan with its stage left for the call (see `helper::git_late`): the
-/// root it prepares binds nothing at `.git` and the placeholder is not made before the call
-/// arrives, so a helper waiting for a call that may never come leaves nothing on the host.
-/// `None` when the plan is not warm or has no stage.
+/// The root a warm helper prepares for a plan with a stage, which is made only once its call
+/// arrives (see `helper::git_late`): no placeholder at `.git` and nothing bound below it, so
+/// a helper waiting for a call that may never come leaves nothing on the host. In a layered
+/// workspace the host's `.git` is bound on itself instead (the overlay would otherwise be
+/// what the init sees there): the init binds the stage from it once the helper has made it,
+/// before the command exists. `None` when the plan is not warm or has no stage.
 pub fn deferred(plan: &Plan) -> Option<Plan> {
     if !plan.warm || stages(plan).next().is_none() {
         return None;
@@ -73,14 +75,54 @@ pub fn deferred(plan: &Plan) -> Option<Plan> {
     now.placeholders.retain(|p| !is_stage_git(plan, &p.path));
     // The stage and what is bound into it (an existing repository's directories).
     now.mounts.retain(|op| !under_stage_git(plan, op.path()));
+    // Just after the layer: nothing else of the plan lies below `.git` any more.
+    if let Some(at) = now
+        .mounts
+        .iter()
+        .position(|op| matches!(op, MountOp::Layer { .. }))
+    {
+        let gits = stages(plan).filter(|(_, git)| bound_in_layer(plan, git));
+        let binds: Vec<MountOp> = gits
+            .map(|(_, git)| MountOp::Bind {
+                path: git.to_path_buf(),
+                rw: true,
+                optional: false,
+            })
+            .collect();
+        now.mounts.splice(at + 1..at + 1, binds);
+    }
     Some(now)
+}
+
+/// Whether a warm helper can serve `plan`'s stages: each lies in the call's writable
+/// workspace (its bind or its layer), where the init reaches the host's `.git` to bind the
+/// stage from. A stage elsewhere (a linked worktree's main repository, the larger repository
+/// the workspace lies in) sits below a read-only root: such calls start cold.
+pub fn warm_can_bind(plan: &Plan) -> bool {
+    stages(plan).all(|(_, git)| {
+        git.parent().is_some_and(|worktree| {
+            plan.mounts.iter().any(|op| match op {
+                MountOp::Layer { path, .. } | MountOp::Bind { path, rw: true, .. } => {
+                    path == worktree
+                }
+                _ => false,
+            })
+        })
+    })
 }
 
 /// Whether `path` (a placeholder or mount path of `plan`) belongs to a stage, which a warm
 /// helper makes only once its call arrives: not part of its root's identity, and not a
-/// placeholder it keeps while waiting.
+/// placeholder it keeps while waiting. (A layered workspace's `.git` is not: its root binds
+/// the host's there, see [`deferred`].)
 pub fn is_deferred(plan: &Plan, path: &Path) -> bool {
-    under_stage_git(plan, path)
+    under_stage_git(plan, path) && !(is_stage_git(plan, path) && bound_in_layer(plan, path))
+}
+
+/// Whether `git` lies directly in the plan's layered workspace.
+fn bound_in_layer(plan: &Plan, git: &Path) -> bool {
+    plan.layer()
+        .is_some_and(|(workspace, _)| git.parent() == Some(workspace))
 }
 
 /// The shape a warm helper is prepared for, without the stage: its unique name is not part

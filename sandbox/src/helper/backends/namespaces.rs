@@ -19,12 +19,12 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     let mut guards = super::super::mounts::guard_denied(&built.placeholders)?;
     let layer = super::super::layer::make(plan)?;
     let mut late = super::super::mounts::Guards::default();
-    // Git hook: a new repository's private stage (see `crate::git::stage`).
-    let result = match &deferred {
-        None => {
-            crate::git::stage::prepare(plan).and_then(|()| run_guarded(plan, &mut guards, None))
-        }
-        Some(built) => run_guarded(built, &mut guards, Some((plan, &mut late))),
+    // Git hook: a new repository's private stage (see `crate::git::stage`), made now, or by
+    // a warm helper once its call arrives.
+    let result = if deferred.is_some() {
+        run_guarded(plan, &mut guards, Some(&mut late))
+    } else {
+        crate::git::stage::prepare(plan).and_then(|()| run_guarded(plan, &mut guards, None))
     };
     let alone = |git: &std::path::Path| guards.alone(git) || late.alone(git);
     let (refused, empty) = crate::git::stage::finish_leaving(plan, alone);
@@ -48,12 +48,12 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
 }
 
 /// [`run`] with the denied-path placeholders held; `guards` are closed in the init.
-/// `late`: a warm helper's deferred git stage, made when the init asks (the unstripped plan,
-/// and where its guard goes).
+/// `late`: where a warm helper's deferred git stage keeps its guard once the init has asked
+/// for it (the init builds its root without the stage: `crate::git::stage::deferred`).
 fn run_guarded(
     plan: &Plan,
     guards: &mut super::super::mounts::Guards,
-    late: Option<(&Plan, &mut super::super::mounts::Guards)>,
+    late: Option<&mut super::super::mounts::Guards>,
 ) -> Result<i32, SetupError> {
     // The holder is reaped here: this helper's reaper waits for any child.
     let (unowned, _) = super::super::mounts::Unowned::prepare(&plan.unowned);
@@ -67,7 +67,6 @@ fn run_guarded(
     // before (its getppid() is 0: we are outside its pid namespace).
     let helper = crate::sys::pidfd_open(std::process::id() as i32)
         .map_err(|e| SetupError::os(Stage::Init, "pidfd_open(self)", &e))?;
-    let late_git = late.is_some();
     let channel = late
         .as_ref()
         .map(|_| super::super::git_late::channel())
@@ -82,8 +81,8 @@ fn run_guarded(
                 // Only the init waits for the call; the launcher sees it gone if the init dies.
                 let _ = nix::unistd::close(crate::wire::GO_FD);
             }
-            if let (Some(channel), Some((full, late))) = (channel, late) {
-                *late = channel.serve(full);
+            if let (Some(channel), Some(late)) = (channel, late) {
+                *late = channel.serve(plan);
             }
             super::super::layer::watch_bound(plan);
             let (exit, code) = match reaper::wait_init(Pid::from_raw(pid), tree_gone_r) {
@@ -98,8 +97,7 @@ fn run_guarded(
             let init_scrubbed = matches!(exit, Some(ExitInfo::Code(_)))
                 && !plan.placeholders.iter().any(|p| p.denied)
                 && !crate::git::stage::any(plan)
-                && plan.layer().is_none()
-                && !late_git;
+                && plan.layer().is_none();
             if !init_scrubbed {
                 super::super::mounts::scrub(&plan.scrub);
             }
