@@ -13,7 +13,11 @@ use crate::profile::Profile;
 /// directories in the HOME (`home_binds.rs`), pinned parents of
 /// protected and guarded denied paths, protected paths read-only, denied paths masked (also,
 /// inside a writable root, when they do not exist yet: see [`guarded_denied`]). Parents
-/// before children.
+/// before children. A root the host removes before it is mounted is skipped (`optional`):
+/// every read-only root, and a writable one that holds nothing else of the root and no
+/// protected or denied path (another program's directory carved out of `/var/tmp` for a
+/// `full` shell). The workspace, a writable root holding a guarded path, a pin and a
+/// protected path must be there: the call fails, naming it.
 pub fn mounts(profile: &Profile, facts: &HostFacts, home: &Path) -> Vec<MountOp> {
     mounts_with(profile, facts, home, &[])
 }
@@ -59,6 +63,29 @@ pub(super) fn mounts_with(
         }
     }
     ops.extend(masks(profile, facts, &ops, unowned));
+    let held = |root: &Path| {
+        ops.iter()
+            .any(|op| op.path() != root && op.path().starts_with(root))
+            || profile
+                .protected
+                .iter()
+                .chain(&profile.denied)
+                .any(|g| g.starts_with(root))
+    };
+    let vanishable: Vec<bool> = ops
+        .iter()
+        .map(|op| match op {
+            MountOp::Bind { path, rw: true, .. } => *path != profile.workspace && !held(path),
+            _ => false,
+        })
+        .collect();
+    for (op, may_vanish) in ops.iter_mut().zip(vanishable) {
+        if let MountOp::Bind { optional, .. } = op
+            && may_vanish
+        {
+            *optional = true;
+        }
+    }
     ops.sort_by_cached_key(|op| depth(op.path()));
     ops
 }

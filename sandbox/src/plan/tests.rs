@@ -92,14 +92,19 @@ fn git_dir_is_pinned_and_hooks_bound_read_only() {
 }
 
 #[test]
-fn only_read_only_roots_may_vanish_before_mounting() {
+fn only_roots_holding_nothing_guarded_may_vanish_before_mounting() {
     let (_d, p) = ws();
     let extra = scratch();
     let extra = crate::profile::absolute(extra.path());
-    let (ro, rw) = (extra.join("ro"), extra.join("rw"));
-    std::fs::create_dir(&ro).unwrap();
-    std::fs::create_dir(&rw).unwrap();
-    let p = p.allow_read(&ro).allow_write(&rw);
+    let (ro, rw, guarding) = (extra.join("ro"), extra.join("rw"), extra.join("guarding"));
+    for dir in [&ro, &rw, &guarding.join("keep")] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let p = p
+        .allow_read(&ro)
+        .allow_write(&rw)
+        .allow_write(&guarding)
+        .protect(guarding.join("keep"));
     let ops = mounts(&p, &on_host(&p), Path::new("/root"));
     let optional = |path: &Path| {
         ops.iter().find_map(|op| match op {
@@ -110,7 +115,9 @@ fn only_read_only_roots_may_vanish_before_mounting() {
         })
     };
     assert_eq!(optional(&ro), Some(true));
-    assert_eq!(optional(&rw), Some(false));
+    assert_eq!(optional(&rw), Some(true));
+    assert_eq!(optional(&guarding), Some(false));
+    assert_eq!(optional(&guarding.join("keep")), Some(false));
     assert_eq!(optional(&p.workspace), Some(false));
     assert_eq!(optional(&p.workspace.join(".git/hooks")), Some(false));
 }

@@ -384,10 +384,11 @@ async fn a_read_only_root_removed_after_planning_is_skipped(s: Sandbox) {
     );
 }
 
-/// Read-only roots that another program removes and recreates while the sandbox is being
-/// built (a `full` session reads the host's `/var/tmp`, where other programs' temporary
-/// directories come and go) never fail the call, whichever step of the build they vanish at.
-async fn read_only_roots_churned_while_the_sandbox_is_built_never_fail_the_call(s: Sandbox) {
+/// Roots that another program removes and recreates while the sandbox is being built (a
+/// `full` session reads — and under `full_host_writes` writes — the host's `/var/tmp`, where
+/// other programs' temporary directories come and go) never fail the call, whichever step of
+/// the build they vanish at: read-only ones, and writable ones holding nothing guarded.
+async fn roots_churned_while_the_sandbox_is_built_never_fail_the_call(s: Sandbox) {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     const ROOTS: usize = 64;
@@ -398,9 +399,13 @@ async fn read_only_roots_churned_while_the_sandbox_is_built_never_fail_the_call(
         .map(|i| churned.path().join(format!("tmp-{i}")))
         .collect();
     let mut p = Profile::for_workspace(ws.path());
-    for root in &roots {
+    for (i, root) in roots.iter().enumerate() {
         std::fs::create_dir(root).unwrap();
-        p = p.allow_read(root);
+        p = if i % 2 == 0 {
+            p.allow_read(root)
+        } else {
+            p.allow_write(root)
+        };
     }
     let stop = Arc::new(AtomicBool::new(false));
     let churn = {
@@ -432,17 +437,37 @@ async fn read_only_roots_churned_while_the_sandbox_is_built_never_fail_the_call(
     );
 }
 
-/// A writable root that disappears between planning and mounting is an error naming it (the
-/// namespace backends bind it; Landlock-only grants nothing on a missing path).
-async fn a_writable_root_removed_after_planning_fails_naming_it(s: Sandbox) {
+/// A writable root that disappears between planning and mounting: one holding a protected
+/// path is an error naming it (what it guards must be there); one holding nothing guarded is
+/// skipped, and the command cannot make it on the host (the namespace backends bind it;
+/// Landlock-only grants nothing on a missing path).
+async fn a_writable_root_removed_after_planning_is_skipped_unless_it_guards_a_path(s: Sandbox) {
     let backend = s.backend();
     if backend == Backend::Landlock {
         return;
     }
     let (ws, tools, gone) = (workspace(), workspace(), workspace());
-    let s = s.with_helper(helper_removing(tools.path(), gone.path()));
-    let p = Profile::for_workspace(ws.path()).allow_write(gone.path());
-    let e = s.spawn(&p, ["true"]).await.err();
+    // A zygote of its own each (the wrapper runs when the zygote starts).
+    let removing = || {
+        s.clone()
+            .with_helper(helper_removing(tools.path(), gone.path()))
+    };
+    let plain = Profile::for_workspace(ws.path()).allow_write(gone.path());
+    let g = gone.path().display();
+    let o = run(
+        &removing(),
+        &plain,
+        &format!("mkdir -p {g} && echo x > {g}/made; true"),
+    )
+    .await;
+    assert_eq!(o.shell_code(), 0, "{backend}: {o:?}");
+    assert!(
+        !gone.path().exists(),
+        "{backend}: the command made the vanished root on the host"
+    );
+    std::fs::create_dir_all(gone.path().join("keep")).unwrap();
+    let guarding = plain.protect(gone.path().join("keep"));
+    let e = removing().spawn(&guarding, ["true"]).await.err();
     let Some(SandboxError::Setup(e)) = e else {
         panic!("{backend}: expected a setup error, got {e:?}")
     };
@@ -813,8 +838,8 @@ per_backend!(
     dropping_the_handle_kills_the_tree_via_the_lifeline,
     a_helper_that_does_not_confine_is_a_setup_error_not_a_run,
     a_read_only_root_removed_after_planning_is_skipped,
-    read_only_roots_churned_while_the_sandbox_is_built_never_fail_the_call,
-    a_writable_root_removed_after_planning_fails_naming_it,
+    roots_churned_while_the_sandbox_is_built_never_fail_the_call,
+    a_writable_root_removed_after_planning_is_skipped_unless_it_guards_a_path,
     nested_denied_paths_are_hidden_and_the_run_succeeds,
     an_entry_swapped_for_a_symlink_after_planning_grants_nothing,
     missing_denied_paths_in_a_writable_root_stay_absent_and_leave_nothing,
