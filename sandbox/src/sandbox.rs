@@ -37,13 +37,17 @@ impl Sandbox {
     }
 
     fn with_backend(backend: Backend, allow_partial: bool) -> Self {
+        // Only the bubblewrap backend runs it (a PATH search otherwise paid per Sandbox).
+        let bwrap = (backend == Backend::Bubblewrap)
+            .then(crate::detect::bwrap_path)
+            .flatten();
         let planner = Planner {
             backend,
             allow_partial,
-            // Only the bubblewrap backend runs it (a PATH search otherwise paid per Sandbox).
-            bwrap: (backend == Backend::Bubblewrap)
-                .then(crate::detect::bwrap_path)
-                .flatten(),
+            bwrap_refuses_cap_add: bwrap
+                .as_deref()
+                .is_some_and(crate::host::bwrap_refuses_cap_add),
+            bwrap,
             git: crate::git::READER,
         };
         Sandbox {

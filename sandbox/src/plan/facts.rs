@@ -111,6 +111,9 @@ pub struct HostFacts {
     /// never `/`, the HOME or one of its ancestors (a home directory kept in git would expose
     /// every file of it).
     pub parent_repository: Option<PathBuf>,
+    /// Something is at the workspace's `.git` (`lstat`): bubblewrap launched by another user
+    /// then keeps its layer inside ([`super::layer::Layering`]).
+    pub workspace_git: bool,
 }
 
 impl HostFacts {

@@ -47,6 +47,7 @@ impl HostFacts {
             launcher_pid: std::process::id(),
             git_targets,
             parent_repository,
+            workspace_git: profile.workspace.join(".git").symlink_metadata().is_ok(),
             ..HostFacts::default()
         };
         // What the rest reads is the profile as the plan will see it (`HostFacts::extend`).

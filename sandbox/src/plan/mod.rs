@@ -172,6 +172,7 @@ pub fn build(
         transparent: None,
         scratch,
         bwrap: None,
+        bwrap_refuses_cap_add: false,
         seal_in_bwrap: backend == Backend::Bubblewrap && facts.root,
         inner_egress_namespaces: false,
         launcher_pid: facts.launcher_pid,

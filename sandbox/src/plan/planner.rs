@@ -16,6 +16,9 @@ pub(crate) struct Planner {
     pub(crate) backend: Backend,
     pub(crate) allow_partial: bool,
     pub(crate) bwrap: Option<PathBuf>,
+    /// That bwrap refuses `--cap-add` ([`crate::host::bwrap_refuses_cap_add`], read once
+    /// with the path: its mode and our uid do not change per call).
+    pub(crate) bwrap_refuses_cap_add: bool,
     /// What the plan reads of git and the git section it adds (`crate::git::READER`).
     pub(crate) git: crate::plan::GitReader,
 }
@@ -36,17 +39,15 @@ impl Planner {
         plan.op = op;
         plan.allow_partial = self.allow_partial;
         plan.bwrap = self.bwrap.clone();
+        plan.bwrap_refuses_cap_add = self.bwrap_refuses_cap_add;
         // Bubblewrap launched by another user: the helper mounts the layer around bwrap when
         // bwrap is not setuid and the workspace has no `.git` (`plan::layer::Layering`).
-        let layering = match &plan.bwrap {
-            Some(bwrap)
-                if !crate::host::bwrap_refuses_cap_add(bwrap)
-                    && profile.workspace.join(".git").symlink_metadata().is_err() =>
-            {
+        let layering =
+            if plan.bwrap.is_some() && !self.bwrap_refuses_cap_add && !facts.workspace_git {
                 crate::plan::layer::Layering::Outside
-            }
-            _ => crate::plan::layer::Layering::Inside,
-        };
+            } else {
+                crate::plan::layer::Layering::Inside
+            };
         crate::plan::layer::apply(self.backend, profile, &mut plan, layering)?;
         // Git hook: no `.git` yet, none left behind; an existing repository's private stage;
         // the parent repository's.
@@ -141,6 +142,7 @@ mod tests {
                 backend,
                 allow_partial: false,
                 bwrap: None,
+                bwrap_refuses_cap_add: false,
                 git: crate::git::READER,
             };
             for profile in &profiles {
@@ -168,6 +170,7 @@ mod tests {
             backend: Backend::Namespaces,
             allow_partial: false,
             bwrap: None,
+            bwrap_refuses_cap_add: false,
             git: crate::plan::GitReader {
                 stage: |plan, _, _| {
                     plan.mounts.push(crate::plan::MountOp::Tmpfs {
@@ -194,6 +197,7 @@ mod tests {
             backend: Backend::Namespaces,
             allow_partial: false,
             bwrap: None,
+            bwrap_refuses_cap_add: false,
             git: crate::git::READER,
         };
         for at in ["../x", "/x", ""] {

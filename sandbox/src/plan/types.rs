@@ -255,6 +255,11 @@ pub struct Plan {
     pub home_links: Vec<crate::profile::HomeBind>,
     /// bubblewrap executable (bubblewrap backend).
     pub bwrap: Option<PathBuf>,
+    /// That bwrap is setuid root and we are not root: it refuses `--cap-add`, so the inner
+    /// stage can set no per-user counts and make no namespaces of its own (read by the
+    /// planner, once per sandbox: `crate::host::bwrap_refuses_cap_add`).
+    #[serde(default)]
+    pub bwrap_refuses_cap_add: bool,
     /// bubblewrap started by root: bwrap keeps the inner stage the capabilities to cover the
     /// read-only roots with overlays (see `helper::mounts::SocketSeal`).
     #[serde(default)]

@@ -94,19 +94,21 @@ pub fn deferred(plan: &Plan) -> Option<Plan> {
     Some(now)
 }
 
-/// Whether a warm helper can serve `plan`'s stages: each lies in the call's writable
-/// workspace (its bind or its layer), where the init reaches the host's `.git` to bind the
-/// stage from. A stage elsewhere (a linked worktree's main repository, the larger repository
-/// the workspace lies in) sits below a read-only root: such calls start cold.
+/// Whether a warm helper can serve `plan`'s stages: each is the `.git` of the call's
+/// writable workspace ([`in_writable_worktree`]), where the init reaches the host's `.git` to
+/// bind the stage from. A stage elsewhere (a linked worktree's main repository, the larger
+/// repository the workspace lies in) sits below a read-only root: such calls start cold.
 pub fn warm_can_bind(plan: &Plan) -> bool {
-    stages(plan).all(|(_, git)| {
-        git.parent().is_some_and(|worktree| {
-            plan.mounts.iter().any(|op| match op {
-                MountOp::Layer { path, .. } | MountOp::Bind { path, rw: true, .. } => {
-                    path == worktree
-                }
-                _ => false,
-            })
+    stages(plan).all(|(_, git)| in_writable_worktree(plan, git))
+}
+
+/// Whether the git directory `git` is the `.git` of a worktree the plan binds writable (its
+/// bind or its layer): the workspace's own repository, rather than one beside it.
+fn in_writable_worktree(plan: &Plan, git: &Path) -> bool {
+    git.parent().is_some_and(|worktree| {
+        plan.mounts.iter().any(|op| match op {
+            MountOp::Layer { path, .. } | MountOp::Bind { path, rw: true, .. } => path == worktree,
+            _ => false,
         })
     })
 }
@@ -148,15 +150,7 @@ pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
             // The workspace's own repository is `.git`; another (a linked worktree's main
             // repository, the larger repository the workspace lies in: `git::repo`) is named
             // by its path.
-            let own = git.parent().is_some_and(|worktree| {
-                plan.mounts.iter().any(|op| match op {
-                    MountOp::Bind { path, rw: true, .. } | MountOp::Layer { path, .. } => {
-                        path == worktree
-                    }
-                    _ => false,
-                })
-            });
-            let label = if own {
+            let label = if in_writable_worktree(plan, git) {
                 ".git".into()
             } else {
                 git.display().to_string()

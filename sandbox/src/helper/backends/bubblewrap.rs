@@ -24,7 +24,7 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     // A setuid-root bwrap refuses --cap-add to other users: their inner stage then leaves
     // the per-user counts as they are (doctor says so).
     let mut inner = plan.clone();
-    let setuid = crate::host::bwrap_refuses_cap_add(&bwrap);
+    let setuid = plan.bwrap_refuses_cap_add;
     if setuid {
         inner.user_limits.clear();
     }
