@@ -8,6 +8,7 @@
 
 pub mod acp;
 pub mod agent;
+pub mod approval;
 pub mod audit;
 pub mod caches;
 pub mod cli;

@@ -11,9 +11,9 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Entry;
+use crate::approval::Approvals;
 use crate::config::{AgentConfig, AutonomyLevel};
 use crate::mcp::{McpSet, spec};
-use crate::policy::Approvals;
 
 pub struct Session {
     pub id: String,

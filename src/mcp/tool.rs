@@ -13,8 +13,8 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use super::server::Server;
+use crate::approval::Action;
 use crate::policy::Risk;
-use crate::policy::approval::Action;
 use crate::tools::output::{MODEL_TEXT_CAP, capped};
 use crate::tools::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve};
 

@@ -1,16 +1,16 @@
 //! The security policy of one session: built from `[autonomy]` (with the agent's override),
-//! it resolves ([`resolve`]) and checks ([`paths`]) the paths a tool names, classifies shell commands
-//! ([`risk`]), decides whether a call runs, asks, or is refused ([`approval`]), and turns
-//! itself into the sandbox profile every tool execution is confined by ([`profile`]; what a
-//! `full` shell reaches outside the cwd: [`reach`]; what no child may write at any level:
-//! [`never_writable`]; the same in words: [`describe`]), and says which directories a session
-//! may work in at all ([`cwd`]).
+//! it resolves ([`resolve`]) and checks ([`paths`]) the paths a tool names, classifies shell
+//! commands ([`risk`]), and turns itself into the sandbox profile every tool execution is
+//! confined by ([`profile`]; what a `full` shell reaches outside the cwd: [`reach`]; what no
+//! child may write at any level: [`never_writable`]; the same in words: [`describe`]), and
+//! says which directories a session may work in at all ([`cwd`]). Whether a call runs, asks,
+//! or is refused is decided from it in `crate::approval`, which reads the policy (the policy
+//! uses nothing of approval).
 //!
 //! The policy is the first gate and gives clear reasons; the kernel (the sandbox crate) is
 //! the guarantee. No argument from the model can approve anything: decisions depend only on
 //! the config, the tool, the classified risk and the user's answers.
 
-pub mod approval;
 pub mod cwd;
 pub mod describe;
 pub mod never_writable;
@@ -25,7 +25,6 @@ use std::path::{Path, PathBuf};
 use crate::config::autonomy::NetworkPolicy;
 use crate::config::{AutonomyConfig, AutonomyLevel, Config, LimitsConfig};
 
-pub use approval::{Approvals, Decision};
 pub use paths::Access;
 pub use risk::Risk;
 

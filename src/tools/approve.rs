@@ -5,9 +5,8 @@
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolError, ToolKind};
+use crate::approval::{Action, Decision};
 use crate::audit;
-use crate::policy::Decision;
-use crate::policy::approval::Action;
 
 /// The options of an approval question (spec: `session/request_permission`).
 pub fn approval_options() -> Value {
@@ -28,7 +27,8 @@ pub async fn gate(
     action: Action,
     summary: &str,
 ) -> Result<(), ToolError> {
-    let (decision, rule) = ctx.env.policy.explain(tool, action, &ctx.env.approvals);
+    let (decision, rule) =
+        crate::approval::explain(&ctx.env.policy, tool, action, &ctx.env.approvals);
     let (name, reason) = match &decision {
         Decision::Allow => ("allow", None),
         Decision::Ask => ("ask", None),

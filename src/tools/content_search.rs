@@ -10,7 +10,7 @@ use super::output::{MODEL_TEXT_CAP, capped};
 use super::{
     BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
 };
-use crate::policy::approval::Action;
+use crate::approval::Action;
 
 pub struct ContentSearch;
 

@@ -12,7 +12,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{buffers, deliver_file, network_approval};
-use crate::policy::{Approvals, Policy};
+use crate::approval::Approvals;
+use crate::policy::Policy;
 
 /// A boxed future, as object-safe traits return them.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

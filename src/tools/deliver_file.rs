@@ -16,8 +16,8 @@ use super::ops::{BytesAnswer, BytesRequest, MAX_FILE_BYTES};
 use super::{
     BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
 };
+use crate::approval::Action;
 use crate::policy::Access;
-use crate::policy::approval::Action;
 
 /// A validated delivery: what the ACP layer re-reads, checks and embeds.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,8 +12,8 @@ use super::ops::{EditAnswer, EditRequest, apply_edit};
 use super::{
     BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, buffers, confine,
 };
+use crate::approval::Action;
 use crate::policy::Access;
-use crate::policy::approval::Action;
 
 pub struct FileEdit;
 

@@ -9,8 +9,8 @@ use super::output::{MODEL_TEXT_CAP, capped};
 use super::{
     BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, buffers, confine,
 };
+use crate::approval::Action;
 use crate::policy::Access;
-use crate::policy::approval::Action;
 
 pub struct FileRead;
 

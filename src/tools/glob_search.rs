@@ -7,7 +7,7 @@ use super::ops::{GlobRequest, SearchAnswer};
 use super::{
     BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
 };
-use crate::policy::approval::Action;
+use crate::approval::Action;
 
 pub struct GlobSearch;
 

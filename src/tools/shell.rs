@@ -11,8 +11,8 @@ use super::output::{MODEL_TEXT_CAP, capped};
 use super::{
     BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
 };
+use crate::approval::Action;
 use crate::config::LimitsConfig;
-use crate::policy::approval::Action;
 use crate::policy::{Policy, risk};
 
 /// The last line of a failed command's result when the session has no network: the network

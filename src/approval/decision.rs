@@ -1,11 +1,13 @@
-//! Whether a tool call runs, asks the client, or is refused — from the level, `always_ask`,
-//! `auto_approve`, the command's risk and the session's remembered "Always allow" answers.
+//! The decision: whether a tool call runs, asks the client, or is refused ([`decide`]) — from
+//! the session's [`Policy`] (its level, `always_ask`, `auto_approve`), the command's risk and
+//! the session's remembered "Always allow" answers ([`Approvals`]). The policy is only read
+//! here: it knows nothing of approval.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use super::{Policy, Risk};
 use crate::config::AutonomyLevel;
+use crate::policy::{Policy, Risk};
 
 /// What a call does, as far as approval is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,55 +77,53 @@ fn listed(list: &[String], tool: &str) -> bool {
     list.iter().any(|t| t == tool || t == "*")
 }
 
-impl Policy {
-    /// The verdict for `tool` doing `action`.
-    pub fn decide(&self, tool: &str, action: Action, approvals: &Approvals) -> Decision {
-        self.explain(tool, action, approvals).0
-    }
+/// The verdict of `policy` for `tool` doing `action`.
+pub fn decide(policy: &Policy, tool: &str, action: Action, approvals: &Approvals) -> Decision {
+    explain(policy, tool, action, approvals).0
+}
 
-    /// The verdict with the rule that gave it (for the audit log): `policy_checks_off`,
-    /// `readonly_level`, `always_ask`, `auto_approve`, `allowed_always`, `supervised_level`
-    /// or `not_mutating`/`full_level`.
-    pub fn explain(
-        &self,
-        tool: &str,
-        action: Action,
-        approvals: &Approvals,
-    ) -> (Decision, &'static str) {
-        if !self.checks {
-            return (Decision::Allow, "policy_checks_off");
-        }
-        let mutating = match action {
-            Action::Read | Action::Shell(Risk::Low) => false,
-            Action::Write | Action::Shell(_) => true,
+/// The verdict with the rule that gave it (for the audit log): `policy_checks_off`,
+/// `readonly_level`, `always_ask`, `auto_approve`, `allowed_always`, `supervised_level`
+/// or `not_mutating`/`full_level`.
+pub fn explain(
+    policy: &Policy,
+    tool: &str,
+    action: Action,
+    approvals: &Approvals,
+) -> (Decision, &'static str) {
+    if !policy.checks {
+        return (Decision::Allow, "policy_checks_off");
+    }
+    let mutating = match action {
+        Action::Read | Action::Shell(Risk::Low) => false,
+        Action::Write | Action::Shell(_) => true,
+    };
+    if policy.level == AutonomyLevel::ReadOnly && mutating {
+        let reason = match action {
+            Action::Shell(risk) => format!(
+                "denied by policy: autonomy level readonly refuses a {}-risk command \
+                 (only read-only commands run)",
+                risk.as_str()
+            ),
+            _ => format!("denied by policy: autonomy level readonly refuses {tool}"),
         };
-        if self.level == AutonomyLevel::ReadOnly && mutating {
-            let reason = match action {
-                Action::Shell(risk) => format!(
-                    "denied by policy: autonomy level readonly refuses a {}-risk command \
-                     (only read-only commands run)",
-                    risk.as_str()
-                ),
-                _ => format!("denied by policy: autonomy level readonly refuses {tool}"),
-            };
-            return (Decision::Deny(reason), "readonly_level");
-        }
-        if listed(&self.always_ask, tool) {
-            return (Decision::Ask, "always_ask");
-        }
-        if !mutating {
-            return (Decision::Allow, "not_mutating");
-        }
-        if self.level != AutonomyLevel::Supervised {
-            return (Decision::Allow, "full_level");
-        }
-        if listed(&self.auto_approve, tool) {
-            (Decision::Allow, "auto_approve")
-        } else if approvals.contains(tool) {
-            (Decision::Allow, "allowed_always")
-        } else {
-            (Decision::Ask, "supervised_level")
-        }
+        return (Decision::Deny(reason), "readonly_level");
+    }
+    if listed(&policy.always_ask, tool) {
+        return (Decision::Ask, "always_ask");
+    }
+    if !mutating {
+        return (Decision::Allow, "not_mutating");
+    }
+    if policy.level != AutonomyLevel::Supervised {
+        return (Decision::Allow, "full_level");
+    }
+    if listed(&policy.auto_approve, tool) {
+        (Decision::Allow, "auto_approve")
+    } else if approvals.contains(tool) {
+        (Decision::Allow, "allowed_always")
+    } else {
+        (Decision::Ask, "supervised_level")
     }
 }
 
@@ -143,18 +143,18 @@ mod tests {
     fn supervised_asks_for_writes_and_risky_commands_only() {
         let p = policy(AutonomyLevel::Supervised);
         let a = Approvals::default();
-        assert_eq!(p.decide("file_read", Action::Read, &a), Decision::Allow);
+        assert_eq!(decide(&p, "file_read", Action::Read, &a), Decision::Allow);
         assert_eq!(
-            p.decide("shell", Action::Shell(Risk::Low), &a),
+            decide(&p, "shell", Action::Shell(Risk::Low), &a),
             Decision::Allow
         );
         assert_eq!(
-            p.decide("shell", Action::Shell(Risk::High), &a),
+            decide(&p, "shell", Action::Shell(Risk::High), &a),
             Decision::Ask
         );
-        assert_eq!(p.decide("file_write", Action::Write, &a), Decision::Ask);
+        assert_eq!(decide(&p, "file_write", Action::Write, &a), Decision::Ask);
         a.insert("file_write");
-        assert_eq!(p.decide("file_write", Action::Write, &a), Decision::Allow);
+        assert_eq!(decide(&p, "file_write", Action::Write, &a), Decision::Allow);
     }
 
     #[test]
@@ -162,16 +162,16 @@ mod tests {
         let a = Approvals::default();
         let ro = policy(AutonomyLevel::ReadOnly);
         assert!(matches!(
-            ro.decide("file_edit", Action::Write, &a),
+            decide(&ro, "file_edit", Action::Write, &a),
             Decision::Deny(_)
         ));
         assert!(matches!(
-            ro.decide("shell", Action::Shell(Risk::Medium), &a),
+            decide(&ro, "shell", Action::Shell(Risk::Medium), &a),
             Decision::Deny(_)
         ));
         let full = policy(AutonomyLevel::Full);
         assert_eq!(
-            full.decide("shell", Action::Shell(Risk::High), &a),
+            decide(&full, "shell", Action::Shell(Risk::High), &a),
             Decision::Allow
         );
         assert!(!full.workspace_only);
