@@ -18,7 +18,6 @@
 //! - [`sandbox_decl`]: the sandbox declared in `initialize` and the session results
 //!   (`_meta.zeroclaw.sandbox`), and a client's `requireSandbox` checked at `session/new`.
 
-pub mod agent_approvals;
 pub mod agents;
 pub mod client_fs;
 pub mod commands;

@@ -2,6 +2,10 @@
 //! environment (policy, approvals, asker, embedder, client files) of one turn. An unanswered request is
 //! denied after `session_timeout_secs`; a cancelled turn drops the request and the tool never
 //! runs.
+//!
+//! [`PeerAsker`] is the ACP transport of the approval gate's questions: `crate::approval`
+//! decides what to ask and what an answer means ([`Asker`] is its contract); this sends the
+//! request on the connection's peer and hands the answer back.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,9 +16,10 @@ use super::Connection;
 use super::client_fs::PeerFiles;
 use super::embed::ConfinedEmbedder;
 use super::session::Session;
+use crate::approval::gate::Asker;
 use crate::policy::Policy;
 use crate::rpc::Peer;
-use crate::tools::{Asker, BoxFuture, PolicySource, ToolEnv};
+use crate::tools::{BoxFuture, PolicySource, ToolEnv};
 
 /// Asks the client of one connection.
 pub struct PeerAsker {

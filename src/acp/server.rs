@@ -26,8 +26,8 @@ pub struct Server {
     providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
     /// The leases this process holds on the sessions it runs.
     pub leases: Arc<super::lease::Leases>,
-    /// The agents' "Always allow" answers seen by this process ([`super::agent_approvals`]).
-    pub approvals: Arc<super::agent_approvals::ApprovalBook>,
+    /// The agents' "Always allow" answers seen by this process ([`crate::approval::agent`]).
+    pub approvals: Arc<crate::approval::agent::ApprovalBook>,
 }
 
 impl Server {

@@ -14,11 +14,12 @@ use super::history::{self, Entry};
 use super::recorder::PlanRecorder;
 use super::step::{ModelToolCall, Step, stream_step};
 use super::usage::{self, UsageContext};
+use crate::approval::gate;
 use crate::audit;
 use crate::provider::{
     self, ChatMessage, ChatRequest, Provider, ProviderError, ThinkingBlock, ToolSpec,
 };
-use crate::tools::{ToolContext, ToolOutput, ToolRegistry, approve};
+use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
 
 /// Appended to the partial text of a turn the client cancelled.
 pub const CANCELLED_MARKER: &str = "\n\n[turn cancelled via client]";
@@ -322,7 +323,7 @@ impl Turn<'_> {
         let tool = match tool {
             Ok(tool) => tool,
             Err((rule, reason)) => {
-                let refused = approve::refuse(&ctx, &call.name, rule, reason);
+                let refused = gate::refuse(&ctx, &call.name, rule, reason);
                 return Err(audit::tool::traced(subject, refused).await.0.0);
             }
         };

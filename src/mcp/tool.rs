@@ -13,10 +13,10 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use super::server::Server;
-use crate::approval::Action;
+use crate::approval::{Action, gate};
 use crate::policy::Risk;
 use crate::tools::output::{MODEL_TEXT_CAP, capped};
-use crate::tools::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve};
+use crate::tools::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 
 /// The name the model sees for `tool` of `server`.
 pub fn tool_name(server: &str, tool: &str) -> String {
@@ -141,8 +141,15 @@ impl Tool for McpTool {
                 "MCP server {} tool {}: {shown}",
                 self.server.name, self.remote
             );
-            approve::gate(ctx, &self.name, self.kind, Action::Shell(risk), &summary).await?;
-            approve::record_start(ctx).await?;
+            gate::pass(
+                ctx,
+                &self.name,
+                self.kind.as_str(),
+                Action::Shell(risk),
+                &summary,
+            )
+            .await?;
+            gate::record_start(ctx).await?;
             let result = self
                 .server
                 .call(&self.remote, arguments, self.timeout, &ctx.cancel)

@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args};
+use super::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, args};
+use crate::approval::gate;
 
 pub struct AskUser;
 
@@ -65,9 +66,14 @@ impl Tool for AskUser {
                 .enumerate()
                 .map(|(i, c)| json!({"optionId": format!("choice-{i}"), "name": c, "kind": "allow_once"}))
                 .collect();
-            let params =
-                approve::question(ctx, "ask_user", ToolKind::Other, question, json!(options));
-            let picked = approve::ask(ctx, params).await?;
+            let params = gate::question(
+                ctx,
+                "ask_user",
+                ToolKind::Other.as_str(),
+                question,
+                json!(options),
+            );
+            let picked = gate::ask(ctx, params).await?;
             let choice = picked
                 .strip_prefix("choice-")
                 .and_then(|i| i.parse::<usize>().ok())

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use zeroclaw_sandbox::{End, Network, Outcome, Profile, Sandbox, SandboxError};
 
 use super::{ToolContext, ToolError};
+use crate::approval::{gate, network};
 use crate::audit;
 use crate::egress::proxy::Refusal;
 use crate::policy::Policy;
@@ -63,13 +64,13 @@ pub async fn run_shell(
     command: &str,
 ) -> Result<(Outcome, Vec<Refusal>), ToolError> {
     let sandbox = audited(ctx, sandbox(&ctx.env.policy)).await?;
-    super::approve::record_start(ctx).await?;
+    gate::record_start(ctx).await?;
     let started = Instant::now();
     let cancel = ctx.cancel.clone().cancelled_owned();
     let run = match &ctx.env.policy.egress {
         Some(egress) if profile.network == Network::Proxy => {
             let argv = ["sh", "-c", command];
-            let approver = super::network_approval::for_call(ctx);
+            let approver = network::for_call(ctx);
             let observer = super::network_audit::for_call(ctx);
             let credentials = audited(
                 ctx,
@@ -108,11 +109,11 @@ pub async fn run_shell(
 /// (`policy.decision`, decision `deny`, rule `git_landing`, the line as its reason).
 async fn git_refusals(ctx: &ToolContext, outcome: &Outcome) -> Result<(), ToolError> {
     for line in &outcome.git_refused {
-        let event = super::approve::call_event(ctx, "policy.decision", "")
+        let event = gate::call_event(ctx, "policy.decision", "")
             .with("decision", "deny")
             .with("rule", "git_landing")
             .with("reason", line.as_str());
-        super::approve::audit(event).await?;
+        gate::audit(event).await?;
     }
     Ok(())
 }
@@ -128,12 +129,12 @@ async fn audited<T>(ctx: &ToolContext, result: Result<T, ToolError>) -> Result<T
         let stage = sandbox_stage(&error.0);
         crate::metrics::get().sandbox_failure(&stage);
         // A refusal to run unconfined: found with the policy's denials too.
-        let event = super::approve::call_event(ctx, "sandbox.failure", "")
+        let event = gate::call_event(ctx, "sandbox.failure", "")
             .with("stage", stage)
             .with("error", error.0.as_str())
             .with("decision", "deny")
             .with("rule", "sandbox_setup");
-        super::approve::audit(event).await?;
+        gate::audit(event).await?;
     }
     result
 }
@@ -163,7 +164,7 @@ pub async fn run_op<P: Serialize, R: DeserializeOwned>(
         profile.network = Network::Deny;
     }
     let profile = &profile;
-    super::approve::record_start(ctx).await?;
+    gate::record_start(ctx).await?;
     let started = Instant::now();
     let run = sandbox
         .run_op(profile, op, payload, ctx.cancel.clone().cancelled_owned())

@@ -7,10 +7,8 @@ use serde_json::{Value, json};
 use super::glob_search::check_relative;
 use super::ops::{ContentMatch, ContentRequest, SearchAnswer};
 use super::output::{MODEL_TEXT_CAP, capped};
-use super::{
-    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
-};
-use crate::approval::Action;
+use super::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, args, confine};
+use crate::approval::{Action, gate};
 
 pub struct ContentSearch;
 
@@ -56,10 +54,10 @@ impl Tool for ContentSearch {
             if let Some(glob) = path_glob {
                 check_relative(ctx, "content_search", glob).await?;
             }
-            approve::gate(
+            gate::pass(
                 ctx,
                 "content_search",
-                ToolKind::Search,
+                ToolKind::Search.as_str(),
                 Action::Read,
                 pattern,
             )

@@ -1,7 +1,8 @@
 //! What a tool call may use: its [`ToolContext`] (session, working directory, update sink,
 //! cancellation, call id) and the [`ToolEnv`] the tools of one session share (policy,
 //! approvals, the client's asker and embedder, the audit scope, the editor buffers), and the
-//! [`ToolError`] and [`BoxFuture`] a call's traits answer with.
+//! [`ToolError`] and [`BoxFuture`] a call's traits answer with. The approval gate
+//! (`crate::approval::gate`) sees a call through its [`Call`] view of the [`ToolContext`].
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -11,8 +12,10 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{buffers, deliver_file, network_approval};
+use super::{buffers, deliver_file};
 use crate::approval::Approvals;
+use crate::approval::agent::{AgentApprovals, Remembered};
+use crate::approval::gate::{Asker, Call, Refused};
 use crate::policy::Policy;
 
 /// A boxed future, as object-safe traits return them.
@@ -29,12 +32,20 @@ impl From<String> for ToolError {
     }
 }
 
+/// The approval gate's refusal fails the call with its reason.
+impl From<Refused> for ToolError {
+    fn from(refused: Refused) -> Self {
+        ToolError(refused.0)
+    }
+}
+
 /// Where `session/update` payloads (the `update` object) go while a turn runs.
 pub trait UpdateSink: Send + Sync {
     fn send(&self, update: Value) -> BoxFuture<'_, ()>;
 }
 
 /// What a tool execution may use.
+#[derive(Clone)]
 pub struct ToolContext {
     pub session_id: String,
     /// The session's canonical working directory (its file-access boundary).
@@ -48,10 +59,44 @@ pub struct ToolContext {
     pub env: Arc<ToolEnv>,
 }
 
-/// Asks the client a `session/request_permission` question; `params` lacks `sessionId`.
-/// Answers the `result` object, or an error text (no answer in time, connection gone).
-pub trait Asker: Send + Sync {
-    fn ask(&self, params: Value) -> BoxFuture<'_, Result<Value, String>>;
+/// What the approval gate sees of a call: the call's ids, cwd and cancellation, and its
+/// session's policy, approvals, asker and audit scope.
+impl Call for ToolContext {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    fn cwd(&self) -> &std::path::Path {
+        &self.cwd
+    }
+
+    fn policy(&self) -> &Policy {
+        &self.env.policy
+    }
+
+    fn approvals(&self) -> &Approvals {
+        &self.env.approvals
+    }
+
+    fn agent_approvals(&self) -> &dyn AgentApprovals {
+        &*self.env.agent_approvals
+    }
+
+    fn asker(&self) -> &dyn Asker {
+        &*self.env.asker
+    }
+
+    fn audit_scope(&self) -> &crate::audit::tool::Scope {
+        &self.env.audit
+    }
+
+    fn cancel(&self) -> &CancellationToken {
+        &self.cancel
+    }
 }
 
 /// Turns a validated [`deliver_file::Delivery`] into the call's embedded resource (a
@@ -84,7 +129,7 @@ pub struct ToolEnv {
     pub approvals: Approvals,
     /// The "Always allow" answers of the session's agent (network hosts), shared by all its
     /// sessions.
-    pub agent_approvals: Arc<dyn network_approval::AgentApprovals>,
+    pub agent_approvals: Arc<dyn AgentApprovals>,
     pub asker: Arc<dyn Asker>,
     pub embedder: Arc<dyn Embedder>,
     /// Who the session's calls are recorded for in the audit log.
@@ -172,7 +217,7 @@ impl Default for ToolEnv {
         ToolEnv {
             policy: Policy::default(),
             approvals: Approvals::default(),
-            agent_approvals: Arc::new(network_approval::Remembered::default()),
+            agent_approvals: Arc::new(Remembered::default()),
             asker: Arc::new(NoClient),
             embedder: Arc::new(NoClient),
             audit: Default::default(),

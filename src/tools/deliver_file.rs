@@ -13,10 +13,8 @@ use sha2::{Digest, Sha256};
 
 use super::file_read::parent;
 use super::ops::{BytesAnswer, BytesRequest, MAX_FILE_BYTES};
-use super::{
-    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
-};
-use crate::approval::Action;
+use super::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, args, confine};
+use crate::approval::{Action, gate};
 use crate::policy::Access;
 
 /// A validated delivery: what the ACP layer re-reads, checks and embeds.
@@ -79,11 +77,18 @@ impl Tool for DeliverFile {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let raw = args::string(&args, "path")?;
-            let path = approve::check_path(ctx, "deliver_file", raw, Access::Read).await?;
+            let path = gate::check_path(ctx, "deliver_file", raw, Access::Read).await?;
             // Validated before the question, so the bytes the user approves are the ones
             // hashed; the ACP layer refuses the attachment if they changed since.
             let (bytes, sha256) = read_confined(ctx, &path).await?;
-            approve::gate(ctx, "deliver_file", ToolKind::Read, Action::Read, raw).await?;
+            gate::pass(
+                ctx,
+                "deliver_file",
+                ToolKind::Read.as_str(),
+                Action::Read,
+                raw,
+            )
+            .await?;
             let ext = extension(&path);
             let mime = match args::opt_string(&args, "mimeType")? {
                 Some(m) => m.to_owned(),

@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args};
+use super::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, args};
+use crate::approval::gate;
 
 pub struct Escalate;
 
@@ -45,9 +46,14 @@ impl Tool for Escalate {
                 {"optionId": "acknowledge", "name": "Acknowledge", "kind": "allow_once"},
                 {"optionId": "dismiss", "name": "Dismiss", "kind": "reject_once"},
             ]);
-            let params =
-                approve::question(ctx, "escalate_to_human", ToolKind::Other, reason, options);
-            match approve::ask(ctx, params).await?.as_str() {
+            let params = gate::question(
+                ctx,
+                "escalate_to_human",
+                ToolKind::Other.as_str(),
+                reason,
+                options,
+            );
+            match gate::ask(ctx, params).await?.as_str() {
                 "acknowledge" => Ok(ToolOutput::text("The user acknowledged the escalation.")),
                 _ => Err(ToolError("The user dismissed the escalation.".to_owned())),
             }

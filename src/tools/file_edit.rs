@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 use super::file_read::parent;
 use super::ops::{EditAnswer, EditRequest, apply_edit};
 use super::{
-    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, buffers, confine,
+    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, args, buffers, confine,
 };
-use crate::approval::Action;
+use crate::approval::{Action, gate};
 use crate::policy::Access;
 
 pub struct FileEdit;
@@ -60,7 +60,7 @@ impl Tool for FileEdit {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let raw = args::string(&args, "path")?;
-            let path = approve::check_path(ctx, "file_edit", raw, Access::Write).await?;
+            let path = gate::check_path(ctx, "file_edit", raw, Access::Write).await?;
             let profile = confine::profile(ctx, &[(parent(&path), true)]);
             let request = EditRequest {
                 path: path.clone(),
@@ -69,7 +69,14 @@ impl Tool for FileEdit {
                 replace_all: args::flag(&args, "replace_all")?,
                 roots: profile.writable_roots().cloned().collect(),
             };
-            approve::gate(ctx, "file_edit", ToolKind::Edit, Action::Write, raw).await?;
+            gate::pass(
+                ctx,
+                "file_edit",
+                ToolKind::Edit.as_str(),
+                Action::Write,
+                raw,
+            )
+            .await?;
             let answer: EditAnswer = if ctx.env.files.writes() {
                 let text = buffers::current(ctx, &profile, &path).await?;
                 let answer = apply_edit(text, &request)?;

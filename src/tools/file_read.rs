@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 use super::ops::{ReadAnswer, ReadRequest, select_lines};
 use super::output::{MODEL_TEXT_CAP, capped};
 use super::{
-    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, buffers, confine,
+    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, args, buffers, confine,
 };
-use crate::approval::Action;
+use crate::approval::{Action, gate};
 use crate::policy::Access;
 
 pub struct FileRead;
@@ -61,8 +61,8 @@ impl Tool for FileRead {
             let raw = args::string(&args, "path")?;
             let offset = args::opt_u64(&args, "offset")?.unwrap_or(1);
             let limit = args::opt_u64(&args, "limit")?.unwrap_or(DEFAULT_LIMIT);
-            let path = approve::check_path(ctx, "file_read", raw, Access::Read).await?;
-            approve::gate(ctx, "file_read", ToolKind::Read, Action::Read, raw).await?;
+            let path = gate::check_path(ctx, "file_read", raw, Access::Read).await?;
+            gate::pass(ctx, "file_read", ToolKind::Read.as_str(), Action::Read, raw).await?;
             let answer = if ctx.env.files.reads() {
                 let text = buffers::read(ctx, &path).await?;
                 select_lines(&text, offset as usize, limit as usize)

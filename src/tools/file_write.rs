@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 use super::file_read::parent;
 use super::ops::{WriteAnswer, WriteRequest};
 use super::{
-    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, buffers, confine,
+    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, args, buffers, confine,
 };
-use crate::approval::Action;
+use crate::approval::{Action, gate};
 use crate::policy::Access;
 
 pub struct FileWrite;
@@ -56,8 +56,15 @@ impl Tool for FileWrite {
         Box::pin(async move {
             let raw = args::string(&args, "path")?;
             let content = args::string(&args, "content")?;
-            let path = approve::check_path(ctx, "file_write", raw, Access::Write).await?;
-            approve::gate(ctx, "file_write", ToolKind::Edit, Action::Write, raw).await?;
+            let path = gate::check_path(ctx, "file_write", raw, Access::Write).await?;
+            gate::pass(
+                ctx,
+                "file_write",
+                ToolKind::Edit.as_str(),
+                Action::Write,
+                raw,
+            )
+            .await?;
             let profile = confine::profile(ctx, &[(parent(&path), true)]);
             let request = WriteRequest {
                 path: path.clone(),

@@ -4,10 +4,8 @@
 use serde_json::{Value, json};
 
 use super::ops::{GlobRequest, SearchAnswer};
-use super::{
-    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
-};
-use crate::approval::Action;
+use super::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, args, confine};
+use crate::approval::{Action, gate};
 
 pub struct GlobSearch;
 
@@ -46,7 +44,14 @@ impl Tool for GlobSearch {
         Box::pin(async move {
             let pattern = args::string(&args, "pattern")?;
             check_relative(ctx, "glob_search", pattern).await?;
-            approve::gate(ctx, "glob_search", ToolKind::Search, Action::Read, pattern).await?;
+            gate::pass(
+                ctx,
+                "glob_search",
+                ToolKind::Search.as_str(),
+                Action::Read,
+                pattern,
+            )
+            .await?;
             let profile = confine::read_profile(ctx, &[]);
             let request = GlobRequest {
                 root: ctx.cwd.clone(),
@@ -74,7 +79,9 @@ pub async fn check_relative(ctx: &ToolContext, tool: &str, pattern: &str) -> Res
     {
         let reason = "denied by policy: search patterns are relative to the working directory \
                       (no leading /, ~ or ..)";
-        return Err(approve::refuse(ctx, tool, "relative_pattern", reason.into()).await);
+        return Err(gate::refuse(ctx, tool, "relative_pattern", reason.into())
+            .await
+            .into());
     }
     Ok(())
 }

@@ -8,9 +8,9 @@
 //! Every tool that touches the system runs in a child confined by the sandbox crate
 //! ([`confine`]): `shell` execs `sh -c` there, the file and search tools run as in-process
 //! operations ([`ops`], registered at the top of `main`). The policy ([`ToolEnv::policy`])
-//! checks and asks first ([`approve`]); output is capped ([`output`]).
+//! checks and asks first (the approval gate, `crate::approval::gate`, which sees a call
+//! through the [`ToolContext`]); output is capped ([`output`]).
 
-pub mod approve;
 pub mod args;
 pub mod ask_user;
 pub mod buffers;
@@ -23,7 +23,6 @@ pub mod file_edit;
 pub mod file_read;
 pub mod file_write;
 pub mod glob_search;
-pub mod network_approval;
 pub mod network_audit;
 pub mod ops;
 pub mod output;
@@ -33,7 +32,7 @@ pub mod todo_write;
 pub mod tool;
 
 pub use context::{
-    Asker, BoxFuture, Embedder, NoClient, PolicySource, ToolContext, ToolEnv, ToolError, UpdateSink,
+    BoxFuture, Embedder, NoClient, PolicySource, ToolContext, ToolEnv, ToolError, UpdateSink,
 };
 pub use registry::{ToolRegistry, metric_label};
 pub use tool::{Tool, ToolKind, ToolOutput, path_location};

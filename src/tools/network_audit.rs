@@ -8,14 +8,15 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::{ToolContext, approve};
+use super::ToolContext;
+use crate::approval::gate;
 use crate::audit;
 use crate::egress::proxy::{Connection, CredentialUse, Observer};
 
 /// The observer of the connections of the call `ctx`.
 pub fn for_call(ctx: &ToolContext) -> Arc<dyn Observer> {
-    let base = approve::call_event(ctx, audit::network::KIND, "network");
-    let credential = approve::call_event(ctx, audit::network::CREDENTIAL_KIND, "network");
+    let base = gate::call_event(ctx, audit::network::KIND, "network");
+    let credential = gate::call_event(ctx, audit::network::CREDENTIAL_KIND, "network");
     Arc::new(CallNetwork { base, credential })
 }
 

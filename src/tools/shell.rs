@@ -8,10 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::output::{MODEL_TEXT_CAP, capped};
-use super::{
-    BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, approve, args, confine,
-};
-use crate::approval::Action;
+use super::{BoxFuture, Tool, ToolContext, ToolError, ToolKind, ToolOutput, args, confine};
+use crate::approval::{Action, gate};
 use crate::config::LimitsConfig;
 use crate::policy::{Policy, risk};
 
@@ -98,17 +96,17 @@ impl Tool for Shell {
                     "denied by policy: `{program}` needs the network, and this session's \
                      network is denied (autonomy.network = \"deny\")"
                 );
-                let event = approve::call_event(ctx, "policy.decision", "shell")
+                let event = gate::call_event(ctx, "policy.decision", "shell")
                     .with("decision", "deny")
                     .with("rule", "network_denied")
                     .with("reason", reason.as_str());
-                approve::audit(event).await?;
+                gate::audit(event).await?;
                 return Err(ToolError(reason));
             }
-            approve::gate(
+            gate::pass(
                 ctx,
                 "shell",
-                ToolKind::Execute,
+                ToolKind::Execute.as_str(),
                 Action::Shell(risk),
                 command,
             )

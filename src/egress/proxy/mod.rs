@@ -109,7 +109,7 @@ impl fmt::Display for Refusal {
 pub type Approval = Result<String, Rule>;
 
 /// Decides whether a connection to a name outside `allow_domains` may go ahead (the
-/// supervised approval; owned by the tool layer, which asks the client).
+/// supervised approval; implemented by `crate::approval::network`, which asks the client).
 pub trait Approver: Send + Sync {
     fn approve<'a>(
         &'a self,

@@ -3,13 +3,46 @@
 //! host in every session of X — later ones, those of other connections, and after a restart
 //! (in the store's `agent_approvals` table, shared by every daemon on a PostgreSQL store) —
 //! and never in a session of another agent. Without a store they last as long as the process.
+//!
+//! [`AgentApprovals`] is what a tool call asks them through; [`ApprovalBook`] keeps them for
+//! the sessions of a process (the ACP server holds one and hands each turn its agent's
+//! [`AgentBook`]); [`Remembered`] keeps them in memory only (a tool environment without a
+//! client).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
+
 use crate::store::Store;
-use crate::tools::BoxFuture;
-use crate::tools::network_approval::AgentApprovals;
+
+/// The "Always allow" answers of one agent, shared by its sessions (kept by the client-facing
+/// layer, in the store when there is one).
+pub trait AgentApprovals: Send + Sync {
+    fn contains<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool>;
+    fn insert<'a>(&'a self, key: &'a str) -> BoxFuture<'a, ()>;
+}
+
+/// Answers kept in memory only (a tool environment without a client).
+#[derive(Default)]
+pub struct Remembered(Mutex<BTreeSet<String>>);
+
+impl AgentApprovals for Remembered {
+    fn contains<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
+        let found = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(key);
+        Box::pin(std::future::ready(found))
+    }
+
+    fn insert<'a>(&'a self, key: &'a str) -> BoxFuture<'a, ()> {
+        let mut keys = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        keys.insert(key.to_owned());
+        Box::pin(std::future::ready(()))
+    }
+}
 
 /// The answers this process has seen, by agent alias (the store holds them across restarts).
 #[derive(Default)]
