@@ -1,8 +1,9 @@
 //! zeroclaw: a hardened agent host driven over the Agent Client Protocol.
 //!
 //! Dependencies point one way: `gateway` -> `acp`; `rpc` <- `acp` -> `agent` -> {`provider`,
-//! `tools`}; `store` and `config` are used from above; every tool execution goes through the
-//! `zeroclaw-sandbox` crate.
+//! `tools`}; {`acp`, `agent`, `mcp`, `tools`} -> `approval` -> `policy` (approval imports none
+//! of its users); `store` and `config` are used from above; every tool execution goes through
+//! the `zeroclaw-sandbox` crate.
 
 #![forbid(unsafe_code)]
 
