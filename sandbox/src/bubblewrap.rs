@@ -132,7 +132,9 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
             MountOp::MaskDir { path } => {
                 push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path])
             }
-            MountOp::BindDir { src, path } => push(&[&"--bind", src, path]),
+            MountOp::BindDir { src, path } | MountOp::Stage { src, path } => {
+                push(&[&"--bind", src, path])
+            }
             // Root launched, the inner stage mounts the overlay (`helper::mounts::
             // layer_in_bwrap`; bwrap 0.8 has no `--overlay`) from the layer's directory.
             MountOp::Layer { path, dir } if plan.seal_in_bwrap => push(&[

@@ -84,7 +84,7 @@ pub fn guard(plan: &mut Plan, git: &Path) {
         dir: true,
         denied: true,
     });
-    plan.mounts.push(MountOp::BindDir {
+    plan.mounts.push(MountOp::Stage {
         src: crate::git::stage::name::new_stage(git),
         path: git.to_path_buf(),
     });
@@ -162,7 +162,7 @@ mod tests {
             .filter(|op| op.path().starts_with(&git))
             .collect();
         assert!(
-            matches!(ops[..], [MountOp::BindDir { src, path }] if path == &git && src.parent() == Some(&git)),
+            matches!(ops[..], [MountOp::Stage { src, path }] if path == &git && src.parent() == Some(&git)),
             "{ops:?}"
         );
     }

@@ -186,7 +186,7 @@ pub fn stage(plan: &mut Plan, profile: &Profile, git: &Path, worktree: &Path) {
         .retain(|p| !p.path.starts_with(git) || keep.contains(&p.path));
     plan.mounts.retain(|op| !op.path().starts_with(git));
     plan.scrub.retain(|p| !p.starts_with(git));
-    plan.mounts.push(MountOp::BindDir {
+    plan.mounts.push(MountOp::Stage {
         src: super::stage::name::new_stage(git),
         path: git.to_path_buf(),
     });
@@ -327,7 +327,7 @@ mod tests {
             .filter(|op| op.path().starts_with(&git))
             .collect();
         assert!(
-            matches!(below[0], MountOp::BindDir { src, path } if path == &git && src.parent() == Some(&git)),
+            matches!(below[0], MountOp::Stage { src, path } if path == &git && src.parent() == Some(&git)),
             "{below:?}"
         );
         let mut rels = bound(&plan, &git);

@@ -82,12 +82,22 @@ pub enum MountOp {
         /// The pinned directory, inside the workspace.
         path: PathBuf,
     },
-    /// Bind the host directory `src` read-write at `path` (another place): a repository's
-    /// private stage (see `crate::git::stage`). Both exist before mounting.
+    /// Bind the host directory `src` read-write at `path` (another place): a persistent
+    /// directory of the HOME (`home_binds.rs`). Both exist before mounting.
     BindDir {
         /// Host directory.
         src: PathBuf,
         /// Where it appears inside.
+        path: PathBuf,
+    },
+    /// A repository's private stage (see `crate::git::stage`): the host directory `src`,
+    /// inside the git directory `path`, bound read-write at `path`; validated and applied
+    /// once the call's tree is gone. Declared as such, so that every part of the plan finds
+    /// a call's stages by their kind. Both exist before mounting.
+    Stage {
+        /// The stage directory (`<git>/.zeroclaw-stage-<id>`).
+        src: PathBuf,
+        /// The git directory it stands in for.
         path: PathBuf,
     },
 }
@@ -103,6 +113,7 @@ impl MountOp {
             | MountOp::MaskDir { path }
             | MountOp::File { path, .. }
             | MountOp::BindDir { path, .. }
+            | MountOp::Stage { path, .. }
             | MountOp::Layer { path, .. }
             | MountOp::Pin { path } => path,
         }

@@ -49,6 +49,7 @@ fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {
         | MountOp::MaskFile { path }
         | MountOp::MaskDir { path }
         | MountOp::BindDir { path, .. }
+        | MountOp::Stage { path, .. }
         | MountOp::Layer { path, .. }
         | MountOp::Pin { path } => Some(path.as_path()),
         MountOp::Symlink { .. } | MountOp::Tmpfs { .. } | MountOp::File { .. } => None,
@@ -56,9 +57,7 @@ fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {
     // A persistent HOME directory (`crate::plan` home binds) by its host path too: an
     // operator clearing a cache removes it, and the daemon makes a new one for the next call.
     let bound = plan.mounts.iter().filter_map(|op| match op {
-        MountOp::BindDir { src, path } if src.parent() != Some(path.as_path()) => {
-            Some(src.as_path())
-        }
+        MountOp::BindDir { src, .. } => Some(src.as_path()),
         _ => None,
     });
     mounted

@@ -27,9 +27,7 @@ pub use self::name::{PREFIX, new_stage};
 /// `(stage, .git)` of every stage in the plan.
 fn stages(plan: &Plan) -> impl Iterator<Item = (&Path, &Path)> {
     plan.mounts.iter().filter_map(|op| match op {
-        MountOp::BindDir { src, path } if src.parent() == Some(path.as_path()) => {
-            Some((src.as_path(), path.as_path()))
-        }
+        MountOp::Stage { src, path } => Some((src.as_path(), path.as_path())),
         _ => None,
     })
 }
@@ -354,7 +352,7 @@ mod tests {
             vec!["true".into()],
             None,
         );
-        plan.mounts = vec![MountOp::BindDir {
+        plan.mounts = vec![MountOp::Stage {
             src: stage.to_path_buf(),
             path: git.to_path_buf(),
         }];

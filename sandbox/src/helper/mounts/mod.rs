@@ -235,7 +235,7 @@ fn apply(op: &MountOp, tmpfs_bytes: u64) -> Result<(), SetupError> {
                 format!("mount(tmpfs, {}, {data})", path.display())
             })
         }
-        MountOp::BindDir { src, path } => bind_dir(src, path),
+        MountOp::BindDir { src, path } | MountOp::Stage { src, path } => bind_dir(src, path),
         MountOp::Layer { path, dir } => layer(path, dir),
         MountOp::Pin { path } => prim::pin(path),
         MountOp::File { path, contents } => bind_contents(path, contents),
@@ -377,8 +377,8 @@ fn mount_layer(path: &Path, lower: &Path, dir: &Path) -> Result<(), SetupError> 
     })
 }
 
-/// A [`MountOp::BindDir`]: the host directory `src` read-write at `path`; neither may be a
-/// symlink.
+/// A [`MountOp::BindDir`] or [`MountOp::Stage`]: the host directory `src` read-write at
+/// `path`; neither may be a symlink.
 fn bind_dir(src: &Path, path: &Path) -> Result<(), SetupError> {
     let from = old(src);
     // A linked worktree's main repository lies outside the roots: its place is made.
