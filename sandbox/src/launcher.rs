@@ -213,11 +213,7 @@ impl Launcher {
             cap: profile.limits.output_bytes,
             keep: true,
             // Settling: every report up to the zygote's word on the helper's exit.
-            ends: match backend {
-                _ if self.settle => u8::MAX,
-                Backend::Namespaces => 2,
-                _ => 1,
-            },
+            ends: if self.settle { u8::MAX } else { 1 },
             reaper: Reaper::Zygote,
             log_git: true,
             bubblewrap: backend == Backend::Bubblewrap,

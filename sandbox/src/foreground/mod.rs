@@ -77,12 +77,7 @@ impl Caller {
         let supervisor = Supervisor::new(Config {
             cap: profile.limits.output_bytes,
             keep: false,
-            // A namespace helper's init reports its end first, the helper once it is done.
-            ends: if !init && backend == crate::Backend::Namespaces {
-                2
-            } else {
-                1
-            },
+            ends: 1,
             reaper: Reaper::Driver,
             log_git: false,
             bubblewrap: backend == crate::Backend::Bubblewrap,

@@ -283,22 +283,20 @@ pub(super) fn init_main(
     // Git hook: so is a git stage, validated and applied after us (`crate::git::stage`).
     // And so is the transactional workspace's layer, landed by the helper (`crate::layer`).
     let staged = crate::git::stage::any(plan) || plan.layer().is_some();
-    if plan.placeholders.iter().any(|p| p.denied) || staged {
-        // The helper reports its own `Ended` once that is done. A launcher waits for both
-        // ends (ours first), so ours goes now: the call then ends with the helper's report,
-        // not with its exit. A caller waits for one: the helper's side is its own.
-        if caller {
+    if !staged && !plan.placeholders.iter().any(|p| p.denied) {
+        mounts::scrub(&plan.scrub);
+    }
+    match tree_gone {
+        // One `Ended` ends a call, whoever started the init: with a helper, the helper's,
+        // once it has done what is left (a stage applied, a layer landed, placeholders
+        // removed) — told now, so that its report need not wait for our exit (the
+        // namespaces' teardown).
+        Some(told) => {
             send(&Message::Exited(exit));
-        } else {
-            send_all(&[Message::Exited(exit), Message::Ended(ExitInfo::Code(code))]);
-        }
-        // The helper's report need not wait for our exit (the namespaces' teardown).
-        if let Some(told) = tree_gone {
             reaper::tell_tree_gone(told, code);
         }
-    } else {
-        mounts::scrub(&plan.scrub);
-        send_all(&[Message::Exited(exit), Message::Ended(ExitInfo::Code(code))]);
+        // Nobody between the caller and us: the end is ours to report.
+        None => send_all(&[Message::Exited(exit), Message::Ended(ExitInfo::Code(code))]),
     }
     Ok(code)
 }

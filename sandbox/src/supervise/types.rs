@@ -91,10 +91,11 @@ pub(crate) struct Config {
     pub(crate) cap: u64,
     /// Keep the output passed on in the [`Outcome`].
     pub(crate) keep: bool,
-    /// `Ended` reports that mean the call is over: on the daemon's namespace backend the
-    /// pid namespace's init reports first and its helper, which may still scrub the
-    /// workspace from outside, once it is done; so that nothing of the call changes the
-    /// workspace after it returns, both are waited for.
+    /// `Ended` reports that mean the call is over: one on every backend and topology (the
+    /// process that reports it has done everything the call leaves: a helper reports after
+    /// its init's tree is gone and the workspace is scrubbed, staged and landed, so nothing
+    /// of the call changes the workspace after it returns); `u8::MAX` to read every report
+    /// up to the helper's exit (a settling sandbox).
     pub(crate) ends: u8,
     pub(crate) reaper: Reaper,
     /// Log git validation's refusals (the daemon; `sandbox run` prints them only).
