@@ -181,12 +181,18 @@ fn container(s: &mut Staged, rel: &Path, worktrees: bool, depth: usize) -> std::
     Ok(())
 }
 
-/// Copies the hooks directory `rel` (never copied back; recorded to tell a new hook).
+/// Copies the hooks directory `rel` (never copied back; recorded to tell a new hook). The
+/// `*.sample` files `git init` leaves are not: git never runs them, the landing ignores
+/// them, and each copy is an inode made and removed per call (a dozen in a fresh repository,
+/// the stage's largest part).
 fn hooks(s: &mut Staged, rel: &Path, depth: usize) -> std::io::Result<()> {
     std::fs::create_dir(s.stage.join(rel))?;
     for entry in std::fs::read_dir(s.git.join(rel))?.flatten() {
         let here = rel.join(entry.file_name());
         let t = entry.file_type()?;
+        if t.is_file() && entry.file_name().as_encoded_bytes().ends_with(b".sample") {
+            continue;
+        }
         if t.is_file() {
             std::fs::copy(s.git.join(&here), s.stage.join(&here))?;
             if let Some(m) = Meta::of(&s.stage.join(&here)) {
