@@ -97,6 +97,11 @@ pub struct SetupError {
     pub errno: Option<i32>,
     /// What is missing and how to fix it (may be empty).
     pub hint: String,
+    /// The host changed under the plan before anything of the call ran (a path it binds or
+    /// pins was removed meanwhile): planning the call again, from the host as it is now,
+    /// may succeed ([`SetupError::host_changed`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_changed: bool,
 }
 
 fn errno_text(errno: Option<i32>) -> String {
@@ -122,6 +127,7 @@ impl SetupError {
             call: call.into(),
             errno: None,
             hint: String::new(),
+            host_changed: false,
         }
     }
 
@@ -136,6 +142,13 @@ impl SetupError {
     /// Adds how to fix it.
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = hint.into();
+        self
+    }
+
+    /// Marks a failure caused by the host changing under the plan before the command ran:
+    /// the launcher plans the call again (`launcher::REPLANS`).
+    pub fn host_changed(mut self) -> Self {
+        self.host_changed = true;
         self
     }
 }

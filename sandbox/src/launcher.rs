@@ -23,6 +23,15 @@ use crate::wire::Enforcement;
 /// How many times a call whose read-only root vanished under bubblewrap is started again.
 const VANISHED_ROOT_RETRIES: u32 = 3;
 
+/// How many times a call is planned again when the host changed under its plan before the
+/// command ran ([`crate::SetupError::host_changed`]).
+pub(crate) const REPLANS: u32 = 2;
+
+/// Whether `e` says the host changed under the plan before anything of the call ran.
+pub(crate) fn host_changed(e: &SandboxError) -> bool {
+    matches!(e, SandboxError::Setup(setup) if setup.host_changed)
+}
+
 /// Whether bubblewrap failed because a source it was binding was removed (or removed and made
 /// again) meanwhile: the path is gone, the kernel names the bind "… (deleted)", or the bind
 /// itself failed (`Can't bind mount`, whatever the errno of the replaced path). bwrap fails
@@ -70,28 +79,38 @@ impl Launcher {
     }
 
     /// Starts the call; returns once the helper reports the confinement complete.
-    /// A read-only root the host removes while bubblewrap builds the root fails bwrap itself
-    /// (the source, or a destination's parent, is gone, or bwrap looks for the bind in the
-    /// mount table, where the kernel names it "… (deleted)"): nothing of the call has run
-    /// then, so the same plan is started again, a bounded number of times (a read-only root
-    /// gone for good is then skipped by `--ro-bind-try`; a writable root gone for good fails
-    /// every time, and that error is returned).
+    ///
+    /// The host keeps changing while a call is set up, and nothing of the call has run when
+    /// its setup fails, so two failures start it again with a plan made anew from the host
+    /// as it is then (a bounded number of times; the last error is returned):
+    /// - a path the plan binds or pins was removed meanwhile ([`host_changed`]: a protected
+    ///   path, which the new plan makes a placeholder for, or a writable root guarding one);
+    /// - a source bubblewrap was binding was removed or replaced (the path is gone, or bwrap
+    ///   looks for the bind in the mount table, where the kernel names it "… (deleted)").
     pub(crate) async fn start(
         &self,
         profile: &Profile,
         argv: Vec<OsString>,
         op: Option<String>,
     ) -> Result<Confined, SandboxError> {
-        let plan = self.planner.plan(profile, argv, op)?;
-        let mut retries = VANISHED_ROOT_RETRIES;
+        let mut plan = self.planner.plan(profile, argv.clone(), op.clone())?;
+        let (mut replans, mut retries) = (REPLANS, VANISHED_ROOT_RETRIES);
         loop {
-            match self.start_once(profile, plan.clone()).await {
+            let again = match self.start_once(profile, plan.clone()).await {
+                Err(e) if replans > 0 && host_changed(&e) => {
+                    replans -= 1;
+                    e
+                }
                 Err(e) if retries > 0 && a_read_root_vanished(&e) => {
                     retries -= 1;
-                    tracing::debug!("a path vanished while bwrap built the root; again: {e}");
+                    e
                 }
                 started => return started,
-            }
+            };
+            tracing::debug!(
+                "the host changed while the sandbox was built; planning again: {again}"
+            );
+            plan = self.planner.plan(profile, argv.clone(), op.clone())?;
         }
     }
 

@@ -29,15 +29,25 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let plan = self.plan(profile, crate::plan::planner::command(argv)?, None)?;
-        if crate::plan::egress::proxied(&plan) {
-            return Err(SandboxError::Profile(
-                "network proxy needs a proxy serving the run: use \
-                 `Sandbox::run_foreground_proxied` (or `Sandbox::spawn`)"
-                    .into(),
-            ));
+        let argv = crate::plan::planner::command(argv)?;
+        let mut on_output = on_output;
+        let mut replans = crate::launcher::REPLANS;
+        loop {
+            let plan = self.plan(profile, argv.clone(), None)?;
+            if crate::plan::egress::proxied(&plan) {
+                return Err(SandboxError::Profile(
+                    "network proxy needs a proxy serving the run: use \
+                     `Sandbox::run_foreground_proxied` (or `Sandbox::spawn`)"
+                        .into(),
+                ));
+            }
+            // A path the plan binds or pins was removed before the command ran: planned
+            // again from the host as it is now (as the launcher does, `Launcher::start`).
+            match self.foreground(profile, &plan, None, &mut on_output) {
+                Err(e) if replans > 0 && crate::launcher::host_changed(&e) => replans -= 1,
+                done => return done,
+            }
         }
-        self.foreground(profile, &plan, None, on_output)
     }
 
     /// [`Sandbox::run_foreground`] for a `network = proxy` profile: `serve` gets the proxy's

@@ -56,7 +56,7 @@ pub(super) fn mounts_with(
         });
     }
     super::home_binds::mounts(profile, facts, home, !home_allowed, &mut ops);
-    ops.extend(protected_mounts(profile));
+    ops.extend(protected_mounts(profile, facts));
     for op in denied_mounts(profile, facts) {
         if !ops.contains(&op) {
             ops.push(op);
@@ -134,12 +134,26 @@ fn pin_ancestors(path: &Path, root: &Path, ops: &mut Vec<MountOp>) {
     }
 }
 
+/// The writable root a protected path lies in, when it is there (a root gone from the host is
+/// not mounted: no placeholder is made in it, nothing is bound).
+fn protecting_root<'p>(
+    profile: &'p Profile,
+    facts: &HostFacts,
+    path: &Path,
+) -> Option<&'p PathBuf> {
+    profile
+        .writable_roots()
+        .find(|r| is_under(path, r))
+        .filter(|r| facts.exists(r))
+}
+
 /// Every ancestor of a protected path below its writable root is pinned (bound onto itself, so
-/// it cannot be renamed or replaced), and the protected path itself is bound read-only.
-fn protected_mounts(profile: &Profile) -> Vec<MountOp> {
+/// it cannot be renamed or replaced), and the protected path itself is bound read-only. A
+/// protected path whose writable root is not there is left out: nothing of it is mounted.
+fn protected_mounts(profile: &Profile, facts: &HostFacts) -> Vec<MountOp> {
     let mut ops = Vec::new();
     for path in &profile.protected {
-        let Some(root) = profile.writable_roots().find(|r| is_under(path, r)) else {
+        let Some(root) = protecting_root(profile, facts, path) else {
             continue;
         };
         pin_ancestors(path, root, &mut ops);
@@ -306,7 +320,7 @@ pub(super) fn placeholders_with(
 ) -> Vec<Placeholder> {
     let mut out: Vec<Placeholder> = Vec::new();
     for path in &profile.protected {
-        let Some(root) = profile.writable_roots().find(|r| is_under(path, r)) else {
+        let Some(root) = protecting_root(profile, facts, path) else {
             continue;
         };
         let mut chain: Vec<&Path> = path

@@ -437,11 +437,12 @@ async fn roots_churned_while_the_sandbox_is_built_never_fail_the_call(s: Sandbox
     );
 }
 
-/// A writable root that disappears between planning and mounting: one holding a protected
-/// path is an error naming it (what it guards must be there); one holding nothing guarded is
-/// skipped, and the command cannot make it on the host (the namespace backends bind it;
-/// Landlock-only grants nothing on a missing path).
-async fn a_writable_root_removed_after_planning_is_skipped_unless_it_guards_a_path(s: Sandbox) {
+/// A writable root that disappears between planning and mounting never fails the call: one
+/// holding nothing guarded is skipped; one guarding a protected path fails the first setup,
+/// and the call is planned again from the host as it is then (the namespace backends bind it;
+/// Landlock-only grants nothing on a missing path). Either way the command cannot make it on
+/// the host.
+async fn a_writable_root_removed_after_planning_never_fails_the_call(s: Sandbox) {
     let backend = s.backend();
     if backend == Backend::Landlock {
         return;
@@ -454,26 +455,47 @@ async fn a_writable_root_removed_after_planning_is_skipped_unless_it_guards_a_pa
     };
     let plain = Profile::for_workspace(ws.path()).allow_write(gone.path());
     let g = gone.path().display();
-    let o = run(
-        &removing(),
-        &plain,
-        &format!("mkdir -p {g} && echo x > {g}/made; true"),
-    )
-    .await;
-    assert_eq!(o.shell_code(), 0, "{backend}: {o:?}");
+    let make = format!("mkdir -p {g}/keep && echo x > {g}/keep/made; echo ran");
+    for guarding in [false, true] {
+        std::fs::create_dir_all(gone.path().join("keep")).unwrap();
+        let p = if guarding {
+            plain.clone().protect(gone.path().join("keep"))
+        } else {
+            plain.clone()
+        };
+        let o = run(&removing(), &p, &make).await;
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("ran"),
+            "{backend} guarding={guarding}: {o:?}"
+        );
+        assert!(
+            !gone.path().exists(),
+            "{backend} guarding={guarding}: the vanished root is on the host again"
+        );
+    }
+}
+
+/// A protected path removed between planning and mounting: the first setup fails before
+/// anything ran, the call is planned again (the new plan makes the path's placeholder), runs,
+/// and cannot write there.
+async fn a_protected_path_removed_after_planning_is_planned_again(s: Sandbox) {
+    let backend = s.backend();
+    if backend == Backend::Landlock {
+        return;
+    }
+    let (ws, tools) = (workspace(), workspace());
+    let hooks = ws.path().join(".tools/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let s = s.with_helper(helper_removing(tools.path(), &hooks));
+    let p = Profile::for_workspace(ws.path()).protect(&hooks);
+    let o = run(&s, &p, "echo pwned > .tools/hooks/pre-commit; echo ran").await;
     assert!(
-        !gone.path().exists(),
-        "{backend}: the command made the vanished root on the host"
+        String::from_utf8_lossy(&o.stdout).contains("ran"),
+        "{backend}: {o:?}"
     );
-    std::fs::create_dir_all(gone.path().join("keep")).unwrap();
-    let guarding = plain.protect(gone.path().join("keep"));
-    let e = removing().spawn(&guarding, ["true"]).await.err();
-    let Some(SandboxError::Setup(e)) = e else {
-        panic!("{backend}: expected a setup error, got {e:?}")
-    };
     assert!(
-        e.to_string().contains(&gone.path().display().to_string()),
-        "{backend}: {e}"
+        !hooks.join("pre-commit").exists(),
+        "{backend}: ESCAPE: the command wrote in a protected path"
     );
 }
 
@@ -839,7 +861,8 @@ per_backend!(
     a_helper_that_does_not_confine_is_a_setup_error_not_a_run,
     a_read_only_root_removed_after_planning_is_skipped,
     roots_churned_while_the_sandbox_is_built_never_fail_the_call,
-    a_writable_root_removed_after_planning_is_skipped_unless_it_guards_a_path,
+    a_writable_root_removed_after_planning_never_fails_the_call,
+    a_protected_path_removed_after_planning_is_planned_again,
     nested_denied_paths_are_hidden_and_the_run_succeeds,
     an_entry_swapped_for_a_symlink_after_planning_grants_nothing,
     missing_denied_paths_in_a_writable_root_stay_absent_and_leave_nothing,

@@ -278,10 +278,12 @@ fn bind(path: &Path, rw: bool, optional: bool) -> Result<(), SetupError> {
         Err(_) if has_non_dir_ancestor(&src) => return Ok(()),
         Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
-            return Err(err(format!("stat({})", path.display()), e).hint(
+            let gone = e.kind() == std::io::ErrorKind::NotFound;
+            let error = err(format!("stat({})", path.display()), e).hint(
                 "a writable root or protected path disappeared while the sandbox was built; \
                  recreate it and retry",
-            ));
+            );
+            return Err(if gone { error.host_changed() } else { error });
         }
     };
     if meta.file_type().is_symlink() {

@@ -47,10 +47,12 @@ pub(super) fn pin(path: &Path) -> Result<(), SetupError> {
         None::<&str>,
     )
     .map_err(|e| {
-        err(format!("mount({}, bind onto itself)", path.display()), e).hint(
+        let gone = matches!(e, nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR);
+        let error = err(format!("mount({}, bind onto itself)", path.display()), e).hint(
             "a protected or denied path's parent disappeared while the sandbox was built; \
              recreate it and retry",
-        )
+        );
+        if gone { error.host_changed() } else { error }
     })?;
     crate::sys::harden_mount(path, false)
         .map_err(|e| err(format!("mount_setattr({})", path.display()), e))
