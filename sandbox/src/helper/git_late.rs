@@ -10,7 +10,7 @@
 //! placeholder and makes the stage, then answers. The init then binds the stage itself, from
 //! its own root (the workspace and its `.git` are the host's there, at their real paths),
 //! confines itself and starts the command. The warm helper's identity does not change with
-//! it: the stage's name is not part of the shape ([`crate::git::stage::normalize_key`]).
+//! it: the stage's name is not part of the shape ([`crate::plan::shape::normalized`]).
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};

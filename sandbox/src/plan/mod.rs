@@ -22,6 +22,7 @@ pub mod layer;
 mod mounts;
 pub(crate) mod planner;
 mod roots;
+pub mod shape;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -172,6 +173,7 @@ pub fn build(
         transparent: None,
         scratch,
         bwrap: None,
+        shape: None,
         bwrap_refuses_cap_add: false,
         seal_in_bwrap: backend == Backend::Bubblewrap && facts.root,
         inner_egress_namespaces: false,

@@ -53,6 +53,7 @@ impl Planner {
         // the parent repository's.
         (self.git.stage)(&mut plan, profile, &facts);
         crate::plan::egress::apply(self.backend, profile, &mut plan)?;
+        plan.shape = Some(crate::plan::shape::digest(&plan));
         Ok(plan)
     }
 }

@@ -266,6 +266,11 @@ pub struct Plan {
     pub home_links: Vec<crate::profile::HomeBind>,
     /// bubblewrap executable (bubblewrap backend).
     pub bwrap: Option<PathBuf>,
+    /// The plan's shape ([`super::shape::digest`]), recorded by the planner once the plan is
+    /// whole: the launcher gives a call the warm helper prepared for the same shape. (The
+    /// init of that helper compares the shapes themselves, not this field.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<[u8; 32]>,
     /// That bwrap is setuid root and we are not root: it refuses `--cap-add`, so the inner
     /// stage can set no per-user counts and make no namespaces of its own (read by the
     /// planner, once per sandbox: `crate::host::bwrap_refuses_cap_add`).

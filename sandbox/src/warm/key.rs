@@ -1,5 +1,6 @@
 //! What a warm helper ([`crate::warm`]) and the call it is given must agree on, computed the
-//! same way on both sides: the [`key`] of a plan (the part the helper has already applied),
+//! same way on both sides: the [`key`] of a plan (the part the helper has already applied,
+//! which the launcher matches by its digest, [`crate::plan::Plan::shape`]),
 //! the [`fingerprint`] of the host paths its root depends on, and the [`mount_ids`] those
 //! paths resolve to. Reads only (`symlink_metadata`, `statx`).
 
@@ -11,35 +12,10 @@ use crate::plan::{MountOp, Plan};
 
 /// The part of a plan a warm helper has already applied — the namespaces, the root, and the
 /// confinement of its init (capabilities, Landlock, seccomp), which the command inherits:
-/// everything but the command, its environment, cwd and the limits set after the last fork.
+/// everything but the command, its environment, cwd and the limits set after the last fork
+/// ([`crate::plan::shape::normalized`]).
 pub fn key(plan: &Plan) -> Plan {
-    let mut k = plan.clone();
-    k.argv.clear();
-    k.op = None;
-    k.env.clear();
-    k.cwd.clear();
-    k.launcher_pid = 0;
-    k.warm = false;
-    // Written when the call arrives, not part of the root (see `helper::git_global`).
-    k.git_global = None;
-    k.limits = crate::profile::Limits {
-        processes: plan.limits.processes,
-        file_size_bytes: plan.limits.file_size_bytes,
-        memory_bytes: plan.limits.memory_bytes,
-        // Watched by the helper, which a warm call keeps.
-        written_bytes: plan.limits.written_bytes,
-        ..Default::default()
-    };
-    // Git hook: a stage's unique name is not part of the shape (see `crate::git::stage`).
-    crate::git::stage::normalize_key(&mut k);
-    // The helper's layer is made when it is prepared and serves the call it is given: its
-    // name is not part of the shape either (see `crate::layer`).
-    for op in &mut k.mounts {
-        if let MountOp::Layer { dir, .. } = op {
-            dir.clear();
-        }
-    }
-    k
+    crate::plan::shape::normalized(plan)
 }
 
 /// Host paths whose identity the prepared root depends on.

@@ -2,7 +2,8 @@
 //! helper for the *next* call of the same shape ahead of time. That helper creates the
 //! namespaces and builds the new root, and its pid-namespace init confines itself (capabilities,
 //! no_new_privs, Landlock, seccomp), then waits on a socket for the call itself: the final plan
-//! and the command's stdio. A call whose plan has the same [`key`](crate::warm::key::key) takes it and skips straight
+//! and the command's stdio. A call whose plan has the same shape ([`Plan::shape`], the digest of
+//! its [`key`](crate::warm::key::key)) takes it and skips straight
 //! to the last fork, the command's limits and cwd, and `execve`.
 //!
 //! Each call still gets namespaces, a root and a `/tmp` of its own: a warm helper serves one
@@ -30,7 +31,9 @@ pub(crate) mod key;
 
 use crate::plan::Plan;
 use crate::spawner::{Forked, Spawner};
-use crate::warm::key::{fingerprint, key};
+use crate::warm::key::fingerprint;
+#[cfg(test)]
+use crate::warm::key::key;
 use crate::wire::{MAX_CALL_BYTES, Message};
 
 /// Warm helpers kept per sandbox (one per distinct call shape, least recently made evicted).
@@ -39,7 +42,8 @@ pub const MAX_WARM: usize = 4;
 /// A helper prepared for the next call of one shape (launcher side).
 #[derive(Debug)]
 pub(crate) struct Warm {
-    key: Plan,
+    /// The shape it was prepared for ([`shape`]).
+    shape: [u8; 32],
     pid: i32,
     pidfd: OwnedFd,
     go: OwnedFd,
@@ -138,9 +142,9 @@ pub(crate) struct Pool(Arc<tokio::sync::Mutex<Vec<Warm>>>);
 impl Pool {
     /// Takes the helper prepared for `plan`'s shape, if any (waiting for one being made).
     pub async fn take(&self, plan: &Plan) -> Option<Warm> {
-        let key = key(plan);
+        let shape = shape(plan);
         let mut warm = self.0.lock().await;
-        let at = warm.iter().position(|w| w.key == key)?;
+        let at = warm.iter().position(|w| w.shape == shape)?;
         Some(warm.remove(at))
     }
 
@@ -166,15 +170,15 @@ impl Pool {
         // it.
         runtime.spawn_blocking(move || {
             let Some(plan) = next() else { return };
-            let key = key(&plan);
-            if warm.iter().any(|w| w.key == key)
+            let shape = shape(&plan);
+            if warm.iter().any(|w| w.shape == shape)
                 || makes_placeholders(&plan)
                 // Git hook: a stage the init cannot bind from its root starts cold.
                 || !crate::git::stage::warm_can_bind(&plan)
             {
                 return;
             }
-            if let Ok(made) = prepare(&spawner, &helper, plan, key) {
+            if let Ok(made) = prepare(&spawner, &helper, plan, shape) {
                 if warm.len() >= MAX_WARM {
                     warm.remove(0).discard();
                 }
@@ -198,8 +202,19 @@ fn makes_placeholders(plan: &Plan) -> bool {
     })
 }
 
+/// `plan`'s shape: the digest its planner recorded, or made now (a plan made elsewhere).
+fn shape(plan: &Plan) -> [u8; 32] {
+    plan.shape
+        .unwrap_or_else(|| crate::plan::shape::digest(plan))
+}
+
 /// Has the zygote fork a warm helper for `plan` (its stdio on `/dev/null` until the call).
-fn prepare(spawner: &Spawner, helper: &Path, mut plan: Plan, key: Plan) -> std::io::Result<Warm> {
+fn prepare(
+    spawner: &Spawner,
+    helper: &Path,
+    mut plan: Plan,
+    shape: [u8; 32],
+) -> std::io::Result<Warm> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
     plan.warm = true;
     let json = serde_json::to_vec(&plan)?;
@@ -230,7 +245,7 @@ fn prepare(spawner: &Spawner, helper: &Path, mut plan: Plan, key: Plan) -> std::
     drop((null, plan_r, report_w, life_r, go_theirs));
     std::fs::File::from(plan_w).write_all(&json)?;
     Ok(Warm {
-        key,
+        shape,
         pid: forked.pid,
         pidfd: forked.pidfd,
         go,

@@ -125,21 +125,6 @@ fn bound_in_layer(plan: &Plan, git: &Path) -> bool {
         .is_some_and(|(workspace, _)| git.parent() == Some(workspace))
 }
 
-/// The shape a warm helper is prepared for, without the stage: its unique name is not part
-/// of it, and a warm helper's root is built without it ([`deferred`]), which gives the same
-/// key.
-/// What [`deferred`] leaves, filtered in place (a key is made at every call: no copy of the
-/// plan).
-pub fn normalize_key(key: &mut Plan) {
-    let gits: Vec<std::path::PathBuf> = stages(key).map(|(_, git)| git.to_path_buf()).collect();
-    if gits.is_empty() {
-        return;
-    }
-    key.placeholders.retain(|p| !gits.contains(&p.path));
-    key.mounts
-        .retain(|op| !gits.iter().any(|git| op.path().starts_with(git)));
-}
-
 /// Makes each stage directory (the helper, once the placeholders are held); an existing
 /// repository's is filled ([`super::copy`]).
 pub fn prepare(plan: &Plan) -> Result<(), SetupError> {
