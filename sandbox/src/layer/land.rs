@@ -44,8 +44,13 @@ pub fn land(dir: &Path, workspace: &Path) -> io::Result<Landing> {
     lock.lock()?;
     let upper = super::dir::upper(dir);
     let journal = dir.join(JOURNAL);
-    // A call that wrote nothing: no journal, no sync, the layer removed (most calls).
-    let untouched = std::fs::read_dir(&upper).is_ok_and(|mut d| d.next().is_none());
+    // A call that wrote nothing: no journal, no sync, the layer removed (most calls). So too
+    // a layer whose upper directory is gone (a warm helper discarded after its layers
+    // directory was removed around it): there is nothing to land, and nothing is written.
+    let untouched = match std::fs::read_dir(&upper) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+    };
     if untouched && journal.symlink_metadata().is_err() {
         remove(dir)?;
         return Ok(Landing::default());

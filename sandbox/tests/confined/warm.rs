@@ -244,6 +244,14 @@ async fn in_a_repository_the_warm_path_stages_git_per_call() {
             "layered {layered}: the workspace's writes landed"
         );
     }
+    // The helper waiting for a next call has a layer in `layers`: gone before it is.
+    drop(s);
+    for _ in 0..500 {
+        if forked_helpers(&needle).is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Calls of another shape (network allowed, then denied again) get their own helpers: each
