@@ -9,7 +9,8 @@
 //! and, inside one `sandbox run --network proxy` on the namespaces rung, a small exchange with
 //! a raw loopback echo on a new connection each time, taken by transparent egress versus
 //! through `CONNECT` (same child, same upstream, interleaved). Medians; ratios printed,
-//! nothing asserted.
+//! nothing asserted. `ZEROCLAW_BIN` measures another build of `zeroclaw` in the `sandbox run`
+//! rows.
 
 #[allow(dead_code)]
 mod common;
@@ -238,8 +239,10 @@ fn sandbox_run() {
     let config_dir = tempfile::tempdir().expect("config dir");
     let run = |network: &str| {
         let started = Instant::now();
-        let status = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+        let status = Command::new(common::binary())
             .env("ZEROCLAW_CONFIG_DIR", config_dir.path())
+            // zeroclaw reads ZEROCLAW_* variables as configuration, and has no `bin` key.
+            .env_remove("ZEROCLAW_BIN")
             .args([
                 "sandbox",
                 "run",
@@ -344,8 +347,9 @@ fn transparent_vs_connect() {
     let script = EXCHANGE
         .replace("@PORT@", &port.to_string())
         .replace("@RUNS@", &EXCHANGE_RUNS.to_string());
-    let out = Command::new(env!("CARGO_BIN_EXE_zeroclaw"))
+    let out = Command::new(common::binary())
         .env("ZEROCLAW_CONFIG_DIR", config_dir.path())
+        .env_remove("ZEROCLAW_BIN")
         .args([
             "sandbox",
             "run",
