@@ -1,5 +1,6 @@
 //! Errors: a [`SetupError`] names the helper [`Stage`] that failed (it travels from the helper to
-//! the launcher over a pipe), a [`SandboxError`] is what the launcher's callers see.
+//! the launcher over a pipe), a [`SandboxError`] is what the launcher's callers see, and
+//! [`HelperNames`] how a helper gone before confining its command is named.
 
 use std::fmt;
 
@@ -223,5 +224,39 @@ mod tests {
                 ..
             })
         ));
+    }
+}
+
+/// How the error of a helper gone before confining the command names it: its stage, and
+/// where its own words are ([`HelperNames::of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HelperNames {
+    /// The stage the error names.
+    pub(crate) stage: Stage,
+    /// The hint when the helper's stderr is quoted in the error.
+    pub(crate) quoted: &'static str,
+    /// The hint when the caller has seen its stderr already.
+    pub(crate) printed: &'static str,
+}
+
+impl HelperNames {
+    /// How `backend`'s helper is named when it ends before confining the command: on
+    /// bubblewrap the stage is bwrap's, and its message is bwrap's own.
+    pub(crate) fn of(backend: Backend) -> HelperNames {
+        // Quoted: the helper's stderr, or bwrap's own when bwrap could not start it.
+        const QUOTED: &str = "a helper binary must call zeroclaw_sandbox::helper::run_if_helper() \
+                              first in main; for bubblewrap, its message is quoted above";
+        match backend {
+            Backend::Bubblewrap => HelperNames {
+                stage: Stage::Bubblewrap,
+                quoted: QUOTED,
+                printed: "bubblewrap's own message is printed above",
+            },
+            _ => HelperNames {
+                stage: Stage::Spawn,
+                quoted: QUOTED,
+                printed: "the helper's stderr is printed above",
+            },
+        }
     }
 }

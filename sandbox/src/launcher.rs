@@ -232,10 +232,9 @@ impl Launcher {
             cap: profile.limits.output_bytes,
             keep: true,
             // Settling: every report up to the zygote's word on the helper's exit.
-            ends: if self.settle { u8::MAX } else { 1 },
+            settle: self.settle,
             reaper: Reaper::Zygote,
-            log_git: true,
-            bubblewrap: backend == Backend::Bubblewrap,
+            helper: crate::error::HelperNames::of(backend),
         });
         let mut report = tokio::net::unix::pipe::Receiver::from_owned_fd(report)?;
         let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)?;
@@ -485,6 +484,10 @@ impl Confined {
         }
         self.done = true;
         let outcome = self.supervisor.finish();
+        // The daemon's log keeps validation's refusals (the caller also sees them as stderr).
+        for line in outcome.iter().flat_map(|o| &o.findings.refused) {
+            tracing::warn!(target: "zeroclaw_sandbox::git", "{line}");
+        }
         // The helper has been reaped, so its whole tree is gone: no confined process is
         // left to race the next call's preparation.
         if let (

@@ -144,10 +144,10 @@ pub enum Message {
     /// A warm helper's root is built and waits for its call; the value is the
     /// [`crate::warm::key::fingerprint`] taken just before mounting.
     Prepared(u64),
-    /// What git validation refused of a repository the run created, one line each (see
-    /// `crate::git::stage`); the launcher logs them and passes them on as the command's
-    /// stderr.
-    Git(Vec<String>),
+    /// What validation refused at the call's end (git control state the run wrote, see
+    /// `crate::git::stage` and `crate::layer`), one line each; passed on as the command's
+    /// stderr and kept in the [`Findings`].
+    Refused(Vec<String>),
     /// The call wrote to these private places, discarded at its end (`/tmp` and `$HOME` as
     /// the command saw them; see `helper::discarded`), sent before [`Message::Exited`].
     Discarded(Vec<String>),
@@ -190,6 +190,59 @@ pub enum Change {
     Directory,
     /// Removed (a file, a link or a whole tree).
     Removed,
+}
+
+/// What the helper found of a call by its end, for the caller to report and record: the
+/// refusals and changes of its landing, the private places it left files in, its changed
+/// git config copy. The supervisor carries these from the report lines into the call's
+/// outcome without reading them ([`Findings::take_in`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// What validation refused at landing, one line each (also passed on as stderr, unless
+    /// the output limit was reached); the caller records them.
+    pub refused: Vec<String>,
+    /// The call's private places it left files in, discarded at its end (`/tmp`, `$HOME`
+    /// as the command saw them; on the Landlock rung `$TMPDIR`, `$HOME`); empty on the
+    /// backends that cannot tell (bubblewrap, seatbelt, none).
+    pub discarded: Vec<String>,
+    /// The call changed the user's git config copy in its private HOME (`git config
+    /// --global`), which is discarded at its end (the backends with a private HOME).
+    pub git_config_changed: bool,
+    /// What the call changed in the workspace, as its layer landed (the transactional
+    /// workspace: namespace rungs with a layers directory), at most [`LANDED_LISTED`]
+    /// paths; empty without a layer.
+    pub changed: Vec<Changed>,
+    /// Changed paths left out of `changed`.
+    pub changed_more: u64,
+}
+
+impl Findings {
+    /// Takes in `message` if it is a finding, answering what it tells the caller as the
+    /// command's stderr (the refusals, a line each); any other message is not taken.
+    pub fn take_in(&mut self, message: Message) -> Vec<u8> {
+        match message {
+            Message::Refused(lines) => {
+                let told = lines.iter().flat_map(|l| format!("{l}\n").into_bytes());
+                let told = told.collect();
+                self.refused.extend(lines);
+                told
+            }
+            Message::Discarded(places) => {
+                self.discarded.extend(places);
+                Vec::new()
+            }
+            Message::GitConfigChanged => {
+                self.git_config_changed = true;
+                Vec::new()
+            }
+            Message::Landed { changed, more } => {
+                self.changed.extend(changed);
+                self.changed_more += more;
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// The most changed paths a [`Message::Landed`] lists (its line stays around a megabyte).

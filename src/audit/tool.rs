@@ -108,8 +108,10 @@ pub fn note_outcome(profile: &Profile, outcome: &Outcome, took: Duration) {
     let _ = TRAIL.try_with(|trail| {
         let mut trail = trail.lock().unwrap_or_else(|e| e.into_inner());
         trail.sandbox = Some(sandbox);
-        trail.changed.extend(outcome.changed.iter().cloned());
-        trail.changed_more += outcome.changed_more;
+        trail
+            .changed
+            .extend(outcome.findings.changed.iter().cloned());
+        trail.changed_more += outcome.findings.changed_more;
     });
 }
 

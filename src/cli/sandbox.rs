@@ -232,14 +232,14 @@ fn through_launcher(
 
 fn report(result: Result<zeroclaw_sandbox::Outcome, SandboxError>) -> ExitCode {
     if let Ok(o) = &result
-        && !o.discarded.is_empty()
+        && !o.findings.discarded.is_empty()
     {
         eprintln!(
             "zeroclaw sandbox: the files the command left in {} were discarded (private to the run)",
-            o.discarded.join(" and ")
+            o.findings.discarded.join(" and ")
         );
     }
-    if result.as_ref().is_ok_and(|o| o.git_config_changed) {
+    if result.as_ref().is_ok_and(|o| o.findings.git_config_changed) {
         eprintln!(
             "zeroclaw sandbox: the command changed the global git config (a copy private to \
              the run; ~/.gitconfig is unchanged)"

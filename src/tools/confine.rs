@@ -108,7 +108,7 @@ pub async fn run_shell(
 /// Records each change to a repository's git directory that validation refused at landing
 /// (`policy.decision`, decision `deny`, rule `git_landing`, the line as its reason).
 async fn git_refusals(ctx: &ToolContext, outcome: &Outcome) -> Result<(), ToolError> {
-    for line in &outcome.git_refused {
+    for line in &outcome.findings.refused {
         let event = gate::call_event(ctx, "policy.decision", "")
             .with("decision", "deny")
             .with("rule", "git_landing")
@@ -190,11 +190,11 @@ pub async fn run_op<P: Serialize, R: DeserializeOwned>(
 /// The one line that says the files a call left in its private places (`/tmp`, `$HOME`)
 /// are gone, if it left any.
 pub fn discarded_note(outcome: &Outcome) -> Option<String> {
-    (!outcome.discarded.is_empty()).then(|| {
+    (!outcome.findings.discarded.is_empty()).then(|| {
         format!(
             "note: the files this command left in {} were discarded when it ended (private \
              to the call); write what must last in the workspace",
-            outcome.discarded.join(" and ")
+            outcome.findings.discarded.join(" and ")
         )
     })
 }
@@ -202,7 +202,7 @@ pub fn discarded_note(outcome: &Outcome) -> Option<String> {
 /// The one line that says a call's `git config --global` changes are gone, if it made any:
 /// the child's global git config is a validated copy of the user's, private to the call.
 pub fn git_config_note(outcome: &Outcome) -> Option<String> {
-    outcome.git_config_changed.then(|| {
+    outcome.findings.git_config_changed.then(|| {
         "note: this command changed the global git config (GIT_CONFIG_GLOBAL, a copy of the \
          user's safe settings); the change lasted for this call only and the user's \
          ~/.gitconfig is unchanged: use `git -c key=value` or the repository's config to keep \

@@ -149,11 +149,7 @@ mod tests {
             stderr: Vec::new(),
             truncated: false,
             enforcement: crate::wire::Enforcement::default(),
-            git_refused: Vec::new(),
-            discarded: Vec::new(),
-            git_config_changed: false,
-            changed: Vec::new(),
-            changed_more: 0,
+            findings: Default::default(),
         });
         assert!(failed(egress.finish(killed)).contains("serve the egress proxy: no runtime"));
     }

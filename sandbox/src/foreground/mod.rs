@@ -77,10 +77,9 @@ impl Caller {
         let supervisor = Supervisor::new(Config {
             cap: profile.limits.output_bytes,
             keep: false,
-            ends: 1,
+            settle: false,
             reaper: Reaper::Driver,
-            log_git: false,
-            bubblewrap: backend == crate::Backend::Bubblewrap,
+            helper: crate::error::HelperNames::of(backend),
         });
         let run = Running::new(kill, pid, self.pipes, self.signals, supervisor)?;
         let mut egress = egress;

@@ -44,7 +44,7 @@ pub(crate) fn send_all(msgs: &[Message]) {
 /// passes them on as the command's stderr.
 pub(crate) fn git_refusals(lines: Vec<String>) {
     if !lines.is_empty() {
-        send(&Message::Git(lines));
+        send(&Message::Refused(lines));
     }
 }
 

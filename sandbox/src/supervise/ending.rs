@@ -2,16 +2,17 @@
 
 use std::path::Path;
 
-use crate::error::{SandboxError, SetupError, Stage};
+use crate::error::HelperNames;
+use crate::error::{SandboxError, SetupError};
 use crate::wire::ExitInfo;
 
 /// "The helper ended before confining the command", with what is known of it.
 ///
-/// `bubblewrap`: name bubblewrap's stage; `status`: the helper's, if known; `helper`: its
-/// path; `stderr`: what it wrote there, quoted when the driver has it (else the caller has
-/// seen it already).
+/// `names`: the stage and hints the backend gives its helper; `status`: the helper's, if
+/// known; `helper`: its path; `stderr`: what it wrote there, quoted when the driver has it
+/// (else the caller has seen it already).
 pub(super) fn helper_gone(
-    bubblewrap: bool,
+    names: HelperNames,
     status: Option<ExitInfo>,
     helper: Option<&Path>,
     stderr: Option<&str>,
@@ -20,25 +21,16 @@ pub(super) fn helper_gone(
         Some(info) => format!("{info:?}"),
         None => "without a word".to_string(),
     };
-    let stage = if bubblewrap {
-        Stage::Bubblewrap
-    } else {
-        Stage::Spawn
-    };
-    let hint = match (stderr.is_some(), bubblewrap) {
-        (true, _) => {
-            "a helper binary must call zeroclaw_sandbox::helper::run_if_helper() first in main; \
-             for bubblewrap, its message is quoted above"
-        }
-        (false, true) => "bubblewrap's own message is printed above",
-        (false, false) => "the helper's stderr is printed above",
+    let hint = match stderr {
+        Some(_) => names.quoted,
+        None => names.printed,
     };
     let helper = helper
         .map(|p| format!(" {}", p.display()))
         .unwrap_or_default();
     let quoted = stderr.map(|t| format!(": {t}")).unwrap_or_default();
     SetupError::new(
-        stage,
+        names.stage,
         format!("the helper{helper} ended ({how}) before confining the command{quoted}"),
     )
     .hint(hint)

@@ -6,7 +6,7 @@ use super::ending;
 use super::output::Capped;
 use super::types::{Config, End, Event, Outcome, Reaper, Reply, Start, Stream};
 use crate::error::SandboxError;
-use crate::wire::{Enforcement, ExitInfo, Message, ReportLines, SETUP_FAILED};
+use crate::wire::{Enforcement, ExitInfo, Findings, Message, ReportLines, SETUP_FAILED};
 
 /// The state of one running call.
 #[derive(Debug)]
@@ -20,19 +20,14 @@ pub(crate) struct Supervisor {
     exit: Option<ExitInfo>,
     /// The first `Ended` report: the helper's status, with its whole tree reaped.
     ended: Option<ExitInfo>,
-    ends: u8,
     /// The helper's end learnt otherwise: reaped by the driver, or the zygote gone.
     gone: Option<ExitInfo>,
     end: End,
     reports_open: bool,
     streams_open: [bool; 2],
     deadline_passed: bool,
-    /// Git validation's refusals reported so far.
-    git_refused: Vec<String>,
-    discarded: Vec<String>,
-    git_config_changed: bool,
-    changed: Vec<crate::wire::Changed>,
-    changed_more: u64,
+    /// What the helper found of the call, reported so far.
+    findings: Findings,
 }
 
 fn slot(stream: Stream) -> usize {
@@ -52,17 +47,12 @@ impl Supervisor {
             failed: None,
             exit: None,
             ended: None,
-            ends: 0,
             gone: None,
             end: End::Exited,
             reports_open: true,
             streams_open: [true; 2],
             deadline_passed: false,
-            git_refused: Vec::new(),
-            discarded: Vec::new(),
-            git_config_changed: false,
-            changed: Vec::new(),
-            changed_more: 0,
+            findings: Findings::default(),
         }
     }
 
@@ -122,33 +112,19 @@ impl Supervisor {
             Message::Failed(e) => self.failed = Some(e),
             Message::Exited(info) => self.exit = Some(info),
             Message::Ended(info) => {
-                self.ends += 1;
                 self.ended.get_or_insert(info);
                 self.after_end();
             }
-            // Git hook: validation's refusals, told as stderr (see `crate::git::stage`) and
-            // kept for the outcome.
-            Message::Git(lines) => {
-                told.extend(if self.config.log_git {
-                    crate::git::stage::logged_text(&lines)
-                } else {
-                    crate::git::stage::lines_text(&lines)
-                });
-                self.git_refused.extend(lines);
-            }
-            Message::Discarded(places) => self.discarded.extend(places),
-            Message::GitConfigChanged => self.git_config_changed = true,
             // The helper has killed the tree itself and lands nothing.
             Message::WriteLimit(_) => {
                 if self.end == End::Exited {
                     self.end = End::WriteLimit;
                 }
             }
-            Message::Landed { changed, more } => {
-                self.changed.extend(changed);
-                self.changed_more += more;
-            }
             Message::Prepared(_) => {}
+            // The refusals, changes and discards: carried to the outcome, and the text
+            // they tell the caller passed on as stderr.
+            finding => told.extend(self.findings.take_in(finding)),
         }
     }
 
@@ -186,7 +162,7 @@ impl Supervisor {
 
     /// Whether the report pipe is still to be read.
     pub(crate) fn wants_reports(&self) -> bool {
-        self.reports_open && self.ends < self.config.ends
+        self.reports_open && (self.config.settle || self.ended.is_none())
     }
 
     /// Whether `stream` is still to be read.
@@ -252,11 +228,7 @@ impl Supervisor {
             stderr: std::mem::take(&mut self.output.stderr),
             truncated: self.output.truncated,
             enforcement,
-            git_refused: std::mem::take(&mut self.git_refused),
-            discarded: std::mem::take(&mut self.discarded),
-            git_config_changed: self.git_config_changed,
-            changed: std::mem::take(&mut self.changed),
-            changed_more: self.changed_more,
+            findings: std::mem::take(&mut self.findings),
         })
     }
 
@@ -280,6 +252,6 @@ impl Supervisor {
             Reaper::Zygote => self.ended,
             Reaper::Driver => self.status(),
         };
-        ending::helper_gone(self.config.bubblewrap, known, helper, stderr)
+        ending::helper_gone(self.config.helper, known, helper, stderr)
     }
 }

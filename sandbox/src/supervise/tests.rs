@@ -6,14 +6,13 @@ use crate::error::SandboxError;
 use crate::error::{SetupError, Stage};
 use crate::wire::{Enforcement, ExitInfo, Message};
 
-fn daemon(cap: u64, ends: u8) -> Supervisor {
+fn daemon(cap: u64, settle: bool) -> Supervisor {
     Supervisor::new(Config {
         cap,
         keep: true,
-        ends,
+        settle,
         reaper: Reaper::Zygote,
-        log_git: false,
-        bubblewrap: false,
+        helper: crate::error::HelperNames::of(crate::Backend::Namespaces),
     })
 }
 
@@ -21,10 +20,9 @@ fn foreground(cap: u64) -> Supervisor {
     Supervisor::new(Config {
         cap,
         keep: false,
-        ends: 1,
+        settle: false,
         reaper: Reaper::Driver,
-        log_git: false,
-        bubblewrap: false,
+        helper: crate::error::HelperNames::of(crate::Backend::Namespaces),
     })
 }
 
@@ -57,7 +55,7 @@ fn err_text(e: SandboxError) -> String {
 
 #[test]
 fn the_cap_cuts_mid_chunk_across_both_streams_and_asks_one_kill() {
-    let mut s = daemon(10, 1);
+    let mut s = daemon(10, false);
     s.feed(Event::Report(&ready()));
     let r = s.feed(Event::Output(Stream::Stdout, b"123456"));
     assert_eq!(forwarded(&r), Some((Stream::Stdout, b"123456".to_vec())));
@@ -97,7 +95,7 @@ fn a_chunk_that_exactly_fills_the_cap_is_not_cut() {
 
 #[test]
 fn a_report_split_across_reads_is_joined() {
-    let mut s = daemon(100, 1);
+    let mut s = daemon(100, false);
     let bytes = [ready(), line(Message::Exited(ExitInfo::Code(3)))].concat();
     let (a, b) = bytes.split_at(5);
     s.feed(Event::Report(a));
@@ -137,7 +135,7 @@ fn a_helper_reaped_before_its_ready_report_did_not_confine() {
 
 #[test]
 fn a_zygote_gone_silent_before_ready_is_quoted() {
-    let mut s = daemon(100, 1);
+    let mut s = daemon(100, false);
     s.feed(Event::ReportClosed);
     assert_eq!(s.start(), Start::Gone);
     assert!(s.ended_known(), "the zygote's end takes the helper with it");
@@ -150,7 +148,7 @@ fn a_zygote_gone_silent_before_ready_is_quoted() {
 
 #[test]
 fn a_stage_failure_wins() {
-    let mut s = daemon(100, 1);
+    let mut s = daemon(100, false);
     let failure = SetupError::new(Stage::Landlock, "landlock_restrict_self()");
     s.feed(Event::Report(&line(Message::Failed(failure))));
     s.feed(Event::Report(&line(Message::Ended(ExitInfo::Code(125)))));
@@ -180,7 +178,7 @@ fn the_deadline_kills_once_then_waits_for_the_end() {
 
 #[test]
 fn past_the_deadline_an_ended_call_stops_waiting_for_held_pipes() {
-    let mut s = daemon(100, 1);
+    let mut s = daemon(100, false);
     s.feed(Event::Report(
         &[ready(), line(Message::Ended(ExitInfo::Code(0)))].concat(),
     ));
@@ -193,12 +191,12 @@ fn past_the_deadline_an_ended_call_stops_waiting_for_held_pipes() {
 
 #[test]
 fn cancel_kills_while_running_and_only_marks_after_the_end() {
-    let mut s = daemon(100, 1);
+    let mut s = daemon(100, false);
     s.feed(Event::Report(&ready()));
     assert!(s.feed(Event::Cancel).kill);
     assert_eq!(s.end(), End::Cancelled);
 
-    let mut s = daemon(100, 1);
+    let mut s = daemon(100, false);
     s.feed(Event::Report(
         &[ready(), line(Message::Ended(ExitInfo::Code(0)))].concat(),
     ));
@@ -209,7 +207,7 @@ fn cancel_kills_while_running_and_only_marks_after_the_end() {
 
 #[test]
 fn both_streams_are_kept_apart_and_both_must_end() {
-    let mut s = daemon(100, 1);
+    let mut s = daemon(100, false);
     s.feed(Event::Report(&ready()));
     s.feed(Event::Output(Stream::Stdout, b"out1 "));
     s.feed(Event::Output(Stream::Stderr, b"err"));
@@ -246,26 +244,27 @@ fn a_foreground_run_counts_but_keeps_nothing() {
 }
 
 #[test]
-fn the_namespace_backend_waits_for_both_ends_and_tells_git_refusals() {
-    let mut s = daemon(100, 2);
+fn a_settling_supervisor_reads_every_report_and_tells_refusals() {
+    let mut s = daemon(100, true);
     s.feed(Event::Report(&ready()));
     close_streams(&mut s);
     s.feed(Event::Report(&line(Message::Ended(ExitInfo::Code(0)))));
-    assert!(!s.done(), "the helper may still scrub the workspace");
-    let git = line(Message::Git(vec!["refused hook".into()]));
-    let r = s.feed(Event::Report(&git));
+    assert!(!s.done(), "settling: every report up to the helper's exit");
+    let refused = line(Message::Refused(vec!["refused hook".into()]));
+    let r = s.feed(Event::Report(&refused));
     assert_eq!(
         forwarded(&r),
         Some((Stream::Stderr, b"refused hook\n".to_vec()))
     );
     s.feed(Event::Report(&line(Message::Ended(ExitInfo::Code(7)))));
-    assert!(!s.wants_reports());
+    assert!(s.wants_reports() && !s.done());
+    s.feed(Event::ReportClosed);
     assert!(s.done());
     let o = s.finish().unwrap();
     assert_eq!(o.exit, ExitInfo::Code(0), "the first end is the call's");
     assert_eq!(o.stderr, b"refused hook\n");
     assert_eq!(
-        o.git_refused,
+        o.findings.refused,
         ["refused hook"],
         "kept for the caller's record"
     );
@@ -281,4 +280,34 @@ fn the_first_ended_report_beats_the_reaped_status() {
     s.feed(Event::Report(&line(Message::Ended(ExitInfo::Code(4)))));
     assert!(s.done(), "after its last word the report pipe is not read");
     assert_eq!(s.finish().unwrap().exit, ExitInfo::Code(4));
+}
+
+#[test]
+fn the_first_ended_report_ends_the_call_with_what_was_found() {
+    let mut s = daemon(100, false);
+    s.feed(Event::Report(&ready()));
+    close_streams(&mut s);
+    let found = [
+        Message::Refused(vec!["refused core.fsmonitor".into()]),
+        Message::Discarded(vec!["/tmp".into()]),
+        Message::GitConfigChanged,
+        Message::Landed {
+            changed: Vec::new(),
+            more: 3,
+        },
+        Message::Ended(ExitInfo::Code(0)),
+    ];
+    let lines: Vec<u8> = found.iter().flat_map(Message::encode).collect();
+    let r = s.feed(Event::Report(&lines));
+    assert_eq!(
+        forwarded(&r),
+        Some((Stream::Stderr, b"refused core.fsmonitor\n".to_vec()))
+    );
+    assert!(!s.wants_reports(), "one `Ended` ends the call");
+    assert!(s.done());
+    let findings = s.finish().unwrap().findings;
+    assert_eq!(findings.refused, ["refused core.fsmonitor"]);
+    assert_eq!(findings.discarded, ["/tmp"]);
+    assert!(findings.git_config_changed);
+    assert_eq!(findings.changed_more, 3);
 }

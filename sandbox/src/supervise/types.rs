@@ -3,7 +3,8 @@
 
 use std::borrow::Cow;
 
-use crate::wire::{Enforcement, ExitInfo};
+use crate::error::HelperNames;
+use crate::wire::{Enforcement, ExitInfo, Findings};
 
 /// Which stream a chunk of output came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,22 +46,9 @@ pub struct Outcome {
     pub truncated: bool,
     /// What was enforced.
     pub enforcement: Enforcement,
-    /// What git validation refused at landing, one line each (also passed on as stderr,
-    /// unless the output limit was reached); the caller records them.
-    pub git_refused: Vec<String>,
-    /// The call's private places it left files in, discarded at its end (`/tmp`, `$HOME`
-    /// as the command saw them; on the Landlock rung `$TMPDIR`, `$HOME`); empty on the
-    /// backends that cannot tell (bubblewrap, seatbelt, none).
-    pub discarded: Vec<String>,
-    /// The call changed the user's git config copy in its private HOME (`git config
-    /// --global`), which is discarded at its end (the backends with a private HOME).
-    pub git_config_changed: bool,
-    /// What the call changed in the workspace, as its layer landed (the transactional
-    /// workspace: namespace rungs with [`crate::Profile::layers`]), at most
-    /// [`crate::wire::LANDED_LISTED`] paths; empty without a layer.
-    pub changed: Vec<crate::wire::Changed>,
-    /// Changed paths left out of `changed`.
-    pub changed_more: u64,
+    /// What the helper found of the call by its end: its landing's refusals and changes,
+    /// the private places it left files in.
+    pub findings: Findings,
 }
 
 impl Outcome {
@@ -91,17 +79,15 @@ pub(crate) struct Config {
     pub(crate) cap: u64,
     /// Keep the output passed on in the [`Outcome`].
     pub(crate) keep: bool,
-    /// `Ended` reports that mean the call is over: one on every backend and topology (the
-    /// process that reports it has done everything the call leaves: a helper reports after
-    /// its init's tree is gone and the workspace is scrubbed, staged and landed, so nothing
-    /// of the call changes the workspace after it returns); `u8::MAX` to read every report
-    /// up to the helper's exit (a settling sandbox).
-    pub(crate) ends: u8,
+    /// Read every report up to the helper's exit (a settling sandbox); else the first
+    /// `Ended` report ends the call, on every backend and topology (the process that
+    /// reports it has done everything the call leaves: a helper reports after its init's
+    /// tree is gone and the workspace is scrubbed, staged and landed, so nothing of the
+    /// call changes the workspace after it returns).
+    pub(crate) settle: bool,
     pub(crate) reaper: Reaper,
-    /// Log git validation's refusals (the daemon; `sandbox run` prints them only).
-    pub(crate) log_git: bool,
-    /// Name the error after bubblewrap's stage.
-    pub(crate) bubblewrap: bool,
+    /// How the error of a helper gone before confining the command names it.
+    pub(crate) helper: HelperNames,
 }
 
 /// What the driver saw.
@@ -126,7 +112,7 @@ pub(crate) enum Event<'a> {
 /// What to do about an event.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Reply<'a> {
-    /// Output to pass on to the caller (within the cap; git refusals come as stderr).
+    /// Output to pass on to the caller (within the cap; refusals come as stderr).
     pub(crate) forward: Option<(Stream, Cow<'a, [u8]>)>,
     /// Kill the tree now ([`super::Kill`]).
     pub(crate) kill: bool,

@@ -238,22 +238,6 @@ fn finish_new(
     refused
 }
 
-/// The refusals logged (the async launcher's) and as [`lines_text`].
-pub fn logged_text(lines: &[String]) -> Vec<u8> {
-    for line in lines {
-        tracing::warn!(target: "zeroclaw_sandbox::git", "{line}");
-    }
-    lines_text(lines)
-}
-
-/// The refusals as the stderr text the caller sees.
-pub fn lines_text(lines: &[String]) -> Vec<u8> {
-    lines
-        .iter()
-        .flat_map(|l| format!("{l}\n").into_bytes())
-        .collect()
-}
-
 /// Moves `stage` over the placeholder `git` (nobody else holds it): our marker removed, then
 /// two renames.
 fn land(stage: &Path, git: &Path) -> std::io::Result<()> {
