@@ -33,7 +33,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
         &"--hostname",
         &"zeroclaw",
     ]);
-    if plan.unshare_net {
+    if plan.egress.own_namespace {
         push(&[&"--unshare-net"]);
     }
     // Our inner stage keeps only what it needs, and drops every capability before the exec:
@@ -47,17 +47,17 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     push(&[&"--cap-drop", &"ALL"]);
     // Transparent egress launched by another user: CAP_SYS_ADMIN in the stage's nested user
     // namespace, to make a network and a mount namespace of its own there.
-    if plan.seal_in_bwrap || plan.inner_egress_namespaces {
+    if plan.seals_in_bwrap() || plan.egress.inner_namespaces {
         push(&[&"--cap-add", &"CAP_SYS_ADMIN"]);
     }
-    if !plan.user_limits.is_empty() {
+    if !plan.process.user_limits.is_empty() {
         push(&[&"--cap-add", &"CAP_SYS_RESOURCE"]);
     }
     // The workspace's layer (`plan::layer`, root launched): overlayfs acts on its upper layer
     // with the credentials of whoever mounted it, for the whole call — copying up a file the
     // command may not read, keeping its owner and mode — so the inner stage mounts it holding
     // what a root mounter needs for that (and drops them all before the exec, as the others).
-    if plan.seal_in_bwrap && plan.layer().is_some() {
+    if plan.seals_in_bwrap() && plan.layer().is_some() {
         for cap in [
             "CAP_CHOWN",
             "CAP_DAC_OVERRIDE",
@@ -72,7 +72,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
     // Transparent egress: the inner stage adds the route, binds port 53 and opens the raw
     // socket watching refused connections in bwrap's network namespace (root launched) or its
     // own (`helper::egress::send_from_inner`, `egress::refused_watch`).
-    if plan.transparent.is_some() {
+    if plan.egress.transparent.is_some() {
         push(&[
             &"--cap-add",
             &"CAP_NET_ADMIN",
@@ -82,14 +82,14 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
             &"CAP_NET_RAW",
         ]);
     }
-    if plan.seal_in_bwrap
-        || plan.inner_egress_namespaces
-        || !plan.user_limits.is_empty()
-        || plan.transparent.is_some()
+    if plan.seals_in_bwrap()
+        || plan.egress.inner_namespaces
+        || !plan.process.user_limits.is_empty()
+        || plan.egress.transparent.is_some()
     {
         push(&[&"--cap-add", &"CAP_SETPCAP"]);
     }
-    if plan.seal_in_bwrap {
+    if plan.seals_in_bwrap() {
         push(&[&"--dir", &crate::wire::EMPTY_DIR]);
     }
     for op in &plan.mounts {
@@ -118,7 +118,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
             } => push(&[&"--bind", path, path]),
             MountOp::Symlink { path, target } => push(&[&"--symlink", target, path]),
             MountOp::Tmpfs { path, mode } => {
-                let size = plan.limits.file_size_bytes.to_string();
+                let size = plan.process.limits.file_size_bytes.to_string();
                 push(&[
                     &"--perms",
                     &format!("{mode:04o}"),
@@ -137,7 +137,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
             }
             // Root launched, the inner stage mounts the overlay (`helper::mounts::
             // layer_in_bwrap`; bwrap 0.8 has no `--overlay`) from the layer's directory.
-            MountOp::Layer { path, dir } if plan.seal_in_bwrap => push(&[
+            MountOp::Layer { path, dir } if plan.seals_in_bwrap() => push(&[
                 &"--bind",
                 path,
                 path,
@@ -147,7 +147,7 @@ pub fn args(plan: &Plan, helper: &Path) -> Vec<OsString> {
             ]),
             // Launched by another user, bwrap runs where the helper mounted the overlay
             // already (`helper::mounts::layer_outside`): bwrap binds it, and each pin from it.
-            MountOp::Layer { path, .. } | MountOp::Pin { path } if !plan.seal_in_bwrap => {
+            MountOp::Layer { path, .. } | MountOp::Pin { path } if !plan.seals_in_bwrap() => {
                 push(&[&"--bind", path, path])
             }
             // The inner stage's, over the sealed roots (`helper::mounts::bind_files`).
@@ -222,6 +222,11 @@ mod tests {
             .collect()
     }
 
+    /// Root launched bwrap, or not ([`crate::plan::BwrapPlan::seal`]).
+    fn set_seal(plan: &mut Plan, seal: bool) {
+        plan.bwrap.as_mut().expect("a bubblewrap section").seal = seal;
+    }
+
     /// The bwrap argv for `plan`, as strings.
     fn plan_args(plan: &Plan) -> Vec<String> {
         args(plan, Path::new("/opt/zc/zeroclaw"))
@@ -265,16 +270,16 @@ mod tests {
             vec!["true".into()],
             None,
         );
-        plan.seal_in_bwrap = false;
+        set_seal(&mut plan, false);
         let added = |plan: &Plan| -> Vec<String> {
             caps_added(&plan_args(plan))
                 .into_iter()
                 .map(str::to_owned)
                 .collect()
         };
-        plan.user_limits = vec![("max_inotify_instances".into(), 32)];
+        plan.process.user_limits = vec![("max_inotify_instances".into(), 32)];
         assert_eq!(added(&plan), ["CAP_SYS_RESOURCE", "CAP_SETPCAP"]);
-        plan.user_limits.clear();
+        plan.process.user_limits.clear();
         assert!(added(&plan).is_empty());
     }
 
@@ -287,9 +292,9 @@ mod tests {
         let mut plan =
             crate::plan::build_on_host(Backend::Bubblewrap, &profile, vec!["true".into()], None);
         crate::plan::egress::apply(Backend::Bubblewrap, &profile, &mut plan).unwrap();
-        plan.user_limits.clear();
-        plan.seal_in_bwrap = false;
-        assert!(plan.transparent.is_some());
+        plan.process.user_limits.clear();
+        set_seal(&mut plan, false);
+        assert!(plan.egress.transparent.is_some());
         let v = plan_args(&plan);
         assert_eq!(
             caps_added(&v),
@@ -303,7 +308,7 @@ mod tests {
         assert!(!v.iter().any(|a| a == "/etc/resolv.conf"), "{v:?}");
         // Launched by another user: CAP_SYS_ADMIN too, for the stage's own network and mount
         // namespaces.
-        plan.inner_egress_namespaces = true;
+        plan.egress.inner_namespaces = true;
         let v = plan_args(&plan);
         assert_eq!(
             caps_added(&v),
@@ -329,11 +334,11 @@ mod tests {
             vec!["true".into()],
             None,
         );
-        plan.user_limits = Vec::new();
-        plan.seal_in_bwrap = false;
+        plan.process.user_limits = Vec::new();
+        set_seal(&mut plan, false);
         let unsealed = plan_args(&plan);
         assert!(!unsealed.iter().any(|a| a == "--cap-add"), "{unsealed:?}");
-        plan.seal_in_bwrap = true;
+        set_seal(&mut plan, true);
         let v = plan_args(&plan);
         assert_eq!(caps_added(&v), ["CAP_SYS_ADMIN", "CAP_SETPCAP"]);
         assert!(has_seq(&v, &["--dir", crate::wire::EMPTY_DIR]));

@@ -123,13 +123,13 @@ impl Launcher {
         let json = serde_json::to_vec(&plan).map_err(|e| SandboxError::Profile(e.to_string()))?;
         // A proxy call's listeners come back over its plan socket: always a cold helper.
         if self.planner.backend == Backend::Namespaces
-            && plan.egress.is_none()
+            && plan.egress.ports.is_none()
             && let Some(confined) = self.start_warm(profile, &plan, &json).await?
         {
             return Ok(confined);
         }
         let egress = bound.map(crate::egress::launch::Pending::Bound);
-        let channel = plan.egress.is_some() && egress.is_none();
+        let channel = plan.egress.ports.is_some() && egress.is_none();
         self.start_cold(profile, &json, channel, egress).await
     }
 

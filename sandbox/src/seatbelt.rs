@@ -35,8 +35,8 @@ pub fn profile(plan: &Plan) -> String {
     for p in &plan.denied {
         let _ = writeln!(s, "(deny file-read* file-write* (subpath {}))", quote(p));
     }
-    match plan.egress {
-        Some(ports) if plan.egress_on_host => {
+    match plan.egress.ports {
+        Some(ports) if plan.egress.on_host => {
             // Proxy mode: outbound TCP to the two listeners the launcher bound on the host's
             // loopback, nothing else (no other port, no UDP, no name service, no inbound).
             s.push_str("(deny network*)\n");
@@ -47,7 +47,7 @@ pub fn profile(plan: &Plan) -> String {
                 );
             }
         }
-        _ if plan.unshare_net => s.push_str("(deny network*)\n"),
+        _ if plan.egress.own_namespace => s.push_str("(deny network*)\n"),
         _ => s.push_str("(allow network*)\n"),
     }
     s

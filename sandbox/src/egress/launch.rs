@@ -44,14 +44,14 @@ impl Pending {
     }
 }
 
-/// For a proxy call without a network namespace (`plan.egress_on_host`): binds the HTTP and
+/// For a proxy call without a network namespace (`plan.egress.on_host`): binds the HTTP and
 /// SOCKS5 listeners on 127.0.0.1 at ephemeral ports and fills the plan in with them
 /// ([`crate::plan::egress::on_host`]); `None` for any other call. The proxy is reachable by
 /// the host's other processes too while the call runs (docs/policy.md says so).
 pub(crate) fn bind_on_host(
     plan: &mut crate::plan::Plan,
 ) -> Result<Option<EgressListeners>, SandboxError> {
-    if !plan.egress_on_host {
+    if !plan.egress.on_host {
         return Ok(None);
     }
     let bind = || {

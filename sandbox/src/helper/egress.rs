@@ -6,7 +6,7 @@
 //! ([`keep_for_inner`], [`pass_to_inner`]) and the inner stage sends from there
 //! ([`send_from_inner`]). A child forked by a single-threaded caller finds the socket on
 //! [`PLAN_FD`] too ([`channel_fd`]), the pid namespace's init that caller cloned included.
-//! With transparent egress (`plan.transparent`), [`send_listeners`] (or the inner stage)
+//! With transparent egress (`plan.egress.transparent`), [`send_listeners`] (or the inner stage)
 //! first makes every IPv4 address local to `lo`, and sends the DNS stub's socket and the
 //! per-port listeners with the proxy's two; bubblewrap's inner stage launched by another user
 //! does it in a network namespace of its own ([`own_namespaces`]).
@@ -21,13 +21,13 @@ use crate::wire::{EGRESS_FD, PLAN_FD};
 /// and lifeline: the plan socket on [`PLAN_FD`], when `plan` sends its listeners back (a
 /// proxy call with a network namespace; `None` otherwise).
 pub(crate) fn channel_fd(plan: &Plan) -> Option<RawFd> {
-    (plan.egress.is_some() && !plan.egress_on_host).then_some(PLAN_FD)
+    (plan.egress.ports.is_some() && !plan.egress.on_host).then_some(PLAN_FD)
 }
 
 /// Sends the listeners when the plan asks for them (the plan socket was kept open for this
 /// by `read_plan`); nothing otherwise.
 pub(crate) fn send_listeners(plan: &Plan) -> Result<(), SetupError> {
-    let Some(ports) = plan.egress else {
+    let Some(ports) = plan.egress.ports else {
         return Ok(());
     };
     if plan.warm {
@@ -40,7 +40,7 @@ pub(crate) fn send_listeners(plan: &Plan) -> Result<(), SetupError> {
     let channel = crate::sys::take_inherited(PLAN_FD);
     crate::sys::loopback_up()
         .map_err(|e| SetupError::os(Stage::Namespaces, "ioctl(SIOCSIFFLAGS, lo)", &e))?;
-    if plan.transparent.is_some() {
+    if plan.egress.transparent.is_some() {
         crate::sys::local_route_all().map_err(|e| {
             SetupError::os(
                 Stage::Namespaces,
@@ -49,14 +49,14 @@ pub(crate) fn send_listeners(plan: &Plan) -> Result<(), SetupError> {
             )
         })?;
     }
-    bind_and_send(channel.as_fd(), ports, plan.transparent.as_deref())
+    bind_and_send(channel.as_fd(), ports, plan.egress.transparent.as_deref())
 }
 
 /// Bubblewrap's helper, before its plan number takes the inner stage's plan: the plan
 /// socket of a proxy call, moved to a close-on-exec descriptor of its own (`None`: not a
 /// proxy call).
 pub(crate) fn keep_for_inner(plan: &Plan) -> Result<Option<OwnedFd>, SetupError> {
-    if plan.egress.is_none() {
+    if plan.egress.ports.is_none() {
         return Ok(None);
     }
     let socket = crate::sys::take_inherited(PLAN_FD);
@@ -75,10 +75,10 @@ pub(crate) fn pass_to_inner(socket: &OwnedFd) -> Result<(), SetupError> {
 
 /// Bubblewrap's inner stage, in bwrap's network namespace (bwrap brought `lo` up; the stage
 /// has no capability to do it): sends the listeners on [`EGRESS_FD`] and closes it. With
-/// `plan.inner_egress_namespaces` (launched by another user), first a network and a mount
+/// `plan.egress.inner_namespaces` (launched by another user), first a network and a mount
 /// namespace of the stage's own, `lo` brought up there ([`own_namespaces`]).
 pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
-    let Some(ports) = plan.egress else {
+    let Some(ports) = plan.egress.ports else {
         return Ok(());
     };
     let channel = crate::sys::adopt_inherited(EGRESS_FD).ok_or_else(|| {
@@ -87,7 +87,7 @@ pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
             format!("no egress proxy socket on fd {EGRESS_FD} in the inner stage"),
         )
     })?;
-    if plan.inner_egress_namespaces {
+    if plan.egress.inner_namespaces {
         own_namespaces()?;
     }
     let up = crate::sys::loopback_is_up()
@@ -99,7 +99,7 @@ pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
              unreachable",
         ));
     }
-    if plan.transparent.is_some() {
+    if plan.egress.transparent.is_some() {
         // With CAP_NET_ADMIN and CAP_NET_BIND_SERVICE bwrap kept for this stage (over bwrap's
         // namespace, or over the stage's own).
         crate::sys::local_route_all().map_err(|e| {
@@ -110,7 +110,7 @@ pub(crate) fn send_from_inner(plan: &Plan) -> Result<(), SetupError> {
             )
         })?;
     }
-    bind_and_send(channel.as_fd(), ports, plan.transparent.as_deref())
+    bind_and_send(channel.as_fd(), ports, plan.egress.transparent.as_deref())
 }
 
 /// Bubblewrap launched by another user: bwrap's network and mount namespaces belong to the

@@ -84,7 +84,7 @@ fn prepare(
                 .into(),
         );
     }
-    rlimits::apply(&plan.limits)?;
+    rlimits::apply(&plan.process.limits)?;
     report.rlimits = true;
     set_umask(plan);
     std::env::set_current_dir(&plan.cwd)
@@ -133,7 +133,9 @@ fn confine_and_exec_with(
 /// first, for what it writes on the command's behalf; every exec path sets it again (a warm
 /// init, bubblewrap's inner stage), whatever the launcher's own was.
 pub(super) fn set_umask(plan: &Plan) {
-    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(plan.umask & 0o777));
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
+        plan.process.umask & 0o777,
+    ));
 }
 
 /// What the helper ends with: a program to exec or a registered operation.

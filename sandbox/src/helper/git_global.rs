@@ -12,7 +12,7 @@ use crate::wire::Message;
 /// Writes the copy (best effort: a call whose HOME already holds something at that name, or
 /// cannot take a file, runs without it). Never through a symlink, never over a file.
 pub(crate) fn write(plan: &Plan) {
-    let Some(git) = &plan.git_global else {
+    let Some(git) = &plan.home.git_global else {
         return;
     };
     let file = std::fs::OpenOptions::new()
@@ -29,7 +29,7 @@ pub(crate) fn write(plan: &Plan) {
 /// Whether the command changed, replaced or removed the copy, as a report (`None`: not, or
 /// the plan has none).
 pub(crate) fn changed(plan: &Plan) -> Option<Message> {
-    let git = plan.git_global.as_ref()?;
+    let git = plan.home.git_global.as_ref()?;
     (read(&git.path).as_deref() != Some(git.text.as_bytes())).then_some(Message::GitConfigChanged)
 }
 
@@ -53,7 +53,7 @@ fn read(path: &std::path::Path) -> Option<Vec<u8>> {
 /// what the call left there), and the report.
 pub(crate) fn changed_or_remove(plan: &Plan) -> Option<Message> {
     let told = changed(plan);
-    if let (None, Some(git)) = (&told, &plan.git_global) {
+    if let (None, Some(git)) = (&told, &plan.home.git_global) {
         let _ = std::fs::remove_file(&git.path);
     }
     told

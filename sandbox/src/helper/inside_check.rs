@@ -230,7 +230,7 @@ fn shows_something(path: &Path) -> bool {
 /// route in a namespace with only `lo`, or Landlock's TCP rule). A connect in progress (the
 /// host's network) fails the check when its short wait ends.
 fn network(plan: &Plan, out: &mut InsideCheck) -> Result<(), SetupError> {
-    if !plan.unshare_net {
+    if !plan.egress.own_namespace {
         out.not_checked
             .push("network: the host's (network = allow)".into());
         return Ok(());
@@ -241,7 +241,7 @@ fn network(plan: &Plan, out: &mut InsideCheck) -> Result<(), SetupError> {
         Stage::Namespaces
     };
     // A port transparent egress does not listen on (its listeners would accept).
-    let taken = plan.transparent.as_deref().unwrap_or_default();
+    let taken = plan.egress.transparent.as_deref().unwrap_or_default();
     let port = [9, 1, 7, 13, 19]
         .into_iter()
         .find(|p| !taken.contains(p))
@@ -265,16 +265,18 @@ fn network(plan: &Plan, out: &mut InsideCheck) -> Result<(), SetupError> {
             // Transparent egress makes every IPv4 address local to `lo` (the proxy's listeners
             // take the allowed ports): a refusal there is our own stack's, when `lo` is the
             // namespace's only interface.
-            Some(libc::ECONNREFUSED) if plan.transparent.is_some() => match only_loopback() {
-                Ok(()) => {
-                    out.held.push(format!(
-                        "network: connect({addr}) refused on lo (transparent egress), lo the \
-                         only interface"
-                    ));
-                    Ok(())
+            Some(libc::ECONNREFUSED) if plan.egress.transparent.is_some() => {
+                match only_loopback() {
+                    Ok(()) => {
+                        out.held.push(format!(
+                            "network: connect({addr}) refused on lo (transparent egress), lo the \
+                             only interface"
+                        ));
+                        Ok(())
+                    }
+                    Err(why) => Err(failed(stage, why)),
                 }
-                Err(why) => Err(failed(stage, why)),
-            },
+            }
             _ => Err(failed(
                 stage,
                 format!("connect({addr}): {e} (the host's network is reachable)"),

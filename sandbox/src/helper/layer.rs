@@ -45,7 +45,7 @@ pub(crate) fn land(plan: &Plan, held: Option<crate::layer::Held>) {
         super::report::git_refusals(vec![format!(
             "workspace: the call wrote more than {} MiB ([sandbox.limits] written_mb): nothing \
              it wrote landed{}",
-            plan.limits.written_bytes >> 20,
+            plan.process.limits.written_bytes >> 20,
             match removed {
                 Ok(()) => String::new(),
                 Err(e) => format!(" (its layer could not be removed: {e})"),
@@ -92,13 +92,13 @@ static WATCHED: Mutex<Option<Bound>> = Mutex::new(None);
 /// it has a layer and a bound.
 pub(crate) fn watch_bound(plan: &Plan) {
     let Some((_, dir)) = plan.layer() else { return };
-    if plan.limits.written_bytes == 0 {
+    if plan.process.limits.written_bytes == 0 {
         return;
     }
     let pause = Duration::from_secs(1);
     *WATCHED.lock().unwrap_or_else(|e| e.into_inner()) = Some(Bound {
         upper: crate::layer::upper(dir),
-        bytes: plan.limits.written_bytes,
+        bytes: plan.process.limits.written_bytes,
         next: Instant::now() + pause,
         pause,
     });

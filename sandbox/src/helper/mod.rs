@@ -107,20 +107,20 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
         // Still holding CAP_SYS_ADMIN in bwrap's namespace (when root launched): mounts first.
         // Launched by another user the stage may hold it too, over its own mount namespace
         // only (transparent egress): the seal is root's (bwrap made its empty layer then).
-        let sealed = plan.seal_in_bwrap && mounts::seal_read_only_roots(&plan.mounts)?;
-        if plan.seal_in_bwrap {
+        let sealed = plan.seals_in_bwrap() && mounts::seal_read_only_roots(&plan.mounts)?;
+        if plan.seals_in_bwrap() {
             mounts::layer_in_bwrap(&plan.mounts)?;
         }
         // Over the seal (bwrap left them to this stage, `bubblewrap.rs`).
-        if plan.seal_in_bwrap || plan.inner_egress_namespaces {
+        if plan.seals_in_bwrap() || plan.egress.inner_namespaces {
             mounts::bind_files(&plan.mounts)?;
         }
         // In bubblewrap's user namespace, with the host's values from the outer helper.
-        ucounts::UserLimits::from_names(&plan.user_limits).apply()?;
+        ucounts::UserLimits::from_names(&plan.process.user_limits).apply()?;
         return backends::bubblewrap::inner(
             plan,
             Enforcement {
-                namespaces: namespaces::names(plan.unshare_net),
+                namespaces: namespaces::names(plan.egress.own_namespace),
                 private_tmp: true,
                 protected_paths: true,
                 notes: (!sealed)
@@ -143,13 +143,13 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     // RLIMIT_NPROC bounds every uid but 0. For root, the namespace backend lowers its pid
     // namespace's pid_max (one write); the others need a pids cgroup (a directory, two writes,
     // and on cgroup v2 an RCU-synchronized migration: see `cgroup`).
-    let pid_namespace_limit =
-        plan.backend == Backend::Namespaces && crate::host::pid_max::usable(plan.limits.processes);
+    let pid_namespace_limit = plan.backend == Backend::Namespaces
+        && crate::host::pid_max::usable(plan.process.limits.processes);
     let needs_cgroup = nix::unistd::geteuid().is_root()
         && !pid_namespace_limit
         && !matches!(plan.backend, Backend::None | Backend::Seatbelt);
     let cgroup = if needs_cgroup {
-        cgroup::enter(plan.limits.processes)?
+        cgroup::enter(plan.process.limits.processes)?
     } else {
         None
     };
@@ -157,7 +157,7 @@ fn run_plan(plan: &Plan, inner: bool) -> Result<i32, SetupError> {
     let memory_cgroup = if nix::unistd::geteuid().is_root()
         && !matches!(plan.backend, Backend::None | Backend::Seatbelt)
     {
-        match cgroup::enter_memory(plan.limits.memory_bytes) {
+        match cgroup::enter_memory(plan.process.limits.memory_bytes) {
             Ok(memory) => memory,
             Err(e) => {
                 // The pids cgroup is ours to remove too.
@@ -209,7 +209,7 @@ fn read_plan(inner: bool) -> Result<Plan, SetupError> {
         .map_err(|e| SetupError::os(Stage::Plan, "read(plan fd 3)", &e))?;
     let plan: Plan = serde_json::from_slice(&buf)
         .map_err(|e| SetupError::new(Stage::Plan, format!("parse plan: {e}")))?;
-    if plan.egress.is_some() && !plan.egress_on_host && !inner {
+    if plan.egress.ports.is_some() && !plan.egress.on_host && !inner {
         // The plan socket carries the proxy's listeners back (`egress::send_listeners`; the
         // inner stage's plan is a memfd, its socket on `EGRESS_FD`; host-loopback listeners
         // were bound by the launcher).

@@ -51,7 +51,7 @@ pub(crate) fn can_start_init(plan: &Plan) -> bool {
         // The layer is made, watched and landed by a helper.
         && plan.layer().is_none()
         && (!nix::unistd::geteuid().is_root()
-            || (crate::host::pid_max::usable(plan.limits.processes)
+            || (crate::host::pid_max::usable(plan.process.limits.processes)
                 && !crate::host::cgroup::memory_usable()))
 }
 
@@ -72,8 +72,8 @@ pub(crate) fn start_init(plan: &Plan, install: impl FnOnce()) -> Result<i32, Set
         .move_high()
         .map_err(|e| SetupError::os(Stage::Spawn, "fcntl(F_DUPFD)", &e))?;
     let ids = (nix::unistd::geteuid(), nix::unistd::getegid());
-    let user_limits = UserLimits::from_names(&plan.user_limits);
-    let flags = new_namespaces(plan.unshare_net);
+    let user_limits = UserLimits::from_names(&plan.process.user_limits);
+    let flags = new_namespaces(plan.egress.own_namespace);
     match crate::sys::fork_into(flags.bits()) {
         Err(e) => Err(namespaces_error(format!("clone({flags:?})"), e)),
         Ok(Some(pid)) => Ok(pid),
@@ -110,7 +110,7 @@ fn started_init(
     // In the call's network namespace already: a proxy call's listeners go back first.
     super::egress::send_listeners(plan)?;
     super::report::ROOT_PROCESS_LIMIT.store(
-        crate::host::pid_max::usable(plan.limits.processes),
+        crate::host::pid_max::usable(plan.process.limits.processes),
         std::sync::atomic::Ordering::Relaxed,
     );
     init_main(
@@ -161,8 +161,8 @@ pub(super) fn init_main(
         Parent::Caller => None,
     };
     let _ = nix::unistd::sethostname("zeroclaw");
-    if crate::host::pid_max::usable(plan.limits.processes) {
-        super::pidns::apply(plan.limits.processes)?;
+    if crate::host::pid_max::usable(plan.process.limits.processes) {
+        super::pidns::apply(plan.process.limits.processes)?;
     }
     // The mount namespace is the init's own: pivot_root would otherwise move the helper's
     // root too, and the helper must keep seeing the host /proc to kill the tree.
@@ -177,13 +177,13 @@ pub(super) fn init_main(
     let deferred = crate::git::stage::deferred(plan);
     let host = mounts::build_root(
         &deferred.as_ref().unwrap_or(plan).mounts,
-        plan.limits.file_size_bytes,
+        plan.process.limits.file_size_bytes,
         &unowned,
         &plan.proc_masks,
     )?;
     drop(unowned);
     let mut enforcement = Enforcement {
-        namespaces: names(plan.unshare_net),
+        namespaces: names(plan.egress.own_namespace),
         private_tmp: true,
         protected_paths: true,
         ..Enforcement::default()

@@ -70,8 +70,8 @@ pub(crate) fn apply(
     match backend {
         Backend::Namespaces | Backend::Bubblewrap => {
             transparent(profile, plan);
-            plan.unshare_net = true;
-            plan.egress = Some(PORTS);
+            plan.egress.own_namespace = true;
+            plan.egress.ports = Some(PORTS);
             set_env(plan, PORTS);
             Ok(())
         }
@@ -79,12 +79,12 @@ pub(crate) fn apply(
             landlock_has_tcp_rules(crate::sys::landlock_abi().unwrap_or(0))?;
             // The TCP rules, the seccomp switch, the ports and the environment follow once the
             // launcher bound the listeners ([`on_host`]).
-            plan.egress_on_host = true;
+            plan.egress.on_host = true;
             plan.landlock.deny_network = true;
             Ok(())
         }
         Backend::Seatbelt => {
-            plan.egress_on_host = true;
+            plan.egress.on_host = true;
             Ok(())
         }
         Backend::None => Err(SandboxError::Profile(format!(
@@ -102,7 +102,7 @@ pub const RESOLV_CONF: &str = "nameserver 127.0.0.1\noptions attempts:1\n";
 
 /// Plans transparent egress for a proxy call with a network namespace: the ports, the files.
 fn transparent(profile: &Profile, plan: &mut Plan) {
-    plan.transparent = Some(profile.egress_ports.clone());
+    plan.egress.transparent = Some(profile.egress_ports.clone());
     for (path, contents) in [("/etc/hosts", HOSTS), ("/etc/resolv.conf", RESOLV_CONF)] {
         plan.mounts.push(crate::plan::MountOp::File {
             path: path.into(),
@@ -124,12 +124,12 @@ fn landlock_has_tcp_rules(abi: u32) -> Result<(), SandboxError> {
     )))
 }
 
-/// Fills in a host-loopback proxy call (`plan.egress_on_host`) once its listeners are bound
+/// Fills in a host-loopback proxy call (`plan.egress.on_host`) once its listeners are bound
 /// at `ports`: the environment, and the only TCP destinations of the Landlock-only rung's
-/// ruleset and supervisor (the Seatbelt profile reads `plan.egress`).
+/// ruleset and supervisor (the Seatbelt profile reads `plan.egress.ports`).
 pub(crate) fn on_host(plan: &mut Plan, ports: ProxyPorts) {
-    debug_assert!(plan.egress_on_host);
-    plan.egress = Some(ports);
+    debug_assert!(plan.egress.on_host);
+    plan.egress.ports = Some(ports);
     if plan.backend == Backend::Landlock {
         plan.landlock.connect_tcp = vec![ports.http, ports.socks];
         plan.seccomp.proxy_only = Some(ports);
@@ -139,7 +139,7 @@ pub(crate) fn on_host(plan: &mut Plan, ports: ProxyPorts) {
 
 /// Whether `plan` is a proxy call (its listeners go to the async launcher).
 pub(crate) fn proxied(plan: &Plan) -> bool {
-    plan.egress.is_some() || plan.egress_on_host
+    plan.egress.ports.is_some() || plan.egress.on_host
 }
 
 fn set_env(plan: &mut Plan, ports: ProxyPorts) {
@@ -180,13 +180,16 @@ mod tests {
         for backend in [Backend::Namespaces, Backend::Bubblewrap] {
             let mut plan = crate::plan::build_on_host(backend, &profile, vec!["true".into()], None);
             apply(backend, &profile, &mut plan).unwrap();
-            assert!(plan.unshare_net && !plan.egress_on_host, "{backend:?}");
-            assert_eq!(plan.egress, Some(PORTS), "{backend:?}");
+            assert!(
+                plan.egress.own_namespace && !plan.egress.on_host,
+                "{backend:?}"
+            );
+            assert_eq!(plan.egress.ports, Some(PORTS), "{backend:?}");
             let files = plan
                 .mounts
                 .iter()
                 .filter(|op| matches!(op, MountOp::File { .. }));
-            assert!(plan.transparent.is_some(), "{backend:?}");
+            assert!(plan.egress.transparent.is_some(), "{backend:?}");
             assert_eq!(files.count(), 2, "{backend:?}");
             assert!(
                 plan.env
@@ -213,14 +216,14 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(plan.egress_on_host && plan.landlock.deny_network);
-        assert!(plan.egress.is_none() && plan.landlock.connect_tcp.is_empty());
+        assert!(plan.egress.on_host && plan.landlock.deny_network);
+        assert!(plan.egress.ports.is_none() && plan.landlock.connect_tcp.is_empty());
         let ports = ProxyPorts {
             http: 40001,
             socks: 40002,
         };
         on_host(&mut plan, ports);
-        assert_eq!(plan.egress, Some(ports));
+        assert_eq!(plan.egress.ports, Some(ports));
         assert_eq!(plan.landlock.connect_tcp, vec![40001, 40002]);
         assert_eq!(plan.seccomp.proxy_only, Some(ports));
         assert!(!plan.seccomp.deny_inet);
@@ -253,7 +256,7 @@ mod tests {
         let mut plan =
             crate::plan::build_on_host(Backend::Seatbelt, &profile, vec!["true".into()], None);
         apply(Backend::Seatbelt, &profile, &mut plan).unwrap();
-        assert!(plan.egress_on_host && proxied(&plan));
+        assert!(plan.egress.on_host && proxied(&plan));
         let mut plan =
             crate::plan::build_on_host(Backend::None, &profile, vec!["true".into()], None);
         match apply(Backend::None, &profile, &mut plan) {

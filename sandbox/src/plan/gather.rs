@@ -250,10 +250,10 @@ impl HostFacts {
 
 /// Whether the child's `/proc/sys/net` is the host's, whose root-only files must be hidden
 /// (a scan of a thousand entries): a new network namespace has its own. `deny` and `proxy`
-/// on a namespaced backend run in a new one ([`super::Plan::unshare_net`]), which bwrap could
-/// not even mask the host's entries in (it lacks some); `allow`, and every mode on a backend
-/// without namespaces (the Landlock-only rung: its `deny` refuses sockets, not the host's
-/// `/proc/sys/net`), share the host's.
+/// on a namespaced backend run in a new one ([`super::EgressPlan::own_namespace`]), which
+/// bwrap could not even mask the host's entries in (it lacks some); `allow`, and every mode
+/// on a backend without namespaces (the Landlock-only rung: its `deny` refuses sockets, not
+/// the host's `/proc/sys/net`), share the host's.
 pub(super) fn sees_host_net(backend: Backend, network: Network) -> bool {
     let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
     network == Network::Allow || !namespaced

@@ -117,7 +117,7 @@ mod tests {
             assert!(plan.mounts.contains(&bind_dir(".cargo/registry")));
             let escaped = plan.mounts.iter().any(|op| op.path().ends_with("escape"));
             assert!(!escaped, "{:?}", plan.mounts);
-            assert!(plan.home_links.is_empty());
+            assert!(plan.home.links.is_empty());
             assert!(!plan.landlock.write.contains(&PathBuf::from(CACHE)));
         }
     }
@@ -148,7 +148,7 @@ mod tests {
     #[test]
     fn the_landlock_rung_links_the_places_and_grants_only_the_directories() {
         let plan = plan(Backend::Landlock, &profile(), &host());
-        let places: Vec<_> = plan.home_links.iter().map(|l| l.at.clone()).collect();
+        let places: Vec<_> = plan.home.links.iter().map(|l| l.at.clone()).collect();
         assert_eq!(places, [PathBuf::from(".cache"), ".cargo/registry".into()]);
         assert!(plan.landlock.write.contains(&PathBuf::from(CACHE)));
         assert!(

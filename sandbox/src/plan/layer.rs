@@ -43,7 +43,7 @@ pub fn apply(
     };
     let namespaced = backend == Backend::Namespaces
         || (backend == Backend::Bubblewrap
-            && (plan.seal_in_bwrap || layering == Layering::Outside));
+            && (plan.seals_in_bwrap() || layering == Layering::Outside));
     if !namespaced || profile.workspace_read_only {
         return Ok(());
     }
@@ -110,7 +110,11 @@ mod tests {
     /// `profile`'s plan on `backend`, before the layer is applied.
     fn built(backend: Backend, profile: &Profile) -> Plan {
         let facts = crate::plan::HostFacts::gather(backend, profile, crate::git::READER);
-        crate::plan::build(backend, profile, &facts, vec!["true".into()], None)
+        let mut plan = crate::plan::build(backend, profile, &facts, vec!["true".into()], None);
+        // The planner's bubblewrap section, with a stand-in executable.
+        let bwrap = (backend == Backend::Bubblewrap).then(|| PathBuf::from("/usr/bin/bwrap"));
+        plan.bwrap = crate::plan::bubblewrap(backend, &facts, bwrap, false);
+        plan
     }
 
     fn planned(backend: Backend, profile: &Profile) -> Plan {
@@ -140,11 +144,11 @@ mod tests {
         let bwrap = planned(Backend::Bubblewrap, &profile);
         assert_eq!(
             bwrap.layer().is_some(),
-            bwrap.seal_in_bwrap,
+            bwrap.seals_in_bwrap(),
             "bubblewrap: root launched, unless the layer can be mounted around it"
         );
         let mut around = built(Backend::Bubblewrap, &profile);
-        around.seal_in_bwrap = false;
+        around.bwrap.as_mut().expect("a bubblewrap section").seal = false;
         apply(
             Backend::Bubblewrap,
             &profile,

@@ -2,8 +2,10 @@
 //! (mount operations, Landlock paths, seccomp switches, environment), sent as JSON. Built
 //! purely ([`build`]) from the [`HostFacts`] gathered beforehand ([`HostFacts::gather`], in
 //! `gather.rs`, the one module here that reads the host). A call's plan is made by the
-//! daemon side's [`planner`] (the checks every backend makes, `build`, the git section the
-//! daemon hands in, and [`egress`], the plan's part of `network = proxy`).
+//! daemon side's [`planner`] (the checks every backend makes, `build`, the [`bubblewrap`]
+//! section, the git section the daemon hands in, and [`egress`], the plan's part of
+//! `network = proxy`). Its concerns are typed sections (`sections.rs`): the network and
+//! egress, the process's limits, bubblewrap, the private HOME.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -22,6 +24,7 @@ pub mod layer;
 mod mounts;
 pub(crate) mod planner;
 mod roots;
+mod sections;
 pub mod shape;
 #[cfg(test)]
 mod tests;
@@ -41,13 +44,14 @@ use mounts::depth;
 pub use mounts::{guarded_denied, mounts, placeholders, scrub_list};
 use mounts::{mounts_with, placeholders_with};
 use roots::unowned_roots;
-pub use types::GIT_GLOBAL_NAME;
-pub use types::{
-    GitGlobal, LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, ProxyPorts, SeccompPlan,
+pub use sections::{
+    BwrapPlan, EgressPlan, GIT_GLOBAL_NAME, GitGlobal, HomePlan, ProcessPlan, ProxyPorts,
 };
+pub use types::{LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan};
 
 /// Gathers the host's facts for `backend` and `profile` (no git config targets: the plan
-/// cannot read them itself), then builds (tests of the callers).
+/// cannot read them itself), then builds (tests of the callers); a bubblewrap plan gets the
+/// section the planner adds ([`bubblewrap`]), with a stand-in executable.
 #[cfg(test)]
 pub(crate) fn build_on_host(
     backend: Backend,
@@ -55,13 +59,28 @@ pub(crate) fn build_on_host(
     argv: Vec<OsString>,
     scratch: Option<PathBuf>,
 ) -> Plan {
-    build(
-        backend,
-        profile,
-        &HostFacts::gather(backend, profile, NO_GIT),
-        argv,
-        scratch,
-    )
+    let facts = HostFacts::gather(backend, profile, NO_GIT);
+    let mut plan = build(backend, profile, &facts, argv, scratch);
+    let bwrap = (backend == Backend::Bubblewrap).then(|| PathBuf::from("/usr/bin/bwrap"));
+    plan.bwrap = bubblewrap(backend, &facts, bwrap, false);
+    plan
+}
+
+/// The bubblewrap section of a plan for `backend` on a host described by `facts`, with the
+/// bwrap executable `path` (none without one) and whether it refuses `--cap-add`: started by
+/// root, bwrap keeps the inner stage what sealing the read-only roots takes. Added by the
+/// planner, which knows the executable.
+pub fn bubblewrap(
+    backend: Backend,
+    facts: &HostFacts,
+    path: Option<PathBuf>,
+    refuses_cap_add: bool,
+) -> Option<BwrapPlan> {
+    path.map(|path| BwrapPlan {
+        path,
+        refuses_cap_add,
+        seal: backend == Backend::Bubblewrap && facts.root,
+    })
 }
 
 /// Resolves `profile` for `backend` on a host described by `facts` (gathered for the same
@@ -154,36 +173,40 @@ pub fn build(
                 ..rules
             }
         },
-        home_links: if backend == Backend::Landlock {
-            home_binds::links(profile)
-        } else {
-            Vec::new()
-        },
         seccomp: SeccompPlan {
             deny_inet: profile.network == Network::Deny,
             deny_attr_changes: !namespaced,
             proxy_only: None,
         },
-        limits: profile.limits.clone(),
-        umask: profile.umask,
         allow_partial: false,
-        unshare_net: profile.network != Network::Allow,
-        egress: None,
-        egress_on_host: false,
-        transparent: None,
-        scratch,
+        egress: EgressPlan {
+            own_namespace: profile.network != Network::Allow,
+            ports: None,
+            on_host: false,
+            transparent: None,
+            inner_namespaces: false,
+        },
+        process: ProcessPlan {
+            limits: profile.limits.clone(),
+            umask: profile.umask,
+            user_limits: if namespaced {
+                facts.user_limits.clone()
+            } else {
+                Vec::new()
+            },
+        },
+        home: HomePlan {
+            scratch,
+            links: if backend == Backend::Landlock {
+                home_binds::links(profile)
+            } else {
+                Vec::new()
+            },
+            git_global,
+        },
         bwrap: None,
         shape: None,
-        bwrap_refuses_cap_add: false,
-        seal_in_bwrap: backend == Backend::Bubblewrap && facts.root,
-        inner_egress_namespaces: false,
         launcher_pid: facts.launcher_pid,
         warm: false,
-        user_limits: if namespaced {
-            facts.user_limits.clone()
-        } else {
-            Vec::new()
-        },
-        git_global,
     }
 }

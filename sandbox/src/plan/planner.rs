@@ -38,12 +38,16 @@ impl Planner {
         let mut plan = crate::plan::build(self.backend, profile, &facts, argv, scratch);
         plan.op = op;
         plan.allow_partial = self.allow_partial;
-        plan.bwrap = self.bwrap.clone();
-        plan.bwrap_refuses_cap_add = self.bwrap_refuses_cap_add;
+        plan.bwrap = crate::plan::bubblewrap(
+            self.backend,
+            &facts,
+            self.bwrap.clone(),
+            self.bwrap_refuses_cap_add,
+        );
         // Bubblewrap launched by another user: the helper mounts the layer around bwrap when
         // bwrap is not setuid and the workspace has no `.git` (`plan::layer::Layering`).
         let layering =
-            if plan.bwrap.is_some() && !self.bwrap_refuses_cap_add && !facts.workspace_git {
+            if plan.bwrap.as_ref().is_some_and(|b| !b.refuses_cap_add) && !facts.workspace_git {
                 crate::plan::layer::Layering::Outside
             } else {
                 crate::plan::layer::Layering::Inside

@@ -22,13 +22,14 @@ pub fn normalized(plan: &Plan) -> Plan {
     k.launcher_pid = 0;
     k.warm = false;
     k.shape = None;
-    k.git_global = None;
-    k.limits = crate::profile::Limits {
-        processes: plan.limits.processes,
-        file_size_bytes: plan.limits.file_size_bytes,
-        memory_bytes: plan.limits.memory_bytes,
+    k.home.git_global = None;
+    let limits = &plan.process.limits;
+    k.process.limits = crate::profile::Limits {
+        processes: limits.processes,
+        file_size_bytes: limits.file_size_bytes,
+        memory_bytes: limits.memory_bytes,
         // Watched by the helper, which a warm call keeps.
-        written_bytes: plan.limits.written_bytes,
+        written_bytes: limits.written_bytes,
         ..Default::default()
     };
     let gits: Vec<std::path::PathBuf> = plan

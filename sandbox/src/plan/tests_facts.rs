@@ -252,7 +252,13 @@ fn root_only_etc_files_follow_the_facts() {
     let bwrap = plan(Backend::Bubblewrap, &profile(), &facts);
     assert!(bwrap.mounts.contains(&shadow));
     assert!(bwrap.unowned.is_empty());
-    assert!(bwrap.seal_in_bwrap);
+    let section = super::bubblewrap(
+        Backend::Bubblewrap,
+        &facts,
+        Some("/usr/bin/bwrap".into()),
+        false,
+    );
+    assert!(section.is_some_and(|b| b.seal));
     assert_eq!(bwrap.proc_masks, [PathBuf::from("/proc/kcore")]);
     let ns = plan(Backend::Namespaces, &profile(), &facts);
     assert_eq!(ns.unowned, [PathBuf::from("/etc")]);
@@ -314,7 +320,7 @@ fn the_users_git_config_is_a_validated_copy_in_the_private_home() {
     facts.git_global = "[user]\n\tname = \"Ada\"\n".into();
     for backend in [Backend::Namespaces, Backend::Bubblewrap, Backend::Landlock] {
         let plan = plan(backend, &profile(), &facts);
-        let git = plan.git_global.as_ref().expect("a copy");
+        let git = plan.home.git_global.as_ref().expect("a copy");
         assert_eq!(git.text, "[user]\n\tname = \"Ada\"\n", "{backend:?}");
         let home = if backend == Backend::Landlock {
             "/s/home"
@@ -329,7 +335,7 @@ fn the_users_git_config_is_a_validated_copy_in_the_private_home() {
         );
     }
     let unconfined = plan(Backend::None, &profile(), &facts);
-    assert!(unconfined.git_global.is_none());
+    assert!(unconfined.home.git_global.is_none());
     assert!(env_var(&unconfined, "GIT_CONFIG_GLOBAL").is_none());
     // A HOME inside a root is the host's: nothing is written there.
     let mut at_home = profile();
@@ -339,7 +345,7 @@ fn the_users_git_config_is_a_validated_copy_in_the_private_home() {
         &at_home,
         &facts.clone().with_dir("/zc-fabricated"),
     );
-    assert!(host_home.git_global.is_none());
+    assert!(host_home.home.git_global.is_none());
     let own = profile().set_env("GIT_CONFIG_GLOBAL", "/mine");
     let plan = plan(Backend::Namespaces, &own, &facts);
     assert_eq!(env_var(&plan, "GIT_CONFIG_GLOBAL"), Some("/mine"));

@@ -5,16 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::sections::{BwrapPlan, EgressPlan, HomePlan, ProcessPlan, ProxyPorts};
 use crate::backend::Backend;
-use crate::profile::Limits;
-
-/// The loopback ports of the egress proxy's two listeners inside the child's namespace
-/// (`network = proxy`), or on the host's loopback on a rung without one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProxyPorts {
-    pub http: u16,
-    pub socks: u16,
-}
 
 /// One step of building the new root (namespace and bubblewrap backends), in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,20 +175,6 @@ pub struct SeccompPlan {
     pub proxy_only: Option<ProxyPorts>,
 }
 
-/// The file name of [`GitGlobal`] in the child's private HOME (`GIT_CONFIG_GLOBAL`). Not
-/// `.gitconfig`: a `full` session's HOME shows the user's real `~/.gitconfig` read-only there.
-pub const GIT_GLOBAL_NAME: &str = ".zeroclaw-gitconfig";
-
-/// The user's global git configuration as the child sees it (see [`crate::git::global`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GitGlobal {
-    /// Where the helper writes it, in the call's private HOME (the child's
-    /// `GIT_CONFIG_GLOBAL`).
-    pub path: PathBuf,
-    /// The validated copy.
-    pub text: String,
-}
-
 /// Everything the helper needs, resolved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
@@ -234,75 +212,27 @@ pub struct Plan {
     pub landlock: LandlockPlan,
     /// Seccomp switches.
     pub seccomp: SeccompPlan,
-    /// Resource limits.
-    pub limits: Limits,
-    /// The umask of the helper and the command (the profile's).
-    #[serde(default = "crate::profile::default_umask")]
-    pub umask: u32,
     /// Accept a partially enforced Landlock ruleset.
     pub allow_partial: bool,
-    /// New network namespace.
-    pub unshare_net: bool,
-    /// The egress proxy's listener ports, bound by the helper in the new network namespace
-    /// and sent back to the launcher (`network = proxy`; see [`crate::plan::egress`]).
-    #[serde(default)]
-    pub egress: Option<ProxyPorts>,
-    /// `network = proxy` without a network namespace (Landlock-only and Seatbelt rungs): the
-    /// launcher binds the listeners itself on the host's loopback, at ephemeral ports, before
-    /// the helper starts, and fills in `egress`, the environment and the rules with them
-    /// ([`crate::egress::launch::bind_on_host`]); the helper sends nothing back.
-    #[serde(default)]
-    pub egress_on_host: bool,
-    /// Transparent egress (`network = proxy` on the namespace backend): the destination ports
-    /// the helper listens on in the call's network namespace, beside the DNS stub's socket,
-    /// once it made every IPv4 address local to `lo` (see [`crate::egress::handover`]).
-    #[serde(default)]
-    pub transparent: Option<Vec<u16>>,
-    /// Private HOME/TMPDIR directory the helper creates and removes (Landlock-only backend).
-    pub scratch: Option<PathBuf>,
-    /// The profile's persistent HOME directories the helper links into the scratch HOME
-    /// (Landlock-only backend; the namespace rungs bind them among `mounts`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub home_links: Vec<crate::profile::HomeBind>,
-    /// bubblewrap executable (bubblewrap backend).
-    pub bwrap: Option<PathBuf>,
+    /// The child's network and the egress proxy.
+    pub egress: EgressPlan,
+    /// Resource limits, umask and per-user counts.
+    pub process: ProcessPlan,
+    /// The private HOME's scratch directory, links and git configuration.
+    pub home: HomePlan,
+    /// bubblewrap's executable and switches (bubblewrap backend).
+    pub bwrap: Option<BwrapPlan>,
     /// The plan's shape ([`super::shape::digest`]), recorded by the planner once the plan is
     /// whole: the launcher gives a call the warm helper prepared for the same shape. (The
     /// init of that helper compares the shapes themselves, not this field.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<[u8; 32]>,
-    /// That bwrap is setuid root and we are not root: it refuses `--cap-add`, so the inner
-    /// stage can set no per-user counts and make no namespaces of its own (read by the
-    /// planner, once per sandbox: `crate::host::bwrap_refuses_cap_add`).
-    #[serde(default)]
-    pub bwrap_refuses_cap_add: bool,
-    /// bubblewrap started by root: bwrap keeps the inner stage the capabilities to cover the
-    /// read-only roots with overlays (see `helper::mounts::SocketSeal`).
-    #[serde(default)]
-    pub seal_in_bwrap: bool,
-    /// Transparent egress on bubblewrap launched by another user (set by the helper, see
-    /// `helper::backends::bubblewrap`): bwrap's own network and mount namespaces belong to a
-    /// user namespace above its inner stage's, so the stage makes a network and a mount
-    /// namespace of its own, with the capabilities bwrap kept it, before it routes, binds the
-    /// listeners and covers the two files (`helper::egress::send_from_inner`).
-    #[serde(default)]
-    pub inner_egress_namespaces: bool,
     /// pid of the launcher, so the helper notices if it died before `PR_SET_PDEATHSIG`.
     pub launcher_pid: u32,
     /// A warm helper (see [`crate::warm`]): the init waits on [`crate::wire::GO_FD`] for the
     /// call's plan and stdio once the root is built.
     #[serde(default)]
     pub warm: bool,
-    /// Per-user count maxima (`/proc/sys/user/max_*`, by file name) for the child's user
-    /// namespace, from the host's values, read once per process (the namespace backends; see
-    /// `helper/ucounts.rs`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub user_limits: Vec<(String, u64)>,
-    /// The user's global git configuration, written by the helper into the private HOME just
-    /// before the command starts and compared once it ended (the backends with a private
-    /// HOME: namespaces, bubblewrap, Landlock with its scratch directory).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git_global: Option<GitGlobal>,
 }
 
 impl Plan {
@@ -313,5 +243,11 @@ impl Plan {
             MountOp::Layer { path, dir } => Some((path.as_path(), dir.as_path())),
             _ => None,
         })
+    }
+
+    /// Bubblewrap started by root: the inner stage seals the read-only roots
+    /// ([`BwrapPlan::seal`]).
+    pub fn seals_in_bwrap(&self) -> bool {
+        self.bwrap.as_ref().is_some_and(|b| b.seal)
     }
 }

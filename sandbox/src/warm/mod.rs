@@ -275,7 +275,7 @@ mod tests {
         let (a, b) = (plan(ws.path(), "true"), plan(ws.path(), "false"));
         assert_eq!(key(&a), key(&b));
         let mut c = a.clone();
-        c.unshare_net = !c.unshare_net;
+        c.egress.own_namespace = !c.egress.own_namespace;
         assert_ne!(key(&a), key(&c));
         let other = tempfile::tempdir().unwrap();
         assert_ne!(key(&a), key(&plan(other.path(), "true")));

@@ -24,9 +24,9 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     // A setuid-root bwrap refuses --cap-add to other users: their inner stage then leaves
     // the per-user counts as they are (doctor says so).
     let mut inner = plan.clone();
-    let setuid = plan.bwrap_refuses_cap_add;
+    let setuid = bwrap.refuses_cap_add;
     if setuid {
-        inner.user_limits.clear();
+        inner.process.user_limits.clear();
     }
     // Transparent egress needs the inner stage to hold CAP_NET_ADMIN over its network
     // namespace and CAP_SYS_ADMIN over its mounts. Root launched, bwrap keeps it those over
@@ -34,14 +34,14 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     // namespace nested below the one owning them: bwrap keeps it the capabilities in that
     // nested namespace, where the stage makes a network and a mount namespace of its own. A
     // setuid-root bwrap keeps other users nothing: the proxy variables only there.
-    if inner.transparent.is_some() && !inner.seal_in_bwrap {
+    if inner.egress.transparent.is_some() && !inner.seals_in_bwrap() {
         if setuid {
-            inner.transparent = None;
+            inner.egress.transparent = None;
             inner
                 .mounts
                 .retain(|op| !matches!(op, MountOp::File { .. }));
         } else {
-            inner.inner_egress_namespaces = true;
+            inner.egress.inner_namespaces = true;
         }
     }
     let json = serde_json::to_vec(&inner)
@@ -55,8 +55,9 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     let mut guards = mounts::guard_denied(&plan.placeholders)?;
     let layer = super::super::layer::make(plan)?;
     // Git hook: a new repository's private stage (see `crate::git::stage`).
-    let result = crate::git::stage::prepare(plan)
-        .and_then(|()| run_bwrap_guarded(&inner, &bwrap, &helper, (memfd, egress), &mut guards));
+    let result = crate::git::stage::prepare(plan).and_then(|()| {
+        run_bwrap_guarded(&inner, &bwrap.path, &helper, (memfd, egress), &mut guards)
+    });
     let (refused, empty) = crate::git::stage::finish_leaving(plan, |git| guards.alone(git));
     super::super::report::git_refusals(refused);
     // bwrap has exited, and every process of its namespaces with it (`run_bwrap_guarded`).
@@ -140,7 +141,7 @@ fn run_bwrap_guarded(
             )));
         }
         // Launched by another user: the workspace's layer, mounted around bwrap.
-        if !plan.seal_in_bwrap
+        if !plan.seals_in_bwrap()
             && let Some((path, dir)) = plan.layer()
             && let Err(e) = super::super::idmap::enter_user_and_mount()
                 .and_then(|()| mounts::layer_outside(path, dir))

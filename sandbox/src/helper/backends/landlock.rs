@@ -13,17 +13,18 @@ use crate::wire::Enforcement;
 /// Landlock-only backend: subreaper, scratch dirs, the confined command as a child.
 pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     let scratch_dir = plan
+        .home
         .scratch
         .clone()
         .ok_or_else(|| SetupError::new(Stage::Scratch, "no scratch directory in the plan"))?;
-    scratch::create(&scratch_dir, &plan.home_links)?;
+    scratch::create(&scratch_dir, &plan.home.links)?;
     super::super::git_global::write(plan);
     let result = supervise(plan);
     // Before the scratch HOME is looked at: the copy itself is not the call's.
     let git_changed = super::super::git_global::changed_or_remove(plan);
     let home = scratch_dir.join("home");
     let dirs = [
-        ("$HOME", scratch::home_written(&home, &plan.home_links)),
+        ("$HOME", scratch::home_written(&home, &plan.home.links)),
         (
             "$TMPDIR",
             super::super::discarded::holds_any(&scratch_dir.join("tmp")),

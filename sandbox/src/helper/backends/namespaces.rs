@@ -57,8 +57,8 @@ fn run_guarded(
 ) -> Result<i32, SetupError> {
     // The holder is reaped here: this helper's reaper waits for any child.
     let (unowned, _) = super::super::mounts::Unowned::prepare(&plan.unowned);
-    let user_limits = super::super::ucounts::UserLimits::from_names(&plan.user_limits);
-    namespaces::enter(plan.unshare_net)?;
+    let user_limits = super::super::ucounts::UserLimits::from_names(&plan.process.user_limits);
+    namespaces::enter(plan.egress.own_namespace)?;
     super::super::egress::send_listeners(plan)?;
     reaper::become_subreaper()?;
     let (tree_gone_r, tree_gone) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)

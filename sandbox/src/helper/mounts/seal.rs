@@ -157,7 +157,7 @@ pub fn seal_read_only_roots(ops: &[MountOp]) -> Result<bool, SetupError> {
 }
 
 /// The bubblewrap backend's inner stage started by root (bwrap left it `CAP_SYS_ADMIN` over
-/// its mount namespace, `seal_in_bwrap`): the workspace's [`MountOp::Layer`] — which bwrap
+/// its mount namespace, `BwrapPlan::seal`): the workspace's [`MountOp::Layer`] — which bwrap
 /// bound as a plain bind, with the layer's directory at [`crate::wire::LAYER_DIR`] — becomes
 /// the writable overlay the namespace backend mounts, its submounts (protected paths, masks)
 /// attached again on top and its [`MountOp::Pin`]s bound; the layer's directory is then detached. In bwrap's user namespace,
