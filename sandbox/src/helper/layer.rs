@@ -33,12 +33,13 @@ pub(crate) fn make(plan: &Plan) -> Result<Option<crate::layer::Held>, SetupError
     })
 }
 
-/// Lands the layer once the call's tree is gone, and reports the refusals and the changes.
-/// A landing that fails leaves the layer, journaled or not, to the next [`make`]. A layer
-/// over the call's write bound (`over`) is discarded whole instead.
-pub(crate) fn land(plan: &Plan, held: Option<crate::layer::Held>) {
+/// Lands the layer once the call's tree is gone, and reports the refusals and the changes;
+/// gives back the layer, inert, for [`release`] once the call's end is told. A landing cut
+/// short leaves its journaled layer to the next [`make`]. A layer over the call's write
+/// bound (`over`) is discarded whole instead.
+pub(crate) fn land(plan: &Plan, held: Option<crate::layer::Held>) -> Option<crate::layer::Held> {
     let (Some((workspace, _)), Some(held)) = (plan.layer(), held) else {
-        return;
+        return None;
     };
     if OVER.load(Ordering::Relaxed) {
         let removed = crate::layer::discard(&held.dir);
@@ -51,8 +52,7 @@ pub(crate) fn land(plan: &Plan, held: Option<crate::layer::Held>) {
                 Err(e) => format!(" (its layer could not be removed: {e})"),
             }
         )]);
-        crate::layer::release(held);
-        return;
+        return Some(held);
     }
     match crate::layer::land(&held.dir, workspace) {
         Ok(landing) => {
@@ -70,7 +70,15 @@ pub(crate) fn land(plan: &Plan, held: Option<crate::layer::Held>) {
             workspace.display()
         )]),
     }
-    crate::layer::release(held);
+    Some(held)
+}
+
+/// Removes a landed layer and lets its lock go ([`crate::layer::release`]): after the call's
+/// end is told, off the caller's path.
+pub(crate) fn release(landed: Option<crate::layer::Held>) {
+    if let Some(held) = landed {
+        crate::layer::release(held);
+    }
 }
 
 /// Whether this helper's call passed its write bound (set by [`check_bound`]).

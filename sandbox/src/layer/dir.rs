@@ -93,11 +93,23 @@ pub fn create(dir: &Path, workspace: &Path) -> std::io::Result<Held> {
     }
 }
 
-/// Lets go of a layer directory whose call is over (landed or discarded: the directory is
-/// gone), and removes the layers directory once nothing is left in it, so a user's
-/// `/var/tmp` fallback is not left behind.
+/// Lets go of a layer directory whose call is over: removes it once landed or discarded
+/// (inert: no journal; one with a journal, a landing cut short, stays for
+/// [`super::recover`] to finish), then lets its lock go, and removes the layers directory
+/// once nothing is left in it, so a user's `/var/tmp` fallback is not left behind. The
+/// helper releases after it told the call's end: on a file system mounted `discard` the
+/// removal costs more than a millisecond, and nothing of it is the call's.
 pub fn release(held: Held) {
     let layers = held.dir.parent().map(Path::to_path_buf);
+    if held
+        .dir
+        .join(super::land::JOURNAL)
+        .symlink_metadata()
+        .is_err()
+        && let Err(e) = super::tree::remove(&held.dir)
+    {
+        tracing::warn!("layer {}: not removed: {e}", held.dir.display());
+    }
     drop(held);
     if let Some(layers) = layers {
         let _ = std::fs::remove_dir(layers);

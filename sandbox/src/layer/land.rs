@@ -29,8 +29,10 @@ pub struct Landing {
     pub refused: Vec<String>,
 }
 
-/// Validates the upper layer of the layer directory `dir` and lands it in `workspace`, then
-/// removes `dir`. A layer with a journal (a landing cut short) is not validated again: its
+/// Validates the upper layer of the layer directory `dir` and lands it in `workspace`,
+/// leaving `dir` inert (no journal: whatever is left in it never lands) for its owner to
+/// remove once the call's end is told ([`super::dir::release`]), or for [`recover`]. A layer
+/// with a journal (a landing cut short) is not validated again: its
 /// landing is finished, and its `changed` lists what this run of it did only. If validation
 /// fails (an entry it cannot read), nothing lands and `dir` stays, without a journal (so
 /// [`recover`] removes it).
@@ -44,7 +46,7 @@ pub fn land(dir: &Path, workspace: &Path) -> io::Result<Landing> {
     lock.lock()?;
     let upper = super::dir::upper(dir);
     let journal = dir.join(JOURNAL);
-    // A call that wrote nothing: no journal, no sync, the layer removed (most calls). So too
+    // A call that wrote nothing: no journal, no sync, nothing to do (most calls). So too
     // a layer whose upper directory is gone (a warm helper discarded after its layers
     // directory was removed around it): there is nothing to land, and nothing is written.
     let untouched = match std::fs::read_dir(&upper) {
@@ -52,7 +54,6 @@ pub fn land(dir: &Path, workspace: &Path) -> io::Result<Landing> {
         Err(e) => e.kind() == io::ErrorKind::NotFound,
     };
     if untouched && journal.symlink_metadata().is_err() {
-        remove(dir)?;
         return Ok(Landing::default());
     }
     let refused = match std::fs::read(&journal) {
@@ -82,7 +83,6 @@ pub fn land(dir: &Path, workspace: &Path) -> io::Result<Landing> {
     // Without its journal the layer is only removed, never applied again.
     std::fs::remove_file(&journal)?;
     std::fs::File::open(dir)?.sync_all()?;
-    remove(dir)?;
     drop(lock);
     Ok(Landing { changed, refused })
 }
@@ -301,7 +301,12 @@ pub fn recover(layers: &Path) -> Vec<Landing> {
             }
         };
         match land(&dir, &workspace) {
-            Ok(landing) => out.push(landing),
+            Ok(landing) => {
+                if let Err(e) = remove(&dir) {
+                    tracing::warn!("layer {}: landed, not removed: {e}", dir.display());
+                }
+                out.push(landing);
+            }
             Err(e) => tracing::warn!("layer {}: landing not finished: {e}", dir.display()),
         }
     }

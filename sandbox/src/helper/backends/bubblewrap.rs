@@ -61,7 +61,7 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     let (refused, empty) = crate::git::stage::finish_leaving(plan, |git| guards.alone(git));
     super::super::report::git_refusals(refused);
     // bwrap has exited, and every process of its namespaces with it (`run_bwrap_guarded`).
-    super::super::layer::land(plan, layer);
+    let landed = super::super::layer::land(plan, layer);
     // Denied-path placeholders are gone when the call ends; the git stage's empty parts and
     // its `.git` placeholder go just after (see `crate::git::stage::finish_leaving`).
     let git_placeholder = guards.split_off(|p| crate::git::stage::is_stage_git(plan, p));
@@ -69,6 +69,7 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     if let Ok(code) = result {
         super::super::report::ended(code);
     }
+    super::super::layer::release(landed);
     empty.remove();
     git_placeholder.release();
     result

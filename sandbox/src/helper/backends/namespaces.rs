@@ -31,7 +31,7 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     super::super::report::git_refusals(refused);
     // An init that told us its tree was gone may still be exiting: its mounts (the layer's
     // overlay among them) are no one's to use any more.
-    super::super::layer::land(plan, layer);
+    let landed = super::super::layer::land(plan, layer);
     // Denied-path placeholders are gone when the call ends; the git stage's empty parts and
     // its `.git` placeholder go just after (see `finish_leaving`).
     let git_placeholder = guards.split_off(|p| crate::git::stage::is_stage_git(plan, p));
@@ -39,6 +39,7 @@ pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
     if let Ok(code) = result {
         super::super::report::ended(code);
     }
+    super::super::layer::release(landed);
     // An init that told us its tree was gone may still be exiting.
     reaper::kill_descendants();
     empty.remove();
