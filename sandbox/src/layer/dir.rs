@@ -16,6 +16,11 @@ pub fn work(dir: &Path) -> PathBuf {
 /// The file inside a layer's directory naming the workspace it lands in (for [`recover`]).
 pub const WORKSPACE_FILE: &str = "workspace";
 
+/// The file in a layer's directory holding the refusals of its validation, one per line:
+/// written (and synced) once validation is done, before anything lands; a layer with one is
+/// landed forward by [`super::recover`].
+pub const JOURNAL: &str = "journal";
+
 /// The lock file inside a layer's directory, held (`flock`, exclusive) by the helper whose
 /// call owns the layer for as long as the call runs and lands: [`recover`] leaves a locked
 /// layer alone.
@@ -101,11 +106,7 @@ pub fn create(dir: &Path, workspace: &Path) -> std::io::Result<Held> {
 /// removal costs more than a millisecond, and nothing of it is the call's.
 pub fn release(held: Held) {
     let layers = held.dir.parent().map(Path::to_path_buf);
-    if held
-        .dir
-        .join(super::land::JOURNAL)
-        .symlink_metadata()
-        .is_err()
+    if held.dir.join(JOURNAL).symlink_metadata().is_err()
         && let Err(e) = super::tree::remove(&held.dir)
     {
         tracing::warn!("layer {}: not removed: {e}", held.dir.display());

@@ -15,10 +15,7 @@ use super::moves::{move_file, move_tree};
 use super::tree::{entries, remove};
 use crate::wire::{Change, Changed};
 
-/// The file in a layer's directory holding the refusals of its validation, one per line:
-/// written (and synced) once validation is done, before anything lands; a layer with one is
-/// landed forward by [`recover`].
-pub const JOURNAL: &str = "journal";
+pub use super::dir::JOURNAL;
 
 /// What a landing did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
