@@ -30,7 +30,7 @@ pub(crate) fn send_listeners(plan: &Plan) -> Result<(), SetupError> {
     let Some(ports) = plan.egress.ports else {
         return Ok(());
     };
-    if plan.warm {
+    if plan.is_warm() {
         // A warm helper's plan came over its go socket: no plan socket to answer on.
         return Err(SetupError::new(
             Stage::Plan,

@@ -45,7 +45,7 @@ pub(super) enum Parent {
 /// `RLIMIT_NPROC` does).
 pub(crate) fn can_start_init(plan: &Plan) -> bool {
     plan.backend == crate::Backend::Namespaces
-        && !plan.warm
+        && !plan.is_warm()
         && !plan.placeholders.iter().any(|p| p.denied)
         && !crate::git::stage::any(plan)
         // The layer is made, watched and landed by a helper.
@@ -173,10 +173,9 @@ pub(super) fn init_main(
     user_limits.apply()?;
     // Still the host's view: what the root is about to be built from (a warm helper's
     // without its git stage, bound once its call arrives: `helper::git_late`).
-    let recorded = plan.warm.then(|| crate::warm::key::fingerprint(plan));
-    let deferred = crate::git::stage::deferred(plan);
+    let recorded = plan.is_warm().then(|| crate::warm::key::fingerprint(plan));
     let host = mounts::build_root(
-        &deferred.as_ref().unwrap_or(plan).mounts,
+        plan.root_mounts(),
         plan.process.limits.file_size_bytes,
         &unowned,
         &plan.proc_masks,
@@ -199,7 +198,7 @@ pub(super) fn init_main(
             // Confined before the call arrives (its shape, rules included, is this plan's):
             // the command only has its limits, cwd and descriptors left to set. An init with
             // a git stage to bind confines once it is bound.
-            if deferred.is_none() {
+            if plan.deferred_root().is_none() {
                 exec::confine_self(plan, &mut enforcement)?;
             }
             enforcement.warm = true;
@@ -211,7 +210,7 @@ pub(super) fn init_main(
                     "warm helper: a path its root depends on changed on the host",
                 ));
             }
-            if deferred.is_some() {
+            if plan.deferred_root().is_some() {
                 staging.bind(plan)?;
                 exec::confine_self(plan, &mut enforcement)?;
             }

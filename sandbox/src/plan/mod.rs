@@ -47,7 +47,9 @@ use roots::unowned_roots;
 pub use sections::{
     BwrapPlan, EgressPlan, GIT_GLOBAL_NAME, GitGlobal, HomePlan, ProcessPlan, ProxyPorts,
 };
-pub use types::{LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan};
+pub use types::{
+    DeferredRoot, LANDLOCK_NET_ABI, LandlockPlan, MountOp, Placeholder, Plan, SeccompPlan, WarmPlan,
+};
 
 /// Gathers the host's facts for `backend` and `profile` (no git config targets: the plan
 /// cannot read them itself), then builds (tests of the callers); a bubblewrap plan gets the
@@ -207,6 +209,6 @@ pub fn build(
         bwrap: None,
         shape: None,
         launcher_pid: facts.launcher_pid,
-        warm: false,
+        warm: None,
     }
 }

@@ -20,7 +20,7 @@ pub fn normalized(plan: &Plan) -> Plan {
     k.env.clear();
     k.cwd.clear();
     k.launcher_pid = 0;
-    k.warm = false;
+    k.warm = None;
     k.shape = None;
     k.home.git_global = None;
     let limits = &plan.process.limits;

@@ -229,13 +229,55 @@ pub struct Plan {
     pub shape: Option<[u8; 32]>,
     /// pid of the launcher, so the helper notices if it died before `PR_SET_PDEATHSIG`.
     pub launcher_pid: u32,
-    /// A warm helper (see [`crate::warm`]): the init waits on [`crate::wire::GO_FD`] for the
-    /// call's plan and stdio once the root is built.
-    #[serde(default)]
-    pub warm: bool,
+    /// A warm helper's (see [`crate::warm`]): the init waits on [`crate::wire::GO_FD`] for
+    /// the call's plan and stdio once the root is built; `None` for a call's own plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm: Option<WarmPlan>,
+}
+
+/// What a warm helper builds before its call arrives, decided once by the pool that
+/// prepares it (`crate::warm`), which the helper and its init execute as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarmPlan {
+    /// The root's mounts and placeholders when they differ from the plan's: without its git
+    /// stages, made once the call arrives (`helper::git_late`); in a layered workspace the
+    /// host's `.git` bound on itself instead (`crate::git::stage::deferred`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deferred: Option<DeferredRoot>,
+}
+
+/// A warm helper's root without what waits for its call ([`WarmPlan::deferred`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeferredRoot {
+    /// The mounts the root is built with.
+    pub mounts: Vec<MountOp>,
+    /// The placeholders made and held before it is built.
+    pub placeholders: Vec<Placeholder>,
 }
 
 impl Plan {
+    /// Whether this is a warm helper's plan ([`Plan::warm`]).
+    pub fn is_warm(&self) -> bool {
+        self.warm.is_some()
+    }
+
+    /// The root a warm helper builds before its call arrives, when it is not the plan's
+    /// ([`WarmPlan::deferred`]).
+    pub fn deferred_root(&self) -> Option<&DeferredRoot> {
+        self.warm.as_ref().and_then(|w| w.deferred.as_ref())
+    }
+
+    /// The mounts of the root built now: a warm helper's deferred root's, else the plan's.
+    pub fn root_mounts(&self) -> &[MountOp] {
+        self.deferred_root().map_or(&self.mounts, |d| &d.mounts)
+    }
+
+    /// The placeholders made now: a warm helper's deferred root's, else the plan's.
+    pub fn root_placeholders(&self) -> &[Placeholder] {
+        self.deferred_root()
+            .map_or(&self.placeholders, |d| &d.placeholders)
+    }
+
     /// The transactional workspace's `(workspace, layer directory)`, when the call has one
     /// ([`MountOp::Layer`]).
     pub fn layer(&self) -> Option<(&Path, &Path)> {

@@ -216,7 +216,9 @@ fn prepare(
     shape: [u8; 32],
 ) -> std::io::Result<Warm> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
-    plan.warm = true;
+    plan.warm = Some(crate::plan::WarmPlan {
+        deferred: crate::git::stage::deferred(&plan),
+    });
     let json = serde_json::to_vec(&plan)?;
     let null = std::fs::File::open("/dev/null")?;
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from);
@@ -292,11 +294,7 @@ mod tests {
         };
         let p = staged("true");
         assert!(crate::git::stage::any(&p), "no stage: {:?}", p.mounts);
-        let warm = Plan {
-            warm: true,
-            ..p.clone()
-        };
-        let stripped = crate::git::stage::deferred(&warm).expect("a stage");
+        let stripped = crate::git::stage::deferred(&p).expect("a stage");
         let k = key(&p);
         assert_eq!(k.mounts, stripped.mounts);
         assert_eq!(k.placeholders, stripped.placeholders);

@@ -17,7 +17,7 @@
 use std::path::Path;
 
 use crate::error::{SetupError, Stage};
-use crate::plan::{MountOp, Plan};
+use crate::plan::{DeferredRoot, MountOp, Plan};
 
 pub mod lock;
 pub mod name;
@@ -64,12 +64,14 @@ pub fn is_existing(plan: &Plan, git: &Path) -> bool {
 /// a helper waiting for a call that may never come leaves nothing on the host. In a layered
 /// workspace the host's `.git` is bound on itself instead (the overlay would otherwise be
 /// what the init sees there): the init binds the stage from it once the helper has made it,
-/// before the command exists. `None` when the plan is not warm or has no stage.
-pub fn deferred(plan: &Plan) -> Option<Plan> {
-    if !plan.warm || stages(plan).next().is_none() {
-        return None;
-    }
-    let mut now = plan.clone();
+/// before the command exists. `None` when the plan has no stage. Decided once, by the pool
+/// that prepares the helper ([`crate::plan::WarmPlan::deferred`]).
+pub fn deferred(plan: &Plan) -> Option<DeferredRoot> {
+    stages(plan).next()?;
+    let mut now = DeferredRoot {
+        mounts: plan.mounts.clone(),
+        placeholders: plan.placeholders.clone(),
+    };
     now.placeholders.retain(|p| !is_stage_git(plan, &p.path));
     // The stage and what is bound into it (an existing repository's directories).
     now.mounts.retain(|op| !under_stage_git(plan, op.path()));

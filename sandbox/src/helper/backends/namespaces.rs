@@ -12,16 +12,14 @@ use crate::wire::ExitInfo;
 
 /// Helper side of the namespace backend: returns the command's shell exit code.
 pub(crate) fn run(plan: &Plan) -> Result<i32, SetupError> {
-    // Git hook: a warm helper makes its stage once the call arrives (`helper::git_late`).
-    let deferred = crate::git::stage::deferred(plan);
-    let built = deferred.as_ref().unwrap_or(plan);
-    super::super::mounts::create_placeholders(&built.placeholders)?;
-    let mut guards = super::super::mounts::guard_denied(&built.placeholders)?;
+    // A warm helper makes its git stage once the call arrives (`helper::git_late`).
+    super::super::mounts::create_placeholders(plan.root_placeholders())?;
+    let mut guards = super::super::mounts::guard_denied(plan.root_placeholders())?;
     let layer = super::super::layer::make(plan)?;
     let mut late = super::super::mounts::Guards::default();
     // Git hook: a new repository's private stage (see `crate::git::stage`), made now, or by
     // a warm helper once its call arrives.
-    let result = if deferred.is_some() {
+    let result = if plan.deferred_root().is_some() {
         run_guarded(plan, &mut guards, Some(&mut late))
     } else {
         crate::git::stage::prepare(plan).and_then(|()| run_guarded(plan, &mut guards, None))
@@ -78,7 +76,7 @@ fn run_guarded(
             drop((helper, tree_gone));
             drop(unowned);
             super::super::inherited::release_stdio();
-            if plan.warm {
+            if plan.is_warm() {
                 // Only the init waits for the call; the launcher sees it gone if the init dies.
                 let _ = nix::unistd::close(crate::wire::GO_FD);
             }
