@@ -195,7 +195,12 @@ fn parse_value(raw: &str) -> Option<String> {
     let mut it = raw.trim_start_matches(git_space).chars();
     while let Some(c) = it.next() {
         match c {
-            '"' => quoted = !quoted,
+            // A quote ends trailing whitespace, as any character does: `x  ""` keeps the
+            // two spaces (git resets its trim point before toggling the quote).
+            '"' => {
+                out.push_str(&std::mem::take(&mut pending_space));
+                quoted = !quoted;
+            }
             '\\' => {
                 let e = match it.next()? {
                     '\n' => {
@@ -319,6 +324,25 @@ mod tests {
                 entry("include", None, "path", "\u{a0}x\u{c}"),
             ]
         );
+    }
+
+    /// Whitespace before an empty quoted string is kept: a quote ends trailing whitespace as
+    /// any character does (found by the `git_paths` fuzz target: a `core.hooksPath` ending in
+    /// `Path ="  ""` was read without its two spaces, so another path was protected). Expected
+    /// values are what git 2.47 lists.
+    #[test]
+    fn a_quote_ends_trailing_whitespace() {
+        let cases: [(&str, &str); 5] = [
+            ("a = x  \"\"", "x  "),
+            ("a = x\"  \"  \"\"  ", "x    "),
+            ("a = \"\"  x  \"\"", "x  "),
+            ("a = x \"\" # c", "x "),
+            ("a = x  ; c", "x"),
+        ];
+        for (line, value) in cases {
+            let text = format!("[s]\n{line}\n");
+            assert_eq!(parse(&text), [entry("s", None, "a", value)], "{line:?}");
+        }
     }
 
     /// Whitespace before a continuation is kept in the value, as written; whitespace with
