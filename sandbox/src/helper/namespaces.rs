@@ -333,7 +333,7 @@ fn await_call(
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     use std::io::IoSliceMut;
     use std::os::fd::{AsRawFd, OwnedFd};
-    let shape = crate::warm::key::key(prepared);
+    let shape = crate::plan::shape::normalized(prepared);
     send(&Message::Prepared(fingerprint));
     let fail = |what: String| SetupError::new(Stage::Plan, format!("warm helper: {what}"));
     let mut buf = vec![0u8; crate::wire::MAX_CALL_BYTES];
@@ -371,7 +371,7 @@ fn await_call(
     }
     let call: Plan = serde_json::from_slice(&buf[..bytes])
         .map_err(|e| fail(format!("parse the call's plan: {e}")))?;
-    if crate::warm::key::key(&call) != shape {
+    if crate::plan::shape::normalized(&call) != shape {
         return Err(fail("the call does not match the prepared root".into()));
     }
     for (target, fd) in stdio.iter().enumerate() {

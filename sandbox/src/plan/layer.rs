@@ -111,9 +111,7 @@ mod tests {
     fn built(backend: Backend, profile: &Profile) -> Plan {
         let facts = crate::plan::HostFacts::gather(backend, profile, crate::git::READER);
         let mut plan = crate::plan::build(backend, profile, &facts, vec!["true".into()], None);
-        // The planner's bubblewrap section, with a stand-in executable.
-        let bwrap = (backend == Backend::Bubblewrap).then(|| PathBuf::from("/usr/bin/bwrap"));
-        plan.bwrap = crate::plan::bubblewrap(backend, &facts, bwrap, false);
+        plan.bwrap = crate::plan::stand_in_bubblewrap(backend, &facts);
         plan
     }
 

@@ -63,9 +63,16 @@ pub(crate) fn build_on_host(
 ) -> Plan {
     let facts = HostFacts::gather(backend, profile, NO_GIT);
     let mut plan = build(backend, profile, &facts, argv, scratch);
-    let bwrap = (backend == Backend::Bubblewrap).then(|| PathBuf::from("/usr/bin/bwrap"));
-    plan.bwrap = bubblewrap(backend, &facts, bwrap, false);
+    plan.bwrap = stand_in_bubblewrap(backend, &facts);
     plan
+}
+
+/// The bubblewrap section the planner would add on `backend`, with a stand-in executable
+/// (tests that build plans without a planner).
+#[cfg(test)]
+pub(crate) fn stand_in_bubblewrap(backend: Backend, facts: &HostFacts) -> Option<BwrapPlan> {
+    let path = (backend == Backend::Bubblewrap).then(|| PathBuf::from("/usr/bin/bwrap"));
+    bubblewrap(backend, facts, path, false)
 }
 
 /// The bubblewrap section of a plan for `backend` on a host described by `facts`, with the

@@ -1,7 +1,6 @@
 //! What a warm helper ([`crate::warm`]) and the call it is given must agree on, computed the
-//! same way on both sides: the [`key`] of a plan (the part the helper has already applied,
-//! which the launcher matches by its digest, [`crate::plan::Plan::shape`]),
-//! the [`fingerprint`] of the host paths its root depends on, and the [`mount_ids`] those
+//! same way on both sides (besides the plan's shape, [`crate::plan::shape`]): the
+//! [`fingerprint`] of the host paths its root depends on, and the [`mount_ids`] those
 //! paths resolve to. Reads only (`symlink_metadata`, `statx`).
 
 use std::os::unix::ffi::OsStrExt;
@@ -9,14 +8,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use crate::plan::{MountOp, Plan};
-
-/// The part of a plan a warm helper has already applied — the namespaces, the root, and the
-/// confinement of its init (capabilities, Landlock, seccomp), which the command inherits:
-/// everything but the command, its environment, cwd and the limits set after the last fork
-/// ([`crate::plan::shape::normalized`]).
-pub fn key(plan: &Plan) -> Plan {
-    crate::plan::shape::normalized(plan)
-}
 
 /// Host paths whose identity the prepared root depends on.
 fn identity_paths(plan: &Plan) -> impl Iterator<Item = &Path> {

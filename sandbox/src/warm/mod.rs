@@ -3,7 +3,7 @@
 //! namespaces and builds the new root, and its pid-namespace init confines itself (capabilities,
 //! no_new_privs, Landlock, seccomp), then waits on a socket for the call itself: the final plan
 //! and the command's stdio. A call whose plan has the same shape ([`Plan::shape`], the digest of
-//! its [`key`](crate::warm::key::key)) takes it and skips straight
+//! its [`normalized`](crate::plan::shape::normalized) part) takes it and skips straight
 //! to the last fork, the command's limits and cwd, and `execve`.
 //!
 //! Each call still gets namespaces, a root and a `/tmp` of its own: a warm helper serves one
@@ -30,10 +30,10 @@ use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 pub(crate) mod key;
 
 use crate::plan::Plan;
+#[cfg(test)]
+use crate::plan::shape::normalized;
 use crate::spawner::{Forked, Spawner};
 use crate::warm::key::fingerprint;
-#[cfg(test)]
-use crate::warm::key::key;
 use crate::wire::{MAX_CALL_BYTES, Message};
 
 /// Warm helpers kept per sandbox (one per distinct call shape, least recently made evicted).
@@ -275,12 +275,12 @@ mod tests {
     fn the_key_ignores_the_command_but_not_the_root() {
         let ws = tempfile::tempdir().unwrap();
         let (a, b) = (plan(ws.path(), "true"), plan(ws.path(), "false"));
-        assert_eq!(key(&a), key(&b));
+        assert_eq!(normalized(&a), normalized(&b));
         let mut c = a.clone();
         c.egress.own_namespace = !c.egress.own_namespace;
-        assert_ne!(key(&a), key(&c));
+        assert_ne!(normalized(&a), normalized(&c));
         let other = tempfile::tempdir().unwrap();
-        assert_ne!(key(&a), key(&plan(other.path(), "true")));
+        assert_ne!(normalized(&a), normalized(&plan(other.path(), "true")));
     }
 
     #[test]
@@ -295,14 +295,14 @@ mod tests {
         let p = staged("true");
         assert!(crate::git::stage::any(&p), "no stage: {:?}", p.mounts);
         let stripped = crate::git::stage::deferred(&p).expect("a stage");
-        let k = key(&p);
+        let k = normalized(&p);
         assert_eq!(k.mounts, stripped.mounts);
         assert_eq!(k.placeholders, stripped.placeholders);
         assert_ne!(k.mounts, p.mounts);
         // Each call's stage has a name of its own; the shape is the same.
         let next = staged("false");
         assert_ne!(next.mounts, p.mounts);
-        assert_eq!(key(&next), k);
+        assert_eq!(normalized(&next), k);
     }
 
     #[test]
