@@ -147,7 +147,7 @@ impl SetupError {
     }
 
     /// Marks a failure caused by the host changing under the plan before the command ran:
-    /// the launcher plans the call again (`launcher::REPLANS`).
+    /// the call is planned and started again (`crate::restart`).
     pub fn host_changed(mut self) -> Self {
         self.host_changed = true;
         self

@@ -16,37 +16,10 @@ use crate::backend::Backend;
 use crate::error::SandboxError;
 use crate::plan::planner::Planner;
 use crate::profile::Profile;
+use crate::restart::Restarts;
 use crate::supervise::{Config, Event, Kill, Reaper, Reply, Start, Supervisor};
 pub use crate::supervise::{End, Outcome, Stream};
 use crate::wire::Enforcement;
-
-/// How many times a call whose root vanished under bubblewrap is started again. bwrap checks
-/// a source and binds it in two steps, so a directory another program removes and makes
-/// again in a loop can fail several starts in a row (the churn test's 64 roots failed four
-/// in a row once in about 200 calls); each start fails before anything of the call runs.
-const VANISHED_ROOT_RETRIES: u32 = 8;
-
-/// How many times a call is planned again when the host changed under its plan before the
-/// command ran ([`crate::SetupError::host_changed`]).
-pub(crate) const REPLANS: u32 = 2;
-
-/// Whether `e` says the host changed under the plan before anything of the call ran.
-pub(crate) fn host_changed(e: &SandboxError) -> bool {
-    matches!(e, SandboxError::Setup(setup) if setup.host_changed)
-}
-
-/// Whether bubblewrap failed because a source it was binding was removed (or removed and made
-/// again) meanwhile: the path is gone, the kernel names the bind "… (deleted)", or the bind
-/// itself failed (`Can't bind mount`, whatever the errno of the replaced path). bwrap fails
-/// these before it runs anything of the call, so starting the same plan again is safe.
-fn a_read_root_vanished(e: &SandboxError) -> bool {
-    matches!(e, SandboxError::Setup(setup)
-        if setup.stage == crate::error::Stage::Bubblewrap
-            && setup.call.contains("bwrap: ")
-            && (setup.call.contains("(deleted)\" in mount table")
-                || setup.call.contains("No such file or directory")
-                || setup.call.contains("Can't bind mount")))
-}
 
 /// The daemon side's half of a [`crate::Sandbox`]: how a call is planned, the helper
 /// executable, its zygote and the warm helpers.
@@ -81,39 +54,22 @@ impl Launcher {
         }
     }
 
-    /// Starts the call; returns once the helper reports the confinement complete.
-    ///
-    /// The host keeps changing while a call is set up, and nothing of the call has run when
-    /// its setup fails, so two failures start it again with a plan made anew from the host
-    /// as it is then (a bounded number of times; the last error is returned):
-    /// - a path the plan binds or pins was removed meanwhile ([`host_changed`]: a protected
-    ///   path, which the new plan makes a placeholder for, or a writable root guarding one);
-    /// - a source bubblewrap was binding was removed or replaced (the path is gone, or bwrap
-    ///   looks for the bind in the mount table, where the kernel names it "… (deleted)").
+    /// Starts the call; returns once the helper reports the confinement complete. A start
+    /// whose setup failed because the host changed meanwhile is planned and made again
+    /// ([`Restarts`]).
     pub(crate) async fn start(
         &self,
         profile: &Profile,
         argv: Vec<OsString>,
         op: Option<String>,
     ) -> Result<Confined, SandboxError> {
-        let mut plan = self.planner.plan(profile, argv.clone(), op.clone())?;
-        let (mut replans, mut retries) = (REPLANS, VANISHED_ROOT_RETRIES);
+        let mut restarts = Restarts::new();
         loop {
-            let again = match self.start_once(profile, plan.clone()).await {
-                Err(e) if replans > 0 && host_changed(&e) => {
-                    replans -= 1;
-                    e
-                }
-                Err(e) if retries > 0 && a_read_root_vanished(&e) => {
-                    retries -= 1;
-                    e
-                }
+            let plan = self.planner.plan(profile, argv.clone(), op.clone())?;
+            match self.start_once(profile, plan).await {
+                Err(e) if restarts.again(&e) => {}
                 started => return started,
-            };
-            tracing::debug!(
-                "the host changed while the sandbox was built; planning again: {again}"
-            );
-            plan = self.planner.plan(profile, argv.clone(), op.clone())?;
+            }
         }
     }
 

@@ -52,6 +52,7 @@ pub mod launcher;
 pub mod layer;
 pub mod plan;
 pub mod profile;
+mod restart;
 mod sandbox;
 pub mod seatbelt;
 mod spawner;

@@ -31,7 +31,7 @@ impl Sandbox {
     {
         let argv = crate::plan::planner::command(argv)?;
         let mut on_output = on_output;
-        let mut replans = crate::launcher::REPLANS;
+        let mut restarts = crate::restart::Restarts::new();
         loop {
             let plan = self.plan(profile, argv.clone(), None)?;
             if crate::plan::egress::proxied(&plan) {
@@ -41,10 +41,10 @@ impl Sandbox {
                         .into(),
                 ));
             }
-            // A path the plan binds or pins was removed before the command ran: planned
-            // again from the host as it is now (as the launcher does, `Launcher::start`).
+            // The host changed under the plan before the command ran: planned again from the
+            // host as it is now (as the launcher does).
             match self.foreground(profile, &plan, None, &mut on_output) {
-                Err(e) if replans > 0 && crate::launcher::host_changed(&e) => replans -= 1,
+                Err(e) if restarts.again(&e) => {}
                 done => return done,
             }
         }
