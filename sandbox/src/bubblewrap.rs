@@ -291,7 +291,7 @@ mod tests {
         let profile = Profile::for_workspace(d.path()).network(crate::profile::Network::Proxy);
         let mut plan =
             crate::plan::build_on_host(Backend::Bubblewrap, &profile, vec!["true".into()], None);
-        crate::plan::egress::apply(Backend::Bubblewrap, &profile, &mut plan).unwrap();
+        crate::plan::egress::apply(Backend::Bubblewrap, &profile, 0, &mut plan).unwrap();
         plan.process.user_limits.clear();
         set_seal(&mut plan, false);
         assert!(plan.egress.transparent.is_some());
@@ -358,7 +358,7 @@ mod tests {
         let p = Profile::for_workspace(d.path()).network(crate::profile::Network::Proxy);
         let mut plan =
             crate::plan::build_on_host(Backend::Bubblewrap, &p, vec!["true".into()], None);
-        crate::plan::egress::apply(Backend::Bubblewrap, &p, &mut plan).unwrap();
+        crate::plan::egress::apply(Backend::Bubblewrap, &p, 0, &mut plan).unwrap();
         let v: Vec<String> = args(&plan, Path::new("/h"))
             .into_iter()
             .map(|s| s.into_string().unwrap())

@@ -112,7 +112,7 @@ mod tests {
             vec!["true".into()],
             Some("/private/tmp/zc-1".into()),
         );
-        crate::plan::egress::apply(Backend::Seatbelt, &proxy, &mut plan).unwrap();
+        crate::plan::egress::apply(Backend::Seatbelt, &proxy, 0, &mut plan).unwrap();
         let ports = crate::egress::handover::ProxyPorts {
             http: 40001,
             socks: 40002,

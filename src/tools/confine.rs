@@ -220,7 +220,7 @@ pub fn hidden_parent_note(profile: &Profile, outcome: &Outcome) -> Option<String
     }
     let said = String::from_utf8_lossy(&outcome.stderr).contains("not a git repository");
     let parent = said
-        .then(|| zeroclaw_sandbox::git::repo::enclosing(&profile.workspace))
+        .then(|| zeroclaw_sandbox::git::read::enclosing(&profile.workspace))
         .flatten()?;
     Some(format!(
         "note: the workspace lies in the git repository at {}, which this daemon hides from \

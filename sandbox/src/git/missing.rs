@@ -11,24 +11,18 @@
 use std::path::{Path, PathBuf};
 
 use crate::backend::Backend;
-use crate::plan::{MountOp, Placeholder, Plan};
+use crate::plan::{DotGit, MountOp, Placeholder, Plan};
 use crate::profile::Profile;
 
 /// The workspace's `.git` when it must be guarded as a placeholder for this run: the
 /// workspace is a writable root, its `.git/hooks` or `.git/config` is protected, and `.git`
-/// does not exist (or is a placeholder: an empty directory but for our marker). One or two
-/// `lstat`s in the common cases (a repository, or nothing).
-pub fn guarded_git_dir(profile: &Profile) -> Option<PathBuf> {
+/// does not exist or is a placeholder (`dot_git`, as read with the plan's facts).
+pub fn guarded_git_dir(profile: &Profile, dot_git: &DotGit) -> Option<PathBuf> {
     let git = profile.workspace.join(".git");
     let protected = profile.protected.iter().any(|p| p.starts_with(&git));
-    if !protected || !profile.writable_roots().any(|r| r == &profile.workspace) {
-        return None;
-    }
-    match git.symlink_metadata() {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(git),
-        Ok(m) if m.is_dir() && is_placeholder(&git) => Some(git),
-        _ => None,
-    }
+    let missing = matches!(dot_git, DotGit::Absent | DotGit::Placeholder);
+    (missing && protected && profile.writable_roots().any(|r| r == &profile.workspace))
+        .then_some(git)
 }
 
 /// Whether the directory `git` is a placeholder: empty but for our marker and stages of runs
@@ -57,12 +51,12 @@ pub fn is_placeholder(git: &Path) -> bool {
 
 /// The planner's hook: [`guard`] a namespaced plan when the workspace's `.git` is
 /// [`guarded_git_dir`].
-pub fn guard_if_missing(plan: &mut Plan, profile: &Profile) {
+pub fn guard_if_missing(plan: &mut Plan, profile: &Profile, dot_git: &DotGit) {
     let namespaced = matches!(plan.backend, Backend::Namespaces | Backend::Bubblewrap);
-    let Some(git) = guarded_git_dir(profile).filter(|_| namespaced) else {
+    let Some(git) = guarded_git_dir(profile, dot_git).filter(|_| namespaced) else {
         return;
     };
-    if plan.layer().is_some() && git.symlink_metadata().is_err() {
+    if plan.layer().is_some() && *dot_git == DotGit::Absent {
         // The transactional workspace: a repository the call makes goes to its layer and is
         // validated as it lands, so the child sees the host's workspace as it is (`git clone
         // URL .` needs it empty) and nothing is created or bound below `.git`. (A placeholder
@@ -97,6 +91,11 @@ pub fn guard(plan: &mut Plan, git: &Path) {
 mod tests {
     use super::*;
 
+    /// What the plan's facts say is at `p`'s `.git`.
+    fn dot(p: &Profile) -> DotGit {
+        crate::git::read::read(&p.workspace, None).workspace
+    }
+
     fn ws() -> (tempfile::TempDir, Profile) {
         let dir = tempfile::Builder::new()
             .prefix("zc-git-missing-")
@@ -110,10 +109,10 @@ mod tests {
     fn a_read_only_workspace_guards_nothing_and_is_bound_read_only() {
         let (_d, p) = ws();
         let p = p.read_only_workspace();
-        assert_eq!(guarded_git_dir(&p), None);
+        assert_eq!(guarded_git_dir(&p, &dot(&p)), None);
         let mut plan =
             crate::plan::build_on_host(Backend::Namespaces, &p, vec!["true".into()], None);
-        guard_if_missing(&mut plan, &p);
+        guard_if_missing(&mut plan, &p, &dot(&p));
         let git = p.workspace.join(".git");
         assert!(
             !plan
@@ -139,10 +138,10 @@ mod tests {
     fn a_missing_git_is_one_masked_guarded_placeholder() {
         let (_d, p) = ws();
         let git = p.workspace.join(".git");
-        assert_eq!(guarded_git_dir(&p), Some(git.clone()));
+        assert_eq!(guarded_git_dir(&p, &dot(&p)), Some(git.clone()));
         let mut plan =
             crate::plan::build_on_host(Backend::Namespaces, &p, vec!["true".into()], None);
-        guard_if_missing(&mut plan, &p);
+        guard_if_missing(&mut plan, &p, &dot(&p));
         let below: Vec<&Placeholder> = plan
             .placeholders
             .iter()
@@ -172,10 +171,10 @@ mod tests {
         let (_d, p) = ws();
         std::fs::create_dir(p.workspace.join(".git")).unwrap();
         std::fs::write(p.workspace.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
-        assert_eq!(guarded_git_dir(&p), None);
+        assert_eq!(guarded_git_dir(&p, &dot(&p)), None);
         let (_d, p) = ws();
         std::fs::write(p.workspace.join(".git"), "gitdir: elsewhere\n").unwrap();
-        assert_eq!(guarded_git_dir(&p), None);
+        assert_eq!(guarded_git_dir(&p, &dot(&p)), None);
     }
 
     #[test]
@@ -184,7 +183,7 @@ mod tests {
         let git = p.workspace.join(".git");
         std::fs::create_dir(&git).unwrap();
         std::fs::write(git.join(crate::wire::PLACEHOLDER_MARKER), "").unwrap();
-        assert_eq!(guarded_git_dir(&p), Some(git));
+        assert_eq!(guarded_git_dir(&p, &dot(&p)), Some(git));
     }
 
     /// The next run plans while the last one removes its placeholder: a `.git` seen as a
@@ -204,6 +203,6 @@ mod tests {
     fn nothing_is_guarded_when_git_is_not_protected() {
         let (_d, mut p) = ws();
         p.protected.clear();
-        assert_eq!(guarded_git_dir(&p), None);
+        assert_eq!(guarded_git_dir(&p, &dot(&p)), None);
     }
 }

@@ -1,6 +1,9 @@
 //! Git inside the sandbox: what the namespace backends do about the repositories the host's
 //! git will use after a confined run.
 //!
+//! - [`read`]: what the plan's git section needs of the host, read once with the plan's
+//!   other facts (the configs' targets, what is at `.git`, the git directories a stage
+//!   replaces), so the section reads nothing itself; and the parent repository.
 //! - [`repo`]: an existing repository (namespace backends): the child sees a private stage at
 //!   `.git` — copies of its control files ([`copy`]), its data directories bound — validated
 //!   and applied to the real `.git` file by file once the run's tree is gone ([`land`]); a
@@ -33,6 +36,7 @@ pub mod global;
 mod global_cache;
 pub mod land;
 pub mod missing;
+pub mod read;
 pub mod repo;
 pub mod stage;
 pub mod targets;
@@ -40,9 +44,9 @@ pub mod validate;
 
 /// What the plan reads of git ([`crate::plan::GitReader`]), handed to it by the daemon side.
 pub const READER: crate::plan::GitReader = crate::plan::GitReader {
-    targets: protected_targets,
+    read: read::read,
     global: global::validated,
-    parent: repo::enclosing,
+    parent: read::enclosing,
     stage: add_to_plan,
 };
 
@@ -54,18 +58,9 @@ pub fn add_to_plan(
     profile: &crate::profile::Profile,
     facts: &crate::plan::HostFacts,
 ) {
-    missing::guard_if_missing(plan, profile);
-    repo::stage_if_existing(plan, profile);
-    if let Some(worktree) = &facts.parent_repository {
-        repo::stage_parent(plan, profile, worktree);
+    missing::guard_if_missing(plan, profile, &facts.git.workspace);
+    repo::stage_if_existing(plan, profile, &facts.git.workspace);
+    if let Some(parent) = &facts.git.parent {
+        repo::stage_parent(plan, profile, parent);
     }
-}
-
-/// Every path the plan protects in `workspace` for the host's git (the plan's
-/// [`crate::plan::GitReader::targets`]): the configs' targets
-/// ([`targets::targets`]) and the repository's other control files ([`existing::targets`]).
-pub fn protected_targets(workspace: &std::path::Path) -> Vec<crate::plan::GitTarget> {
-    let mut out = targets::targets(workspace);
-    existing::add_targets(workspace, &mut out);
-    out
 }

@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::backend::Backend;
-use crate::plan::{MountOp, Plan};
+use crate::plan::{DotGit, GitDir, MountOp, Plan};
 use crate::profile::{Profile, WORKSPACE_PROTECTED};
 
 /// What a directory inside a git directory is to the stage.
@@ -51,62 +51,31 @@ pub fn is_git_dir(dir: &Path) -> bool {
 }
 
 /// The planner's hook: a namespaced plan of a command (not a file operation) for a workspace
-/// whose `.git` is an existing repository (a real directory, not a placeholder, its `hooks`
-/// and `config` no symlinks) whose control files are protected gets the stage instead of the read-only binds of `.git/config`, `.git/hooks` and
-/// `crate::git::existing`'s targets.
-pub fn stage_if_existing(plan: &mut Plan, profile: &Profile) {
+/// whose `.git` is a repository a stage can replace ([`DotGit::Repository`], as read with the
+/// plan's facts) whose control files are protected gets the stage instead of the read-only
+/// binds of `.git/config`, `.git/hooks` and `crate::git::existing`'s targets; a linked
+/// worktree's main repository the same way ([`DotGit::Linked`]).
+pub fn stage_if_existing(plan: &mut Plan, profile: &Profile, dot_git: &DotGit) {
     let namespaced = matches!(plan.backend, Backend::Namespaces | Backend::Bubblewrap);
     let git = profile.workspace.join(".git");
     let protected = profile.protected.iter().any(|p| p.starts_with(&git));
     let writable = profile.writable_roots().any(|r| r == &profile.workspace);
-    // A `.git/hooks` or `.git/config` that is a symlink (hooks tracked in the workspace)
-    // keeps the read-only binds, which refuse it: the stage would leave its target writable.
-    let plain = |name: &str| {
-        git.join(name)
-            .symlink_metadata()
-            .map_or(true, |m| !m.file_type().is_symlink())
-    };
-    let repository = super::validate::real_dir(&git)
-        && git
-            .join(crate::wire::PLACEHOLDER_MARKER)
-            .symlink_metadata()
-            .is_err()
-        && !super::missing::is_placeholder(&git)
-        && plain("hooks")
-        && plain("config");
     // An in-process file operation (the file tools) keeps the read-only binds: its write to a
     // control file fails at once, rather than succeeding and being dropped afterwards.
-    let eligible = namespaced && protected && writable && plan.op.is_none();
-    if eligible && repository {
-        stage(plan, profile, &git, &profile.workspace);
-    } else if eligible && let Some(common) = linked_common(&git) {
-        linked(plan, profile, &git, &common);
+    if !(namespaced && protected && writable && plan.op.is_none()) {
+        return;
     }
-}
-
-/// A workspace that is a linked worktree (`.git` a file `gitdir: <common>/worktrees/<name>`):
-/// the main repository's git directory `<common>`, when that file and its `commondir` agree.
-pub fn linked_common(git: &Path) -> Option<PathBuf> {
-    if !git.symlink_metadata().ok()?.is_file() {
-        return None;
+    match dot_git {
+        DotGit::Repository(dir) => stage(plan, profile, dir),
+        DotGit::Linked(common) => linked(plan, profile, &git, common),
+        _ => {}
     }
-    let text = std::fs::read_to_string(git).ok()?;
-    let dir = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-    let own = super::targets::normalize(&git.parent()?.join(dir));
-    let commondir = std::fs::read_to_string(own.join("commondir")).ok()?;
-    let common = super::targets::normalize(&own.join(commondir.trim_end()));
-    let placed = own.parent() == Some(common.join("worktrees").as_path());
-    (placed
-        && super::validate::real_dir(&own)
-        && super::validate::real_dir(&common)
-        && is_git_dir(&common))
-    .then_some(common)
 }
 
 /// A linked worktree's plan: its `.git` file bound read-only (a rewritten `gitdir:` would point
 /// the host's git anywhere), and the main repository's git directory staged as a repository's
 /// is, at its real path (its `worktrees/<name>` is this worktree's own git directory).
-fn linked(plan: &mut Plan, profile: &Profile, git: &Path, common: &Path) {
+fn linked(plan: &mut Plan, profile: &Profile, git: &Path, common: &GitDir) {
     plan.placeholders.retain(|p| !p.path.starts_with(git));
     plan.mounts.retain(|op| !op.path().starts_with(git));
     plan.mounts.push(MountOp::Bind {
@@ -114,34 +83,15 @@ fn linked(plan: &mut Plan, profile: &Profile, git: &Path, common: &Path) {
         rw: false,
         optional: false,
     });
-    stage(plan, profile, common, &profile.workspace);
-    if !plan.landlock.write.iter().any(|w| common.starts_with(w)) {
-        plan.landlock.write.push(common.to_path_buf());
+    stage(plan, profile, common);
+    if !plan
+        .landlock
+        .write
+        .iter()
+        .any(|w| common.path.starts_with(w))
+    {
+        plan.landlock.write.push(common.path.clone());
     }
-}
-
-/// The worktree root of the repository `workspace` lies in when it has no `.git` of its own:
-/// the nearest ancestor holding a `.git`, on the workspace's file system (git's discovery stops
-/// at a boundary too), when that `.git` is a git directory. Anything else there ends the search
-/// with nothing, where git would follow a linked worktree's file and go on past a directory
-/// that is no git directory: what is shown is never more than git would find.
-pub fn enclosing(workspace: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    if workspace.join(".git").symlink_metadata().is_ok() {
-        return None;
-    }
-    let device = std::fs::metadata(workspace).ok()?.dev();
-    for dir in workspace.ancestors().skip(1) {
-        if std::fs::metadata(dir).ok()?.dev() != device {
-            return None;
-        }
-        let git = dir.join(".git");
-        if git.symlink_metadata().is_err() {
-            continue;
-        }
-        return (super::validate::real_dir(&git) && is_git_dir(&git)).then(|| dir.to_path_buf());
-    }
-    None
 }
 
 /// The planner's hook for a workspace inside a larger repository whose worktree the plan shows
@@ -150,21 +100,27 @@ pub fn enclosing(workspace: &Path) -> Option<PathBuf> {
 /// repository's is, at its real path (so `git add` and `git commit` work and its control files
 /// land only validated), with the paths its configs point at below it kept read-only.
 /// Otherwise it stays part of the read-only worktree.
-pub fn stage_parent(plan: &mut Plan, profile: &Profile, worktree: &Path) {
+pub fn stage_parent(plan: &mut Plan, profile: &Profile, parent: &GitDir) {
     let namespaced = matches!(plan.backend, Backend::Namespaces | Backend::Bubblewrap);
     let writable = profile.writable_roots().any(|r| r == &profile.workspace);
-    let git = worktree.join(".git");
-    if namespaced && writable && plan.op.is_none() && super::validate::real_dir(&git) {
-        stage(plan, profile, &git, worktree);
-        if !plan.landlock.write.iter().any(|w| git.starts_with(w)) {
-            plan.landlock.write.push(git);
+    if namespaced && writable && plan.op.is_none() {
+        stage(plan, profile, parent);
+        if !plan
+            .landlock
+            .write
+            .iter()
+            .any(|w| parent.path.starts_with(w))
+        {
+            plan.landlock.write.push(parent.path.clone());
         }
     }
 }
 
-/// Rewrites `plan` for the stage of the repository at `git` (see the module's doc); `worktree`
-/// is the worktree whose configs' targets below `git` stay read-only.
-pub fn stage(plan: &mut Plan, profile: &Profile, git: &Path, worktree: &Path) {
+/// Rewrites `plan` for the stage of the git directory `dir` (see the module's doc), as read
+/// with the plan's facts: its bound directories, and what its worktree's configs point at
+/// below it, which stays read-only.
+pub fn stage(plan: &mut Plan, profile: &Profile, dir: &GitDir) {
+    let git = &dir.path;
     let defaults: Vec<PathBuf> = WORKSPACE_PROTECTED
         .iter()
         .map(|p| profile.workspace.join(p))
@@ -172,13 +128,9 @@ pub fn stage(plan: &mut Plan, profile: &Profile, git: &Path, worktree: &Path) {
     let mut keep: Vec<PathBuf> = profile
         .protected
         .iter()
+        .chain(&dir.kept)
+        .filter(|p| p.starts_with(git) && *p != git && !defaults.contains(p))
         .cloned()
-        .chain(
-            super::targets::targets(worktree)
-                .into_iter()
-                .map(|t| t.path),
-        )
-        .filter(|p| p.starts_with(git) && p != git && !defaults.contains(p))
         .collect();
     keep.sort();
     keep.dedup();
@@ -188,12 +140,10 @@ pub fn stage(plan: &mut Plan, profile: &Profile, git: &Path, worktree: &Path) {
     plan.scrub.retain(|p| !p.starts_with(git));
     plan.mounts.push(MountOp::Stage {
         src: super::stage::name::new_stage(git),
-        path: git.to_path_buf(),
+        path: git.clone(),
     });
-    let mut bound = Vec::new();
-    walk(git, Path::new(""), true, 0, &mut bound);
     plan.mounts
-        .extend(bound.into_iter().map(|rel| MountOp::Bind {
+        .extend(dir.bound.iter().map(|rel| MountOp::Bind {
             path: git.join(rel),
             rw: true,
             optional: true,
@@ -206,51 +156,6 @@ pub fn stage(plan: &mut Plan, profile: &Profile, git: &Path, worktree: &Path) {
         }));
     // Parents first, as the plan builds them (a stable sort keeps the order of equals).
     plan.mounts.sort_by_key(|op| op.path().components().count());
-}
-
-/// The bound directories of the git directory `git/rel`, relative to `git`.
-fn walk(git: &Path, rel: &Path, top: bool, depth: usize, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(git.join(rel))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if top && name.starts_with(super::stage::name::PREFIX) {
-            continue;
-        }
-        let here = rel.join(&name);
-        match part(&name, top) {
-            Part::Private => {}
-            Part::Container => container(git, &here, depth + 1, out),
-            Part::Bound => out.push(here),
-        }
-    }
-}
-
-/// The git directories below the container `git/rel` (a module's name may hold slashes).
-fn container(git: &Path, rel: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-    if depth > 16 {
-        return;
-    }
-    for entry in std::fs::read_dir(git.join(rel))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let here = rel.join(entry.file_name());
-        if is_git_dir(&git.join(&here)) {
-            walk(git, &here, false, depth + 1, out);
-        } else {
-            container(git, &here, depth + 1, out);
-        }
-    }
 }
 
 /// The directories `plan` binds into the stage of `git` (relative to `git`).
@@ -270,32 +175,6 @@ pub fn bound(plan: &Plan, git: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_enclosing_repository_is_the_nearest_ancestors_and_never_past_a_git_file() {
-        let d = tempfile::Builder::new()
-            .prefix("zc-git-enclosing-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
-        let top = d.path().canonicalize().unwrap();
-        let ws = top.join("a/b/ws");
-        std::fs::create_dir_all(&ws).unwrap();
-        assert_eq!(enclosing(&ws), None, "no repository yet");
-        std::fs::create_dir_all(top.join(".git/objects")).unwrap();
-        std::fs::write(top.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
-        assert_eq!(enclosing(&ws), Some(top.clone()));
-        // A nearer ancestor's `.git` file (a linked worktree) ends the search.
-        std::fs::write(top.join("a/.git"), "gitdir: /elsewhere\n").unwrap();
-        assert_eq!(enclosing(&ws), None);
-        // A `.git` directory that is no git directory ends it too.
-        std::fs::remove_file(top.join("a/.git")).unwrap();
-        std::fs::create_dir(top.join("a/b/.git")).unwrap();
-        assert_eq!(enclosing(&ws), None);
-        std::fs::remove_dir(top.join("a/b/.git")).unwrap();
-        // A workspace with a `.git` of its own has no enclosing repository.
-        std::fs::create_dir(ws.join(".git")).unwrap();
-        assert_eq!(enclosing(&ws), None);
-    }
 
     #[test]
     fn an_existing_repository_is_staged_with_its_data_directories_bound() {
@@ -320,7 +199,11 @@ mod tests {
         std::fs::write(git.join("modules/a/b/HEAD"), "").unwrap();
         let mut plan =
             crate::plan::build_on_host(Backend::Namespaces, &p, vec!["true".into()], None);
-        stage_if_existing(&mut plan, &p);
+        stage_if_existing(
+            &mut plan,
+            &p,
+            &crate::git::read::read(&p.workspace, None).workspace,
+        );
         let below: Vec<&MountOp> = plan
             .mounts
             .iter()

@@ -58,10 +58,12 @@ pub fn proxy_env(ports: ProxyPorts) -> Vec<(String, String)> {
     env
 }
 
-/// Completes `plan` for a proxy-mode `profile` on `backend`, or refuses the backend.
+/// Completes `plan` for a proxy-mode `profile` on `backend`, or refuses the backend;
+/// `landlock_abi`, the host's (read with the plan's facts, `HostFacts::landlock_abi`).
 pub(crate) fn apply(
     backend: Backend,
     profile: &Profile,
+    landlock_abi: u32,
     plan: &mut Plan,
 ) -> Result<(), SandboxError> {
     if profile.network != Network::Proxy {
@@ -76,7 +78,7 @@ pub(crate) fn apply(
             Ok(())
         }
         Backend::Landlock => {
-            landlock_has_tcp_rules(crate::sys::landlock_abi().unwrap_or(0))?;
+            landlock_has_tcp_rules(landlock_abi)?;
             // The TCP rules, the seccomp switch, the ports and the environment follow once the
             // launcher bound the listeners ([`on_host`]).
             plan.egress.on_host = true;
@@ -173,13 +175,17 @@ mod tests {
         assert_eq!(get("NO_PROXY"), Some(""));
     }
 
+    fn host_abi() -> u32 {
+        crate::sys::landlock_abi().unwrap_or(0)
+    }
+
     #[test]
     fn the_network_namespace_backends_plan_fixed_ports_in_their_own_namespace() {
         let dir = tempfile::tempdir().unwrap();
         let profile = Profile::for_workspace(dir.path()).network(Network::Proxy);
         for backend in [Backend::Namespaces, Backend::Bubblewrap] {
             let mut plan = crate::plan::build_on_host(backend, &profile, vec!["true".into()], None);
-            apply(backend, &profile, &mut plan).unwrap();
+            apply(backend, &profile, host_abi(), &mut plan).unwrap();
             assert!(
                 plan.egress.own_namespace && !plan.egress.on_host,
                 "{backend:?}"
@@ -206,7 +212,7 @@ mod tests {
         let profile = Profile::for_workspace(dir.path()).network(Network::Proxy);
         let mut plan =
             crate::plan::build_on_host(Backend::Landlock, &profile, vec!["true".into()], None);
-        match apply(Backend::Landlock, &profile, &mut plan) {
+        match apply(Backend::Landlock, &profile, host_abi(), &mut plan) {
             Ok(()) => {}
             Err(SandboxError::Profile(msg))
                 if crate::sys::landlock_abi().unwrap_or(0) < LANDLOCK_NET_ABI =>
@@ -255,11 +261,11 @@ mod tests {
         let profile = Profile::for_workspace(dir.path()).network(Network::Proxy);
         let mut plan =
             crate::plan::build_on_host(Backend::Seatbelt, &profile, vec!["true".into()], None);
-        apply(Backend::Seatbelt, &profile, &mut plan).unwrap();
+        apply(Backend::Seatbelt, &profile, host_abi(), &mut plan).unwrap();
         assert!(plan.egress.on_host && proxied(&plan));
         let mut plan =
             crate::plan::build_on_host(Backend::None, &profile, vec!["true".into()], None);
-        match apply(Backend::None, &profile, &mut plan) {
+        match apply(Backend::None, &profile, host_abi(), &mut plan) {
             Err(SandboxError::Profile(msg)) => {
                 assert!(msg.contains("network proxy is not available"), "{msg}")
             }

@@ -1,7 +1,7 @@
 //! The host facts a plan is built from: every read [`super::build`] depends on (what is at a
 //! path, where a symlink points, a path's real path, a directory's entries, the caller's
 //! `LANG`/`TERM`/`PATH` and passed variables, who we run as, the root-only files of `/etc`,
-//! `/proc` and the toolchains, the git config's targets, the user's global git config). Plain
+//! `/proc` and the toolchains, the git facts, the user's global git config). Plain
 //! data with lookups; gathered from the host by [`HostFacts::gather`] (`gather.rs`, the plan's
 //! only module that reads the host), fabricated in tests.
 
@@ -9,42 +9,33 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::git_facts::GitFacts;
 use super::types::Plan;
 use crate::profile::Profile;
 
-/// A path a git config points at inside the workspace, and whether it is a directory (hooks)
-/// or a file (include): read by `crate::git::targets`, which the daemon side hands to
-/// [`HostFacts::gather`] through a [`GitReader`] (the plan imports nothing of `git/`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitTarget {
-    /// Absolute, lexically normalized path.
-    pub path: PathBuf,
-    /// A directory (`core.hooksPath`) rather than a file.
-    pub dir: bool,
-}
-
 /// What the plan reads of git and the git section it adds, handed to [`HostFacts::gather`]
-/// and the planner by the daemon side (`crate::git::READER`), so the plan imports nothing of
-/// `git/`.
+/// and the planner by the daemon side (`crate::git::READER`).
 #[derive(Debug, Clone, Copy)]
 pub struct GitReader {
-    /// The paths a workspace's git configs point at (`crate::git::protected_targets`).
-    pub targets: fn(&Path) -> Vec<GitTarget>,
+    /// Reads the [`GitFacts`] of a workspace and of the worktree root of the parent
+    /// repository the plan shows (`crate::git::read`).
+    pub read: fn(&Path, Option<&Path>) -> GitFacts,
     /// The validated copy of the user's global git config, from the HOME and
     /// `$XDG_CONFIG_HOME` (`crate::git::global::validated`).
     pub global: fn(&Path, Option<&Path>) -> String,
     /// The worktree root of the larger repository a workspace without `.git` lies in
     /// (`crate::git::repo::enclosing`).
     pub parent: fn(&Path) -> Option<PathBuf>,
-    /// Adds the plan's git section once it is built: a missing `.git` guarded, an existing
-    /// repository's private stage, the parent repository's (`crate::git::add_to_plan`).
+    /// Adds the plan's git section once it is built, from the facts alone: a missing `.git`
+    /// guarded, an existing repository's private stage, the parent repository's
+    /// (`crate::git::add_to_plan`).
     pub stage: fn(&mut Plan, &Profile, &HostFacts),
 }
 
 /// A reader that finds nothing (tests of the plan alone).
 #[cfg(test)]
 pub const NO_GIT: GitReader = GitReader {
-    targets: |_| Vec::new(),
+    read: |_, _| GitFacts::default(),
     global: |_, _| String::new(),
     parent: |_| None,
     stage: |_, _, _| {},
@@ -101,8 +92,11 @@ pub struct HostFacts {
     pub proc_private: Vec<PathBuf>,
     /// The host's per-user count maxima (namespace backends).
     pub user_limits: Vec<(String, u64)>,
-    /// Paths the git configs point at inside the workspace (read by the [`GitReader`]).
-    pub git_targets: Vec<GitTarget>,
+    /// The kernel's Landlock ABI (0: none), read for the Landlock-only backend, whose proxy
+    /// calls need its TCP rules.
+    pub landlock_abi: u32,
+    /// What the plan knows of git (read by the [`GitReader`]).
+    pub git: GitFacts,
     /// The validated copy of the user's global git config (read by the [`GitReader`]) for
     /// the backends with a private HOME.
     pub git_global: String,
@@ -111,22 +105,19 @@ pub struct HostFacts {
     /// never `/`, the HOME or one of its ancestors (a home directory kept in git would expose
     /// every file of it).
     pub parent_repository: Option<PathBuf>,
-    /// Something is at the workspace's `.git` (`lstat`): bubblewrap launched by another user
-    /// then keeps its layer inside ([`super::layer::Layering`]).
-    pub workspace_git: bool,
 }
 
 impl HostFacts {
     /// `profile` as these facts extend it (the one place they do): the paths the git configs
     /// point at protected, the larger repository the workspace lies in one more read-only root.
     pub fn extend<'p>(&self, profile: &'p Profile) -> std::borrow::Cow<'p, Profile> {
-        if self.git_targets.is_empty() && self.parent_repository.is_none() {
+        if self.git.targets.is_empty() && self.parent_repository.is_none() {
             return std::borrow::Cow::Borrowed(profile);
         }
         let mut extended = profile.clone();
         extended
             .protected
-            .extend(self.git_targets.iter().map(|t| t.path.clone()));
+            .extend(self.git.targets.iter().map(|t| t.path.clone()));
         extended.read_only.extend(self.parent_repository.clone());
         std::borrow::Cow::Owned(extended)
     }

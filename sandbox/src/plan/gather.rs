@@ -19,35 +19,30 @@ pub fn subtract_on_host(roots: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf>
 
 impl HostFacts {
     /// Reads what [`super::build`] needs to plan `profile` for `backend` on this machine;
-    /// `git` reads the git configs' targets and the user's global config (`crate::git::READER`).
+    /// `git` reads the git facts and the user's global config (`crate::git::READER`).
     pub fn gather(backend: Backend, profile: &Profile, git: GitReader) -> HostFacts {
         let namespaced = matches!(backend, Backend::Namespaces | Backend::Bubblewrap);
         let carved = !namespaced && backend != Backend::None;
         let root = nix::unistd::geteuid().is_root();
         let home = home_dir();
-        // Git hook: the configs' targets and the repository's other control files; the larger
-        // repository the workspace lies in, shown read-only, and what its configs point at in
-        // the workspace.
-        let mut git_targets = (git.targets)(&profile.workspace);
+        // Git hook: the larger repository the workspace lies in, shown read-only; then, in
+        // one pass, what the configs of both point at in the workspace, the repository's other
+        // control files, and the git directories a stage would replace.
         let parent_repository = (profile.parent_worktree == ParentWorktree::ReadOnly
             && !matches!(backend, Backend::None | Backend::Seatbelt))
         .then(|| (git.parent)(&profile.workspace))
         .flatten()
         .filter(|r| r.parent().is_some() && home.as_ref().is_none_or(|h| !h.starts_with(r)));
-        if let Some(worktree) = &parent_repository {
-            git_targets.extend(
-                (git.targets)(worktree)
-                    .into_iter()
-                    .filter(|t| t.path.starts_with(&profile.workspace)),
-            );
-        }
         let mut facts = HostFacts {
             root,
             home: home.clone(),
             launcher_pid: std::process::id(),
-            git_targets,
+            git: (git.read)(&profile.workspace, parent_repository.as_deref()),
             parent_repository,
-            workspace_git: profile.workspace.join(".git").symlink_metadata().is_ok(),
+            landlock_abi: match backend {
+                Backend::Landlock => crate::sys::landlock_abi().unwrap_or(0),
+                _ => 0,
+            },
             ..HostFacts::default()
         };
         // What the rest reads is the profile as the plan will see it (`HostFacts::extend`).
@@ -66,7 +61,9 @@ impl HostFacts {
         // and denied path, with the directories between it and the outermost writable root
         // holding it (placeholders and pins are planned along them). The Landlock-only rung
         // mounts nothing: it only resolves its roots and hidden paths (`gather_carving`).
-        let mut at: Vec<PathBuf> = profile.read_only.clone();
+        // The workspace and the cwd, which the planner checks are directories.
+        let mut at: Vec<PathBuf> = vec![profile.workspace.clone(), profile.cwd.clone()];
+        at.extend(profile.read_only.iter().cloned());
         if namespaced {
             at.extend(profile.writable_roots().cloned());
             let guarded = profile.protected.iter().chain(&profile.denied);

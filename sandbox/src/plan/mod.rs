@@ -18,6 +18,7 @@ pub mod egress;
 mod env;
 mod facts;
 mod gather;
+mod git_facts;
 mod home_binds;
 mod landlock;
 pub mod layer;
@@ -36,8 +37,9 @@ pub use carve::subtract_with;
 pub use env::environment;
 #[cfg(test)]
 pub use facts::NO_GIT;
-pub use facts::{GitReader, GitTarget, HostFacts, Kind, PathFact};
+pub use facts::{GitReader, HostFacts, Kind, PathFact};
 pub use gather::subtract_on_host;
+pub use git_facts::{DotGit, GitDir, GitFacts, GitTarget};
 use landlock::landlock;
 #[cfg(test)]
 use mounts::depth;
@@ -159,7 +161,7 @@ pub fn build(
             Vec::new()
         },
         placeholders: if namespaced {
-            placeholders_with(profile, facts, &facts.git_targets)
+            placeholders_with(profile, facts, &facts.git.targets)
         } else {
             Vec::new()
         },

@@ -316,7 +316,7 @@ pub fn placeholders(profile: &Profile, facts: &HostFacts) -> Vec<Placeholder> {
 pub(super) fn placeholders_with(
     profile: &Profile,
     facts: &HostFacts,
-    known: &[super::facts::GitTarget],
+    known: &[super::git_facts::GitTarget],
 ) -> Vec<Placeholder> {
     let mut out: Vec<Placeholder> = Vec::new();
     for path in &profile.protected {

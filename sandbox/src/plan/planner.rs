@@ -32,9 +32,10 @@ impl Planner {
         op: Option<String>,
     ) -> Result<crate::plan::Plan, SandboxError> {
         validate(profile)?;
+        let facts = crate::plan::HostFacts::gather(self.backend, profile, self.git);
+        directories(profile, &facts)?;
         let scratch =
             matches!(self.backend, Backend::Landlock | Backend::Seatbelt).then(scratch_path);
-        let facts = crate::plan::HostFacts::gather(self.backend, profile, self.git);
         let mut plan = crate::plan::build(self.backend, profile, &facts, argv, scratch);
         plan.op = op;
         plan.allow_partial = self.allow_partial;
@@ -46,17 +47,18 @@ impl Planner {
         );
         // Bubblewrap launched by another user: the helper mounts the layer around bwrap when
         // bwrap is not setuid and the workspace has no `.git` (`plan::layer::Layering`).
-        let layering =
-            if plan.bwrap.as_ref().is_some_and(|b| !b.refuses_cap_add) && !facts.workspace_git {
-                crate::plan::layer::Layering::Outside
-            } else {
-                crate::plan::layer::Layering::Inside
-            };
+        let layering = if plan.bwrap.as_ref().is_some_and(|b| !b.refuses_cap_add)
+            && !facts.git.workspace.exists()
+        {
+            crate::plan::layer::Layering::Outside
+        } else {
+            crate::plan::layer::Layering::Inside
+        };
         crate::plan::layer::apply(self.backend, profile, &mut plan, layering)?;
         // Git hook: no `.git` yet, none left behind; an existing repository's private stage;
         // the parent repository's.
         (self.git.stage)(&mut plan, profile, &facts);
-        crate::plan::egress::apply(self.backend, profile, &mut plan)?;
+        crate::plan::egress::apply(self.backend, profile, facts.landlock_abi, &mut plan)?;
         plan.shape = Some(crate::plan::shape::digest(&plan));
         Ok(plan)
     }
@@ -75,8 +77,8 @@ where
     Ok(argv)
 }
 
-/// What every backend refuses before planning: a writable root inside a denied path, a missing
-/// workspace or cwd.
+/// What every backend refuses before planning: a writable root inside a denied path, a home
+/// bind that is not one.
 fn validate(profile: &Profile) -> Result<(), SandboxError> {
     if let Some((root, denied)) = profile.root_inside_denied() {
         return Err(SandboxError::Profile(format!(
@@ -94,17 +96,19 @@ fn validate(profile: &Profile) -> Result<(), SandboxError> {
             bind.at.display()
         )));
     }
-    if !profile.workspace.is_dir() {
-        return Err(SandboxError::Profile(format!(
-            "workspace {} is not a directory",
-            profile.workspace.display()
-        )));
-    }
-    if !profile.cwd.is_dir() {
-        return Err(SandboxError::Profile(format!(
-            "cwd {} is not a directory",
-            profile.cwd.display()
-        )));
+    Ok(())
+}
+
+/// What every backend refuses once the host is read: a workspace or cwd that is not a
+/// directory (as `facts` found them).
+fn directories(profile: &Profile, facts: &crate::plan::HostFacts) -> Result<(), SandboxError> {
+    for (what, path) in [("workspace", &profile.workspace), ("cwd", &profile.cwd)] {
+        if !facts.is_dir(path) {
+            return Err(SandboxError::Profile(format!(
+                "{what} {} is not a directory",
+                path.display()
+            )));
+        }
     }
     Ok(())
 }
