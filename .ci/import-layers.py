@@ -127,7 +127,7 @@ if '--layers' in sys.argv:
     # face: the crate's entry points, may use both sides; daemon and child sides: each only
     # itself and the shared modules; shared: only shared.
     face = {'lib', 'foreground::run'}
-    daemon = {'sandbox', 'plan::planner', 'egress::launch', 'launcher', 'spawner', 'warm', 'foreground', 'detect'}
+    daemon = {'sandbox', 'plan::planner', 'egress::launch', 'launcher', 'restart', 'spawner', 'warm', 'foreground', 'detect'}
     # shared modules that live in a daemon-side folder (the warm key: both sides compute it)
     shared_inside = {'warm::key'}
     def layer(m):
