@@ -14,22 +14,20 @@
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use super::mounts::{self, Guards};
 use crate::error::{SetupError, Stage};
 use crate::plan::{Placeholder, Plan};
 
-/// The init's end of the channel, set before the init is forked.
-static INIT_END: Mutex<Option<OwnedFd>> = Mutex::new(None);
-
 /// The helper's end of the channel (a socket pair: one byte each way, the init's request
 /// and the helper's answer).
 pub(super) struct Channel(OwnedFd);
 
-/// Before forking a warm init whose stage is deferred: the channel (the init's end kept for
-/// [`request`]).
-pub(super) fn channel() -> Result<Channel, SetupError> {
+/// The init's end of the channel, handed to it when it is forked (`Parent::Helper`).
+pub(super) struct InitEnd(OwnedFd);
+
+/// Before forking a warm init whose stage is deferred: the channel's two ends.
+pub(super) fn channel() -> Result<(Channel, InitEnd), SetupError> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
     let (helper, init) = socketpair(
         AddressFamily::Unix,
@@ -38,20 +36,18 @@ pub(super) fn channel() -> Result<Channel, SetupError> {
         SockFlag::SOCK_CLOEXEC,
     )
     .map_err(|e| SetupError::os(Stage::Init, "socketpair(git stage)", &e.into()))?;
-    *INIT_END.lock().unwrap_or_else(|e| e.into_inner()) = Some(init);
-    Ok(Channel(helper))
+    Ok((Channel(helper), InitEnd(init)))
 }
 
 /// A request sent ([`request`]), its answer not yet read ([`Asked::bind`]).
 #[must_use = "the stage is there only once answered and bound"]
 pub(super) struct Asked(Option<OwnedFd>);
 
-/// In the warm init, once its call has arrived: asks the helper to make the stage (the init
-/// checks the call and its root meanwhile, then calls [`Asked::bind`]). Nothing is asked when
-/// no stage is deferred.
-pub(super) fn request() -> Result<Asked, SetupError> {
-    let end = INIT_END.lock().unwrap_or_else(|e| e.into_inner()).take();
-    let Some(end) = end else {
+/// In the warm init, once its call has arrived: asks the helper over `end` to make the stage
+/// (the init checks the call and its root meanwhile, then calls [`Asked::bind`]). Nothing is
+/// asked when no stage is deferred (no channel).
+pub(super) fn request(end: Option<InitEnd>) -> Result<Asked, SetupError> {
+    let Some(InitEnd(end)) = end else {
         return Ok(Asked(None));
     };
     if nix::unistd::write(&end, &[1]) != Ok(1) {
@@ -88,7 +84,6 @@ impl Channel {
     /// ends first, or SIGTERM arrives), then makes the stage of `plan` and answers. The
     /// placeholder's guard is returned for the run's end.
     pub(super) fn serve(self, plan: &Plan) -> Guards {
-        drop(INIT_END.lock().unwrap_or_else(|e| e.into_inner()).take());
         if crate::git::stage::first(plan).is_none() || read_byte(&self.0) != Some(1) {
             return Guards::default();
         }

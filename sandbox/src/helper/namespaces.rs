@@ -30,9 +30,12 @@ pub(super) enum Parent {
     /// a git stage, a layer or denied-path placeholders) learns on `tree_gone` when
     /// everything but the init is gone ([`reaper::tell_tree_gone`]), and reports before the
     /// init's own exit (the namespaces' teardown) is done.
+    /// A warm init whose git stage is deferred asks the helper for it on `git_stage` once
+    /// its call has arrived (`helper::git_late`).
     Helper {
         helper: std::os::fd::OwnedFd,
         tree_gone: std::os::fd::OwnedFd,
+        git_stage: Option<super::git_late::InitEnd>,
     },
     /// The caller itself ([`start_init`]): nobody between them, nothing to tell.
     Caller,
@@ -144,8 +147,12 @@ pub(super) fn init_main(
     // An init the caller started watches the lifeline instead: if the caller dies, the init
     // must live on long enough to end the namespace and scrub (a SIGKILL would skip that).
     let caller = matches!(parent, Parent::Caller);
-    let tree_gone = match parent {
-        Parent::Helper { helper, tree_gone } => {
+    let (tree_gone, git_stage) = match parent {
+        Parent::Helper {
+            helper,
+            tree_gone,
+            git_stage,
+        } => {
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
                 .map_err(|e| SetupError::os(Stage::Init, "prctl(PR_SET_PDEATHSIG)", &e.into()))?;
             // A helper that died between our fork and the line above sent no signal: we
@@ -156,9 +163,9 @@ pub(super) fn init_main(
                     "the helper exited before the init started",
                 ));
             }
-            Some(tree_gone)
+            (Some(tree_gone), git_stage)
         }
-        Parent::Caller => None,
+        Parent::Caller => (None, None),
     };
     let _ = nix::unistd::sethostname("zeroclaw");
     if crate::host::pid_max::usable(plan.process.limits.processes) {
@@ -203,7 +210,7 @@ pub(super) fn init_main(
             }
             enforcement.warm = true;
             let staging;
-            (call, staging) = await_call(plan, fingerprint)?;
+            (call, staging) = await_call(plan, fingerprint, git_stage)?;
             if crate::warm::key::mount_ids(&call) != mounted {
                 return Err(SetupError::new(
                     Stage::Plan,
@@ -329,6 +336,7 @@ fn end_the_namespace() {
 fn await_call(
     prepared: &Plan,
     fingerprint: u64,
+    git_stage: Option<super::git_late::InitEnd>,
 ) -> Result<(Plan, super::git_late::Asked), SetupError> {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     use std::io::IoSliceMut;
@@ -362,7 +370,7 @@ fn await_call(
     }
     // Git hook: the helper makes the deferred stage (see `helper::git_late`) while the call
     // and the root are checked; a call refused below leaves it to the helper's clean-up.
-    let staging = super::git_late::request()?;
+    let staging = super::git_late::request(git_stage)?;
     if truncated || stdio.len() != 3 {
         return Err(fail(format!(
             "malformed call ({bytes} bytes, {} descriptors)",

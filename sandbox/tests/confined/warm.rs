@@ -97,10 +97,16 @@ async fn the_next_call_is_served_by_a_helper_prepared_after_the_last_one() {
     assert_eq!(sh(&s, &p, "true").await.shell_code(), 0);
     let waiting = await_warm(&needle);
     // The workspace has no `.git`: the waiting helper made none (its stage waits for the call).
-    assert!(
-        !ws.path().join(".git").exists(),
-        "a waiting helper left .git in the workspace"
-    );
+    // The last call's placeholder goes just after its end is reported: on a loaded machine
+    // its helper may still be about it.
+    let gone = (0..300).any(|_| {
+        let gone = !ws.path().join(".git").exists();
+        if !gone {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        gone
+    });
+    assert!(gone, "a waiting helper left .git in the workspace");
     // The call's stdin, stdout and stderr reach the command through the waiting helper.
     let mut c = s
         .spawn(&p, ["sh", "-c", "cat; echo err >&2; exit 3"])

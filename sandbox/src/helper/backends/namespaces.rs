@@ -66,14 +66,18 @@ fn run_guarded(
     // before (its getppid() is 0: we are outside its pid namespace).
     let helper = crate::sys::pidfd_open(std::process::id() as i32)
         .map_err(|e| SetupError::os(Stage::Init, "pidfd_open(self)", &e))?;
-    let channel = late
-        .as_ref()
-        .map(|_| super::super::git_late::channel())
-        .transpose()?;
+    let (channel, init_end) = match late {
+        Some(_) => {
+            let (channel, init_end) = super::super::git_late::channel()?;
+            (Some(channel), Some(init_end))
+        }
+        None => (None, None),
+    };
     let init = crate::sys::fork().map_err(|e| SetupError::os(Stage::Init, "fork()", &e))?;
     match init {
         Some(pid) => {
-            drop((helper, tree_gone));
+            // The init's end is the init's: its end of file tells the helper it is gone.
+            drop((helper, tree_gone, init_end));
             drop(unowned);
             super::super::inherited::release_stdio();
             if plan.is_warm() {
@@ -109,7 +113,11 @@ fn run_guarded(
                 plan,
                 unowned,
                 guards,
-                namespaces::Parent::Helper { helper, tree_gone },
+                namespaces::Parent::Helper {
+                    helper,
+                    tree_gone,
+                    git_stage: init_end,
+                },
                 &user_limits,
             ))
         }
