@@ -106,14 +106,7 @@ fn linked_common(git: &Path) -> Option<PathBuf> {
 
 /// The bound directories of the git directory `git/rel`, relative to `git`.
 fn walk(git: &Path, rel: &Path, top: bool, depth: usize, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(git.join(rel))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
+    for entry in subdirs(&git.join(rel)) {
         let name = entry.file_name().to_string_lossy().into_owned();
         if top && name.starts_with(super::stage::name::PREFIX) {
             continue;
@@ -132,14 +125,7 @@ fn container(git: &Path, rel: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     if depth > 16 {
         return;
     }
-    for entry in std::fs::read_dir(git.join(rel))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
+    for entry in subdirs(&git.join(rel)) {
         let here = rel.join(entry.file_name());
         if is_git_dir(&git.join(&here)) {
             walk(git, &here, false, depth + 1, out);
@@ -147,6 +133,15 @@ fn container(git: &Path, rel: &Path, depth: usize, out: &mut Vec<PathBuf>) {
             container(git, &here, depth + 1, out);
         }
     }
+}
+
+/// The directories in `dir` (not followed through symlinks; none when it cannot be read).
+fn subdirs(dir: &Path) -> impl Iterator<Item = std::fs::DirEntry> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
 }
 
 /// The worktree root of the repository `workspace` lies in when it has no `.git` of its own:

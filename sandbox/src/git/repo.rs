@@ -83,15 +83,7 @@ fn linked(plan: &mut Plan, profile: &Profile, git: &Path, common: &GitDir) {
         rw: false,
         optional: false,
     });
-    stage(plan, profile, common);
-    if !plan
-        .landlock
-        .write
-        .iter()
-        .any(|w| common.path.starts_with(w))
-    {
-        plan.landlock.write.push(common.path.clone());
-    }
+    stage_elsewhere(plan, profile, common);
 }
 
 /// The planner's hook for a workspace inside a larger repository whose worktree the plan shows
@@ -104,15 +96,16 @@ pub fn stage_parent(plan: &mut Plan, profile: &Profile, parent: &GitDir) {
     let namespaced = matches!(plan.backend, Backend::Namespaces | Backend::Bubblewrap);
     let writable = profile.writable_roots().any(|r| r == &profile.workspace);
     if namespaced && writable && plan.op.is_none() {
-        stage(plan, profile, parent);
-        if !plan
-            .landlock
-            .write
-            .iter()
-            .any(|w| parent.path.starts_with(w))
-        {
-            plan.landlock.write.push(parent.path.clone());
-        }
+        stage_elsewhere(plan, profile, parent);
+    }
+}
+
+/// [`stage`] for a git directory outside the workspace (a linked worktree's main repository,
+/// the parent repository's), which the Landlock stage must then let the stage's binds write.
+fn stage_elsewhere(plan: &mut Plan, profile: &Profile, dir: &GitDir) {
+    stage(plan, profile, dir);
+    if !plan.landlock.write.iter().any(|w| dir.path.starts_with(w)) {
+        plan.landlock.write.push(dir.path.clone());
     }
 }
 
