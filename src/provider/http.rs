@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -50,6 +51,27 @@ pub fn client(provider: &str, timeout: Duration) -> Result<reqwest::Client, Prov
             provider: provider.to_owned(),
             message: e.to_string(),
         })
+}
+
+/// The size of the request bodies one provider sends, so the next body is serialized into a
+/// buffer of about its size: a body carries the whole history again, and growing its buffer
+/// from empty copied it about once more and churned the allocator at every call.
+#[derive(Debug, Default)]
+pub struct BodySize(AtomicUsize);
+
+/// The largest buffer reserved ahead (a body with many images grows its own).
+const BODY_SIZE_HINT_MAX: usize = 8 * 1024 * 1024;
+
+impl BodySize {
+    /// `body` as JSON, in a buffer sized from the previous body (plus room for what the
+    /// history gained since).
+    pub fn serialize(&self, body: &impl serde::Serialize) -> Vec<u8> {
+        let last = self.0.load(Ordering::Relaxed).min(BODY_SIZE_HINT_MAX);
+        let mut out = Vec::with_capacity(last + last / 8 + 1024);
+        serde_json::to_writer(&mut out, body).expect("a request body always serializes");
+        self.0.store(out.len(), Ordering::Relaxed);
+        out
+    }
 }
 
 /// Sends `request` within `timeout`; a non-2xx answer is an [`ProviderError::Http`] whose

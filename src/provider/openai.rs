@@ -26,6 +26,7 @@ pub struct OpenAiProvider {
     key: Result<String, String>,
     timeout: Duration,
     client: reqwest::Client,
+    body_size: http::BodySize,
 }
 
 impl OpenAiProvider {
@@ -42,6 +43,7 @@ impl OpenAiProvider {
             key,
             timeout,
             client: http::client(name, timeout)?,
+            body_size: http::BodySize::default(),
         })
     }
 
@@ -85,7 +87,7 @@ impl Provider for OpenAiProvider {
     fn stream(&self, req: ChatRequest) -> ProviderFuture<'_, EventStream> {
         Box::pin(async move {
             let key = self.key.clone().map_err(ProviderError::MissingApiKey)?;
-            let body = Bytes::from(request::body(&req));
+            let body = Bytes::from(request::body(&req, &self.body_size));
             let response = retry::with_backoff(|| self.open(&body, &key)).await?;
             if http::is_json(&response) {
                 return self.whole_completion(response).await;

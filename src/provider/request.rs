@@ -6,12 +6,14 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::http::BodySize;
 use super::{
     ChatMessage, ChatRequest, ImageData, ThoughtLevel, ToolCallRequest, ToolSpec, UserPart,
 };
 
-/// `stream: true` with usage reporting; tools in the OpenAI function format.
-pub fn body(req: &ChatRequest) -> Vec<u8> {
+/// `stream: true` with usage reporting; tools in the OpenAI function format; serialized into
+/// a buffer sized by `size`.
+pub fn body(req: &ChatRequest, size: &BodySize) -> Vec<u8> {
     let body = Body {
         model: &req.model,
         messages: req.messages.iter().map(Message::from).collect(),
@@ -25,7 +27,7 @@ pub fn body(req: &ChatRequest) -> Vec<u8> {
             level => Some(level.as_str()),
         },
     };
-    serde_json::to_vec(&body).expect("a request body always serializes")
+    size.serialize(&body)
 }
 
 #[derive(Serialize)]
@@ -196,7 +198,7 @@ mod tests {
     use super::*;
 
     fn parsed(req: &ChatRequest) -> Value {
-        serde_json::from_slice(&body(req)).unwrap()
+        serde_json::from_slice(&body(req, &BodySize::default())).unwrap()
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub struct AnthropicProvider {
     max_tokens: u32,
     timeout: Duration,
     client: reqwest::Client,
+    body_size: http::BodySize,
 }
 
 impl AnthropicProvider {
@@ -59,6 +60,7 @@ impl AnthropicProvider {
             max_tokens: cfg.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             timeout,
             client: http::client(name, timeout)?,
+            body_size: http::BodySize::default(),
         })
     }
 
@@ -121,7 +123,7 @@ impl Provider for AnthropicProvider {
                 max_tokens: self.max_tokens,
                 thinking_budget: thinking_budget(req.thought_level, self.max_tokens),
             };
-            let body = Bytes::from(request::body(&req, &options));
+            let body = Bytes::from(request::body(&req, &options, &self.body_size));
             let response = retry::with_backoff(|| self.open(&body, &key)).await?;
             if http::is_json(&response) {
                 return self.whole_message(response).await;

@@ -11,6 +11,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::super::http::BodySize;
 use super::super::{ChatMessage, ChatRequest, ThinkingBlock, ToolSpec, UserPart};
 
 /// What the body needs besides the request.
@@ -20,7 +21,8 @@ pub struct Options {
     pub thinking_budget: Option<u32>,
 }
 
-pub fn body(req: &ChatRequest, options: &Options) -> Vec<u8> {
+/// The body, serialized into a buffer sized by `size`.
+pub fn body(req: &ChatRequest, options: &Options, size: &BodySize) -> Vec<u8> {
     let system: Vec<TextBlock<'_>> = req
         .messages
         .iter()
@@ -51,7 +53,7 @@ pub fn body(req: &ChatRequest, options: &Options) -> Vec<u8> {
     if let Some(last) = body.tools.last_mut() {
         last.cache_control = Some(EPHEMERAL);
     }
-    serde_json::to_vec(&body).expect("a request body always serializes")
+    size.serialize(&body)
 }
 
 const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
@@ -308,7 +310,8 @@ mod tests {
             }],
             thought_level: ThoughtLevel::Off,
         };
-        let body: Value = serde_json::from_slice(&body(&req, &options())).unwrap();
+        let body: Value =
+            serde_json::from_slice(&body(&req, &options(), &BodySize::default())).unwrap();
         assert_eq!(body["model"], "claude-x");
         assert_eq!(body["max_tokens"], 1000);
         assert!(body.get("thinking").is_none());
@@ -356,7 +359,8 @@ mod tests {
             tools: vec![],
             thought_level: ThoughtLevel::Off,
         };
-        let body: Value = serde_json::from_slice(&body(&req, &options())).unwrap();
+        let body: Value =
+            serde_json::from_slice(&body(&req, &options(), &BodySize::default())).unwrap();
         assert_eq!(
             body["messages"],
             json!([{"role": "user", "content": [
@@ -378,7 +382,8 @@ mod tests {
             thinking_budget: Some(2048),
             ..options()
         };
-        let body: Value = serde_json::from_slice(&body(&req, &options)).unwrap();
+        let body: Value =
+            serde_json::from_slice(&body(&req, &options, &BodySize::default())).unwrap();
         assert_eq!(
             body["thinking"],
             json!({"type": "enabled", "budget_tokens": 2048})
