@@ -21,6 +21,7 @@ pub mod resolve;
 pub mod risk;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use crate::config::autonomy::NetworkPolicy;
 use crate::config::{AutonomyConfig, AutonomyLevel, Config, LimitsConfig};
@@ -47,8 +48,9 @@ pub const DEFAULT_FORBIDDEN: &[&str] = &[
 pub struct Policy {
     pub level: AutonomyLevel,
     pub workspace_only: bool,
-    /// Absolute paths denied at every level, by the policy and by the kernel.
-    pub forbidden: Vec<PathBuf>,
+    /// Absolute paths denied at every level, by the policy and by the kernel (normalized by
+    /// their first reader: [`Forbidden`]).
+    pub forbidden: Forbidden,
     /// Extra roots: (path, writable).
     pub allowed_roots: Vec<(PathBuf, bool)>,
     pub always_ask: Vec<String>,
@@ -127,8 +129,8 @@ impl Policy {
             && autonomy.level != AutonomyLevel::ReadOnly)
             .then(|| crate::egress::EgressPolicy::from_config(&network_config).ok())
             .flatten();
+        let forbidden = Forbidden::lazy(denied_paths(config, &autonomy));
         let mut normalizer = resolve::Normalizer::default();
-        let forbidden = denied_paths(config, &autonomy, &mut normalizer);
         Policy {
             level: autonomy.level,
             workspace_only: autonomy.workspace_only && autonomy.level != AutonomyLevel::Full,
@@ -219,10 +221,7 @@ impl Default for Policy {
         Policy {
             level: autonomy.level,
             workspace_only: true,
-            forbidden: forbidden_paths(&autonomy)
-                .iter()
-                .map(|p| resolve::normalize(p))
-                .collect(),
+            forbidden: Forbidden::lazy(forbidden_paths(&autonomy)),
             allowed_roots: Vec::new(),
             always_ask: Vec::new(),
             auto_approve: Vec::new(),
@@ -257,15 +256,63 @@ fn can_make(dir: &Path) -> bool {
         .is_some_and(|a| a.is_dir() && access(a, AccessFlags::W_OK | AccessFlags::X_OK).is_ok())
 }
 
-/// Every path the policy forbids, normalized: the built-in list, `forbidden_paths`, the
-/// config directory, `workspace_dir`, the session database and its directory. The one list
-/// a session's policy and `zeroclaw sandbox run` deny (through [`Policy::profile`] and
-/// [`Policy::deny_forbidden`]).
-fn denied_paths(
-    config: &Config,
-    autonomy: &AutonomyConfig,
-    normalizer: &mut resolve::Normalizer,
-) -> Vec<PathBuf> {
+/// The forbidden paths of a policy, normalized by their first reader and shared by the clones
+/// of the policy (the calls of one turn), as [`never_writable::Lazy`] is: normalizing them
+/// looks each up on the host (some twenty `lstat`s, a tenth of a plain turn's CPU when every
+/// turn's policy did it as it was built), and a turn whose model calls no tool never reads
+/// them. A policy built again (each turn, each mode change) normalizes afresh.
+#[derive(Debug, Clone)]
+pub struct Forbidden {
+    /// As configured, `~` expanded.
+    configured: Arc<Vec<PathBuf>>,
+    normalized: Arc<OnceLock<Vec<PathBuf>>>,
+    /// Added to this policy after it was built, as given (not normalized).
+    added: Vec<PathBuf>,
+}
+
+impl Forbidden {
+    /// `paths`, normalized on first use.
+    pub fn lazy(paths: Vec<PathBuf>) -> Forbidden {
+        Forbidden {
+            configured: Arc::new(paths),
+            normalized: Arc::default(),
+            added: Vec::new(),
+        }
+    }
+
+    /// Every forbidden path: the configured ones normalized (now, if no reader did before),
+    /// then the added ones.
+    pub fn iter(&self) -> impl Iterator<Item = &PathBuf> {
+        let normalized = self.normalized.get_or_init(|| {
+            let mut normalizer = resolve::Normalizer::default();
+            self.configured
+                .iter()
+                .map(|p| normalizer.normalize(p))
+                .collect()
+        });
+        normalized.iter().chain(&self.added)
+    }
+
+    /// Forbids `path` too (an absolute, normalized path), in this policy and its later clones.
+    pub fn push(&mut self, path: PathBuf) {
+        self.added.push(path);
+    }
+}
+
+impl<'a> IntoIterator for &'a Forbidden {
+    type Item = &'a PathBuf;
+    type IntoIter = Box<dyn Iterator<Item = &'a PathBuf> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+/// Every path the policy forbids, `~` expanded (normalized by [`Forbidden`]): the built-in
+/// list, `forbidden_paths`, the config directory, `workspace_dir`, the session database and
+/// its directory. The one list a session's policy and `zeroclaw sandbox run` deny (through
+/// [`Policy::profile`] and [`Policy::deny_forbidden`]).
+fn denied_paths(config: &Config, autonomy: &AutonomyConfig) -> Vec<PathBuf> {
     let mut forbidden = forbidden_paths(autonomy);
     forbidden.push(config.config_dir.clone());
     forbidden.push(config.workspace_dir.clone());
@@ -278,7 +325,7 @@ fn denied_paths(
     for file in secret_files.filter_map(|c| c.value_file.as_deref()) {
         forbidden.push(resolve::expand_home(Path::new(file)));
     }
-    forbidden.iter().map(|p| normalizer.normalize(p)).collect()
+    forbidden
 }
 
 fn forbidden_paths(autonomy: &AutonomyConfig) -> Vec<PathBuf> {
