@@ -109,8 +109,9 @@ fn spawn_request<H: Handler>(
         in_flight.clone(),
     );
     async move {
-        let work = handler.request(peer.clone(), method, params);
-        tokio::pin!(work);
+        // Boxed: a handler's future is large (a prompt's turn lives in it), and kept inline it
+        // made this task as large, copied whole at each move on its way into the runtime.
+        let mut work = Box::pin(handler.request(peer.clone(), method, params));
         // Biased: the handler runs first, so one that takes the cancellation over does so
         // before a cancellation already received is looked at.
         let result = tokio::select! {
