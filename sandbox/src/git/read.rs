@@ -50,7 +50,12 @@ fn dot_git(workspace: &Path, configs: &[GitTarget]) -> DotGit {
                 .map_or(true, |m| !m.file_type().is_symlink())
         };
         if super::missing::is_placeholder(&git) {
-            DotGit::Placeholder
+            // Gone since it was seen (the run removing it got there first): nothing is there,
+            // and a layered call must not guard one again.
+            match git.symlink_metadata() {
+                Ok(_) => DotGit::Placeholder,
+                Err(_) => DotGit::Absent,
+            }
         } else if git
             .join(crate::wire::PLACEHOLDER_MARKER)
             .symlink_metadata()
