@@ -88,9 +88,24 @@ pub enum TurnError {
 struct Turn<'a> {
     request: &'a TurnRequest,
     tools: &'a ToolRegistry,
+    /// What each model call of the turn offers of `tools` (their schemas under the turn's
+    /// policy): built once, where every call built and freed them again.
+    specs: std::sync::Arc<[ToolSpec]>,
     ctx: &'a ToolContext,
     entries: Vec<Entry>,
     content: String,
+}
+
+/// The schemas of `tools` as offered under `ctx`'s policy.
+fn specs(tools: &ToolRegistry, ctx: &ToolContext) -> std::sync::Arc<[ToolSpec]> {
+    tools
+        .iter()
+        .map(|tool| ToolSpec {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            parameters: tool.parameters_for(&ctx.env.policy),
+        })
+        .collect()
 }
 
 /// Runs one turn to its end.
@@ -106,6 +121,7 @@ pub async fn run_turn(
         }],
         request: &request,
         tools,
+        specs: specs(tools, ctx),
         ctx,
         content: String::new(),
     };
@@ -183,15 +199,7 @@ impl Turn<'_> {
             model: self.request.model.clone(),
             thought_level: self.request.thought_level,
             messages,
-            tools: self
-                .tools
-                .iter()
-                .map(|tool| ToolSpec {
-                    name: tool.name().to_owned(),
-                    description: tool.description().to_owned(),
-                    parameters: tool.parameters_for(&self.ctx.env.policy),
-                })
-                .collect(),
+            tools: self.specs.clone(),
         }
     }
 

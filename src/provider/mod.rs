@@ -112,7 +112,8 @@ pub struct ToolSpec {
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<ChatMessage>,
-    pub tools: Vec<ToolSpec>,
+    /// The tools offered, shared by the model calls of one turn (built once per turn).
+    pub tools: std::sync::Arc<[ToolSpec]>,
     /// How hard the model should think; `Off` sends no reasoning setting at all.
     pub thought_level: ThoughtLevel,
 }

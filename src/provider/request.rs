@@ -235,7 +235,8 @@ mod tests {
                 name: "todo_write".into(),
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
-            }],
+            }]
+            .into(),
             thought_level: ThoughtLevel::Off,
         };
         let body = parsed(&req);
@@ -275,7 +276,7 @@ mod tests {
                     }),
                 ],
             }],
-            tools: vec![],
+            tools: Vec::new().into(),
             thought_level: ThoughtLevel::Off,
         };
         assert_eq!(
@@ -292,7 +293,7 @@ mod tests {
         let req = ChatRequest {
             model: "m".into(),
             messages: vec![],
-            tools: vec![],
+            tools: Vec::new().into(),
             thought_level: ThoughtLevel::High,
         };
         assert!(parsed(&req).get("tools").is_none());

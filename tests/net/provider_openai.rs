@@ -55,7 +55,8 @@ fn request() -> ChatRequest {
             name: "todo_write".into(),
             description: "update the plan".into(),
             parameters: json!({"type": "object", "properties": {"todos": {"type": "array"}}}),
-        }],
+        }]
+        .into(),
         thought_level: Default::default(),
     }
 }

@@ -307,7 +307,8 @@ mod tests {
                 name: "read".into(),
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
-            }],
+            }]
+            .into(),
             thought_level: ThoughtLevel::Off,
         };
         let body: Value =
@@ -356,7 +357,7 @@ mod tests {
                     }),
                 ],
             }],
-            tools: vec![],
+            tools: Vec::new().into(),
             thought_level: ThoughtLevel::Off,
         };
         let body: Value =
@@ -375,7 +376,7 @@ mod tests {
         let req = ChatRequest {
             model: "m".into(),
             messages: vec![],
-            tools: vec![],
+            tools: Vec::new().into(),
             thought_level: ThoughtLevel::High,
         };
         let options = Options {
