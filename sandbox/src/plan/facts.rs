@@ -24,7 +24,7 @@ pub struct GitReader {
     /// `$XDG_CONFIG_HOME` (`crate::git::global::validated`).
     pub global: fn(&Path, Option<&Path>) -> String,
     /// The worktree root of the larger repository a workspace without `.git` lies in
-    /// (`crate::git::repo::enclosing`).
+    /// (`crate::git::read::enclosing`).
     pub parent: fn(&Path) -> Option<PathBuf>,
     /// Adds the plan's git section once it is built, from the facts alone: a missing `.git`
     /// guarded, an existing repository's private stage, the parent repository's
